@@ -1,0 +1,173 @@
+// The embind layer: a thin handle over mha::MultiheadAttention. No C++ exception crosses into
+// JavaScript; each call reports success, and the JS wrapper (bindings/js/) raises the error
+// from lastError()/lastErrorKind(). Tensors arrive as pointers into the wasm heap that the JS
+// wrapper allocated and filled; results stay in the handle until the wrapper copies them out.
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+#include <malloc.h>
+
+#include <memory>
+#include <new>
+#include <string>
+
+#include "mha/errors.hpp"
+#include "mha/multihead_attention.hpp"
+
+using emscripten::val;
+
+namespace {
+
+mha::Shape shape_of(const val& v) {
+  mha::Shape s;
+  const int n = v["length"].as<int>();
+  for (int i = 0; i < n; ++i) s.push_back(static_cast<int64_t>(v[i].as<double>()));
+  return s;
+}
+
+val array_of(const mha::Shape& s) {
+  val a = val::array();
+  for (int64_t d : s) a.call<void>("push", static_cast<double>(d));
+  return a;
+}
+
+template <typename T>
+const T* pointer_of(const val& v) {
+  return reinterpret_cast<const T*>(v["ptr"].as<uintptr_t>());
+}
+
+mha::TensorRef tensor_of(const val& v) {
+  if (v.isUndefined() || v.isNull()) return {};
+  return {pointer_of<float>(v), shape_of(v["shape"])};
+}
+
+mha::MaskRef mask_of(const val& v) {
+  if (v.isUndefined() || v.isNull()) return {};
+  return {v["isBool"].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, pointer_of<void>(v),
+          shape_of(v["shape"])};
+}
+
+// 0 = none, 1 = TypeError, 2 = RangeError, 3 = Error
+enum ErrorCode { kNone = 0, kTypeError = 1, kRangeError = 2, kOtherError = 3 };
+
+class LayerHandle {
+ public:
+  LayerHandle(int embed_dim, int num_heads, int kdim, int vdim, bool bias, int num_kv_heads, double scale) {
+    guard([&] {
+      mha::AttentionConfig c;
+      c.embed_dim = embed_dim;
+      c.num_heads = num_heads;
+      c.kdim = kdim;
+      c.vdim = vdim;
+      c.bias = bias;
+      c.num_kv_heads = num_kv_heads;
+      if (scale == scale) c.scale = static_cast<float>(scale);  // NaN means "default"
+      layer_ = std::make_unique<mha::MultiheadAttention>(c);
+    });
+  }
+
+  int lastErrorKind() const { return error_kind_; }
+  std::string lastError() const { return error_; }
+
+  val config() const {
+    const mha::ResolvedConfig& c = layer_->config();
+    val o = val::object();
+    o.set("embedDim", static_cast<double>(c.embed_dim));
+    o.set("numHeads", static_cast<double>(c.num_heads));
+    o.set("kdim", static_cast<double>(c.kdim));
+    o.set("vdim", static_cast<double>(c.vdim));
+    o.set("bias", c.bias);
+    o.set("numKvHeads", static_cast<double>(c.num_kv_heads));
+    o.set("headDim", static_cast<double>(c.head_dim));
+    o.set("scale", c.scale);
+    return o;
+  }
+
+  val stateDictShapes() const {
+    val o = val::object();
+    for (const auto& [key, shape] : mha::state_dict_layout(layer_->config())) o.set(key, array_of(shape));
+    return o;
+  }
+
+  // entries: [{ name, ptr, length }]
+  bool loadStateDict(val entries) {
+    return guard([&] {
+      mha::StateDict sd;
+      const int n = entries["length"].as<int>();
+      for (int i = 0; i < n; ++i) {
+        val e = entries[i];
+        sd[e["name"].as<std::string>()] = {pointer_of<float>(e), static_cast<int64_t>(e["length"].as<double>())};
+      }
+      layer_->load_state_dict(sd);
+    });
+  }
+
+  // request: { query, key, value, keyPaddingMask, attnMask, causal, needWeights, averageWeights }
+  bool forward(val request) {
+    releaseResult();
+    return guard([&] {
+      const mha::TensorRef q = tensor_of(request["query"]), k = tensor_of(request["key"]),
+                           v = tensor_of(request["value"]);
+      mha::ForwardOptions o;
+      o.causal = request["causal"].as<bool>();
+      o.need_weights = request["needWeights"].as<bool>();
+      o.average_weights = request["averageWeights"].as<bool>();
+      o.key_padding_mask = mask_of(request["keyPaddingMask"]);
+      o.attn_mask = mask_of(request["attnMask"]);
+      result_ = layer_->forward(q, k, v, o);
+    });
+  }
+
+  uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
+  val outputShape() const { return array_of(result_.output_shape); }
+  uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(result_.weights.data()); }
+  val weightsShape() const { return result_.weights.empty() ? val::null() : array_of(result_.weights_shape); }
+  void releaseResult() { result_ = mha::ForwardResult{}; }
+
+ private:
+  template <typename F>
+  bool guard(F&& f) {
+    error_kind_ = kNone;
+    error_.clear();
+    try {
+      f();
+      return true;
+    } catch (const mha::ArgumentError& e) {
+      error_kind_ = e.kind() == mha::ErrorKind::kType ? kTypeError : kRangeError;
+      error_ = e.what();
+    } catch (const std::bad_alloc&) {
+      error_kind_ = kRangeError;
+      error_ = "out of memory: the request does not fit in WebAssembly memory";
+    } catch (const std::exception& e) {
+      error_kind_ = kOtherError;
+      error_ = e.what();
+    }
+    return false;
+  }
+
+  std::unique_ptr<mha::MultiheadAttention> layer_;
+  mha::ForwardResult result_;
+  int error_kind_ = kNone;
+  std::string error_;
+};
+
+// Bytes the allocator has handed out and not yet freed; the leak tests watch this.
+double heapAllocatedBytes() { return static_cast<double>(mallinfo().uordblks); }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(mha_wasm) {
+  emscripten::class_<LayerHandle>("LayerHandle")
+      .constructor<int, int, int, int, bool, int, double>()
+      .function("lastErrorKind", &LayerHandle::lastErrorKind)
+      .function("lastError", &LayerHandle::lastError)
+      .function("config", &LayerHandle::config)
+      .function("stateDictShapes", &LayerHandle::stateDictShapes)
+      .function("loadStateDict", &LayerHandle::loadStateDict)
+      .function("forward", &LayerHandle::forward)
+      .function("outputPtr", &LayerHandle::outputPtr)
+      .function("outputShape", &LayerHandle::outputShape)
+      .function("weightsPtr", &LayerHandle::weightsPtr)
+      .function("weightsShape", &LayerHandle::weightsShape)
+      .function("releaseResult", &LayerHandle::releaseResult);
+  emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
+}

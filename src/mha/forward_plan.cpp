@@ -1,0 +1,110 @@
+#include "forward_plan.hpp"
+
+#include <string>
+
+namespace mha {
+namespace {
+
+std::string dims(std::initializer_list<std::string> names) {
+  std::string s = "[";
+  bool first = true;
+  for (const auto& n : names) {
+    if (!first) s += ", ";
+    s += n;
+    first = false;
+  }
+  return s + "]";
+}
+
+void expect_shape(const char* name, const Shape& got, const Shape& want, const std::string& symbolic) {
+  if (got != want)
+    throw range_error(std::string(name) + ": expected shape " + symbolic + " = " + format_shape(want) +
+                      ", got " + format_shape(got));
+}
+
+void check_data(const char* name, const void* data, const Shape& shape) {
+  if (data == nullptr && element_count(shape) > 0)
+    throw type_error(std::string(name) + ": data is missing");
+}
+
+}  // namespace
+
+ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const TensorRef& key,
+                         const TensorRef& value, const ForwardOptions& options) {
+  const std::string E = std::to_string(c.embed_dim);
+  ForwardPlan p{};
+  const Shape& qs = query.shape;
+  if (qs.size() == 3) {
+    p.batched = true;
+    p.batch = qs[0];
+    p.query_len = qs[1];
+  } else if (qs.size() == 2) {
+    p.batched = false;
+    p.batch = 1;
+    p.query_len = qs[0];
+  } else {
+    throw range_error("query: expected shape [B, L, " + E + "] or [L, " + E + "], got " + format_shape(qs));
+  }
+  if (qs.back() != c.embed_dim)
+    throw range_error("query: last dimension must be embedDim = " + E + ", expected shape " +
+                      (p.batched ? "[B, L, " : "[L, ") + E + "], got " + format_shape(qs));
+  if (p.batch < 1 || p.query_len < 1)
+    throw range_error("query: batch size and sequence length must be at least 1, got shape " + format_shape(qs));
+  check_data("query", query.data, qs);
+
+  if (key.present() != value.present())
+    throw type_error(std::string(key.present() ? "value" : "key") +
+                     ": key and value must be given together (or both omitted for self-attention)");
+  if (key.present()) {
+    const Shape& ks = key.shape;
+    if (ks.size() != qs.size())
+      throw range_error(std::string("key: expected ") + (p.batched ? "3" : "2") + " dimensions like the query, shape " +
+                        (p.batched ? dims({std::to_string(p.batch), "S", std::to_string(c.kdim)})
+                                   : dims({"S", std::to_string(c.kdim)})) +
+                        ", got " + format_shape(ks));
+    p.key_len = ks[ks.size() - 2];
+    if (p.key_len < 1) throw range_error("key: sequence length S must be at least 1, got shape " + format_shape(ks));
+    Shape want_k = p.batched ? Shape{p.batch, p.key_len, c.kdim} : Shape{p.key_len, c.kdim};
+    Shape want_v = p.batched ? Shape{p.batch, p.key_len, c.vdim} : Shape{p.key_len, c.vdim};
+    expect_shape("key", ks, want_k, p.batched ? "[B, S, kdim]" : "[S, kdim]");
+    expect_shape("value", value.shape, want_v, p.batched ? "[B, S, vdim]" : "[S, vdim]");
+    check_data("key", key.data, ks);
+    check_data("value", value.data, value.shape);
+  } else {
+    if (c.kdim != c.embed_dim || c.vdim != c.embed_dim)
+      throw type_error("key: key and value are required when kdim or vdim differ from embedDim");
+    p.key_len = p.query_len;
+  }
+
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len, H = c.num_heads;
+  if (options.key_padding_mask.present()) {
+    Shape want = p.batched ? Shape{B, S} : Shape{S};
+    expect_shape("keyPaddingMask", options.key_padding_mask.shape, want, p.batched ? "[B, S]" : "[S]");
+    check_data("keyPaddingMask", options.key_padding_mask.data, want);
+  }
+  p.attn_mask_per_head = false;
+  if (options.attn_mask.present()) {
+    const Shape& ms = options.attn_mask.shape;
+    Shape per_head = p.batched ? Shape{B * H, L, S} : Shape{H, L, S};
+    if (ms.size() == 3) {
+      expect_shape("attnMask", ms, per_head, p.batched ? "[B*numHeads, L, S]" : "[numHeads, L, S]");
+      p.attn_mask_per_head = true;
+    } else if (ms != Shape{L, S}) {
+      throw range_error("attnMask: expected shape [L, S] = " + format_shape({L, S}) + " or " +
+                        (p.batched ? "[B*numHeads, L, S] = " : "[numHeads, L, S] = ") + format_shape(per_head) +
+                        ", got " + format_shape(ms));
+    }
+    check_data("attnMask", options.attn_mask.data, ms);
+  }
+
+  p.output_shape = p.batched ? Shape{B, L, c.embed_dim} : Shape{L, c.embed_dim};
+  if (options.need_weights) {
+    if (options.average_weights)
+      p.weights_shape = p.batched ? Shape{B, L, S} : Shape{L, S};
+    else
+      p.weights_shape = p.batched ? Shape{B, H, L, S} : Shape{H, L, S};
+  }
+  return p;
+}
+
+}  // namespace mha

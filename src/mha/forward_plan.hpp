@@ -1,0 +1,47 @@
+// One source of truth for the shapes of a forward call: every input is checked here,
+// and the sizes the kernels loop over come from here.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "attention_config.hpp"
+#include "shape.hpp"
+
+namespace mha {
+
+enum class MaskType { kNone, kBool, kFloat };
+
+// A caller-owned mask. Bool masks are bytes (nonzero = true = blocked); float masks are added
+// to the attention scores before the softmax.
+struct MaskRef {
+  MaskType type = MaskType::kNone;
+  const void* data = nullptr;
+  Shape shape;
+  bool present() const { return type != MaskType::kNone; }
+};
+
+struct ForwardOptions {
+  bool causal = false;        // query i may not see keys j > i (top-left aligned)
+  MaskRef key_padding_mask;   // [B, S] (or [S] unbatched); bool true = ignore this key
+  MaskRef attn_mask;          // [L, S] or [B*H, L, S] ([H, L, S] unbatched); bool true = blocked
+  bool need_weights = false;  // also return the softmax probabilities
+  bool average_weights = true;  // average them over heads: [B, L, S] instead of [B, H, L, S]
+};
+
+struct ForwardPlan {
+  bool batched;          // false when the query came as [L, E]
+  int64_t batch;         // B (1 when unbatched)
+  int64_t query_len;     // L
+  int64_t key_len;       // S
+  bool attn_mask_per_head;  // attn_mask is [B*H, L, S]
+  Shape output_shape;    // [B, L, E] or [L, E]
+  Shape weights_shape;   // empty unless need_weights
+};
+
+// Checks q/k/v/masks against the config and returns the sizes to run with.
+// key and value may both be absent (self-attention: they are the query).
+ForwardPlan plan_forward(const ResolvedConfig& config, const TensorRef& query, const TensorRef& key,
+                         const TensorRef& value, const ForwardOptions& options);
+
+}  // namespace mha

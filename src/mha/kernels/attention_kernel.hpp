@@ -1,0 +1,32 @@
+// Scaled dot-product attention for one (batch, head) pair: softmax(scale * q k^T + mask) v.
+#pragma once
+
+#include <cstdint>
+
+namespace mha::kernels {
+
+struct AttentionHeadArgs {
+  const float* q;  // [L, Dh], row stride q_stride
+  const float* k;  // [S, Dh], row stride k_stride
+  const float* v;  // [S, Dh], row stride v_stride
+  float* out;      // [L, Dh], row stride out_stride
+  int64_t q_stride, k_stride, v_stride, out_stride;
+  int64_t query_len, key_len, head_dim;
+  float scale;
+  bool causal;             // key j is blocked for query i when j > i
+  const float* key_bias;   // [S] added to every row's scores, or null
+  const float* attn_bias;  // [L, S] added to the scores (row stride key_len), or null
+  // Optional probabilities [L, S] (row stride key_len): weights += weights_factor * p.
+  // The caller zeroes the buffer; factor 1 gives per-head weights, 1/H an average over heads.
+  float* weights;
+  float weights_factor;
+};
+
+// Keys whose mask bias is -inf are skipped entirely: their k and v are never read, so NaN or
+// Inf there cannot reach the output. A query row with every key blocked gives zeros.
+void attention_head_reference(const AttentionHeadArgs& args);
+
+// The fastest kernel this build has.
+void attention_head(const AttentionHeadArgs& args);
+
+}  // namespace mha::kernels

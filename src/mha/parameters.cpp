@@ -1,0 +1,97 @@
+#include "parameters.hpp"
+
+#include <algorithm>
+
+#include "errors.hpp"
+#include "shape.hpp"
+
+namespace mha {
+namespace {
+
+bool fused_in_proj(const ResolvedConfig& c) {
+  return c.kdim == c.embed_dim && c.vdim == c.embed_dim && c.num_kv_heads == c.num_heads;
+}
+
+std::string quoted_keys(const std::vector<std::pair<std::string, Shape>>& layout) {
+  std::string s;
+  for (const auto& [key, shape] : layout) s += (s.empty() ? "'" : ", '") + key + "'";
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Shape>> state_dict_layout(const ResolvedConfig& c) {
+  const int64_t E = c.embed_dim, kv = c.kv_dim();
+  std::vector<std::pair<std::string, Shape>> layout;
+  if (fused_in_proj(c)) {
+    layout.push_back({"in_proj_weight", {3 * E, E}});
+  } else {
+    layout.push_back({"q_proj_weight", {E, E}});
+    layout.push_back({"k_proj_weight", {kv, c.kdim}});
+    layout.push_back({"v_proj_weight", {kv, c.vdim}});
+  }
+  if (c.bias) layout.push_back({"in_proj_bias", {E + 2 * kv}});
+  layout.push_back({"out_proj.weight", {E, E}});
+  if (c.bias) layout.push_back({"out_proj.bias", {E}});
+  return layout;
+}
+
+AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const StateDict& state) {
+  auto layout = state_dict_layout(c);
+  // Where PyTorch fuses q/k/v we also take the separate form, if that is what was given.
+  if (fused_in_proj(c) && !state.count("in_proj_weight") && state.count("q_proj_weight")) {
+    layout.erase(layout.begin());
+    const int64_t E = c.embed_dim;
+    layout.insert(layout.begin(), {{"q_proj_weight", {E, E}}, {"k_proj_weight", {E, E}}, {"v_proj_weight", {E, E}}});
+  }
+
+  for (const auto& entry : state) {
+    const std::string& key = entry.first;
+    bool known = std::any_of(layout.begin(), layout.end(), [&](const auto& kv) { return kv.first == key; });
+    if (!known) {
+      std::string why = (key == "in_proj_bias" || key == "out_proj.bias") && !c.bias ? " (the layer has bias: false)" : "";
+      throw type_error("stateDict: unexpected key '" + key + "'" + why + "; expected exactly " + quoted_keys(layout));
+    }
+  }
+  auto get = [&](const std::string& key, const Shape& shape) -> std::vector<float> {
+    auto it = state.find(key);
+    const int64_t want = element_count(shape);
+    if (it == state.end())
+      throw type_error("stateDict: missing key '" + key + "' (expected " + std::to_string(want) +
+                       " floats, shape " + format_shape(shape) + ")");
+    const StateDictEntry& e = it->second;
+    if (e.length != want)
+      throw range_error("stateDict['" + key + "']: expected " + std::to_string(want) + " floats (shape " +
+                        format_shape(shape) + "), got " + std::to_string(e.length));
+    if (e.data == nullptr && want > 0) throw type_error("stateDict['" + key + "']: data is missing");
+    return std::vector<float>(e.data, e.data + want);
+  };
+
+  // Check every entry before keeping any, so a failed load changes nothing.
+  std::map<std::string, std::vector<float>> tensors;
+  for (const auto& [key, shape] : layout) tensors[key] = get(key, shape);
+
+  AttentionParameters p;
+  const int64_t E = c.embed_dim, kv = c.kv_dim();
+  if (tensors.count("in_proj_weight")) {
+    const auto& w = tensors["in_proj_weight"];
+    p.q_weight.assign(w.begin(), w.begin() + E * E);
+    p.k_weight.assign(w.begin() + E * E, w.begin() + 2 * E * E);
+    p.v_weight.assign(w.begin() + 2 * E * E, w.end());
+  } else {
+    p.q_weight = std::move(tensors["q_proj_weight"]);
+    p.k_weight = std::move(tensors["k_proj_weight"]);
+    p.v_weight = std::move(tensors["v_proj_weight"]);
+  }
+  p.out_weight = std::move(tensors["out_proj.weight"]);
+  if (c.bias) {
+    const auto& b = tensors["in_proj_bias"];
+    p.q_bias.assign(b.begin(), b.begin() + E);
+    p.k_bias.assign(b.begin() + E, b.begin() + E + kv);
+    p.v_bias.assign(b.begin() + E + kv, b.end());
+    p.out_bias = std::move(tensors["out_proj.bias"]);
+  }
+  return p;
+}
+
+}  // namespace mha

@@ -1,0 +1,36 @@
+// The layer's learned weights, in nn.Linear layout [out, in], and how a PyTorch state dict maps onto them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attention_config.hpp"
+
+namespace mha {
+
+struct AttentionParameters {
+  std::vector<float> q_weight;    // [E, E]
+  std::vector<float> k_weight;    // [Hkv*Dh, kdim]
+  std::vector<float> v_weight;    // [Hkv*Dh, vdim]
+  std::vector<float> out_weight;  // [E, E]
+  std::vector<float> q_bias, k_bias, v_bias, out_bias;  // empty when the layer has no bias
+};
+
+// One caller-owned entry of a state dict: a flat float32 buffer.
+struct StateDictEntry {
+  const float* data = nullptr;
+  int64_t length = 0;
+};
+using StateDict = std::map<std::string, StateDictEntry>;
+
+// The keys nn.MultiheadAttention would have in its state dict for this config, with their shapes.
+// (in_proj_weight when kdim == vdim == E and there is no grouping, else q/k/v_proj_weight.)
+std::vector<std::pair<std::string, std::vector<int64_t>>> state_dict_layout(const ResolvedConfig& config);
+
+// Copies a state dict into parameters. Throws ArgumentError naming the key for a missing,
+// unknown or mis-sized entry. The separate q/k/v form is also accepted where PyTorch would fuse.
+AttentionParameters parameters_from_state_dict(const ResolvedConfig& config, const StateDict& state);
+
+}  // namespace mha

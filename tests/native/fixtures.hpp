@@ -1,0 +1,103 @@
+// Reads the parity fixtures written by tools/make_fixtures.py (index.json + fixtures.bin).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mha/multihead_attention.hpp"
+
+namespace fixtures {
+
+struct Tensor {
+  std::string dtype;  // "float32" or "uint8"
+  mha::Shape shape;
+  std::vector<float> f32;
+  std::vector<uint8_t> u8;
+};
+
+struct Case {
+  std::string name;
+  nlohmann::json json;
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, Tensor> state;
+
+  mha::AttentionConfig config() const {
+    const auto& c = json["config"];
+    mha::AttentionConfig cfg;
+    cfg.embed_dim = c["embedDim"];
+    cfg.num_heads = c["numHeads"];
+    cfg.kdim = c["kdim"];
+    cfg.vdim = c["vdim"];
+    cfg.bias = c["bias"];
+    cfg.num_kv_heads = c["numKvHeads"];
+    if (c.contains("scale")) cfg.scale = c["scale"].get<float>();
+    return cfg;
+  }
+  mha::StateDict state_dict() const {
+    mha::StateDict sd;
+    for (const auto& [k, t] : state) sd[k] = {t.f32.data(), static_cast<int64_t>(t.f32.size())};
+    return sd;
+  }
+  mha::TensorRef ref(const std::string& name) const {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) return {};
+    return {it->second.f32.data(), it->second.shape};
+  }
+  mha::MaskRef mask(const std::string& name) const {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) return {};
+    const Tensor& t = it->second;
+    if (t.dtype == "uint8") return {mha::MaskType::kBool, t.u8.data(), t.shape};
+    return {mha::MaskType::kFloat, t.f32.data(), t.shape};
+  }
+  mha::ForwardOptions options() const {
+    mha::ForwardOptions o;
+    o.causal = json["options"]["causal"];
+    o.need_weights = json["options"]["needWeights"];
+    o.average_weights = json["options"]["averageWeights"];
+    o.key_padding_mask = mask("keyPaddingMask");
+    o.attn_mask = mask("attnMask");
+    return o;
+  }
+};
+
+inline Tensor read_tensor(const nlohmann::json& j, const std::vector<char>& blob) {
+  Tensor t;
+  t.dtype = j["dtype"];
+  t.shape = j["shape"].get<mha::Shape>();
+  const size_t offset = j["offset"], length = j["length"];
+  if (t.dtype == "float32") {
+    t.f32.resize(length);
+    std::memcpy(t.f32.data(), blob.data() + offset, length * sizeof(float));
+  } else {
+    t.u8.assign(blob.begin() + offset, blob.begin() + offset + length);
+  }
+  return t;
+}
+
+inline std::vector<Case> load_all(const std::string& dir) {
+  std::ifstream index_file(dir + "/index.json");
+  if (!index_file) throw std::runtime_error("cannot open " + dir + "/index.json");
+  nlohmann::json index = nlohmann::json::parse(index_file);
+  std::ifstream bin(dir + "/" + index["binary"].get<std::string>(), std::ios::binary);
+  std::vector<char> blob((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
+  std::vector<Case> cases;
+  for (const auto& c : index["cases"]) {
+    Case fc;
+    fc.name = c["name"];
+    fc.json = c;
+    for (const auto& [k, v] : c["tensors"].items()) fc.tensors[k] = read_tensor(v, blob);
+    for (const auto& [k, v] : c["stateDict"].items()) fc.state[k] = read_tensor(v, blob);
+    cases.push_back(std::move(fc));
+  }
+  return cases;
+}
+
+}  // namespace fixtures
