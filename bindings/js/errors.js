@@ -1,0 +1,8 @@
+// The JS error classes the core's error kinds map to (see bindings/embind.cpp: ErrorCode).
+const ERROR_CLASSES = [Error, TypeError, RangeError, Error];
+
+/** Throws the error a handle recorded for its last call. */
+export function throwHandleError(handle, context) {
+  const ErrorClass = ERROR_CLASSES[handle.lastErrorKind()] ?? Error;
+  throw new ErrorClass(`${context}: ${handle.lastError()}`);
+}

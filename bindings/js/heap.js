@@ -1,0 +1,33 @@
+// Moving typed arrays into and out of the wasm heap. HEAP views are re-read on every use:
+// they are replaced when memory grows.
+
+/** Allocations for one call, freed together. */
+export class HeapScope {
+  constructor(module) {
+    this.module = module;
+    this.pointers = [];
+  }
+
+  /** Copies a Float32Array or Uint8Array into the heap; returns its address. */
+  copyIn(array) {
+    const bytes = Math.max(array.byteLength, 1);
+    const ptr = this.module._malloc(bytes);
+    if (ptr === 0) {
+      throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for an input`);
+    }
+    this.pointers.push(ptr);
+    const view = array instanceof Float32Array ? this.module.HEAPF32 : this.module.HEAPU8;
+    view.set(array, ptr / array.BYTES_PER_ELEMENT);
+    return ptr;
+  }
+
+  free() {
+    for (const ptr of this.pointers) this.module._free(ptr);
+    this.pointers.length = 0;
+  }
+}
+
+/** A caller-owned copy of `length` floats at `ptr`. */
+export function copyOutFloats(module, ptr, length) {
+  return module.HEAPF32.slice(ptr / 4, ptr / 4 + length);
+}

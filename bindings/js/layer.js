@@ -1,0 +1,144 @@
+// MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
+import { throwHandleError } from './errors.js';
+import { copyOutFloats, HeapScope } from './heap.js';
+import {
+  checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
+} from './validate.js';
+
+const CONFIG_KEYS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale'];
+const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights'];
+const MASK_KINDS = [Uint8Array, Float32Array];
+
+function tensorForCore(scope, tensor) {
+  return tensor && { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
+}
+
+function stateDictEntries(stateDict) {
+  if (stateDict instanceof Map) return [...stateDict.entries()];
+  checkPlainObject('loadStateDict: stateDict', stateDict);
+  return Object.entries(stateDict);
+}
+
+/** Makes the MultiHeadAttention class bound to one loaded wasm module. */
+export function defineMultiHeadAttention(module) {
+  return class MultiHeadAttention {
+    #handle;
+
+    constructor(config) {
+      checkPlainObject('MultiHeadAttention: config', config);
+      checkKnownKeys('MultiHeadAttention config', config, CONFIG_KEYS);
+      checkInteger('embedDim', config.embedDim);
+      checkInteger('numHeads', config.numHeads);
+      checkInteger('kdim', config.kdim, { optional: true });
+      checkInteger('vdim', config.vdim, { optional: true });
+      checkInteger('numKvHeads', config.numKvHeads, { optional: true });
+      checkBoolean('bias', config.bias);
+      if (config.scale !== undefined && (typeof config.scale !== 'number' || !Number.isFinite(config.scale))) {
+        throw new RangeError(`scale must be a finite number, got ${describe(config.scale)}`);
+      }
+      const handle = new module.LayerHandle(
+        config.embedDim, config.numHeads, config.kdim ?? 0, config.vdim ?? 0, config.bias ?? true,
+        config.numKvHeads ?? 0, config.scale ?? NaN,
+      );
+      if (handle.lastErrorKind() !== 0) {
+        try {
+          throwHandleError(handle, 'MultiHeadAttention');
+        } finally {
+          handle.delete();
+        }
+      }
+      this.#handle = handle;
+    }
+
+    #live(method) {
+      if (!this.#handle) throw new TypeError(`MultiHeadAttention.${method}: this layer was disposed`);
+      return this.#handle;
+    }
+
+    /** The resolved configuration: every default filled in, plus headDim. */
+    get config() {
+      return this.#live('config').config();
+    }
+
+    /** The state-dict keys this layer takes, with their PyTorch shapes. */
+    stateDictShapes() {
+      return this.#live('stateDictShapes').stateDictShapes();
+    }
+
+    /** True until dispose() is called. */
+    get alive() {
+      return this.#handle !== null;
+    }
+
+    loadStateDict(stateDict) {
+      const handle = this.#live('loadStateDict');
+      const entries = stateDictEntries(stateDict);
+      for (const [key, value] of entries) {
+        if (!(value instanceof Float32Array)) {
+          throw new TypeError(`loadStateDict: stateDict['${key}'] must be a Float32Array, got ${describe(value)}`);
+        }
+      }
+      const scope = new HeapScope(module);
+      try {
+        const list = entries.map(([name, value]) => ({ name, ptr: scope.copyIn(value), length: value.length }));
+        if (!handle.loadStateDict(list)) throwHandleError(handle, 'loadStateDict');
+      } finally {
+        scope.free();
+      }
+      return this;
+    }
+
+    forward(query, key = null, value = null, options = {}) {
+      const handle = this.#live('forward');
+      checkTensor('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
+      if (key !== null && key !== undefined && !('data' in Object(key)) && value == null) {
+        throw new TypeError('key must be { data, shape } or null; to pass options for self-attention call '
+          + 'forward(query, null, null, options)');
+      }
+      checkTensor('key', key, { expected: '[B, S, kdim]', optional: true });
+      checkTensor('value', value, { expected: '[B, S, vdim]', optional: true });
+      checkPlainObject('forward: options', options);
+      checkKnownKeys('forward options', options, OPTION_KEYS);
+      for (const flag of ['causal', 'needWeights', 'averageWeights']) checkBoolean(flag, options[flag]);
+      const keyPaddingMask = checkTensor('keyPaddingMask', options.keyPaddingMask, { kinds: MASK_KINDS, optional: true });
+      const attnMask = checkTensor('attnMask', options.attnMask, { kinds: MASK_KINDS, optional: true });
+
+      const scope = new HeapScope(module);
+      try {
+        const ok = handle.forward({
+          query: tensorForCore(scope, query),
+          key: tensorForCore(scope, key),
+          value: tensorForCore(scope, value),
+          keyPaddingMask: tensorForCore(scope, keyPaddingMask),
+          attnMask: tensorForCore(scope, attnMask),
+          causal: options.causal ?? false,
+          needWeights: options.needWeights ?? false,
+          averageWeights: options.averageWeights ?? true,
+        });
+        if (!ok) throwHandleError(handle, 'forward');
+        const outputShape = handle.outputShape();
+        const output = {
+          data: copyOutFloats(module, handle.outputPtr(), outputShape.reduce((n, d) => n * d, 1)),
+          shape: outputShape,
+        };
+        const weightsShape = handle.weightsShape();
+        const weights = weightsShape && {
+          data: copyOutFloats(module, handle.weightsPtr(), weightsShape.reduce((n, d) => n * d, 1)),
+          shape: weightsShape,
+        };
+        return { output, weights };
+      } finally {
+        handle.releaseResult();
+        scope.free();
+      }
+    }
+
+    /** Frees the layer's wasm memory. Safe to call more than once. */
+    dispose() {
+      if (this.#handle) {
+        this.#handle.delete();
+        this.#handle = null;
+      }
+    }
+  };
+}
