@@ -4,8 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(emscripten libeigen3-dev libxsimd-dev nlohmann-json3-dev cmake g++ libgtest-dev libbenchmark-dev)
-[ -n "${MHA_EXTRA_PACKAGES:-}" ] && read -r -a extra <<<"$MHA_EXTRA_PACKAGES" && PACKAGES+=("${extra[@]}")
+mapfile -t PACKAGES < <(grep -v '^#' tools/debian-packages.txt | grep -v '^$')
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -23,6 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-if [ -f package-lock.json ] && [ ! -d node_modules ]; then
+# Reinstall when package-lock.json changed since the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi

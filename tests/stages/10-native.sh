@@ -1,0 +1,5 @@
+# GoogleTest parity and error tests of the C++ core, built with g++, run by ctest.
+set -euo pipefail
+cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release > build/native-configure.log 2>&1 || { cat build/native-configure.log; exit 1; }
+cmake --build build/native -j2
+ctest --test-dir build/native --output-on-failure
