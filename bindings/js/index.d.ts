@@ -114,3 +114,86 @@ export interface InitOptions {
 
 /** Loads the WebAssembly module. Single-flight: later calls return the same promise. */
 export declare function init(options?: InitOptions): Promise<MhaModule>;
+
+/** The element types of the .safetensors format. */
+export type SafetensorsDtype =
+  | 'BOOL' | 'U8' | 'I8' | 'F8_E4M3' | 'F8_E5M2' | 'I16' | 'U16' | 'F16' | 'BF16'
+  | 'I32' | 'U32' | 'F32' | 'I64' | 'U64' | 'F64';
+
+/**
+ * The typed array a dtype is held in: F32 Float32Array, F64 Float64Array, I8 Int8Array,
+ * U8/BOOL/F8_* Uint8Array, I16 Int16Array, U16 Uint16Array, F16/BF16 Uint16Array (raw bit patterns),
+ * I32 Int32Array, U32 Uint32Array, I64 BigInt64Array, U64 BigUint64Array.
+ */
+export type SafetensorsData =
+  | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array
+  | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
+
+/** One tensor read from a .safetensors file. `data` is a fresh copy the caller owns. */
+export interface SafetensorsTensor {
+  /** The stored element type. */
+  dtype: SafetensorsDtype;
+  /** Dimensions, outermost first (row-major). `[]` is a scalar. */
+  shape: number[];
+  /** The elements, in the typed array of `dtype` (see {@link SafetensorsData}). */
+  data: SafetensorsData;
+}
+
+/** The contents of a .safetensors file. */
+export interface SafetensorsFile {
+  /** Tensors by name, in header order. */
+  tensors: Record<string, SafetensorsTensor>;
+  /** The header's `__metadata__` (string to string); `{}` when absent. */
+  metadata: Record<string, string>;
+}
+
+/**
+ * Parses a .safetensors file (8-byte little-endian header length, JSON header, raw data).
+ * Strict, like the reference implementation: known dtypes, sizes matching dtype and shape,
+ * data_offsets in range, tensors tiling the data with no overlap, gap or trailing bytes.
+ * @throws {TypeError} for a malformed header (not JSON, unknown dtype, missing field), naming the tensor.
+ * @throws {RangeError} for bad lengths, offsets or sizes, naming the tensor.
+ */
+export declare function readSafetensors(bytes: Uint8Array | ArrayBuffer): SafetensorsFile;
+
+/** Options of {@link stateDictFromSafetensors}. */
+export interface StateDictFromSafetensorsOptions {
+  /**
+   * Keep only tensors whose name starts with this, and strip it from the keys,
+   * e.g. `'encoder.layers.0.self_attn.'` to take one layer out of a whole model.
+   */
+  prefix?: string;
+}
+
+/**
+ * A state dict for {@link MultiHeadAttention.loadStateDict} from a .safetensors file:
+ * F32 tensors as stored, F16, BF16 and F64 converted to Float32Array.
+ * @throws {TypeError} for a non-float tensor, or when no name starts with `prefix`; and as {@link readSafetensors}.
+ */
+export declare function stateDictFromSafetensors(
+  bytes: Uint8Array | ArrayBuffer, options?: StateDictFromSafetensorsOptions): Record<string, Float32Array>;
+
+/** A tensor to write. */
+export interface SafetensorsInput {
+  /** The elements; with dtype 'F16' or 'BF16' a Float32Array is rounded (to nearest, ties to even). */
+  data: SafetensorsData;
+  /** Dimensions; their product must equal `data.length`. */
+  shape: number[];
+  /** Default: from the array type (Float32Array F32, ...). Required for Uint16Array (F16, BF16 or U16). */
+  dtype?: SafetensorsDtype;
+}
+
+/** Options of {@link writeSafetensors}. */
+export interface WriteSafetensorsOptions {
+  /** Stored as the header's `__metadata__`. */
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Serializes tensors to .safetensors bytes (header padded to 8 bytes, data in the given order).
+ * Pair with {@link MultiHeadAttention.stateDictShapes} to save a layer's weights.
+ * @throws {TypeError | RangeError} naming the tensor for a bad dtype, array type or shape.
+ */
+export declare function writeSafetensors(
+  tensors: Record<string, SafetensorsInput> | Map<string, SafetensorsInput>,
+  options?: WriteSafetensorsOptions): Uint8Array;

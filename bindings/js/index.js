@@ -48,3 +48,5 @@ export function init(options = {}) {
   }
   return loading;
 }
+
+export { readSafetensors, stateDictFromSafetensors, writeSafetensors } from './safetensors.js';
