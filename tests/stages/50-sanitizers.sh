@@ -1,0 +1,8 @@
+# The native GoogleTest suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer
+# (CMake option MHA_SANITIZE, preset "sanitize"): any memory error, leak or undefined behaviour
+# aborts the test run.
+set -euo pipefail
+mkdir -p build
+cmake --preset sanitize > build/sanitize-configure.log 2>&1 || { cat build/sanitize-configure.log; exit 1; }
+cmake --build --preset sanitize
+ctest --preset sanitize
