@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -9,9 +10,12 @@ namespace mha {
 
 using Shape = std::vector<int64_t>;
 
+// Saturates at INT64_MAX instead of overflowing: an absurd shape must fail its checks, not wrap
+// around to a small count (found by tests/fuzz/mha_fuzz.cpp).
 inline int64_t element_count(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 
