@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mha/errors.hpp"
+#include "mha/memory_budget.hpp"
 #include "mha/multihead_attention.hpp"
 
 using emscripten::val;
@@ -117,6 +118,33 @@ class LayerHandle {
     });
   }
 
+  // Checks a forward request before the JS wrapper copies its inputs in: the shapes, then
+  // whether the inputs and the call's buffers fit in the wasm memory still free. The request's
+  // tensors carry shapes only; planning never reads data, so each gets a placeholder address.
+  bool checkForward(val request) {
+    return guard([&] {
+      static const float kPlaceholder[1] = {};
+      const auto shape_only = [](const val& t) -> mha::TensorRef {
+        if (t.isUndefined() || t.isNull()) return {};
+        return {kPlaceholder, shape_of(t["shape"])};
+      };
+      const auto mask_shape_only = [](const val& m) -> mha::MaskRef {
+        if (m.isUndefined() || m.isNull()) return {};
+        return {m["isBool"].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, kPlaceholder, shape_of(m["shape"])};
+      };
+      const mha::TensorRef q = shape_only(request["query"]), k = shape_only(request["key"]), v = shape_only(request["value"]);
+      mha::ForwardOptions o;
+      o.need_weights = request["needWeights"].as<bool>();
+      o.average_weights = request["averageWeights"].as<bool>();
+      o.key_padding_mask = mask_shape_only(request["keyPaddingMask"]);
+      o.attn_mask = mask_shape_only(request["attnMask"]);
+      // (Missing weights are reported by forward() itself.)
+      const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
+      mha::check_fits("the inputs and buffers", mha::forward_memory(layer_->config(), plan, o, !k.present(), true),
+                      static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
+    });
+  }
+
   uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
   val outputShape() const { return array_of(result_.output_shape); }
   uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(result_.weights.data()); }
@@ -127,7 +155,7 @@ class LayerHandle {
   template <typename F>
   bool guard(F&& f) {
     error_kind_ = kNone;
-    error_.clear();
+    std::string().swap(error_);  // frees the last message, so an error holds no memory past the next call
     try {
       f();
       return true;
@@ -164,6 +192,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("stateDictShapes", &LayerHandle::stateDictShapes)
       .function("loadStateDict", &LayerHandle::loadStateDict)
       .function("forward", &LayerHandle::forward)
+      .function("checkForward", &LayerHandle::checkForward)
       .function("outputPtr", &LayerHandle::outputPtr)
       .function("outputShape", &LayerHandle::outputShape)
       .function("weightsPtr", &LayerHandle::weightsPtr)

@@ -13,6 +13,10 @@ function tensorForCore(scope, tensor) {
   return tensor && { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
 }
 
+function shapeForCore(tensor) {
+  return tensor && { shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
+}
+
 function stateDictEntries(stateDict) {
   if (stateDict instanceof Map) return [...stateDict.entries()];
   checkPlainObject('loadStateDict: stateDict', stateDict);
@@ -103,18 +107,21 @@ export function defineMultiHeadAttention(module) {
       const keyPaddingMask = checkTensor('keyPaddingMask', options.keyPaddingMask, { kinds: MASK_KINDS, optional: true });
       const attnMask = checkTensor('attnMask', options.attnMask, { kinds: MASK_KINDS, optional: true });
 
+      const request = (toCore) => ({
+        query: toCore(query),
+        key: toCore(key),
+        value: toCore(value),
+        keyPaddingMask: toCore(keyPaddingMask),
+        attnMask: toCore(attnMask),
+        causal: options.causal ?? false,
+        needWeights: options.needWeights ?? false,
+        averageWeights: options.averageWeights ?? true,
+      });
+      // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
+      if (!handle.checkForward(request(shapeForCore))) throwHandleError(handle, 'forward');
       const scope = new HeapScope(module);
       try {
-        const ok = handle.forward({
-          query: tensorForCore(scope, query),
-          key: tensorForCore(scope, key),
-          value: tensorForCore(scope, value),
-          keyPaddingMask: tensorForCore(scope, keyPaddingMask),
-          attnMask: tensorForCore(scope, attnMask),
-          causal: options.causal ?? false,
-          needWeights: options.needWeights ?? false,
-          averageWeights: options.averageWeights ?? true,
-        });
+        const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)));
         if (!ok) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
         const output = {

@@ -3,7 +3,7 @@
 // (src/mha/forward_plan.cpp), so there is one source of truth for them.
 
 export function describe(value) {
-  if (value === null) return 'null';
+  if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return 'an Array';
   if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
   return typeof value === 'object' ? `an object (${value.constructor?.name ?? 'Object'})` : `${typeof value} ${String(value)}`;

@@ -4,12 +4,15 @@
 
 #include "additive_mask.hpp"
 #include "errors.hpp"
+#include "memory_budget.hpp"
 #include "kernels/attention_kernel.hpp"
 #include "kernels/linear.hpp"
 
 namespace mha {
 
-MultiheadAttention::MultiheadAttention(const AttentionConfig& config) : config_(resolve(config)) {}
+MultiheadAttention::MultiheadAttention(const AttentionConfig& config) : config_(resolve(config)) {
+  check_fits("the weights", weight_memory(config_), 0, addressable_bytes());
+}
 
 void MultiheadAttention::load_state_dict(const StateDict& state) {
   params_ = parameters_from_state_dict(config_, state);
@@ -18,8 +21,11 @@ void MultiheadAttention::load_state_dict(const StateDict& state) {
 
 ForwardPlan MultiheadAttention::plan(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                                      const ForwardOptions& options) const {
-  if (!loaded_) throw type_error("forward: the layer has no weights yet; call loadStateDict() first");
-  return plan_forward(config_, query, key, value, options);
+  if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  ForwardPlan p = plan_forward(config_, query, key, value, options);
+  // Before anything is allocated: a call that cannot fit fails here, naming its buffers.
+  check_fits("the buffers", forward_memory(config_, p, options, !key.present(), false), 0, addressable_bytes());
+  return p;
 }
 
 ForwardResult MultiheadAttention::forward(const TensorRef& query, const TensorRef& key, const TensorRef& value,

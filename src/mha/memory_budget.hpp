@@ -1,0 +1,130 @@
+// How much memory a layer and a forward call need, counted up front from the shapes, so a
+// request that cannot fit fails with a RangeError naming the sizes before anything is allocated
+// (instead of an allocation failure half way, or a size that wrapped around).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attention_config.hpp"
+#include "errors.hpp"
+#include "forward_plan.hpp"
+#include "parameters.hpp"
+#include "shape.hpp"
+
+#ifdef __EMSCRIPTEN__
+#include <emscripten/heap.h>
+#endif
+
+namespace mha {
+
+struct MemoryItem {
+  std::string name;
+  uint64_t bytes;
+};
+
+// Sizes saturate at UINT64_MAX rather than wrap: they are only compared and printed.
+inline uint64_t saturating_bytes(const Shape& shape, uint64_t bytes_per_element) {
+  uint64_t n = bytes_per_element;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return std::numeric_limits<uint64_t>::max();
+  return n;
+}
+
+inline uint64_t total_bytes(const std::vector<MemoryItem>& items) {
+  uint64_t total = 0;
+  for (const MemoryItem& item : items)
+    if (__builtin_add_overflow(total, item.bytes, &total)) return std::numeric_limits<uint64_t>::max();
+  return total;
+}
+
+// "512 bytes", "3.5 KiB", "12.9 GiB"
+inline std::string format_bytes(uint64_t bytes) {
+  static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double v = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (v >= 1024 && unit < 5) {
+    v /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", v, kUnits[unit]);
+  return text;
+}
+
+// The most memory this build can ever hold: the wasm module's maximum heap, or natively the
+// 47-bit user address space of common 64-bit systems (there it only catches absurd sizes).
+inline uint64_t addressable_bytes() {
+#ifdef __EMSCRIPTEN__
+  return emscripten_get_heap_max();
+#else
+  return uint64_t{1} << 47;
+#endif
+}
+
+inline const char* memory_kind() {
+#ifdef __EMSCRIPTEN__
+  return "WebAssembly memory";
+#else
+  return "memory";
+#endif
+}
+
+// The learned weights a layer keeps (its state-dict tensors).
+inline std::vector<MemoryItem> weight_memory(const ResolvedConfig& c) {
+  std::vector<MemoryItem> items;
+  for (const auto& [key, shape] : state_dict_layout(c)) items.push_back({key, saturating_bytes(shape, 4)});
+  return items;
+}
+
+// The buffers one forward call allocates. With `inputs`, also the copies of query/key/value and
+// masks that the JavaScript wrapper makes in wasm memory before the call.
+inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
+                                              bool self_attention, bool inputs) {
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim, KV = c.kv_dim();
+  auto mask_bytes = [](const MaskRef& m) { return saturating_bytes(m.shape, m.type == MaskType::kBool ? 1 : 4); };
+  std::vector<MemoryItem> items;
+  if (inputs) {
+    items.push_back({"query", saturating_bytes({B, L, E}, 4)});
+    if (!self_attention) {
+      items.push_back({"key", saturating_bytes({B, S, c.kdim}, 4)});
+      items.push_back({"value", saturating_bytes({B, S, c.vdim}, 4)});
+    }
+    if (o.key_padding_mask.present()) items.push_back({"keyPaddingMask", mask_bytes(o.key_padding_mask)});
+    if (o.attn_mask.present()) items.push_back({"attnMask", mask_bytes(o.attn_mask)});
+  }
+  // Bool masks are converted to float biases once per call (additive_mask.hpp).
+  if (o.key_padding_mask.type == MaskType::kBool)
+    items.push_back({"keyPaddingMask as floats", saturating_bytes(o.key_padding_mask.shape, 4)});
+  if (o.attn_mask.type == MaskType::kBool) items.push_back({"attnMask as floats", saturating_bytes(o.attn_mask.shape, 4)});
+  items.push_back({"projected queries", saturating_bytes({B, L, E}, 4)});
+  items.push_back({"projected keys and values", saturating_bytes({2, B, S, KV}, 4)});
+  items.push_back({"attended values", saturating_bytes({B, L, E}, 4)});
+  items.push_back({"output", saturating_bytes(p.output_shape, 4)});
+  if (o.need_weights) items.push_back({"attention weights", saturating_bytes(p.weights_shape, 4)});
+  return items;
+}
+
+// Throws a RangeError-kind ArgumentError when `items` do not fit beside the `in_use` bytes:
+// "<subject> need 12.9 GiB of WebAssembly memory (query 1.0 GiB, ...), more than the 2.0 GiB ...".
+inline void check_fits(const std::string& subject, const std::vector<MemoryItem>& items, uint64_t in_use,
+                       uint64_t limit) {
+  const uint64_t need = total_bytes(items);
+  const uint64_t free = in_use < limit ? limit - in_use : 0;
+  if (need <= free) return;
+  std::string parts;
+  for (const MemoryItem& item : items)
+    if (item.bytes > 0) parts += (parts.empty() ? "" : ", ") + item.name + " " + format_bytes(item.bytes);
+  std::string message = subject + " need " + format_bytes(need) + " of " + memory_kind() + " (" + parts + "), ";
+  if (need > limit)
+    message += "more than the " + format_bytes(limit) + " this build can address";
+  else
+    message += "but only " + format_bytes(free) + " of the " + format_bytes(limit) + " this build can address is free";
+  throw range_error(message);
+}
+
+}  // namespace mha

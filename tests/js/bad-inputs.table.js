@@ -1,0 +1,132 @@
+// The bad-input table: every row is one wrong call, the error class it must throw and the exact
+// message. tests/js/bad-inputs.test.js runs each row; docs/bad-inputs.md is rendered from this
+// file (node tests/js/bad-inputs.render.js), and a test checks that the two agree.
+//
+// Each `call(t)` gets a small kit: t.layer is a loaded layer (embedDim 8, numHeads 2) that must
+// keep working after the error; t.make(config) makes a layer that is disposed after the row.
+import { readSafetensors, stateDictFromSafetensors, writeSafetensors } from '../../bindings/js/index.js';
+
+export const E = 8, H = 2;
+export const f32 = (n, v = 0.1) => new Float32Array(n).fill(v);
+export const stateDict = () => ({
+  in_proj_weight: f32(3 * E * E), in_proj_bias: f32(3 * E), 'out_proj.weight': f32(E * E), 'out_proj.bias': f32(E),
+});
+export const x = (B, L, e = E) => ({ data: f32(B * L * e), shape: [B, L, e] });
+const u8 = (n) => new Uint8Array(n);
+const kvConfig = { embedDim: E, numHeads: H, kdim: 4 };
+const kvStateDict = () => ({
+  q_proj_weight: f32(64), k_proj_weight: f32(32), v_proj_weight: f32(64), in_proj_bias: f32(24),
+  'out_proj.weight': f32(64), 'out_proj.bias': f32(8),
+});
+const safetensors = () => writeSafetensors({ w: { data: f32(4), shape: [2, 2] } });
+/** A valid one-tensor file whose header is replaced by `header` (a JSON-able object or raw text). */
+function withHeader(header) {
+  const text = typeof header === 'string' ? header : JSON.stringify(header);
+  const json = new TextEncoder().encode(text);
+  const file = new Uint8Array(8 + json.length + 16);
+  new DataView(file.buffer).setBigUint64(0, BigInt(json.length), true);
+  file.set(json, 8);
+  return file;
+}
+
+export const ROWS = [
+  // ---- the layer's configuration ----
+  { input: 'config is a number', call: (t) => t.make(8), error: TypeError, message: 'MultiHeadAttention: config must be an object, got number 8' },
+  { input: 'config is null', call: (t) => t.make(null), error: TypeError, message: 'MultiHeadAttention: config must be an object, got null' },
+  { input: 'embedDim missing', call: (t) => t.make({ numHeads: 2 }), error: TypeError, message: 'embedDim must be a number, got undefined' },
+  { input: 'embedDim is a string', call: (t) => t.make({ embedDim: '8', numHeads: 2 }), error: TypeError, message: 'embedDim must be a number, got string 8' },
+  { input: 'embedDim not an integer', call: (t) => t.make({ embedDim: 8.5, numHeads: 2 }), error: RangeError, message: 'embedDim must be an integer >= 1, got 8.5' },
+  { input: 'embedDim zero', call: (t) => t.make({ embedDim: 0, numHeads: 1 }), error: RangeError, message: 'embedDim must be an integer >= 1, got 0' },
+  { input: 'embedDim negative', call: (t) => t.make({ embedDim: -8, numHeads: 2 }), error: RangeError, message: 'embedDim must be an integer >= 1, got -8' },
+  { input: 'embedDim above 2^31 - 1', call: (t) => t.make({ embedDim: 2 ** 31, numHeads: 2 }), error: RangeError, message: 'embedDim must be an integer >= 1, got 2147483648' },
+  { input: 'numHeads missing', call: (t) => t.make({ embedDim: 8 }), error: TypeError, message: 'numHeads must be a number, got undefined' },
+  { input: 'numHeads does not divide embedDim', call: (t) => t.make({ embedDim: 10, numHeads: 3 }), error: RangeError, message: 'MultiHeadAttention: numHeads (3) must divide embedDim (10)' },
+  { input: 'kdim zero', call: (t) => t.make({ embedDim: 8, numHeads: 2, kdim: 0 }), error: RangeError, message: 'kdim must be an integer >= 1, got 0' },
+  { input: 'vdim NaN', call: (t) => t.make({ embedDim: 8, numHeads: 2, vdim: NaN }), error: RangeError, message: 'vdim must be an integer >= 1, got NaN' },
+  { input: 'numKvHeads does not divide numHeads', call: (t) => t.make({ embedDim: 16, numHeads: 4, numKvHeads: 3 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (3) must divide numHeads (4)' },
+  { input: 'numKvHeads larger than numHeads', call: (t) => t.make({ embedDim: 8, numHeads: 2, numKvHeads: 4 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (4) must divide numHeads (2)' },
+  { input: 'unknown config key', call: (t) => t.make({ embedDim: 8, numHeads: 2, heads: 2 }), error: TypeError, message: 'MultiHeadAttention config: unknown option \'heads\'; known options: embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale' },
+  { input: 'bias not a boolean', call: (t) => t.make({ embedDim: 8, numHeads: 2, bias: 1 }), error: TypeError, message: 'bias must be a boolean, got number 1' },
+  { input: 'scale Infinity', call: (t) => t.make({ embedDim: 8, numHeads: 2, scale: Infinity }), error: RangeError, message: 'scale must be a finite number, got number Infinity' },
+  { input: 'scale NaN', call: (t) => t.make({ embedDim: 8, numHeads: 2, scale: NaN }), error: RangeError, message: 'scale must be a finite number, got number NaN' },
+  { input: 'scale a string', call: (t) => t.make({ embedDim: 8, numHeads: 2, scale: '0.5' }), error: RangeError, message: 'scale must be a finite number, got string 0.5' },
+  { input: 'weights too large for wasm memory (embedDim 100000)', call: (t) => t.make({ embedDim: 100000, numHeads: 8 }), error: RangeError, message: 'MultiHeadAttention: the weights need 149.0 GiB of WebAssembly memory (in_proj_weight 111.8 GiB, in_proj_bias 1.1 MiB, out_proj.weight 37.3 GiB, out_proj.bias 390.6 KiB), more than the 2.0 GiB this build can address', limitDependent: true },
+
+  // ---- loadStateDict ----
+  { input: 'state dict is null', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict(null), error: TypeError, message: 'loadStateDict: stateDict must be an object, got null' },
+  { input: 'state dict is an array', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict([f32(3)]), error: TypeError, message: 'loadStateDict: stateDict must be an object, got an Array' },
+  { input: 'state dict key missing', call: (t) => { const sd = stateDict(); delete sd['out_proj.bias']; t.make({ embedDim: E, numHeads: H }).loadStateDict(sd); }, error: TypeError, message: 'loadStateDict: stateDict: missing key \'out_proj.bias\' (expected 8 floats, shape [8])' },
+  { input: 'state dict entry too short', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict({ ...stateDict(), in_proj_weight: f32(10) }), error: RangeError, message: 'loadStateDict: stateDict[\'in_proj_weight\']: expected 192 floats (shape [24, 8]), got 10' },
+  { input: 'state dict entry one float too long', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict({ ...stateDict(), 'out_proj.bias': f32(9) }), error: RangeError, message: 'loadStateDict: stateDict[\'out_proj.bias\']: expected 8 floats (shape [8]), got 9' },
+  { input: 'state dict key unknown', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict({ ...stateDict(), bias_k: f32(8) }), error: TypeError, message: 'loadStateDict: stateDict: unexpected key \'bias_k\'; expected exactly \'in_proj_weight\', \'in_proj_bias\', \'out_proj.weight\', \'out_proj.bias\'' },
+  { input: 'state dict with both fused and separate projections', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict({ ...stateDict(), q_proj_weight: f32(64) }), error: TypeError, message: 'loadStateDict: stateDict: unexpected key \'q_proj_weight\'; expected exactly \'in_proj_weight\', \'in_proj_bias\', \'out_proj.weight\', \'out_proj.bias\'' },
+  { input: 'state dict bias on a bias-free layer', call: (t) => t.make({ embedDim: E, numHeads: H, bias: false }).loadStateDict(stateDict()), error: TypeError, message: 'loadStateDict: stateDict: unexpected key \'in_proj_bias\' (the layer has bias: false); expected exactly \'in_proj_weight\', \'out_proj.weight\'' },
+  { input: 'state dict value a plain array', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict({ ...stateDict(), in_proj_bias: [0, 1] }), error: TypeError, message: 'loadStateDict: stateDict[\'in_proj_bias\'] must be a Float32Array, got an Array' },
+  { input: 'state dict value a Float64Array', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict({ ...stateDict(), in_proj_bias: new Float64Array(24) }), error: TypeError, message: 'loadStateDict: stateDict[\'in_proj_bias\'] must be a Float32Array, got a Float64Array' },
+
+  // ---- forward: the tensors ----
+  { input: 'forward before loading weights', call: (t) => t.make({ embedDim: E, numHeads: H }).forward(x(1, 2)), error: TypeError, message: 'forward: the layer has no weights yet; call loadStateDict() first' },
+  { input: 'query missing', call: (t) => t.layer.forward(), error: TypeError, message: 'query is required: { data: Float32Array, shape: [B, L, embedDim] or [L, embedDim] }' },
+  { input: 'query a bare Float32Array', call: (t) => t.layer.forward(f32(16)), error: TypeError, message: 'query must be { data, shape } with shape [B, L, embedDim] or [L, embedDim], got a Float32Array' },
+  { input: 'query data a plain array', call: (t) => t.layer.forward({ data: [1, 2], shape: [1, 2] }), error: TypeError, message: 'query.data must be a Float32Array, got an Array' },
+  { input: 'query data a Uint8Array', call: (t) => t.layer.forward({ data: u8(16), shape: [2, 8] }), error: TypeError, message: 'query.data must be a Float32Array, got a Uint8Array' },
+  { input: 'query shape not an array', call: (t) => t.layer.forward({ data: f32(16), shape: '2,8' }), error: TypeError, message: 'query.shape must be an array of integers, got string 2,8' },
+  { input: 'query shape with a fraction', call: (t) => t.layer.forward({ data: f32(16), shape: [2.5, 8] }), error: RangeError, message: 'query.shape must hold non-negative integers, got [2.5, 8]' },
+  { input: 'query shape with a negative extent', call: (t) => t.layer.forward({ data: f32(0), shape: [-1, 8] }), error: RangeError, message: 'query.shape must hold non-negative integers, got [-1, 8]' },
+  { input: 'query data shorter than its shape', call: (t) => t.layer.forward({ data: f32(10), shape: [1, 2, 8] }), error: RangeError, message: 'query: shape [1, 2, 8] needs 16 elements, but data has 10' },
+  { input: 'query last dimension not embedDim', call: (t) => t.layer.forward({ data: f32(14), shape: [1, 2, 7] }), error: RangeError, message: 'forward: query: last dimension must be embedDim = 8, expected shape [B, L, 8], got [1, 2, 7]' },
+  { input: 'query of rank 4', call: (t) => t.layer.forward({ data: f32(16), shape: [1, 1, 2, 8] }), error: RangeError, message: 'forward: query: expected shape [B, L, 8] or [L, 8], got [1, 1, 2, 8]' },
+  { input: 'query of rank 1', call: (t) => t.layer.forward({ data: f32(8), shape: [8] }), error: RangeError, message: 'forward: query: expected shape [B, L, 8] or [L, 8], got [8]' },
+  { input: 'query with batch 0', call: (t) => t.layer.forward({ data: f32(0), shape: [0, 2, 8] }), error: RangeError, message: 'forward: query: batch size and sequence length must be at least 1, got shape [0, 2, 8]' },
+  { input: 'query with sequence length 0', call: (t) => t.layer.forward({ data: f32(0), shape: [0, 8] }), error: RangeError, message: 'forward: query: batch size and sequence length must be at least 1, got shape [0, 8]' },
+  { input: 'key given without value', call: (t) => t.layer.forward(x(1, 2), x(1, 3)), error: TypeError, message: 'forward: value: key and value must be given together (or both omitted for self-attention)' },
+  { input: 'value given without key', call: (t) => t.layer.forward(x(1, 2), null, x(1, 3)), error: TypeError, message: 'forward: key: key and value must be given together (or both omitted for self-attention)' },
+  { input: 'key of rank 2 with a batched query', call: (t) => t.layer.forward(x(1, 2), { data: f32(24), shape: [3, 8] }, { data: f32(24), shape: [3, 8] }), error: RangeError, message: 'forward: key: expected 3 dimensions like the query, shape [1, S, 8], got [3, 8]' },
+  { input: 'key batch differs from the query', call: (t) => t.layer.forward(x(2, 2), x(1, 3), x(1, 3)), error: RangeError, message: 'forward: key: expected shape [B, S, kdim] = [2, 3, 8], got [1, 3, 8]' },
+  { input: 'key last dimension not kdim', call: (t) => t.make(kvConfig).loadStateDict(kvStateDict()).forward(x(1, 2), x(1, 3), x(1, 3)), error: RangeError, message: 'forward: key: expected shape [B, S, kdim] = [1, 3, 4], got [1, 3, 8]' },
+  { input: 'key with sequence length 0', call: (t) => t.layer.forward(x(1, 2), x(1, 0), x(1, 0)), error: RangeError, message: 'forward: key: sequence length S must be at least 1, got shape [1, 0, 8]' },
+  { input: 'value batch differs', call: (t) => t.layer.forward(x(2, 2), x(2, 3), x(1, 3)), error: RangeError, message: 'forward: value: expected shape [B, S, vdim] = [2, 3, 8], got [1, 3, 8]' },
+  { input: 'value length differs from key', call: (t) => t.layer.forward(x(1, 2), x(1, 3), x(1, 4)), error: RangeError, message: 'forward: value: expected shape [B, S, vdim] = [1, 3, 8], got [1, 4, 8]' },
+  { input: 'key data a Float64Array', call: (t) => t.layer.forward(x(1, 2), { data: new Float64Array(24), shape: [1, 3, 8] }, x(1, 3)), error: TypeError, message: 'key.data must be a Float32Array, got a Float64Array' },
+  { input: 'self-attention when kdim differs from embedDim', call: (t) => t.make(kvConfig).loadStateDict(kvStateDict()).forward(x(1, 2)), error: TypeError, message: 'forward: key: key and value are required when kdim or vdim differ from embedDim' },
+
+  // ---- forward: options and masks ----
+  { input: 'options passed in place of key', call: (t) => t.layer.forward(x(1, 2), { causal: true }), error: TypeError, message: 'key must be { data, shape } or null; to pass options for self-attention call forward(query, null, null, options)' },
+  { input: 'options a number', call: (t) => t.layer.forward(x(1, 2), null, null, 5), error: TypeError, message: 'forward: options must be an object, got number 5' },
+  { input: 'unknown forward option', call: (t) => t.layer.forward(x(1, 2), null, null, { need_weights: true }), error: TypeError, message: 'forward options: unknown option \'need_weights\'; known options: causal, keyPaddingMask, attnMask, needWeights, averageWeights' },
+  { input: 'causal a string', call: (t) => t.layer.forward(x(1, 2), null, null, { causal: 'yes' }), error: TypeError, message: 'causal must be a boolean, got string yes' },
+  { input: 'needWeights a number', call: (t) => t.layer.forward(x(1, 2), null, null, { needWeights: 1 }), error: TypeError, message: 'needWeights must be a boolean, got number 1' },
+  { input: 'averageWeights null', call: (t) => t.layer.forward(x(1, 2), null, null, { averageWeights: null }), error: TypeError, message: 'averageWeights must be a boolean, got null' },
+  { input: 'keyPaddingMask an Int32Array', call: (t) => t.layer.forward(x(1, 2), null, null, { keyPaddingMask: { data: new Int32Array(2), shape: [1, 2] } }), error: TypeError, message: 'keyPaddingMask.data must be a Uint8Array or Float32Array, got a Int32Array' },
+  { input: 'keyPaddingMask a plain array', call: (t) => t.layer.forward(x(1, 2), null, null, { keyPaddingMask: [true, false] }), error: TypeError, message: 'keyPaddingMask must be { data, shape }, got an Array' },
+  { input: 'keyPaddingMask [S] with a batched query', call: (t) => t.layer.forward(x(2, 3), null, null, { keyPaddingMask: { data: u8(3), shape: [3] } }), error: RangeError, message: 'forward: keyPaddingMask: expected shape [B, S] = [2, 3], got [3]' },
+  { input: 'keyPaddingMask [1, S] with an unbatched query', call: (t) => t.layer.forward({ data: f32(24), shape: [3, 8] }, null, null, { keyPaddingMask: { data: u8(3), shape: [1, 3] } }), error: RangeError, message: 'forward: keyPaddingMask: expected shape [S] = [3], got [1, 3]' },
+  { input: 'keyPaddingMask data shorter than its shape', call: (t) => t.layer.forward(x(1, 3), null, null, { keyPaddingMask: { data: u8(2), shape: [1, 3] } }), error: RangeError, message: 'keyPaddingMask: shape [1, 3] needs 3 elements, but data has 2' },
+  { input: 'attnMask [S, L] instead of [L, S]', call: (t) => t.layer.forward(x(2, 3), x(2, 2), x(2, 2), { attnMask: { data: u8(6), shape: [2, 3] } }), error: RangeError, message: 'forward: attnMask: expected shape [L, S] = [3, 2] or [B*numHeads, L, S] = [4, 3, 2], got [2, 3]' },
+  { input: 'attnMask 3-D with the wrong head count', call: (t) => t.layer.forward(x(2, 3), null, null, { attnMask: { data: f32(18), shape: [2, 3, 3] } }), error: RangeError, message: 'forward: attnMask: expected shape [B*numHeads, L, S] = [4, 3, 3], got [2, 3, 3]' },
+  { input: 'attnMask of rank 1', call: (t) => t.layer.forward(x(1, 3), null, null, { attnMask: { data: u8(9), shape: [9] } }), error: RangeError, message: 'forward: attnMask: expected shape [L, S] = [3, 3] or [B*numHeads, L, S] = [2, 3, 3], got [9]' },
+  { input: 'attnMask of rank 4', call: (t) => t.layer.forward(x(1, 3), null, null, { attnMask: { data: u8(18), shape: [1, 2, 3, 3] } }), error: RangeError, message: 'forward: attnMask: expected shape [L, S] = [3, 3] or [B*numHeads, L, S] = [2, 3, 3], got [1, 2, 3, 3]' },
+  { input: 'attnMask [B*H, L, S] with an unbatched query', call: (t) => t.layer.forward({ data: f32(24), shape: [3, 8] }, null, null, { attnMask: { data: u8(36), shape: [4, 3, 3] } }), error: RangeError, message: 'forward: attnMask: expected shape [numHeads, L, S] = [2, 3, 3], got [4, 3, 3]' },
+
+  // ---- limits: requests that cannot fit fail before allocating ----
+  { input: 'per-head weights too large (L = S = 40000)', call: (t) => t.layer.forward(x(1, 40000), null, null, { needWeights: true, averageWeights: false }), error: RangeError, message: 'forward: the inputs and buffers need 11.9 GiB of WebAssembly memory (query 1.2 MiB, projected queries 1.2 MiB, projected keys and values 2.4 MiB, attended values 1.2 MiB, output 1.2 MiB, attention weights 11.9 GiB), more than the 2.0 GiB this build can address', limitDependent: true },
+  { input: 'averaged weights too large (L = S = 40000)', call: (t) => t.layer.forward({ data: f32(40000 * E), shape: [40000, E] }, null, null, { needWeights: true }), error: RangeError, message: 'forward: the inputs and buffers need 6.0 GiB of WebAssembly memory (query 1.2 MiB, projected queries 1.2 MiB, projected keys and values 2.4 MiB, attended values 1.2 MiB, output 1.2 MiB, attention weights 6.0 GiB), more than the 2.0 GiB this build can address', limitDependent: true },
+  { input: 'per-head weights of a batch too large (B = 64, L = S = 4096)', call: (t) => t.layer.forward(x(64, 4096), null, null, { needWeights: true, averageWeights: false }), error: RangeError, message: 'forward: the inputs and buffers need 8.0 GiB of WebAssembly memory (query 8.0 MiB, projected queries 8.0 MiB, projected keys and values 16.0 MiB, attended values 8.0 MiB, output 8.0 MiB, attention weights 8.0 GiB), more than the 2.0 GiB this build can address', limitDependent: true },
+
+  // ---- a disposed layer ----
+  { input: 'forward on a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.forward(x(1, 2)); }, error: TypeError, message: 'MultiHeadAttention.forward: this layer was disposed' },
+  { input: 'loadStateDict on a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.loadStateDict(stateDict()); }, error: TypeError, message: 'MultiHeadAttention.loadStateDict: this layer was disposed' },
+  { input: 'config of a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); return l.config; }, error: TypeError, message: 'MultiHeadAttention.config: this layer was disposed' },
+
+  // ---- weights files (.safetensors) ----
+  { input: 'safetensors: not bytes', call: () => readSafetensors('file.safetensors'), error: TypeError, message: 'readSafetensors: bytes must be a Uint8Array or an ArrayBuffer, got string file.safetensors' },
+  { input: 'safetensors: shorter than the length field', call: () => readSafetensors(new Uint8Array(5)), error: RangeError, message: 'readSafetensors: the file is 5 bytes; it must start with an 8-byte header length' },
+  { input: 'safetensors: truncated (last byte missing)', call: () => { const f = safetensors(); readSafetensors(f.subarray(0, f.length - 1)); }, error: RangeError, message: 'readSafetensors: tensor \'w\': data_offsets [0,16] must satisfy 0 <= begin <= end <= 15 (the size of the data section)' },
+  { input: 'safetensors: header length 2^60', call: () => { const f = safetensors(); new DataView(f.buffer, f.byteOffset).setBigUint64(0, 2n ** 60n, true); readSafetensors(f); }, error: RangeError, message: 'readSafetensors: header length 1152921504606846976 exceeds the 80 bytes after the length field (or the 100000000-byte limit)' },
+  { input: 'safetensors: header a JSON array', call: () => readSafetensors(withHeader('[1, 2]')), error: TypeError, message: 'readSafetensors: the header must be a JSON object starting with "{"' },
+  { input: 'safetensors: unknown dtype', call: () => readSafetensors(withHeader({ w: { dtype: 'F128', shape: [4], data_offsets: [0, 16] } })), error: TypeError, message: 'readSafetensors: tensor \'w\': unknown dtype "F128"; known dtypes: BOOL, U8, I8, F8_E4M3, F8_E5M2, I16, U16, F16, BF16, I32, U32, F32, I64, U64, F64' },
+  { input: 'safetensors: offsets past the end', call: () => readSafetensors(withHeader({ w: { dtype: 'F32', shape: [8], data_offsets: [0, 32] } })), error: RangeError, message: 'readSafetensors: tensor \'w\': data_offsets [0,32] must satisfy 0 <= begin <= end <= 16 (the size of the data section)' },
+  { input: 'safetensors: offsets disagree with dtype and shape', call: () => readSafetensors(withHeader({ w: { dtype: 'F16', shape: [4], data_offsets: [0, 16] } })), error: RangeError, message: 'readSafetensors: tensor \'w\': dtype F16 and shape [4] need 8 bytes, but data_offsets [0,16] span 16' },
+  { input: 'safetensors: overlapping tensors', call: () => readSafetensors(withHeader({ a: { dtype: 'F32', shape: [4], data_offsets: [0, 16] }, b: { dtype: 'F32', shape: [2], data_offsets: [8, 16] } })), error: RangeError, message: 'readSafetensors: tensor \'b\' (bytes 8..16) overlaps tensor \'a\' (bytes 0..16)' },
+  { input: 'safetensors: weights stored as integers', call: () => stateDictFromSafetensors(withHeader({ w: { dtype: 'I32', shape: [4], data_offsets: [0, 16] } })), error: TypeError, message: 'stateDictFromSafetensors: tensor \'w\' has dtype I32; weights must be one of F32, F16, BF16, F64' },
+];
