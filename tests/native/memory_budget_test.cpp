@@ -1,0 +1,77 @@
+// The up-front memory check: sizes that cannot fit fail with a RangeError naming the buffers,
+// before anything is allocated, and absurd sizes saturate instead of wrapping around.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "mha/memory_budget.hpp"
+#include "mha/multihead_attention.hpp"
+
+namespace {
+
+std::string message_of(const std::vector<mha::MemoryItem>& items, uint64_t in_use, uint64_t limit) {
+  try {
+    mha::check_fits("the buffers", items, in_use, limit);
+  } catch (const mha::ArgumentError& e) {
+    EXPECT_EQ(e.kind(), mha::ErrorKind::kRange);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MemoryBudget, FormatsBytes) {
+  EXPECT_EQ(mha::format_bytes(512), "512 bytes");
+  EXPECT_EQ(mha::format_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(mha::format_bytes(uint64_t{2} << 30), "2.0 GiB");
+}
+
+TEST(MemoryBudget, NamesEveryBufferWhenOverTheLimit) {
+  const uint64_t GiB = uint64_t{1} << 30;
+  EXPECT_EQ(message_of({{"query", GiB}, {"attention weights", 8 * GiB}}, 0, 2 * GiB),
+            "the buffers need 9.0 GiB of memory (query 1.0 GiB, attention weights 8.0 GiB), more than the 2.0 GiB "
+            "this build can address");
+  EXPECT_EQ(message_of({{"output", GiB}}, GiB + GiB / 2, 2 * GiB),
+            "the buffers need 1.0 GiB of memory (output 1.0 GiB), but only 512.0 MiB of the 2.0 GiB this build can "
+            "address is free");
+  EXPECT_EQ(message_of({{"output", GiB}}, GiB, 2 * GiB), "");  // exactly fits
+}
+
+TEST(MemoryBudget, SaturatesInsteadOfOverflowing) {
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(mha::saturating_bytes({int64_t{1} << 40, int64_t{1} << 40}, 4), max);
+  EXPECT_EQ(mha::total_bytes({{"a", max}, {"b", 1}}), max);
+  EXPECT_EQ(mha::element_count({int64_t{1} << 62, 5}), std::numeric_limits<int64_t>::max());
+}
+
+TEST(MemoryBudget, ForwardRefusesAbsurdShapesBeforeAllocating) {
+  mha::AttentionConfig c;
+  c.embed_dim = 8;
+  c.num_heads = 2;
+  mha::MultiheadAttention layer(c);
+  std::vector<float> w(192, 0.0f), b(24, 0.0f), ow(64, 0.0f), ob(8, 0.0f);
+  layer.load_state_dict({{"in_proj_weight", {w.data(), 192}}, {"in_proj_bias", {b.data(), 24}},
+                         {"out_proj.weight", {ow.data(), 64}}, {"out_proj.bias", {ob.data(), 8}}});
+  // 2^40 queries of 8 floats: planning must refuse it without reading the (tiny) buffer.
+  const float q[8] = {};
+  try {
+    layer.forward({q, {int64_t{1} << 40, 8}}, {}, {});
+    FAIL() << "no error";
+  } catch (const mha::ArgumentError& e) {
+    EXPECT_EQ(e.kind(), mha::ErrorKind::kRange);
+    EXPECT_NE(std::string(e.what()).find("the buffers need"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MemoryBudget, ConstructorRefusesWeightsBeyondTheAddressSpace) {
+  mha::AttentionConfig c;
+  c.embed_dim = int64_t{1} << 30;
+  c.num_heads = 1;
+  try {
+    mha::MultiheadAttention layer(c);
+    FAIL() << "no error";
+  } catch (const mha::ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("the weights need"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
