@@ -14,6 +14,7 @@ void attention_head_reference(const AttentionHeadArgs& a) {
     const float* q = a.q + i * a.q_stride;
     float* out = a.out + i * a.out_stride;
     float row_max = kNegInf;
+    bool any_key = false;  // NaN scores are not "blocked": they must reach the output as NaN
     for (int64_t j = 0; j < S; ++j) {
       float bias = 0.0f;
       if (a.causal && j > i) bias = kNegInf;
@@ -23,6 +24,7 @@ void attention_head_reference(const AttentionHeadArgs& a) {
         scores[j] = kNegInf;
         continue;
       }
+      any_key = true;
       const float* k = a.k + j * a.k_stride;
       float dot = 0.0f;
       for (int64_t d = 0; d < Dh; ++d) dot += q[d] * k[d];
@@ -30,7 +32,7 @@ void attention_head_reference(const AttentionHeadArgs& a) {
       if (scores[j] > row_max) row_max = scores[j];
     }
     for (int64_t d = 0; d < Dh; ++d) out[d] = 0.0f;
-    if (row_max == kNegInf) continue;  // every key blocked: zero result, zero weights
+    if (!any_key) continue;  // every key blocked: zero result, zero weights
 
     float sum = 0.0f;
     for (int64_t j = 0; j < S; ++j) {
