@@ -4,17 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { init } from '../../bindings/js/index.js';
+import { seededFloats as filled } from './seeded.js';
 
 const mha = await init();
 const E = 48, H = 6;
 
-function filled(n, seed) {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32 - 0.5;
-  });
-}
 const stateDict = () => ({
   in_proj_weight: filled(3 * E * E, 1), in_proj_bias: filled(3 * E, 2), 'out_proj.weight': filled(E * E, 3),
   'out_proj.bias': filled(E, 4),

@@ -4,18 +4,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { init } from '../../bindings/js/index.js';
+import { seededFloats as filled } from './seeded.js';
 
 const mha = await init();
 const E = 16, H = 4, B = 2, L = 3, S = 7;
 
-// Deterministic pseudo-random numbers (a small LCG), so failures reproduce.
-function filled(n, seed, scale = 0.5) {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s / 2 ** 32 - 0.5) * 2 * scale;
-  });
-}
 const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict({
   in_proj_weight: filled(3 * E * E, 1, 0.3), in_proj_bias: filled(3 * E, 2), 'out_proj.weight': filled(E * E, 3, 0.3),
   'out_proj.bias': filled(E, 4),
