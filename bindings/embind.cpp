@@ -13,6 +13,7 @@
 #include "mha/errors.hpp"
 #include "mha/memory_budget.hpp"
 #include "mha/multihead_attention.hpp"
+#include "mha/thread_pool.hpp"
 
 using emscripten::val;
 
@@ -46,6 +47,29 @@ mha::MaskRef mask_of(const val& v) {
   return {v["isBool"].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, pointer_of<void>(v),
           shape_of(v["shape"])};
 }
+
+#ifdef __EMSCRIPTEN_PTHREADS__
+// The threads build's execution context: one pool for every layer of this module (wasm
+// threads are workers the module preallocates, so they are a per-module resource). Created
+// on first use with one thread per core; setNumThreads resizes it.
+std::shared_ptr<mha::ThreadPool>& module_pool() {
+  static std::shared_ptr<mha::ThreadPool> pool;
+  return pool;
+}
+
+std::shared_ptr<mha::ThreadPool> current_pool() {
+  if (!module_pool()) module_pool() = std::make_shared<mha::ThreadPool>(mha::ThreadPool::hardware_threads());
+  return module_pool();
+}
+
+// Threads the layers use from the next forward call on (clamped to 1..256); returns that count.
+int setNumThreads(int n) {
+  current_pool()->set_num_threads(n < 1 ? 1 : n > 256 ? 256 : n);
+  return module_pool()->size();
+}
+
+int numThreads() { return current_pool()->size(); }
+#endif
 
 // 0 = none, 1 = TypeError, 2 = RangeError, 3 = Error
 enum ErrorCode { kNone = 0, kTypeError = 1, kRangeError = 2, kOtherError = 3 };
@@ -114,6 +138,9 @@ class LayerHandle {
       o.average_weights = request["averageWeights"].as<bool>();
       o.key_padding_mask = mask_of(request["keyPaddingMask"]);
       o.attn_mask = mask_of(request["attnMask"]);
+#ifdef __EMSCRIPTEN_PTHREADS__
+      layer_->set_thread_pool(current_pool());
+#endif
       result_ = layer_->forward(q, k, v, o);
     });
   }
@@ -199,4 +226,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("weightsShape", &LayerHandle::weightsShape)
       .function("releaseResult", &LayerHandle::releaseResult);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
+#ifdef __EMSCRIPTEN_PTHREADS__
+  emscripten::function("setNumThreads", &setNumThreads);
+  emscripten::function("numThreads", &numThreads);
+#endif
 }

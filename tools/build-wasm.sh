@@ -12,15 +12,26 @@ mkdir -p "$INC"
 ln -sfn /usr/include/xsimd "$INC/xsimd"
 ln -sfn /usr/include/eigen3 "$INC/eigen3"
 
-build_variant() {  # name, compile flags
-  local name=$1 flags=$2 dir=build/wasm-$1
+build_variant() {  # name, compile flags, extra link flags, --pre-js file
+  local name=$1 flags=$2 link=${3:-} pre_js=${4:-} dir=build/wasm-$1
   cmake -S . -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$TOOLCHAIN" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node \
     -DXSIMD_INCLUDE_DIR="$PWD/$INC" -DEIGEN_INCLUDE_DIR="$PWD/$INC/eigen3" \
-    -DMHA_WASM_NAME="$name" -DMHA_WASM_VARIANT_FLAGS="$flags" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
+    -DMHA_WASM_NAME="$name" -DMHA_WASM_VARIANT_FLAGS="$flags" -DMHA_WASM_LINK_FLAGS="$link" -DMHA_WASM_PRE_JS="$pre_js" \
+    > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
   cmake --build "$dir" -j2
 }
 
+# Three variants, one embind API (the threads one adds setNumThreads/numThreads):
+#   mha-simd          wasm SIMD128 (xsimd's SSE4.1 arch mapped onto SIMD128, TOOLCHAIN quirk 3)
+#   mha-scalar        no SIMD instructions, for engines without WebAssembly SIMD
+#   mha-simd-threads  SIMD + pthreads (workers); needs cross-origin isolation in browsers.
+#                     Workers are started with the module, one per core (at most 16), so a
+#                     forward call never waits for a worker to load. In Node the factory
+#                     needs { nodeWorkerThreads } (see src/mha/wasm_threads_pre.js).
 mkdir -p dist
 build_variant mha-simd "-msimd128 -msse4.1"
+build_variant mha-scalar ""
+build_variant mha-simd-threads "-msimd128 -msse4.1 -pthread" \
+  "-sPTHREAD_POOL_SIZE=Math.min(16,navigator.hardwareConcurrency||4)" "$PWD/src/mha/wasm_threads_pre.js"
 echo "built: $(ls dist)"

@@ -1,12 +1,12 @@
 #include "multihead_attention.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "additive_mask.hpp"
 #include "errors.hpp"
 #include "memory_budget.hpp"
 #include "kernels/attention_kernel.hpp"
-#include "kernels/linear.hpp"
 
 namespace mha {
 
@@ -15,7 +15,16 @@ MultiheadAttention::MultiheadAttention(const AttentionConfig& config) : config_(
 }
 
 void MultiheadAttention::load_state_dict(const StateDict& state) {
-  params_ = parameters_from_state_dict(config_, state);
+  AttentionParameters params = parameters_from_state_dict(config_, state);
+  const ResolvedConfig& c = config_;
+  const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
+  PackedProjections packed{
+      {params.q_weight.data(), bias(params.q_bias), c.embed_dim, c.embed_dim},
+      {params.k_weight.data(), bias(params.k_bias), c.kv_dim(), c.kdim},
+      {params.v_weight.data(), bias(params.v_bias), c.kv_dim(), c.vdim},
+      {params.out_weight.data(), bias(params.out_bias), c.embed_dim, c.embed_dim}};
+  params_ = std::move(params);
+  packed_ = std::move(packed);
   loaded_ = true;
 }
 
@@ -49,49 +58,72 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   const bool self_attention = !key_in.present();
   const float* key = self_attention ? query.data : key_in.data;
   const float* value = self_attention ? query.data : value_in.data;
-  const auto bias = [&](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
+  const int threads = pool_ ? pool_->size() : 1;
+  const auto parallel = [&](int64_t count, const std::function<void(int64_t)>& task) {
+    if (pool_ && count > 1) {
+      pool_->parallel_for(count, task);
+    } else {
+      for (int64_t i = 0; i < count; ++i) task(i);
+    }
+  };
+  const auto project = [&](const kernels::PackedLinear& w, const float* x, float* y, int64_t rows) {
+    const int64_t step = kernels::PackedLinear::rows_per_task(rows, threads);
+    parallel((rows + step - 1) / step,
+             [&](int64_t t) { w.apply(x, y, t * step, std::min(rows, (t + 1) * step)); });
+  };
 
   // 1. Project: Q [B*L, E], K and V [B*S, Hkv*Dh].
   std::vector<float> q(static_cast<size_t>(B * L * E)), k(static_cast<size_t>(B * S * KV)),
       v(static_cast<size_t>(B * S * KV)), attended(static_cast<size_t>(B * L * E));
-  kernels::linear({query.data, params_.q_weight.data(), bias(params_.q_bias), q.data(), B * L, E, E});
-  kernels::linear({key, params_.k_weight.data(), bias(params_.k_bias), k.data(), B * S, c.kdim, KV});
-  kernels::linear({value, params_.v_weight.data(), bias(params_.v_bias), v.data(), B * S, c.vdim, KV});
+  project(packed_.q, query.data, q.data(), B * L);
+  project(packed_.k, key, k.data(), B * S);
+  project(packed_.v, value, v.data(), B * S);
 
-  // 2. Attend, one (batch, head) at a time; head h reads key/value head h / (H / Hkv).
+  // 2. Attend. A task is (batch, query chunk, head), or all heads in turn when they average
+  // into one weights buffer (so no two tasks add to the same weights). Heads are split into
+  // query chunks only when there are too few (batch, head) pairs to keep every thread busy.
+  // Head h reads key/value head h / (H / Hkv).
   AdditiveMask key_padding(options.key_padding_mask, S);
   AdditiveMask attn_mask(options.attn_mask, L * S);
   if (weights) std::fill(weights, weights + element_count(p.weights_shape), 0.0f);
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t h = 0; h < H; ++h) {
+  const bool heads_together = weights && options.average_weights;
+  const int64_t head_groups = heads_together ? 1 : H;
+  const int64_t wanted_chunks = (2 * threads + B * head_groups - 1) / (B * head_groups);
+  const int64_t chunk = std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks);
+  const int64_t chunks = (L + chunk - 1) / chunk;
+  parallel(B * chunks * head_groups, [&](int64_t task) {
+    const int64_t group = task % head_groups, b = task / head_groups / chunks;
+    const int64_t first = (task / head_groups % chunks) * chunk, rows = std::min(chunk, L - first);
+    for (int64_t h = heads_together ? 0 : group; h < (heads_together ? H : group + 1); ++h) {
       const int64_t kvh = h / c.heads_per_kv();
       kernels::AttentionHeadArgs a{};
-      a.q = q.data() + b * L * E + h * Dh;
+      a.q = q.data() + (b * L + first) * E + h * Dh;
       a.k = k.data() + b * S * KV + kvh * Dh;
       a.v = v.data() + b * S * KV + kvh * Dh;
-      a.out = attended.data() + b * L * E + h * Dh;
+      a.out = attended.data() + (b * L + first) * E + h * Dh;
       a.q_stride = E;
       a.k_stride = KV;
       a.v_stride = KV;
       a.out_stride = E;
-      a.query_len = L;
+      a.query_len = rows;
       a.key_len = S;
       a.head_dim = Dh;
       a.scale = c.scale;
       a.causal = options.causal;
+      a.first_query = first;
       a.key_bias = key_padding.rows(b);
-      a.attn_bias = attn_mask.rows(p.attn_mask_per_head ? b * H + h : 0);
+      const float* mask_rows = attn_mask.rows(p.attn_mask_per_head ? b * H + h : 0);
+      a.attn_bias = mask_rows ? mask_rows + first * S : nullptr;
       if (weights) {
-        const bool average = options.average_weights;
-        a.weights = weights + (average ? b * L * S : (b * H + h) * L * S);
-        a.weights_factor = average ? 1.0f / static_cast<float>(H) : 1.0f;
+        a.weights = weights + (heads_together ? b * L * S : (b * H + h) * L * S) + first * S;
+        a.weights_factor = heads_together ? 1.0f / static_cast<float>(H) : 1.0f;
       }
       kernels::attention_head(a);
     }
-  }
+  });
 
   // 3. Output projection.
-  kernels::linear({attended.data(), params_.out_weight.data(), bias(params_.out_bias), output, B * L, E, E});
+  project(packed_.out, attended.data(), output, B * L);
 }
 
 }  // namespace mha

@@ -2,12 +2,15 @@
 // grouped-query heads and a custom scale.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "attention_config.hpp"
 #include "forward_plan.hpp"
+#include "kernels/packed_linear.hpp"
 #include "parameters.hpp"
 #include "shape.hpp"
+#include "thread_pool.hpp"
 
 namespace mha {
 
@@ -27,6 +30,11 @@ class MultiheadAttention {
   void load_state_dict(const StateDict& state);  // all or nothing; throws ArgumentError
   const AttentionParameters& parameters() const { return params_; }
 
+  // Threads forward() may use: a pool shared with the caller's other layers, or null for the
+  // calling thread only (the default).
+  void set_thread_pool(std::shared_ptr<ThreadPool> pool) { pool_ = std::move(pool); }
+  const std::shared_ptr<ThreadPool>& thread_pool() const { return pool_; }
+
   // Checks the inputs and returns the shapes forward would produce, without computing.
   ForwardPlan plan(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                    const ForwardOptions& options) const;
@@ -44,6 +52,11 @@ class MultiheadAttention {
   ResolvedConfig config_;
   AttentionParameters params_;
   bool loaded_ = false;
+  // The projections' weights repacked for the GEMM micro-kernel, once per load_state_dict.
+  struct PackedProjections {
+    kernels::PackedLinear q, k, v, out;
+  } packed_;
+  std::shared_ptr<ThreadPool> pool_;
 };
 
 }  // namespace mha

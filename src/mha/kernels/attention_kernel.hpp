@@ -13,18 +13,25 @@ struct AttentionHeadArgs {
   int64_t q_stride, k_stride, v_stride, out_stride;
   int64_t query_len, key_len, head_dim;
   float scale;
-  bool causal;             // key j is blocked for query i when j > i
+  bool causal;             // key j is blocked for query i when j > first_query + i
   const float* key_bias;   // [S] added to every row's scores, or null
   const float* attn_bias;  // [L, S] added to the scores (row stride key_len), or null
   // Optional probabilities [L, S] (row stride key_len): weights += weights_factor * p.
   // The caller zeroes the buffer; factor 1 gives per-head weights, 1/H an average over heads.
   float* weights;
   float weights_factor;
+  // Index of row 0 among the head's queries, so a block of rows can run alone (threads split
+  // long heads): causal masking uses first_query + i. q, out, attn_bias and weights point at
+  // the block's first row.
+  int64_t first_query = 0;
 };
 
 // Keys whose mask bias is -inf are skipped entirely: their k and v are never read, so NaN or
 // Inf there cannot reach the output. A query row with every key blocked gives zeros.
 void attention_head_reference(const AttentionHeadArgs& args);
+
+// Flash-attention style kernel (attention_flash.cpp): same contract, memory O((L + S) * Dh).
+void attention_head_flash(const AttentionHeadArgs& args);
 
 // The fastest kernel this build has.
 void attention_head(const AttentionHeadArgs& args);

@@ -17,7 +17,7 @@ void attention_head_reference(const AttentionHeadArgs& a) {
     bool any_key = false;  // NaN scores are not "blocked": they must reach the output as NaN
     for (int64_t j = 0; j < S; ++j) {
       float bias = 0.0f;
-      if (a.causal && j > i) bias = kNegInf;
+      if (a.causal && j > a.first_query + i) bias = kNegInf;
       if (a.key_bias) bias += a.key_bias[j];
       if (a.attn_bias) bias += a.attn_bias[i * S + j];
       if (bias == kNegInf) {

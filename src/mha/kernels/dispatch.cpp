@@ -1,10 +1,15 @@
-// Chooses the kernel each entry point runs in this build.
+// Chooses the kernel each entry point runs in this build: the SIMD (or, in the scalar wasm
+// build, one-lane) blocked kernels; the *_reference twins stay for tests.
 #include "attention_kernel.hpp"
 #include "linear.hpp"
+#include "packed_linear.hpp"
 
 namespace mha::kernels {
 
-void linear(const LinearArgs& args) { linear_reference(args); }
-void attention_head(const AttentionHeadArgs& args) { attention_head_reference(args); }
+void linear(const LinearArgs& a) {
+  PackedLinear(a.weight, a.bias, a.out_features, a.in_features).apply(a.x, a.y, 0, a.rows);
+}
+
+void attention_head(const AttentionHeadArgs& args) { attention_head_flash(args); }
 
 }  // namespace mha::kernels

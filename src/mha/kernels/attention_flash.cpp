@@ -1,0 +1,269 @@
+// The fast attention kernel, flash-attention style: queries in blocks, keys in tiles, an online
+// softmax (running max m and sum l per row), scale and masks applied inside the tile. Memory is
+// O((L + S) * head_dim) per call; the L x S probabilities exist only when weights are asked for,
+// and then come from the scores this pass already computed.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attention_kernel.hpp"
+#include "fast_exp.hpp"
+#include "simd.hpp"
+
+namespace mha::kernels {
+namespace {
+
+using simd::Vec;
+constexpr int kRows = simd::kTileRows, kCols = simd::kTileCols, kW = simd::kWidth;
+constexpr int64_t kQueryBlock = kRows * 8;               // rows sharing one pass over the keys
+constexpr int64_t kKeyTile = kCols >= 32 ? 128 : 64;     // keys per tile: K^T and V slices stay in L1
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// The head's keys and values, repacked once per call: K transposed [Dh][Sp] so the score
+// micro-kernel reads keys as vectors, V [S][Dp] with rows padded to whole tiles; plus the
+// per-key bias (key padding mask, -inf on the padding keys S..Sp).
+struct PackedHead {
+  int64_t S, Sp, Dh, Dp;
+  std::vector<float> kt, v, key_bias;
+
+  explicit PackedHead(const AttentionHeadArgs& a)
+      : S(a.key_len), Sp(round_up(a.key_len, kCols)), Dh(a.head_dim), Dp(round_up(a.head_dim, kCols)) {
+    kt.assign(static_cast<size_t>(Dh * Sp), 0.0f);
+    v.assign(static_cast<size_t>(S * Dp), 0.0f);
+    key_bias.assign(static_cast<size_t>(Sp), kNegInf);
+    for (int64_t j = 0; j < S; ++j) {
+      const float* kj = a.k + j * a.k_stride;
+      for (int64_t d = 0; d < Dh; ++d) kt[d * Sp + j] = kj[d];
+      std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dh, v.data() + j * Dp);
+      key_bias[j] = a.key_bias ? a.key_bias[j] : 0.0f;
+    }
+  }
+};
+
+// Online-softmax state of one block of query rows.
+struct QueryBlock {
+  int64_t first, rows;              // absolute index of row 0 within the head; valid rows
+  std::vector<float> max, sum;      // m and l per row
+  std::vector<float> acc;           // [kQueryBlock][Dp] unnormalized output
+  std::vector<float> scores;        // [kQueryBlock][stride] masked scores, then probabilities
+  int64_t stride;                   // kKeyTile, or Sp when weights keep the whole row
+};
+
+class FlashAttention {
+ public:
+  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), h_(a), any_row_mask_(a.causal || a.attn_bias) {}
+
+  void run() {
+    QueryBlock b;
+    b.stride = a_.weights ? h_.Sp : kKeyTile;
+    b.max.resize(kQueryBlock);
+    b.sum.resize(kQueryBlock);
+    b.acc.resize(static_cast<size_t>(kQueryBlock * h_.Dp));
+    b.scores.resize(static_cast<size_t>(kQueryBlock * b.stride));
+    for (b.first = 0; b.first < a_.query_len; b.first += kQueryBlock) {
+      b.rows = std::min(kQueryBlock, a_.query_len - b.first);
+      std::fill(b.max.begin(), b.max.end(), kNegInf);
+      std::fill(b.sum.begin(), b.sum.end(), 0.0f);
+      std::fill(b.acc.begin(), b.acc.end(), 0.0f);
+      // Causal: keys after the block's last query are blocked for every row in it.
+      const int64_t key_end = a_.causal ? std::min(h_.S, a_.first_query + b.first + b.rows) : h_.S;
+      for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
+        const int64_t keys = std::min(kKeyTile, key_end - j0);
+        for (int64_t r0 = 0; r0 < b.rows; r0 += kRows) tile(b, r0, j0, keys);
+      }
+      finish(b);
+    }
+  }
+
+ private:
+  // One kRows x keys tile: scores, softmax update, then acc += p V.
+  void tile(QueryBlock& b, int64_t r0, int64_t j0, int64_t keys) {
+    const int64_t rows = std::min<int64_t>(kRows, b.rows - r0);
+    const int64_t padded_keys = round_up(keys, kCols);
+    const int64_t col0 = a_.weights ? j0 : 0;  // where this tile's scores live in the row
+    float* s = b.scores.data() + r0 * b.stride + col0;
+    scores(b.first + r0, rows, j0, padded_keys, s, b.stride);
+    mask(b.first + r0, rows, j0, keys, padded_keys, s, b.stride);
+
+    for (int r = 0; r < rows; ++r) {
+      float* sr = s + r * b.stride;
+      Vec vmax(kNegInf);
+      for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
+      const float m_old = b.max[r0 + r], m_new = std::max(m_old, simd::hmax(vmax));
+      // With weights the masked scores stay in the row for finish(); p goes to a tile buffer.
+      float* pr = a_.weights ? tile_probabilities_.data() + r * kKeyTile : sr;
+      if (m_new == kNegInf) {  // every key so far blocked for this row
+        std::fill(pr, pr + padded_keys, 0.0f);
+        continue;
+      }
+      const float correction = m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
+      Vec vsum(0.0f);
+      const Vec vm(m_new);
+      for (int64_t j = 0; j < padded_keys; j += kW) {
+        const Vec p = fast_exp(simd::load(sr + j) - vm);
+        simd::store(pr + j, p);
+        vsum += p;
+      }
+      b.max[r0 + r] = m_new;
+      b.sum[r0 + r] = b.sum[r0 + r] * correction + simd::hsum(vsum);
+      if (correction != 1.0f) {
+        float* acc = b.acc.data() + (r0 + r) * h_.Dp;
+        const Vec c(correction);
+        for (int64_t d = 0; d < h_.Dp; d += kW) simd::store(acc + d, simd::load(acc + d) * c);
+      }
+    }
+    const float* p = a_.weights ? tile_probabilities_.data() : s;
+    const int64_t p_stride = a_.weights ? kKeyTile : b.stride;
+    accumulate(b, r0, rows, j0, keys, p, p_stride, any_row_mask_ || a_.key_bias);
+  }
+
+  // s[r][0..padded_keys) = q[row r] . k[j0 + j] for a kRows x kCols register tile at a time.
+  void scores(int64_t row0, int64_t rows, int64_t j0, int64_t padded_keys, float* s, int64_t stride) const {
+    const float* q[kRows];
+    for (int r = 0; r < kRows; ++r) q[r] = a_.q + (row0 + std::min<int64_t>(r, rows - 1)) * a_.q_stride;
+    for (int64_t jc = 0; jc < padded_keys; jc += kCols) {
+      Vec acc[kRows][2];
+      for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
+      const float* kt = h_.kt.data() + j0 + jc;
+      for (int64_t d = 0; d < h_.Dh; ++d, kt += h_.Sp) {
+        const Vec k0 = simd::load(kt), k1 = simd::load(kt + kW);
+        for (int r = 0; r < kRows; ++r) {
+          const Vec qd = simd::splat(q[r][d]);
+          acc[r][0] = simd::fmadd(qd, k0, acc[r][0]);
+          acc[r][1] = simd::fmadd(qd, k1, acc[r][1]);
+        }
+      }
+      for (int r = 0; r < rows; ++r) {
+        simd::store(s + r * stride + jc, acc[r][0]);
+        simd::store(s + r * stride + jc + kW, acc[r][1]);
+      }
+    }
+  }
+
+  // Scale, then add the masks; a key whose bias is -inf gets -inf whatever its dot product
+  // (NaN or Inf in a blocked key cannot leak).
+  void mask(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
+            int64_t stride) const {
+    const Vec scale(a_.scale), neg_inf(kNegInf);
+    const float* kb = h_.key_bias.data() + j0;
+    for (int r = 0; r < rows; ++r) {
+      float* sr = s + r * stride;
+      for (int64_t j = 0; j < padded_keys; j += kW) {
+        const Vec bias = simd::load(kb + j);
+        simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) * scale + bias));
+      }
+      const int64_t i = row0 + r;
+      if (a_.attn_bias) {
+        const float* ab = a_.attn_bias + i * h_.S + j0;
+        for (int64_t j = 0; j < keys; ++j) sr[j] = ab[j] == kNegInf ? kNegInf : sr[j] + ab[j];
+      }
+      if (a_.causal) {  // key j0 + j is blocked when j0 + j > first_query + i
+        const int64_t first_blocked = std::max<int64_t>(0, a_.first_query + i + 1 - j0);
+        for (int64_t j = first_blocked; j < padded_keys; ++j) sr[j] = kNegInf;
+      }
+    }
+  }
+
+  // acc[r] += sum_j p[r][j] v[j0 + j]. Register tiles of kRows x kCols output columns. With
+  // masks, a key can be blocked (p = 0) for some rows only; those keys go through a guarded
+  // per-row update so 0 * NaN in a blocked value row never reaches the output.
+  void accumulate(QueryBlock& b, int64_t r0, int64_t rows, int64_t j0, int64_t keys, const float* p,
+                  int64_t p_stride, bool masked) {
+    fast_keys_.clear();
+    guarded_keys_.clear();
+    for (int64_t j = 0; j < keys; ++j) {
+      if (!masked) {  // p can only be 0 by underflow: adding 0 * v is exact
+        fast_keys_.push_back(j);
+        continue;
+      }
+      int live = 0;
+      for (int r = 0; r < rows; ++r) live += p[r * p_stride + j] != 0.0f;
+      if (live == rows) fast_keys_.push_back(j);
+      else if (live > 0) guarded_keys_.push_back(j);
+    }
+    // Rows past `rows` reuse row 0's probabilities; their results are never stored.
+    const float* pr[kRows];
+    for (int r = 0; r < kRows; ++r) pr[r] = p + std::min<int64_t>(r, rows - 1) * p_stride;
+    const float* v = h_.v.data() + j0 * h_.Dp;
+    for (int64_t dc = 0; dc < h_.Dp; dc += kCols) {
+      Vec acc[kRows][2];
+      for (int r = 0; r < kRows; ++r) {
+        const float* ar = b.acc.data() + (r0 + std::min<int64_t>(r, rows - 1)) * h_.Dp + dc;
+        acc[r][0] = simd::load(ar);
+        acc[r][1] = simd::load(ar + kW);
+      }
+      for (const int64_t j : fast_keys_) {
+        const float* vj = v + j * h_.Dp + dc;
+        const Vec v0 = simd::load(vj), v1 = simd::load(vj + kW);
+        for (int r = 0; r < kRows; ++r) {
+          const Vec pj = simd::splat(pr[r][j]);
+          acc[r][0] = simd::fmadd(pj, v0, acc[r][0]);
+          acc[r][1] = simd::fmadd(pj, v1, acc[r][1]);
+        }
+      }
+      for (int r = 0; r < rows; ++r) {
+        float* ar = b.acc.data() + (r0 + r) * h_.Dp + dc;
+        simd::store(ar, acc[r][0]);
+        simd::store(ar + kW, acc[r][1]);
+      }
+    }
+    for (const int64_t j : guarded_keys_) {
+      const float* vj = v + j * h_.Dp;
+      for (int r = 0; r < rows; ++r) {
+        const float pj = pr[r][j];
+        if (pj == 0.0f) continue;
+        float* ar = b.acc.data() + (r0 + r) * h_.Dp;
+        for (int64_t d = 0; d < h_.Dp; d += kW)
+          simd::store(ar + d, simd::fmadd(simd::splat(pj), simd::load(vj + d), simd::load(ar + d)));
+      }
+    }
+  }
+
+  // out = acc / l (zeros for rows with every key blocked); weights += factor * softmax row.
+  void finish(const QueryBlock& b) const {
+    for (int64_t r = 0; r < b.rows; ++r) {
+      const int64_t i = b.first + r;
+      float* out = a_.out + i * a_.out_stride;
+      const bool blocked = b.max[r] == kNegInf;
+      const float inv_sum = blocked ? 0.0f : 1.0f / b.sum[r];
+      const float* acc = b.acc.data() + r * h_.Dp;
+      for (int64_t d = 0; d < h_.Dh; ++d) out[d] = acc[d] * inv_sum;
+      if (!a_.weights || blocked) continue;
+      const float* sr = b.scores.data() + r * b.stride;
+      float* w = a_.weights + i * h_.S;
+      const Vec m(b.max[r]), factor(a_.weights_factor * inv_sum);
+      const int64_t key_end = a_.causal ? std::min(h_.S, a_.first_query + i + 1) : h_.S;
+      int64_t j = 0;
+      for (; j + kW <= key_end; j += kW)
+        simd::store(w + j, simd::fmadd(factor, fast_exp(simd::load(sr + j) - m), simd::load(w + j)));
+      alignas(64) float lanes[kW];
+      if (j < key_end) {
+        simd::store(lanes, fast_exp(simd::load(sr + j) - m));
+        for (int64_t t = 0; j + t < key_end; ++t) w[j + t] += a_.weights_factor * inv_sum * lanes[t];
+      }
+    }
+  }
+
+  const AttentionHeadArgs& a_;
+  PackedHead h_;
+  bool any_row_mask_;
+  std::vector<int64_t> fast_keys_, guarded_keys_;
+  std::vector<float> tile_probabilities_ = std::vector<float>(static_cast<size_t>(kRows * kKeyTile));
+};
+
+}  // namespace
+
+void attention_head_flash(const AttentionHeadArgs& args) {
+  if (args.query_len <= 0) return;
+  if (args.key_len <= 0) {  // nothing to attend to: every row is fully blocked
+    for (int64_t i = 0; i < args.query_len; ++i)
+      std::fill(args.out + i * args.out_stride, args.out + i * args.out_stride + args.head_dim, 0.0f);
+    return;
+  }
+  FlashAttention(args).run();
+}
+
+}  // namespace mha::kernels

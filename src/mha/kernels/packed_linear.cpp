@@ -1,0 +1,102 @@
+#include "packed_linear.hpp"
+
+#include <algorithm>
+
+#include "simd.hpp"
+
+namespace mha::kernels {
+namespace {
+
+using simd::Vec;
+constexpr int kRows = simd::kTileRows, kCols = simd::kTileCols, kW = simd::kWidth;
+constexpr int64_t kDepthBlock = 4096 / kCols;  // in_features per pass: a 16 KB panel slice stays in L1
+constexpr int64_t kMaxRowBlock = 120;  // divisible by 4, 6 and 8
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// acc[kRows][2] (+)= rows[r][0..depth) * panel[0..depth][kCols]. `start` is the bias (first
+// depth block) or the partial sums already in y.
+struct MicroTile {
+  Vec acc[kRows][2];
+
+  void run(const float* const* rows, const float* panel, int64_t depth) {
+    for (int64_t k = 0; k < depth; ++k) {
+      const Vec b0 = simd::load(panel), b1 = simd::load(panel + kW);
+      panel += kCols;
+      for (int r = 0; r < kRows; ++r) {
+        const Vec a = simd::splat(rows[r][k]);
+        acc[r][0] = simd::fmadd(a, b0, acc[r][0]);
+        acc[r][1] = simd::fmadd(a, b1, acc[r][1]);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+PackedLinear::PackedLinear(const float* weight, const float* bias, int64_t out_features, int64_t in_features)
+    : in_(in_features), out_(out_features) {
+  const int64_t padded = round_up(out_, kCols);
+  panels_.assign(static_cast<size_t>(padded * in_), 0.0f);
+  bias_.assign(static_cast<size_t>(padded), 0.0f);
+  for (int64_t o = 0; o < out_; ++o) {
+    float* panel = panels_.data() + (o / kCols) * in_ * kCols + o % kCols;
+    const float* w = weight + o * in_;
+    for (int64_t i = 0; i < in_; ++i) panel[i * kCols] = w[i];
+    if (bias) bias_[o] = bias[o];
+  }
+}
+
+int64_t PackedLinear::rows_per_task(int64_t rows, int threads) {
+  const int64_t share = (rows + 2 * threads - 1) / (2 * threads);
+  return std::clamp(round_up(share, kRows), int64_t{kRows}, kMaxRowBlock);
+}
+
+void PackedLinear::apply(const float* x, float* y, int64_t row_begin, int64_t row_end) const {
+  const int64_t num_panels = round_up(out_, kCols) / kCols;
+  for (int64_t k0 = 0; k0 < in_; k0 += kDepthBlock) {
+    const int64_t depth = std::min(kDepthBlock, in_ - k0);
+    const bool first = k0 == 0;
+    for (int64_t p = 0; p < num_panels; ++p) {
+      const float* panel = panels_.data() + (p * in_ + k0) * kCols;
+      const int64_t col0 = p * kCols, cols = std::min<int64_t>(kCols, out_ - col0);
+      for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
+        const int64_t rows = std::min<int64_t>(kRows, row_end - r0);
+        const float* row_ptr[kRows];
+        for (int r = 0; r < kRows; ++r) row_ptr[r] = x + (r0 + std::min<int64_t>(r, rows - 1)) * in_ + k0;
+        MicroTile t;
+        const bool full = rows == kRows && cols == kCols;
+        alignas(64) float edge[kRows][kCols];  // partial tiles go through this buffer
+        for (int r = 0; r < kRows; ++r) {
+          if (first) {
+            t.acc[r][0] = simd::load(bias_.data() + col0);
+            t.acc[r][1] = simd::load(bias_.data() + col0 + kW);
+          } else if (full) {
+            const float* yr = y + (r0 + r) * out_ + col0;
+            t.acc[r][0] = simd::load(yr);
+            t.acc[r][1] = simd::load(yr + kW);
+          } else {
+            for (int c = 0; c < kCols; ++c)
+              edge[r][c] = (r < rows && c < cols) ? y[(r0 + r) * out_ + col0 + c] : 0.0f;
+            t.acc[r][0] = simd::load(edge[r]);
+            t.acc[r][1] = simd::load(edge[r] + kW);
+          }
+        }
+        t.run(row_ptr, panel, depth);
+        for (int r = 0; r < kRows; ++r) {
+          if (full) {
+            float* yr = y + (r0 + r) * out_ + col0;
+            simd::store(yr, t.acc[r][0]);
+            simd::store(yr + kW, t.acc[r][1]);
+          } else {
+            simd::store(edge[r], t.acc[r][0]);
+            simd::store(edge[r] + kW, t.acc[r][1]);
+            if (r < rows) std::copy(edge[r], edge[r] + cols, y + (r0 + r) * out_ + col0);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mha::kernels

@@ -1,0 +1,33 @@
+// The fast nn.Linear: y = x W^T + b with W repacked once into panels the register-blocked
+// micro-kernel streams through (see simd.hpp for the tile shape), bias fused into the
+// accumulators' start values.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace mha::kernels {
+
+class PackedLinear {
+ public:
+  PackedLinear() = default;
+  // weight [out_features, in_features] (nn.Linear layout); bias [out_features] or null.
+  PackedLinear(const float* weight, const float* bias, int64_t out_features, int64_t in_features);
+
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+
+  // y[r] = x[r] W^T + b for rows [row_begin, row_end); x rows are in_features long, y rows
+  // out_features long. Disjoint row ranges may run on different threads.
+  void apply(const float* x, float* y, int64_t row_begin, int64_t row_end) const;
+
+  // Rows per task so `threads` threads get a few tasks each and a task keeps its x rows in L2.
+  static int64_t rows_per_task(int64_t rows, int threads);
+
+ private:
+  int64_t in_ = 0, out_ = 0;
+  std::vector<float> panels_;  // [ceil(out / kTileCols)][in][kTileCols], zero padded
+  std::vector<float> bias_;    // [ceil(out / kTileCols) * kTileCols], zeros where absent
+};
+
+}  // namespace mha::kernels

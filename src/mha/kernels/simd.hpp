@@ -1,0 +1,95 @@
+// The vector type the fast kernels are written against: xsimd's native batch<float> when the
+// build has a SIMD instruction set (wasm: -msimd128 -msse4.1 maps onto SSE4.1, 4 lanes; native:
+// AVX-512 16 lanes or AVX2 8 lanes), and a one-lane scalar stand-in otherwise (the wasm
+// "scalar" build), so the same blocked kernels compile everywhere.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE4_1__) || defined(__AVX2__) || defined(__AVX512F__) || defined(__ARM_NEON)
+#define MHA_KERNELS_XSIMD 1
+#include <xsimd/xsimd.hpp>
+#else
+#define MHA_KERNELS_XSIMD 0
+#endif
+
+namespace mha::kernels::simd {
+
+#if MHA_KERNELS_XSIMD
+
+using Vec = xsimd::batch<float>;
+using IntVec = xsimd::batch<int32_t>;
+constexpr int kWidth = static_cast<int>(Vec::size);
+
+inline Vec load(const float* p) { return Vec::load_unaligned(p); }
+inline void store(float* p, Vec v) { v.store_unaligned(p); }
+inline Vec splat(float x) { return Vec(x); }
+inline Vec fmadd(Vec a, Vec b, Vec c) { return xsimd::fma(a, b, c); }  // mul + add on wasm
+inline Vec max(Vec a, Vec b) { return xsimd::max(a, b); }
+inline float hsum(Vec v) { return xsimd::hadd(v); }
+inline float hmax(Vec v) {  // xsimd 8.1 has no reduce_max
+  alignas(64) float lanes[kWidth];
+  v.store_aligned(lanes);
+  float m = lanes[0];
+  for (int i = 1; i < kWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
+  return m;
+}
+inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return xsimd::select(a < b, if_less, otherwise); }
+inline Vec select_eq(Vec a, Vec b, Vec if_equal, Vec otherwise) { return xsimd::select(a == b, if_equal, otherwise); }
+inline Vec round_nearest(Vec v) { return xsimd::nearbyint(v); }
+// 2^n for integral-valued n in [-126, 127], built from the exponent bits.
+inline Vec exp2_integral(Vec n) {
+  IntVec bits = (xsimd::batch_cast<int32_t>(n) + IntVec(127)) << 23;
+  return xsimd::bitwise_cast<Vec>(bits);
+}
+
+#else
+
+// One lane: plain floats. Lets the scalar wasm build share the blocked kernels.
+struct Vec {
+  float x;
+  Vec() = default;
+  Vec(float v) : x(v) {}  // NOLINT: broadcast, like xsimd::batch
+  friend Vec operator+(Vec a, Vec b) { return a.x + b.x; }
+  friend Vec operator-(Vec a, Vec b) { return a.x - b.x; }
+  friend Vec operator*(Vec a, Vec b) { return a.x * b.x; }
+  friend Vec operator/(Vec a, Vec b) { return a.x / b.x; }
+  Vec& operator+=(Vec b) { x += b.x; return *this; }
+  Vec& operator*=(Vec b) { x *= b.x; return *this; }
+};
+constexpr int kWidth = 1;
+
+inline Vec load(const float* p) { return *p; }
+inline void store(float* p, Vec v) { *p = v.x; }
+inline Vec splat(float x) { return x; }
+inline Vec fmadd(Vec a, Vec b, Vec c) { return a.x * b.x + c.x; }
+inline Vec max(Vec a, Vec b) { return a.x > b.x ? a : b; }
+inline float hsum(Vec v) { return v.x; }
+inline float hmax(Vec v) { return v.x; }
+inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return a.x < b.x ? if_less : otherwise; }
+inline Vec select_eq(Vec a, Vec b, Vec if_equal, Vec otherwise) { return a.x == b.x ? if_equal : otherwise; }
+inline Vec round_nearest(Vec v) { return std::nearbyint(v.x); }
+inline Vec exp2_integral(Vec n) {
+  const int32_t bits = (static_cast<int32_t>(n.x) + 127) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+#endif
+
+// Register tile of the micro-kernels: kRows rows x 2 vectors. V8 has 16 xmm registers, so
+// wasm keeps 4x2 accumulators + 2 loads + 1 broadcast = 11 live; AVX-512 has 32 zmm (8x2);
+// AVX2 has 16 ymm (6x2).
+#if defined(__AVX512F__)
+constexpr int kTileRows = 8;
+#elif defined(__AVX2__)
+constexpr int kTileRows = 6;
+#else
+constexpr int kTileRows = 4;
+#endif
+constexpr int kTileCols = 2 * kWidth;
+
+}  // namespace mha::kernels::simd

@@ -1,0 +1,99 @@
+#include "thread_pool.hpp"
+
+#include <algorithm>
+
+namespace mha {
+
+int ThreadPool::hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+int ThreadPool::max_threads() {
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+  return 1;
+#else
+  return 256;
+#endif
+}
+
+ThreadPool::ThreadPool(int num_threads) { set_num_threads(num_threads); }
+
+int ThreadPool::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return participants_ + 1;
+}
+
+void ThreadPool::set_num_threads(int n) {
+  std::lock_guard<std::mutex> run(run_mutex_);
+  const int workers = std::clamp(n, 1, max_threads()) - 1;
+  while (static_cast<int>(workers_.size()) < workers) {
+    const int index = static_cast<int>(workers_.size());
+    workers_.emplace_back([this, index] { worker_loop(index); });
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  participants_ = workers;
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::work_on(Job& job) {
+  for (int64_t i; (i = job.next.fetch_add(1)) < job.count;) {
+    try {
+      (*job.task)(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(job.error_mutex);
+      if (!job.error) job.error = std::current_exception();
+      job.next = job.count;  // stop handing out tasks
+    }
+  }
+}
+
+void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t)>& task) {
+  std::lock_guard<std::mutex> run(run_mutex_);
+  Job job;
+  job.task = &task;
+  job.count = count;
+  int participants;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    participants = participants_;
+  }
+  if (participants == 0 || count <= 1) {
+    work_on(job);
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work_on(job);
+    std::unique_lock<std::mutex> lock(mutex_);
+    job_ = nullptr;  // latecomers no longer join; wait for those that did
+    idle_.wait(lock, [this] { return active_ == 0; });
+  }
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || (job_ && generation_ != seen && index < participants_); });
+    if (stop_) return;
+    seen = generation_;
+    Job* job = job_;
+    ++active_;
+    lock.unlock();
+    work_on(*job);
+    lock.lock();
+    if (--active_ == 0) idle_.notify_all();
+  }
+}
+
+}  // namespace mha

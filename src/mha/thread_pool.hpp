@@ -1,0 +1,67 @@
+// A small fork-join pool: parallel_for(count, task) runs task(0..count-1) on the pool's threads
+// and the calling thread, and returns when all are done. Not a global: whoever runs layers
+// (the embind module, the native benchmark) owns one and hands it to the layers.
+//
+// Deadlock-free even when a worker has not started yet (in wasm a new pthread only starts
+// once the main thread yields): tasks are claimed from a shared counter, so the caller alone
+// can finish them, and it only waits for workers that actually claimed this job. For the same
+// reason the pool never shrinks: set_num_threads parks surplus workers instead of joining
+// them (joining a pthread that never started would hang the wasm main thread).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mha {
+
+class ThreadPool {
+ public:
+  // num_threads counts the caller: 1 means no extra threads. Clamped to [1, max_threads()].
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Threads parallel_for uses, the caller included.
+  int size() const;
+  // Uses n threads from the next parallel_for on (clamped to [1, max_threads()]); starts
+  // workers when there are too few, parks the surplus.
+  void set_num_threads(int n);
+
+  // Runs one job at a time; an exception from a task is rethrown here after all stop.
+  void parallel_for(int64_t count, const std::function<void(int64_t)>& task);
+
+  // Threads this build can run: 1 without thread support (the non-pthread wasm builds).
+  static int max_threads();
+  // The machine's logical cores (at least 1).
+  static int hardware_threads();
+
+ private:
+  struct Job {
+    const std::function<void(int64_t)>* task;
+    int64_t count;
+    std::atomic<int64_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+  };
+  static void work_on(Job& job);
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  // serializes parallel_for and set_num_threads
+  mutable std::mutex mutex_;  // guards everything below
+  std::condition_variable wake_, idle_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int active_ = 0;        // workers inside the current job
+  int participants_ = 0;  // workers 0..participants_-1 take part in jobs
+  bool stop_ = false;
+};
+
+}  // namespace mha

@@ -1,0 +1,24 @@
+// Loads one wasm build from dist/ by name in Node, for the tests and the benchmark (the
+// package's own loader, which picks a build for the user, is bindings/js/). Returns the raw
+// embind module plus the MultiHeadAttention class bound to it.
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+
+import { defineMultiHeadAttention } from '../bindings/js/layer.js';
+
+export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads'];
+const DIST = new URL('../dist/', import.meta.url);
+
+/** @param {'mha-simd' | 'mha-scalar' | 'mha-simd-threads'} name */
+export async function loadBuild(name) {
+  const { default: createMhaModule } = await import(new URL(`${name}.mjs`, DIST));
+  const args = { wasmBinary: await readFile(new URL(`${name}.wasm`, DIST)) };  // TOOLCHAIN quirk 6
+  if (name.endsWith('-threads')) {
+    // Node has no web Worker: the build makes its pthreads on node:worker_threads
+    // (src/mha/wasm_threads_pre.js).
+    args.nodeWorkerThreads = await import('node:worker_threads');
+    args.hardwareConcurrency = os.availableParallelism();
+  }
+  const module = await createMhaModule(args);
+  return { module, MultiHeadAttention: defineMultiHeadAttention(module) };
+}
