@@ -114,6 +114,22 @@ TEST(FlashAttention, MatchesReferenceAcrossShapesAndMasks) {
   }
 }
 
+// One head whose q/k/v/out rows are head_dim apart; scale and masks left to the caller.
+AttentionHeadArgs contiguous_head(const std::vector<float>& q, const std::vector<float>& k,
+                                  const std::vector<float>& v, std::vector<float>& out, int64_t L, int64_t S,
+                                  int64_t Dh) {
+  AttentionHeadArgs a{};
+  a.q = q.data();
+  a.k = k.data();
+  a.v = v.data();
+  a.out = out.data();
+  a.q_stride = a.k_stride = a.v_stride = a.out_stride = Dh;
+  a.query_len = L;
+  a.key_len = S;
+  a.head_dim = Dh;
+  return a;
+}
+
 TEST(FlashAttention, BlockedKeysAreNeverReadAndFullyBlockedRowsAreZero) {
   const int64_t L = 9, S = 40, Dh = 8;
   auto q = random_vector(L * Dh, 11), k = random_vector(S * Dh, 12), v = random_vector(S * Dh, 13);
@@ -127,15 +143,7 @@ TEST(FlashAttention, BlockedKeysAreNeverReadAndFullyBlockedRowsAreZero) {
   for (int64_t d = 0; d < Dh; ++d) v[5 * Dh + d] = nan;           // key 5 blocked for row 4 only
   attn_bias[4 * S + 5] = kNegInf;
   std::vector<float> out(L * Dh, 1.0f), weights(L * S, 0.0f);
-  AttentionHeadArgs a{};
-  a.q = q.data();
-  a.k = k.data();
-  a.v = v.data();
-  a.out = out.data();
-  a.q_stride = a.k_stride = a.v_stride = a.out_stride = Dh;
-  a.query_len = L;
-  a.key_len = S;
-  a.head_dim = Dh;
+  AttentionHeadArgs a = contiguous_head(q, k, v, out, L, S, Dh);
   a.scale = 0.3f;
   a.key_bias = key_bias.data();
   a.attn_bias = attn_bias.data();
@@ -151,6 +159,30 @@ TEST(FlashAttention, BlockedKeysAreNeverReadAndFullyBlockedRowsAreZero) {
   double row0 = 0.0;
   for (int64_t j = 0; j < S; ++j) row0 += weights[j];
   EXPECT_NEAR(row0, 1.0, 1e-5);
+}
+
+TEST(FlashAttention, NaNScoresReachTheOutputLikeTheReference) {
+  const int64_t L = 3, S = 20, Dh = 8;
+  auto q = random_vector(L * Dh, 14), k = random_vector(S * Dh, 15), v = random_vector(S * Dh, 16);
+  q[1 * Dh + 2] = std::numeric_limits<float>::quiet_NaN();  // row 1: every score NaN
+  k[7 * Dh + 3] = std::numeric_limits<float>::quiet_NaN();  // key 7: NaN for every row...
+  std::vector<float> key_bias(S, 0.0f);
+  key_bias[7] = kNegInf;  // ...but blocked
+  for (bool weights : {false, true}) {
+    std::vector<float> out(L * Dh), w(L * S, 0.0f);
+    AttentionHeadArgs a = contiguous_head(q, k, v, out, L, S, Dh);
+    a.scale = 0.5f;
+    a.key_bias = key_bias.data();
+    a.weights = weights ? w.data() : nullptr;
+    a.weights_factor = 1.0f;
+    mha::kernels::attention_head(a);
+    for (int64_t d = 0; d < Dh; ++d) {
+      EXPECT_TRUE(std::isnan(out[1 * Dh + d]));
+      EXPECT_TRUE(std::isfinite(out[0 * Dh + d]));
+      EXPECT_TRUE(std::isfinite(out[2 * Dh + d]));
+    }
+    if (weights) EXPECT_TRUE(std::isnan(w[1 * S + 0]));
+  }
 }
 
 }  // namespace

@@ -22,21 +22,24 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// The head's keys and values, repacked once per call: K transposed [Dh][Sp] so the score
-// micro-kernel reads keys as vectors, V [S][Dp] with rows padded to whole tiles; plus the
-// per-key bias (key padding mask, -inf on the padding keys S..Sp).
+// The head's keys and values, repacked once per call: K transposed tile by tile,
+// [S / kKeyTile][Dh][kKeyTile], so the score micro-kernel reads keys as vectors from one
+// contiguous block (a [Dh][S] layout would put a tile's rows S floats apart: with S a power
+// of two they all fall in the same L1 set); V [S][Dp] with rows padded to whole vectors; plus
+// the per-key bias (key padding mask, -inf on the padding keys S..Sp).
 struct PackedHead {
   int64_t S, Sp, Dh, Dp;
   std::vector<float> kt, v, key_bias;
 
   explicit PackedHead(const AttentionHeadArgs& a)
-      : S(a.key_len), Sp(round_up(a.key_len, kCols)), Dh(a.head_dim), Dp(round_up(a.head_dim, kCols)) {
+      : S(a.key_len), Sp(round_up(a.key_len, kKeyTile)), Dh(a.head_dim), Dp(round_up(a.head_dim, kCols)) {
     kt.assign(static_cast<size_t>(Dh * Sp), 0.0f);
     v.assign(static_cast<size_t>(S * Dp), 0.0f);
     key_bias.assign(static_cast<size_t>(Sp), kNegInf);
     for (int64_t j = 0; j < S; ++j) {
       const float* kj = a.k + j * a.k_stride;
-      for (int64_t d = 0; d < Dh; ++d) kt[d * Sp + j] = kj[d];
+      float* tile = kt.data() + (j / kKeyTile) * Dh * kKeyTile + j % kKeyTile;
+      for (int64_t d = 0; d < Dh; ++d) tile[d * kKeyTile] = kj[d];
       std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dh, v.data() + j * Dp);
       key_bias[j] = a.key_bias ? a.key_bias[j] : 0.0f;
     }
@@ -92,12 +95,16 @@ class FlashAttention {
       float* sr = s + r * b.stride;
       Vec vmax(kNegInf);
       for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
-      const float m_old = b.max[r0 + r], m_new = std::max(m_old, simd::hmax(vmax));
+      const float m_old = b.max[r0 + r];
+      float m_new = std::max(m_old, simd::hmax(vmax));  // NaN scores are left out of the max...
       // With weights the masked scores stay in the row for finish(); p goes to a tile buffer.
       float* pr = a_.weights ? tile_probabilities_.data() + r * kKeyTile : sr;
-      if (m_new == kNegInf) {  // every key so far blocked for this row
-        std::fill(pr, pr + padded_keys, 0.0f);
-        continue;
+      if (m_new == kNegInf) {
+        if (std::all_of(sr, sr + padded_keys, [](float x) { return x == kNegInf; })) {
+          std::fill(pr, pr + padded_keys, 0.0f);  // every key so far blocked for this row
+          continue;
+        }
+        m_new = 0.0f;  // ...but reach the sum and the output as NaN, as in the reference
       }
       const float correction = m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
       Vec vsum(0.0f);
@@ -127,8 +134,8 @@ class FlashAttention {
     for (int64_t jc = 0; jc < padded_keys; jc += kCols) {
       Vec acc[kRows][2];
       for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
-      const float* kt = h_.kt.data() + j0 + jc;
-      for (int64_t d = 0; d < h_.Dh; ++d, kt += h_.Sp) {
+      const float* kt = h_.kt.data() + j0 * h_.Dh + jc;  // j0 is a multiple of kKeyTile
+      for (int64_t d = 0; d < h_.Dh; ++d, kt += kKeyTile) {
         const Vec k0 = simd::load(kt), k1 = simd::load(kt + kW);
         for (int r = 0; r < kRows; ++r) {
           const Vec qd = simd::splat(q[r][d]);
@@ -174,11 +181,7 @@ class FlashAttention {
                   int64_t p_stride, bool masked) {
     fast_keys_.clear();
     guarded_keys_.clear();
-    for (int64_t j = 0; j < keys; ++j) {
-      if (!masked) {  // p can only be 0 by underflow: adding 0 * v is exact
-        fast_keys_.push_back(j);
-        continue;
-      }
+    for (int64_t j = 0; masked && j < keys; ++j) {
       int live = 0;
       for (int r = 0; r < rows; ++r) live += p[r * p_stride + j] != 0.0f;
       if (live == rows) fast_keys_.push_back(j);
@@ -195,7 +198,7 @@ class FlashAttention {
         acc[r][0] = simd::load(ar);
         acc[r][1] = simd::load(ar + kW);
       }
-      for (const int64_t j : fast_keys_) {
+      const auto add_key = [&](int64_t j) {
         const float* vj = v + j * h_.Dp + dc;
         const Vec v0 = simd::load(vj), v1 = simd::load(vj + kW);
         for (int r = 0; r < kRows; ++r) {
@@ -203,6 +206,11 @@ class FlashAttention {
           acc[r][0] = simd::fmadd(pj, v0, acc[r][0]);
           acc[r][1] = simd::fmadd(pj, v1, acc[r][1]);
         }
+      };
+      if (masked) {
+        for (const int64_t j : fast_keys_) add_key(j);
+      } else {  // without masks p can only be 0 by underflow: adding 0 * v is exact
+        for (int64_t j = 0; j < keys; ++j) add_key(j);
       }
       for (int r = 0; r < rows; ++r) {
         float* ar = b.acc.data() + (r0 + r) * h_.Dp + dc;

@@ -11,7 +11,7 @@ inline simd::Vec fast_exp(simd::Vec x) {
   using simd::Vec;
   // Below `lowest` the result would be subnormal; above `highest`, 2^n would overflow.
   const Vec lowest(-87.33654f), highest(88.0f);
-  Vec v = simd::max(x, lowest);
+  Vec v = simd::max(lowest, x);  // max returns its second operand for NaN: NaN stays NaN
   v = simd::select_lt(highest, v, highest, v);  // min(v, highest)
   // x = n ln2 + r, |r| <= ln2 / 2; ln2 split in two parts so n ln2 stays exact.
   const Vec n = simd::round_nearest(v * Vec(1.44269504088896341f));

@@ -27,13 +27,13 @@ inline Vec load(const float* p) { return Vec::load_unaligned(p); }
 inline void store(float* p, Vec v) { v.store_unaligned(p); }
 inline Vec splat(float x) { return Vec(x); }
 inline Vec fmadd(Vec a, Vec b, Vec c) { return xsimd::fma(a, b, c); }  // mul + add on wasm
-inline Vec max(Vec a, Vec b) { return xsimd::max(a, b); }
+inline Vec max(Vec a, Vec b) { return xsimd::max(a, b); }  // a > b ? a : b, like SSE maxps
 inline float hsum(Vec v) { return xsimd::hadd(v); }
-inline float hmax(Vec v) {  // xsimd 8.1 has no reduce_max
+inline float hmax(Vec v) {  // xsimd 8.1 has no reduce_max; NaN lanes are skipped
   alignas(64) float lanes[kWidth];
   v.store_aligned(lanes);
-  float m = lanes[0];
-  for (int i = 1; i < kWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
+  float m = -INFINITY;
+  for (int i = 0; i < kWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
   return m;
 }
 inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return xsimd::select(a < b, if_less, otherwise); }
@@ -67,7 +67,7 @@ inline Vec splat(float x) { return x; }
 inline Vec fmadd(Vec a, Vec b, Vec c) { return a.x * b.x + c.x; }
 inline Vec max(Vec a, Vec b) { return a.x > b.x ? a : b; }
 inline float hsum(Vec v) { return v.x; }
-inline float hmax(Vec v) { return v.x; }
+inline float hmax(Vec v) { return v.x > -INFINITY ? v.x : -INFINITY; }
 inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return a.x < b.x ? if_less : otherwise; }
 inline Vec select_eq(Vec a, Vec b, Vec if_equal, Vec otherwise) { return a.x == b.x ? if_equal : otherwise; }
 inline Vec round_nearest(Vec v) { return std::nearbyint(v.x); }

@@ -1,0 +1,102 @@
+// The peers' model: nn.MultiheadAttention's forward pass (projections with bias, no weights
+// returned) as an ONNX graph of plain ops (MatMul, Add, Reshape, Transpose, Softmax), written
+// with a minimal protobuf encoder so the benchmark needs no ONNX tooling. The softmax scale
+// is folded into the query projection, as an exporter's constant folding would do.
+
+// ---- protobuf wire format: varints and length-delimited fields, as Uint8Arrays ----
+function varint(n) {
+  const out = [];
+  let v = BigInt.asUintN(64, BigInt(n));  // negative int64: two's complement, 10 bytes
+  do {
+    let byte = Number(v & 0x7fn);
+    v >>= 7n;
+    if (v) byte |= 0x80;
+    out.push(byte);
+  } while (v);
+  return Uint8Array.from(out);
+}
+function concat(parts) {
+  const flat = parts.flat(Infinity);
+  const out = new Uint8Array(flat.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of flat) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+const key = (field, wire) => varint((field << 3) | wire);
+const int = (field, n) => concat([key(field, 0), varint(n)]);
+const bytes = (field, b) => concat([key(field, 2), varint(b.length), b]);
+const str = (field, s) => bytes(field, new TextEncoder().encode(s));
+const msg = (field, parts) => bytes(field, concat(parts));
+
+// ---- ONNX messages (field numbers from onnx.proto) ----
+const FLOAT = 1, INT64 = 7;
+const ATTR_INT = 2, ATTR_INTS = 7;
+
+function tensor(field, name, dims, dataType, raw) {
+  return msg(field, [...dims.map((d) => int(1, d)), int(2, dataType), str(8, name),
+    bytes(9, new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength))]);
+}
+function attribute(name, value) {
+  return Array.isArray(value)
+    ? msg(5, [str(1, name), ...value.map((v) => int(8, v)), int(20, ATTR_INTS)])
+    : msg(5, [str(1, name), int(3, value), int(20, ATTR_INT)]);
+}
+function node(op, inputs, outputs, attributes = {}) {
+  return msg(1, [...inputs.map((i) => str(1, i)), ...outputs.map((o) => str(2, o)), str(4, op),
+    ...Object.entries(attributes).map(([n, v]) => attribute(n, v))]);
+}
+function valueInfo(field, name, dims) {
+  const shape = msg(2, dims.map((d) => msg(1, [int(1, d)])));
+  return msg(field, [str(1, name), msg(2, [msg(1, [int(1, FLOAT), shape])])]);
+}
+
+/** W [out, in] (nn.Linear) -> W^T [in, out], optionally scaled. */
+function transposed(w, out, inp, scale = 1) {
+  const t = new Float32Array(w.length);
+  for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) t[i * out + o] = w[o * inp + i] * scale;
+  return t;
+}
+
+/**
+ * The model bytes. `weights` holds nn.MultiheadAttention's in_proj_weight [3E, E],
+ * in_proj_bias [3E], out_proj.weight [E, E], out_proj.bias [E]. Self-attention reads
+ * q = k = v = `query`; cross-attention has a second input `key` used as key and value.
+ */
+export function attentionModel({ B, L, S, E, H }, weights, cross) {
+  const Dh = E / H, scale = 1 / Math.sqrt(Dh);
+  const w = weights.in_proj_weight, b = weights.in_proj_bias;
+  const part = (a, i, n) => a.subarray(i * n, (i + 1) * n);
+  const init = [
+    tensor(5, 'Wq', [E, E], FLOAT, transposed(part(w, 0, E * E), E, E, scale)),
+    tensor(5, 'bq', [E], FLOAT, part(b, 0, E).map((x) => x * scale)),
+    tensor(5, 'Wk', [E, E], FLOAT, transposed(part(w, 1, E * E), E, E)),
+    tensor(5, 'bk', [E], FLOAT, part(b, 1, E).slice()),
+    tensor(5, 'Wv', [E, E], FLOAT, transposed(part(w, 2, E * E), E, E)),
+    tensor(5, 'bv', [E], FLOAT, part(b, 2, E).slice()),
+    tensor(5, 'Wo', [E, E], FLOAT, transposed(weights['out_proj.weight'], E, E)),
+    tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+    tensor(5, 'q_heads', [4], INT64, new BigInt64Array([B, L, H, Dh].map(BigInt))),
+    tensor(5, 'kv_heads', [4], INT64, new BigInt64Array([B, S, H, Dh].map(BigInt))),
+    tensor(5, 'merged', [3], INT64, new BigInt64Array([B, L, E].map(BigInt))),
+  ];
+  const kv = cross ? 'key' : 'query';
+  const nodes = [
+    node('MatMul', ['query', 'Wq'], ['q0']), node('Add', ['q0', 'bq'], ['q1']),
+    node('MatMul', [kv, 'Wk'], ['k0']), node('Add', ['k0', 'bk'], ['k1']),
+    node('MatMul', [kv, 'Wv'], ['v0']), node('Add', ['v0', 'bv'], ['v1']),
+    node('Reshape', ['q1', 'q_heads'], ['q2']), node('Transpose', ['q2'], ['q'], { perm: [0, 2, 1, 3] }),
+    node('Reshape', ['k1', 'kv_heads'], ['k2']), node('Transpose', ['k2'], ['kt'], { perm: [0, 2, 3, 1] }),
+    node('Reshape', ['v1', 'kv_heads'], ['v2']), node('Transpose', ['v2'], ['v'], { perm: [0, 2, 1, 3] }),
+    node('MatMul', ['q', 'kt'], ['scores']), node('Softmax', ['scores'], ['p'], { axis: -1 }),
+    node('MatMul', ['p', 'v'], ['o0']), node('Transpose', ['o0'], ['o1'], { perm: [0, 2, 1, 3] }),
+    node('Reshape', ['o1', 'merged'], ['o2']), node('MatMul', ['o2', 'Wo'], ['o3']),
+    node('Add', ['o3', 'bo'], ['output']),
+  ];
+  const inputs = [valueInfo(11, 'query', [B, L, E]), ...(cross ? [valueInfo(11, 'key', [B, S, E])] : [])];
+  const graph = msg(7, [...nodes, str(2, 'mha'), ...init, ...inputs, valueInfo(12, 'output', [B, L, E])]);
+  const opset = msg(8, [str(1, ''), int(2, 17)]);
+  return concat([int(1, 8), opset, graph]);
+}

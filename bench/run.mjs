@@ -1,0 +1,92 @@
+// `npm run bench`: one table per build (wasm 1 thread, wasm threads, native 1 thread, native
+// 2 threads) with ms (median after warm-up), GFLOPS and the ratio to each peer measured in the
+// same run, plus each process's peak memory. Every implementation runs in its own process,
+// shape by shape, interleaved. Options: --shapes=0,2 (indexes into SHAPES), --threads=2.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { attentionModel } from './onnx-graph.mjs';
+import { benchWeights, flops, label, SHAPES } from './shapes.mjs';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
+const shapes = args.shapes ? args.shapes.split(',').map((i) => SHAPES[Number(i)]) : SHAPES;
+const THREADS = Number(args.threads ?? 2);
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'mha-bench-'));
+
+function run(command, argv) {
+  const out = execFileSync(command, argv, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'pipe'] });
+  return out;
+}
+
+function node(impl, s, threads, model) {
+  try {
+    const line = run(process.execPath, ['bench/worker.mjs', impl, s.B, s.L, s.S, s.E, s.H, threads, model ?? ''].map(String))
+      .trim().split('\n').pop();
+    return JSON.parse(line);
+  } catch (error) {
+    const message = String(error.stderr || error.message).split('\n').find((l) => /Error|error/.test(l)) ?? 'failed';
+    return { error: message.trim().slice(0, 80) };
+  }
+}
+
+function nativeOurs(s, threads) {
+  const name = `forward/${s.B}/${s.L}/${s.S}/${s.E}/${s.H}/${threads}/real_time`;
+  try {
+    const json = JSON.parse(run(path.join(ROOT, 'build/native/mha_bench'), [
+      `--benchmark_filter=^${name}$`, '--benchmark_repetitions=5', '--benchmark_report_aggregates_only=true',
+      '--benchmark_format=json', '--benchmark_min_time=0.2']));
+    const median = json.benchmarks.find((b) => b.aggregate_name === 'median');
+    const ms = median.real_time * { ns: 1e-6, us: 1e-3, ms: 1, s: 1e3 }[median.time_unit];
+    return { ms, runs: 5, peakMB: median.peak_rss_MB };
+  } catch (error) {
+    return { error: String(error.message).slice(0, 80) };
+  }
+}
+
+const gflops = (s, r) => (r.ms ? flops(s) / (r.ms * 1e6) : NaN);
+const fmt = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+
+const results = [];  // { shape, cells: { key: result } }
+for (const s of shapes) {
+  const model = path.join(tmp, 'model.onnx');
+  writeFileSync(model, attentionModel(s, benchWeights(s.E), s.S !== s.L));
+  const cells = {};
+  // Interleaved: ours and the peer alternate, one thread count at a time.
+  cells.wasm1 = node('mha-wasm', s, 1);
+  cells.ortweb1 = node('ort-web', s, 1, model);
+  cells.wasmN = node('mha-wasm', s, THREADS);
+  cells.ortwebN = node('ort-web', s, THREADS, model);
+  cells.native1 = nativeOurs(s, 1);
+  cells.ortnode1 = node('ort-node', s, 1, model);
+  cells.nativeN = nativeOurs(s, THREADS);
+  cells.ortnodeN = node('ort-node', s, THREADS, model);
+  cells.js = args.js === 'no' ? { error: 'skipped' } : node('js-loop', s, 1);
+  results.push({ shape: s, cells });
+  process.stderr.write(`measured ${label(s)}\n`);
+}
+rmSync(tmp, { recursive: true, force: true });
+
+function table(title, ours, peer, peerName, oursSingle) {
+  const head = ['shape', 'ms', 'GFLOPS', `vs ${peerName}`, 'vs JS loop', ...(oursSingle ? ['vs our 1 thread'] : []),
+    'peak MB', `${peerName} ms`, `${peerName} GFLOPS`, `${peerName} peak MB`];
+  const rows = results.map(({ shape: s, cells }) => {
+    const o = cells[ours], p = cells[peer], js = cells.js;
+    return [label(s), fmt(o.ms), fmt(gflops(s, o)), p.error ? p.error : `${fmt(p.ms / o.ms, 2)}x`,
+      js.ms ? `${fmt(js.ms / o.ms, 0)}x` : '-', ...(oursSingle ? [`${fmt(cells[oursSingle].ms / o.ms, 2)}x`] : []),
+      fmt(o.peakMB, 0), fmt(p.ms), fmt(gflops(s, p)), fmt(p.peakMB, 0)];
+  });
+  console.log(`\n### ${title}\n`);
+  console.log(`| ${head.join(' | ')} |\n|${head.map((_, i) => (i ? '---:' : '---')).join('|')}|`);
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+}
+
+console.log(`Machine: ${os.cpus()[0].model}, ${os.cpus().length} logical cores, Node ${process.version}; `
+  + 'fp32 forward with projections, no weights; FLOPs = 4BLE^2 + 4BSE^2 + 4BLSE; '
+  + 'ratios = peer ms / our ms (higher is better for us); JS loop: one run.');
+table('wasm, 1 thread (mha-simd) vs onnxruntime-web wasm, 1 thread', 'wasm1', 'ortweb1', 'ort-web');
+table(`wasm, ${THREADS} threads (mha-simd-threads) vs onnxruntime-web wasm, ${THREADS} threads`, 'wasmN', 'ortwebN', 'ort-web', 'wasm1');
+table('native, 1 thread vs onnxruntime-node, 1 thread', 'native1', 'ortnode1', 'ort-node');
+table(`native, ${THREADS} threads vs onnxruntime-node, ${THREADS} threads`, 'nativeN', 'ortnodeN', 'ort-node', 'native1');

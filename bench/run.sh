@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `npm run bench`: installs the peers (bench/package.json, never part of npm test), builds the
+# wasm builds and the native Google Benchmark binary, then prints the tables (bench/run.mjs).
+# Extra arguments go to run.mjs, e.g. `npm run bench -- --shapes=0,3 --js=no`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# --ignore-scripts: onnxruntime-node's install script only fetches optional CUDA binaries.
+npm ci --prefix bench --no-audit --no-fund --ignore-scripts
+bash tools/build-wasm.sh
+cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release > build/native-configure.log 2>&1 || { cat build/native-configure.log; exit 1; }
+cmake --build build/native -j2 --target mha_bench
+node bench/run.mjs "$@"
