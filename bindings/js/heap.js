@@ -1,6 +1,16 @@
 // Moving typed arrays into and out of the wasm heap. HEAP views are re-read on every use:
 // they are replaced when memory grows.
 
+/**
+ * A current view of the heap. In the threaded build a worker thread may grow the (shared) memory,
+ * and Emscripten only refreshes the main thread's HEAP views when its own code next looks.
+ */
+function heapView(module, Type) {
+  const current = module.wasmMemory?.buffer;
+  if (current && module.HEAPU8.buffer !== current) return new Type(current);
+  return Type === Float32Array ? module.HEAPF32 : module.HEAPU8;
+}
+
 /** Allocations for one call, freed together. */
 export class HeapScope {
   constructor(module) {
@@ -16,7 +26,7 @@ export class HeapScope {
       throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for an input`);
     }
     this.pointers.push(ptr);
-    const view = array instanceof Float32Array ? this.module.HEAPF32 : this.module.HEAPU8;
+    const view = heapView(this.module, array instanceof Float32Array ? Float32Array : Uint8Array);
     view.set(array, ptr / array.BYTES_PER_ELEMENT);
     return ptr;
   }
@@ -29,5 +39,5 @@ export class HeapScope {
 
 /** A caller-owned copy of `length` floats at `ptr`. */
 export function copyOutFloats(module, ptr, length) {
-  return module.HEAPF32.slice(ptr / 4, ptr / 4 + length);
+  return heapView(module, Float32Array).slice(ptr / 4, ptr / 4 + length);
 }

@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" />
 /**
  * mha-wasm: multi-head attention with PyTorch `nn.MultiheadAttention` semantics
  * (batch-first, inference), compiled to SIMD WebAssembly.
@@ -87,14 +88,25 @@ export declare class MultiHeadAttention {
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
   forward(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: ForwardOptions): ForwardResult;
-  /** Frees the layer's wasm memory. Calling it again does nothing; other methods then throw. */
+  /**
+   * Frees the layer's wasm memory. Calling it again does nothing; other methods then throw.
+   * A layer garbage-collected without dispose() is freed late, with a one-time console warning.
+   */
   dispose(): void;
+  /** The same as dispose(), so `using layer = new mha.MultiHeadAttention(...)` frees it at scope end. */
+  [Symbol.dispose](): void;
 }
 
+/** Which of the package's wasm builds was loaded. */
 export interface BuildInfo {
+  /** True for the builds using WebAssembly SIMD (128-bit) instructions. */
   simd: boolean;
+  /** True for the multi-threaded build. */
   threads: boolean;
+  /** 'mha-simd', 'mha-scalar' or 'mha-simd-threads' (the file names in dist/). */
   name: string;
+  /** Threads a forward pass may use: 1 for the single-thread builds. */
+  numThreads: number;
 }
 
 export interface MhaModule {
@@ -108,11 +120,35 @@ export interface MhaModule {
 }
 
 export interface InitOptions {
-  /** Where to load the .wasm from (default: next to this module). */
+  /**
+   * Where to load the chosen build's .wasm from (default: the package's dist/ folder, found with
+   * `new URL(..., import.meta.url)`, which bundlers follow). Relative URLs are relative to the page
+   * in a browser and to dist/ in Node. In Node it must be a file path or file: URL: Node never fetches.
+   */
   wasmUrl?: string | URL;
+  /**
+   * Maps each file a build needs ('mha-simd.wasm', 'mha-simd-threads.worker.js', ...) to its URL;
+   * return undefined to keep `defaultUrl`. `wasmUrl`, when given, wins for the .wasm.
+   */
+  locateFile?: (fileName: string, defaultUrl: string) => string | URL | undefined;
+  /** undefined (default): use SIMD where the engine has it; false: force the scalar build; true: force SIMD. */
+  simd?: boolean;
+  /**
+   * Threads for a forward pass. Default: every core, where threads work (Node; cross-origin-isolated
+   * pages), else 1 quietly. 1: a single-thread build. N > 1 where threads are impossible: one thread
+   * and a console warning.
+   */
+  threads?: number;
 }
 
-/** Loads the WebAssembly module. Single-flight: later calls return the same promise. */
+/**
+ * Loads the WebAssembly module. Single-flight: calls that resolve to the same build and file
+ * location share one module, loaded once (so `init()` twice loads once, and `init({ simd: false })`
+ * loads the scalar build beside it). The threaded build keeps the thread count of the call that
+ * loaded it (a later different count logs a warning). A failed load rejects with an Error naming the
+ * build and URL, and is not cached: calling init() again retries.
+ * @throws {TypeError | RangeError} (as a rejection) for unknown or malformed options.
+ */
 export declare function init(options?: InitOptions): Promise<MhaModule>;
 
 /** The element types of the .safetensors format. */
@@ -197,3 +233,53 @@ export interface WriteSafetensorsOptions {
 export declare function writeSafetensors(
   tensors: Record<string, SafetensorsInput> | Map<string, SafetensorsInput>,
   options?: WriteSafetensorsOptions): Uint8Array;
+
+/** A Keras MultiHeadAttention layer's weights by name, each a row-major { data, shape } tensor. */
+export interface KerasMultiHeadAttentionWeights {
+  /** [E, H, key_dim] */
+  'query/kernel': Tensor;
+  /** [H, key_dim] (absent with use_bias=False) */
+  'query/bias'?: Tensor;
+  /** [kdim, H, key_dim] */
+  'key/kernel': Tensor;
+  /** [H, key_dim] */
+  'key/bias'?: Tensor;
+  /** [vdim, H, value_dim] */
+  'value/kernel': Tensor;
+  /** [H, value_dim] */
+  'value/bias'?: Tensor;
+  /** [H, value_dim, E] */
+  'attention_output/kernel': Tensor;
+  /** [E] */
+  'attention_output/bias'?: Tensor;
+}
+
+/**
+ * A Keras `MultiHeadAttention` layer's weights -> a PyTorch state dict for loadStateDict.
+ * Pass an object keyed by Keras weight names, or the `layer.get_weights()` list in its order
+ * (query kernel, query bias, key kernel, key bias, value kernel, value bias, output kernel, output bias;
+ * the 4 kernels alone with use_bias=False). Load it into
+ * `{ embedDim: E, numHeads: H, kdim, vdim, bias: use_bias }`; Keras' key_dim and value_dim must be E / H.
+ * @throws {RangeError} naming the weight and its expected shape; {TypeError} for unknown names or partial biases.
+ */
+export declare function stateDictFromKeras(
+  weights: KerasMultiHeadAttentionWeights | Tensor[]): Record<string, Float32Array>;
+
+/** The initializers around onnxruntime's fused `Attention` op (com.microsoft). */
+export interface OnnxAttentionWeights {
+  /** The op's `weights` input, [E, 3E], input-major; columns hold Q, K, V in that order. */
+  weight: Tensor;
+  /** The op's `bias` input, [3E]. */
+  bias?: Tensor;
+  /** The output projection, the `B` of the MatMul after the op: [E, E], input-major. */
+  outputWeight: Tensor;
+  /** The Add after that MatMul: [E]. */
+  outputBias?: Tensor;
+}
+
+/**
+ * onnxruntime's fused [E, 3E] Attention weights (plus the output MatMul) -> a PyTorch state dict.
+ * Load it into `{ embedDim: E, numHeads: num_heads }` (with `bias: false` when there are no biases).
+ * @throws {RangeError} naming the weight and its expected shape; {TypeError} for unknown names or one bias only.
+ */
+export declare function stateDictFromOnnxAttention(weights: OnnxAttentionWeights): Record<string, Float32Array>;

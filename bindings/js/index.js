@@ -1,52 +1,56 @@
 // mha-wasm: multi-head attention (PyTorch nn.MultiheadAttention semantics) in WebAssembly.
-import createMhaModule from '../../dist/mha-simd.mjs';
-import { defineMultiHeadAttention } from './layer.js';
+import { instantiate } from './loader.js';
+import { chooseVariant } from './variants.js';
 
-const isNode = typeof process !== 'undefined' && process.versions?.node !== undefined;
-const DEFAULT_WASM_URL = new URL('../../dist/mha-simd.wasm', import.meta.url);
+const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads'];
 
-async function instantiate(options) {
-  const wasmUrl = options.wasmUrl ? new URL(options.wasmUrl, isNode ? DEFAULT_WASM_URL : globalThis.location?.href)
-    : DEFAULT_WASM_URL;
-  const moduleArgs = {};
-  if (isNode && wasmUrl.protocol === 'file:') {
-    // Emscripten 3.1.6 would fetch() a file path in Node; hand it the bytes instead.
-    const { readFile } = await import('node:fs/promises');
-    moduleArgs.wasmBinary = await readFile(wasmUrl);
-  } else {
-    moduleArgs.locateFile = () => wasmUrl.href;
+/** One loading or loaded module per build and file location; a failed load is forgotten. */
+const modules = new Map();
+const locateFileIds = new WeakMap();
+let nextLocateFileId = 1;
+
+function checkOptions(options) {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`init: options must be an object, got ${options === null ? 'null' : typeof options}`);
   }
-  let module;
-  try {
-    module = await createMhaModule(moduleArgs);
-  } catch (cause) {
-    throw new Error(`mha-wasm: could not load the WebAssembly module from ${wasmUrl.href}: ${cause?.message ?? cause}`,
-      { cause });
+  for (const key of Object.keys(options)) {
+    if (!INIT_OPTIONS.includes(key)) throw new TypeError(`init: unknown option '${key}'; known options: ${INIT_OPTIONS.join(', ')}`);
   }
-  return Object.freeze({
-    MultiHeadAttention: defineMultiHeadAttention(module),
-    /** Bytes of wasm heap currently allocated (for leak checks). */
-    heapAllocatedBytes: () => module.heapAllocatedBytes(),
-    /** Total size of the wasm memory, in bytes. */
-    memoryBytes: () => module.HEAP8.length,
-    build: Object.freeze({ simd: true, threads: false, name: 'mha-simd' }),
-  });
+  if (options.locateFile !== undefined && typeof options.locateFile !== 'function') {
+    throw new TypeError(`init: locateFile must be a function, got ${typeof options.locateFile}`);
+  }
+  if (options.wasmUrl !== undefined && typeof options.wasmUrl !== 'string' && !(options.wasmUrl instanceof URL)) {
+    throw new TypeError(`init: wasmUrl must be a string or a URL, got ${typeof options.wasmUrl}`);
+  }
 }
 
-let loading = null;
+function cacheKey(name, { wasmUrl, locateFile }) {
+  if (locateFile && !locateFileIds.has(locateFile)) locateFileIds.set(locateFile, nextLocateFileId++);
+  return JSON.stringify([name, wasmUrl === undefined ? null : String(wasmUrl), locateFile ? locateFileIds.get(locateFile) : 0]);
+}
 
 /**
- * Loads the WebAssembly module once; later calls return the same promise.
- * @param {{ wasmUrl?: string | URL }} [options]
+ * Loads the WebAssembly module. Single-flight: every call that resolves to the same build (and
+ * file location) gets the same module, loaded once. See index.d.ts for the options.
  */
-export function init(options = {}) {
+export async function init(options = {}) {
+  checkOptions(options);
+  const { name, numThreads, warning } = await chooseVariant(options);
+  if (warning) console.warn(warning);
+  const key = cacheKey(name, options);
+  let loading = modules.get(key);
   if (!loading) {
-    loading = instantiate(options).catch((error) => {
-      loading = null; // a failed load may be retried
-      throw error;
-    });
+    loading = instantiate(name, numThreads, options);
+    modules.set(key, loading);
+    loading.catch(() => modules.delete(key)); // a failed load may be retried
   }
-  return loading;
+  const module = await loading;
+  if (module.build.threads && options.threads !== undefined && options.threads !== module.build.numThreads) {
+    console.warn(`mha-wasm: the threaded build is already loaded with ${module.build.numThreads} threads; `
+      + `ignoring threads: ${options.threads}`);
+  }
+  return module;
 }
 
 export { readSafetensors, stateDictFromSafetensors, writeSafetensors } from './safetensors.js';
+export { stateDictFromKeras, stateDictFromOnnxAttention } from './interop.js';

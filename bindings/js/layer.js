@@ -23,6 +23,21 @@ function stateDictEntries(stateDict) {
   return Object.entries(stateDict);
 }
 
+// `using layer = ...` calls [Symbol.dispose]; Symbol.for('Symbol.dispose') is what TypeScript's
+// downlevel helpers look up where the runtime has no Symbol.dispose.
+const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+let warnedAboutLeak = false;
+/** A layer garbage-collected without dispose(): free its handle, and say so once. */
+const leakedLayers = new FinalizationRegistry((handle) => {
+  if (!warnedAboutLeak) {
+    warnedAboutLeak = true;
+    console.warn('mha-wasm: a MultiHeadAttention layer was garbage-collected without dispose(); '
+      + 'its wasm memory was freed late. Call layer.dispose() (or use `using`) when done with a layer.');
+  }
+  handle.delete();
+});
+
 /** Makes the MultiHeadAttention class bound to one loaded wasm module. */
 export function defineMultiHeadAttention(module) {
   return class MultiHeadAttention {
@@ -52,6 +67,7 @@ export function defineMultiHeadAttention(module) {
         }
       }
       this.#handle = handle;
+      leakedLayers.register(this, handle, this);
     }
 
     #live(method) {
@@ -143,9 +159,15 @@ export function defineMultiHeadAttention(module) {
     /** Frees the layer's wasm memory. Safe to call more than once. */
     dispose() {
       if (this.#handle) {
+        leakedLayers.unregister(this);
         this.#handle.delete();
         this.#handle = null;
       }
+    }
+
+    /** The same as dispose(), for `using` declarations. */
+    [disposeSymbol]() {
+      this.dispose();
     }
   };
 }

@@ -1,0 +1,120 @@
+// Weights from other frameworks, converted to the PyTorch state dict that loadStateDict takes.
+// PyTorch's Linear stores W as [out, in] (y = x W^T + b); Keras and ONNX store it input-major
+// [in, out] (y = x W + b), so every conversion is a transpose plus a reshape of the head axes.
+import { checkPlainObject, checkTensor, describe } from './validate.js';
+
+/** [rows, cols] row-major -> [cols, rows]. */
+function transpose(data, rows, cols) {
+  const out = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
+  }
+  return out;
+}
+
+function checkShape(what, tensor, expected, description) {
+  checkTensor(what, tensor, { expected: description });
+  const ok = tensor.shape.length === expected.length && expected.every((d, i) => d === undefined || d === tensor.shape[i]);
+  if (!ok) {
+    const want = expected.map((d) => d ?? '?').join(', ');
+    throw new RangeError(`${what}: expected shape ${description} = [${want}], got [${tensor.shape.join(', ')}]`);
+  }
+  return tensor.shape;
+}
+
+const KERAS_KEYS = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
+  'attention_output/kernel', 'attention_output/bias'];
+
+/** get_weights() order, with or without biases, -> Keras weight names. */
+function kerasWeightsByName(weights) {
+  if (Array.isArray(weights)) {
+    if (weights.length === 8) return Object.fromEntries(KERAS_KEYS.map((k, i) => [k, weights[i]]));
+    if (weights.length === 4) return Object.fromEntries(KERAS_KEYS.filter((k) => k.endsWith('kernel')).map((k, i) => [k, weights[i]]));
+    throw new RangeError(`stateDictFromKeras: a get_weights() list has 8 tensors (4 without biases), got ${weights.length}`);
+  }
+  checkPlainObject('stateDictFromKeras: weights', weights);
+  for (const key of Object.keys(weights)) {
+    if (!KERAS_KEYS.includes(key)) {
+      throw new TypeError(`stateDictFromKeras: unknown weight '${key}'; expected ${KERAS_KEYS.join(', ')}`);
+    }
+  }
+  return weights;
+}
+
+/**
+ * A Keras `MultiHeadAttention` layer's weights -> a PyTorch state dict. `weights` is either the
+ * layer's `get_weights()` list or an object keyed 'query/kernel', 'query/bias', ..., each a
+ * { data, shape } tensor: query/key/value kernels [E_in, H, Dk], biases [H, Dk], the output kernel
+ * [H, Dv, E], its bias [E]. The layer to load it into: { embedDim: E, numHeads: H, kdim: key E_in,
+ * vdim: value E_in, bias } — which needs key_dim = value_dim = E / H (Keras' default scale matches).
+ */
+export function stateDictFromKeras(weights) {
+  const w = kerasWeightsByName(weights);
+  const what = (key) => `stateDictFromKeras: '${key}'`;
+  const [, H, Dk] = checkShape(what('query/kernel'), w['query/kernel'], [undefined, undefined, undefined], '[E, H, key_dim]');
+  const [Dv, E] = checkShape(what('attention_output/kernel'), w['attention_output/kernel'], [H, undefined, undefined],
+    '[H, value_dim, E]').slice(1);
+  const [Eq] = w['query/kernel'].shape;
+  if (Eq !== E) throw new RangeError(`${what('query/kernel')}: input size ${Eq} must equal the output size E = ${E} (PyTorch's embedDim)`);
+  if (Dk * H !== E || Dv * H !== E) {
+    throw new RangeError(`stateDictFromKeras: key_dim (${Dk}) and value_dim (${Dv}) must both be E / H = ${E} / ${H}: `
+      + 'PyTorch-style attention projects to embedDim and splits it into heads');
+  }
+  const [kdim] = checkShape(what('key/kernel'), w['key/kernel'], [undefined, H, Dk], '[kdim, H, key_dim]');
+  const [vdim] = checkShape(what('value/kernel'), w['value/kernel'], [undefined, H, Dv], '[vdim, H, value_dim]');
+
+  const biasKeys = KERAS_KEYS.filter((k) => k.endsWith('bias'));
+  const present = biasKeys.filter((k) => w[k] !== undefined && w[k] !== null);
+  if (present.length !== 0 && present.length !== biasKeys.length) {
+    throw new TypeError(`stateDictFromKeras: either all biases or none (use_bias), got only ${present.join(', ')}`);
+  }
+  const stateDict = {
+    q_proj_weight: transpose(w['query/kernel'].data, E, E),
+    k_proj_weight: transpose(w['key/kernel'].data, kdim, E),
+    v_proj_weight: transpose(w['value/kernel'].data, vdim, E),
+    'out_proj.weight': transpose(w['attention_output/kernel'].data, E, E),
+  };
+  if (present.length) {
+    checkShape(what('query/bias'), w['query/bias'], [H, Dk], '[H, key_dim]');
+    checkShape(what('key/bias'), w['key/bias'], [H, Dk], '[H, key_dim]');
+    checkShape(what('value/bias'), w['value/bias'], [H, Dv], '[H, value_dim]');
+    checkShape(what('attention_output/bias'), w['attention_output/bias'], [E], '[E]');
+    stateDict.in_proj_bias = Float32Array.from([...w['query/bias'].data, ...w['key/bias'].data, ...w['value/bias'].data]);
+    stateDict['out_proj.bias'] = w['attention_output/bias'].data.slice();
+  }
+  return stateDict;
+}
+
+/**
+ * onnxruntime's fused `Attention` op (com.microsoft) -> a PyTorch state dict. `weight` [E, 3E] and
+ * `bias` [3E] are the op's inputs (columns: Q, K, V, heads contiguous inside each); the op has no
+ * output projection, so pass the MatMul that follows it: `outputWeight` [E, E] (input-major, as ONNX
+ * MatMul's B) and `outputBias` [E]. Load into { embedDim: E, numHeads: the op's num_heads }.
+ */
+export function stateDictFromOnnxAttention(weights) {
+  checkPlainObject('stateDictFromOnnxAttention: weights', weights);
+  const known = ['weight', 'bias', 'outputWeight', 'outputBias'];
+  for (const key of Object.keys(weights)) {
+    if (!known.includes(key)) throw new TypeError(`stateDictFromOnnxAttention: unknown weight '${key}'; expected ${known.join(', ')}`);
+  }
+  const what = (key) => `stateDictFromOnnxAttention: ${key}`;
+  const [E] = checkShape(what('weight'), weights.weight, [undefined, undefined], '[E, 3E]');
+  checkShape(what('weight'), weights.weight, [E, 3 * E], '[E, 3E]');
+  checkShape(what('outputWeight'), weights.outputWeight, [E, E], '[E, E]');
+  const hasBias = weights.bias !== undefined && weights.bias !== null;
+  if (hasBias !== (weights.outputBias !== undefined && weights.outputBias !== null)) {
+    throw new TypeError(`stateDictFromOnnxAttention: give both bias and outputBias or neither, got ${
+      hasBias ? 'bias only' : `outputBias only (bias is ${describe(weights.bias)})`}`);
+  }
+  const stateDict = {
+    in_proj_weight: transpose(weights.weight.data, E, 3 * E),
+    'out_proj.weight': transpose(weights.outputWeight.data, E, E),
+  };
+  if (hasBias) {
+    checkShape(what('bias'), weights.bias, [3 * E], '[3E]');
+    checkShape(what('outputBias'), weights.outputBias, [E], '[E]');
+    stateDict.in_proj_bias = weights.bias.data.slice();
+    stateDict['out_proj.bias'] = weights.outputBias.data.slice();
+  }
+  return stateDict;
+}

@@ -1,0 +1,65 @@
+// Instantiates one wasm build: finds its files (defaults next to dist/'s JS, or the caller's
+// wasmUrl / locateFile), hands Node the bytes, and wraps the embind module in the public API.
+import { factoryArgs, readWasmFile } from '#platform';
+import { defineMultiHeadAttention } from './layer.js';
+import { VARIANTS } from './variants.js';
+
+/** The URL of each file a build needs: wasmUrl, then locateFile(name, default), then the default. */
+function fileUrls(name, { wasmUrl, locateFile }) {
+  const variant = VARIANTS[name];
+  const urls = {};
+  for (const [kind, [fileName, defaultUrl]] of Object.entries(variant.files)) {
+    const located = locateFile?.(fileName, defaultUrl().href);
+    urls[kind] = located === undefined || located === null ? defaultUrl() : new URL(located, defaultUrl());
+  }
+  if (wasmUrl !== undefined) {
+    // A relative wasmUrl is relative to the page in a browser, to dist/ in Node (no page there).
+    urls.wasm = new URL(wasmUrl, globalThis.location?.href ?? urls.wasm);
+  }
+  return urls;
+}
+
+/**
+ * Bundlers inline small files as data: URLs (Vite does with the pthread worker script). A worker
+ * started from a data: URL has an opaque origin, and on a cross-origin-isolated page it may then not
+ * import the module's JS; a blob: URL keeps the page's origin.
+ */
+async function workerUrl(url) {
+  if (url.protocol !== 'data:') return url.href;
+  const script = await (await fetch(url)).blob();
+  return URL.createObjectURL(new Blob([script], { type: 'text/javascript' }));
+}
+
+/** Loads build `name` with `numThreads` threads; resolves to the public module object. */
+export async function instantiate(name, numThreads, options) {
+  const urls = fileUrls(name, options);
+  let module;
+  try {
+    const { default: createMhaModule } = await VARIANTS[name].factory();
+    const wasmBinary = await readWasmFile(urls.wasm);
+    const worker = urls.worker && await workerUrl(urls.worker);
+    const moduleArgs = {
+      ...factoryArgs(numThreads),
+      locateFile: (path) => (path.endsWith('.wasm') ? urls.wasm.href : path.endsWith('.worker.js') ? worker : path),
+      ...(wasmBinary ? { wasmBinary } : {}),
+      ...(urls.script ? { mainScriptUrlOrBlob: urls.script.href } : {}),
+    };
+    module = await createMhaModule(moduleArgs);
+  } catch (cause) {
+    throw new Error(`mha-wasm: could not load the ${name} build from ${urls.wasm.href}: ${cause?.message ?? cause}`,
+      { cause });
+  }
+  if (VARIANTS[name].threads) module.setNumThreads(numThreads);
+  const memory = () => module.wasmMemory?.buffer ?? module.HEAP8.buffer;
+  return Object.freeze({
+    MultiHeadAttention: defineMultiHeadAttention(module),
+    heapAllocatedBytes: () => module.heapAllocatedBytes(),
+    memoryBytes: () => memory().byteLength,
+    build: Object.freeze({
+      name,
+      simd: VARIANTS[name].simd,
+      threads: VARIANTS[name].threads,
+      numThreads: VARIANTS[name].threads ? module.numThreads() : 1,
+    }),
+  });
+}

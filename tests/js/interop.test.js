@@ -1,0 +1,148 @@
+// Keras- and ONNX-layout weights give the same output as the PyTorch state dict they were made from.
+// The test builds those layouts from the fixtures' PyTorch weights with its own index loops.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { init, stateDictFromKeras, stateDictFromOnnxAttention } from '../../bindings/js/index.js';
+import { layerConfig, loadFixtures, runCase, worstError } from './fixtures.js';
+
+const mha = await init();
+const { tolerance, cases } = loadFixtures();
+
+/** PyTorch's q/k/v projection matrices ([out, in] row-major) and sizes of a fixture case. */
+function torchParts(c) {
+  const { embedDim: E, numHeads: H, kdim, vdim, bias } = c.config;
+  const sd = c.stateDict;
+  const split = sd.in_proj_weight
+    ? [0, 1, 2].map((i) => sd.in_proj_weight.subarray(i * E * E, (i + 1) * E * E))
+    : [sd.q_proj_weight, sd.k_proj_weight, sd.v_proj_weight];
+  const inBias = bias ? [0, 1, 2].map((i) => sd.in_proj_bias.subarray(i * E, (i + 1) * E)) : null;
+  return { E, H, D: E / H, kdim, vdim, bias, Wq: split[0], Wk: split[1], Wv: split[2], inBias, Wo: sd['out_proj.weight'], bo: sd['out_proj.bias'] };
+}
+
+/** Keras' EinsumDense kernel [in, H, D] from a PyTorch [H*D, in] weight: kernel[c, h, d] = W[h*D + d, c]. */
+function kerasKernel(W, inDim, H, D) {
+  const data = new Float32Array(inDim * H * D);
+  for (let c = 0; c < inDim; c++) for (let h = 0; h < H; h++) for (let d = 0; d < D; d++) data[(c * H + h) * D + d] = W[(h * D + d) * inDim + c];
+  return { data, shape: [inDim, H, D] };
+}
+
+function kerasWeights(c) {
+  const p = torchParts(c);
+  const outKernel = new Float32Array(p.H * p.D * p.E);
+  for (let h = 0; h < p.H; h++) for (let d = 0; d < p.D; d++) for (let e = 0; e < p.E; e++) outKernel[(h * p.D + d) * p.E + e] = p.Wo[e * p.E + h * p.D + d];
+  const w = {
+    'query/kernel': kerasKernel(p.Wq, p.E, p.H, p.D),
+    'key/kernel': kerasKernel(p.Wk, p.kdim, p.H, p.D),
+    'value/kernel': kerasKernel(p.Wv, p.vdim, p.H, p.D),
+    'attention_output/kernel': { data: outKernel, shape: [p.H, p.D, p.E] },
+  };
+  if (p.bias) {
+    ['query', 'key', 'value'].forEach((name, i) => { w[`${name}/bias`] = { data: p.inBias[i].slice(), shape: [p.H, p.D] }; });
+    w['attention_output/bias'] = { data: p.bo.slice(), shape: [p.E] };
+  }
+  return w;
+}
+
+function onnxWeights(c) {
+  const p = torchParts(c);
+  const weight = new Float32Array(p.E * 3 * p.E);   // [E, 3E]: weight[c, j] = in_proj_weight[j, c]
+  [p.Wq, p.Wk, p.Wv].forEach((W, part) => {
+    for (let r = 0; r < p.E; r++) for (let col = 0; col < p.E; col++) weight[col * 3 * p.E + part * p.E + r] = W[r * p.E + col];
+  });
+  const outputWeight = new Float32Array(p.E * p.E);  // MatMul B [E, E]: B[c, e] = out_proj.weight[e, c]
+  for (let e = 0; e < p.E; e++) for (let col = 0; col < p.E; col++) outputWeight[col * p.E + e] = p.Wo[e * p.E + col];
+  const w = { weight: { data: weight, shape: [p.E, 3 * p.E] }, outputWeight: { data: outputWeight, shape: [p.E, p.E] } };
+  if (p.bias) {
+    w.bias = { data: Float32Array.from([...p.inBias[0], ...p.inBias[1], ...p.inBias[2]]), shape: [3 * p.E] };
+    w.outputBias = { data: p.bo.slice(), shape: [p.E] };
+  }
+  return w;
+}
+
+function forwardWith(c, stateDict) {
+  const layer = new mha.MultiHeadAttention(layerConfig(c));
+  try {
+    return runCase(layer.loadStateDict(stateDict), c).output;
+  } finally {
+    layer.dispose();
+  }
+}
+
+function assertSameAsTorch(c, stateDict) {
+  const output = forwardWith(c, stateDict);
+  const e = worstError(output.data, c.tensors.output.data, tolerance);
+  assert.ok(e.ratio <= 1, `${c.name}: output[${e.index}] off by ${e.absolute}`);
+  // The converted weights are the same floats, so the output is bit for bit the PyTorch-dict one.
+  assert.deepEqual(output.data, forwardWith(c, c.stateDict).data);
+}
+
+// Keras MHA has no grouped-query heads and no custom scale (its scale is 1/sqrt(key_dim), PyTorch's default).
+const kerasCases = cases.filter((c) => c.config.numKvHeads === c.config.numHeads && c.config.scale === undefined);
+const onnxCases = kerasCases.filter((c) => c.config.kdim === c.config.embedDim && c.config.vdim === c.config.embedDim);
+
+describe('stateDictFromKeras', () => {
+  test('covers self, cross, kdim != vdim and bias-free cases', () => {
+    assert.ok(kerasCases.length >= 25, `${kerasCases.length}`);
+    for (const name of ['self_basic', 'kdim_vdim', 'no_bias_kdim', 'odd_sizes_causal_cross', 'large']) {
+      assert.ok(kerasCases.some((c) => c.name === name), name);
+    }
+  });
+  for (const c of kerasCases) {
+    test(`${c.name}: Keras weights give PyTorch's output`, () => assertSameAsTorch(c, stateDictFromKeras(kerasWeights(c))));
+  }
+  test('takes the get_weights() list order', () => {
+    const c = cases.find((x) => x.name === 'kdim_vdim');
+    const w = kerasWeights(c);
+    const list = ['query', 'key', 'value', 'attention_output'].flatMap((n) => [w[`${n}/kernel`], w[`${n}/bias`]]);
+    assertSameAsTorch(c, stateDictFromKeras(list));
+    const noBias = cases.find((x) => x.name === 'no_bias_kdim');
+    const w2 = kerasWeights(noBias);
+    assertSameAsTorch(noBias, stateDictFromKeras(['query', 'key', 'value', 'attention_output'].map((n) => w2[`${n}/kernel`])));
+  });
+
+  const base = () => kerasWeights(cases.find((x) => x.name === 'kdim_vdim'));  // E 12, H 3, D 4, kdim 5, vdim 7
+  const BAD = [
+    ['an unknown weight', () => ({ ...base(), 'query/gamma': base()['query/bias'] }), TypeError, /unknown weight 'query\/gamma'/],
+    ['a list of 5', () => Object.values(base()).slice(0, 5), RangeError, /get_weights\(\) list has 8 tensors \(4 without biases\), got 5/],
+    ['a missing kernel', () => { const w = base(); delete w['value/kernel']; return w; }, TypeError, /'value\/kernel' is required/],
+    ['a 2-D query kernel', () => ({ ...base(), 'query/kernel': { data: new Float32Array(144), shape: [12, 12] } }), RangeError,
+      /'query\/kernel': expected shape \[E, H, key_dim\] = \[\?, \?, \?\], got \[12, 12\]/],
+    ['key_dim * H != E', () => ({ ...base(), 'query/kernel': { data: new Float32Array(12 * 3 * 2), shape: [12, 3, 2] } }), RangeError,
+      /key_dim \(2\) and value_dim \(4\) must both be E \/ H = 12 \/ 3/],
+    ['a key kernel with other heads', () => ({ ...base(), 'key/kernel': { data: new Float32Array(5 * 4 * 3), shape: [5, 4, 3] } }), RangeError,
+      /'key\/kernel': expected shape \[kdim, H, key_dim\] = \[\?, 3, 4\], got \[5, 4, 3\]/],
+    ['only some biases', () => { const w = base(); delete w['key/bias']; return w; }, TypeError, /either all biases or none \(use_bias\), got only query\/bias, value\/bias, attention_output\/bias/],
+    ['a mis-sized output bias', () => ({ ...base(), 'attention_output/bias': { data: new Float32Array(11), shape: [11] } }), RangeError,
+      /'attention_output\/bias': expected shape \[E\] = \[12\], got \[11\]/],
+  ];
+  for (const [description, make, ErrorClass, pattern] of BAD) {
+    test(`rejects ${description}`, () => {
+      assert.throws(() => stateDictFromKeras(make()), (e) => e.constructor === ErrorClass && pattern.test(e.message));
+    });
+  }
+});
+
+describe('stateDictFromOnnxAttention', () => {
+  test('covers bias and bias-free cases', () => {
+    assert.ok(onnxCases.some((c) => !c.config.bias) && onnxCases.length >= 20, `${onnxCases.length}`);
+  });
+  for (const c of onnxCases) {
+    test(`${c.name}: ONNX [E, 3E] weights give PyTorch's output`, () => assertSameAsTorch(c, stateDictFromOnnxAttention(onnxWeights(c))));
+  }
+  const base = () => onnxWeights(cases.find((x) => x.name === 'self_basic'));  // E 8
+  const BAD = [
+    ['a transposed weight', () => ({ ...base(), weight: { data: new Float32Array(192), shape: [24, 8] } }), RangeError,
+      /weight: expected shape \[E, 3E\] = \[24, 72\], got \[24, 8\]/],
+    ['a mis-sized output weight', () => ({ ...base(), outputWeight: { data: new Float32Array(64), shape: [4, 16] } }), RangeError,
+      /outputWeight: expected shape \[E, E\] = \[8, 8\], got \[4, 16\]/],
+    ['a bias of E', () => ({ ...base(), bias: { data: new Float32Array(8), shape: [8] } }), RangeError, /bias: expected shape \[3E\] = \[24\], got \[8\]/],
+    ['one bias only', () => ({ ...base(), outputBias: undefined }), TypeError, /give both bias and outputBias or neither, got bias only/],
+    ['an unknown input', () => ({ ...base(), mask: {} }), TypeError, /unknown weight 'mask'/],
+  ];
+  for (const [description, make, ErrorClass, pattern] of BAD) {
+    test(`rejects ${description}`, () => {
+      assert.throws(() => stateDictFromOnnxAttention(make()), (e) => e.constructor === ErrorClass && pattern.test(e.message));
+    });
+  }
+});

@@ -1,0 +1,73 @@
+// Serves a built page on 127.0.0.1 and runs it in headless Chromium (playwright-core, Debian's
+// /usr/bin/chromium): once cross-origin isolated (threads possible), once not (threads requested:
+// expect one thread and a warning), once with simd: false. Usage: node browser-check.mjs <built dir>
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { extname, join, normalize } from 'node:path';
+
+import { chromium } from 'playwright-core';
+
+import { assertAllPass } from './run-cases.js';
+
+const root = process.argv[2];
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
+const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+
+// /isolated/... and /plain/... serve the same files, with and without the COOP/COEP headers.
+const server = createServer(async (request, response) => {
+  const [, mode, ...rest] = new URL(request.url, 'http://x').pathname.split('/');
+  const file = normalize(join(root, rest.join('/') || 'index.html'));
+  try {
+    if (!file.startsWith(normalize(root))) throw new Error('outside the root');
+    const body = await readFile(file);
+    response.writeHead(200, { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', ...(mode === 'isolated' ? ISOLATION : {}) });
+    response.end(body);
+  } catch {
+    response.writeHead(404).end();
+  }
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const base = `http://127.0.0.1:${server.address().port}`;
+
+const browser = await chromium.launch({
+  executablePath: '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+const RUNS = [
+  { path: '/isolated/index.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
+  { path: '/plain/index.html?threads=4', expect: { name: 'mha-simd', threads: false, isolated: false, warns: true } },
+  { path: '/plain/index.html?simd=0&threads=1', expect: { name: 'mha-scalar', threads: false, isolated: false, warns: false } },
+];
+let failed = false;
+try {
+  for (const { path, expect } of RUNS) {
+    const page = await browser.newPage();
+    const errors = [], log = [];
+    page.on('pageerror', (error) => errors.push(String(error)));
+    page.on('console', (message) => log.push(`${message.type()}: ${message.text()}`));
+    page.on('requestfailed', (request) => log.push(`request failed: ${request.url()} (${request.failure()?.errorText})`));
+    page.on('response', (response) => response.status() >= 400 && log.push(`HTTP ${response.status()}: ${response.url()}`));
+    try {
+      await page.goto(base + path);
+      await page.waitForFunction(() => window.__result, null, { timeout: 60_000 })
+        .catch(() => { throw new Error(`no result within 60 s; page log:\n  ${log.join('\n  ')}`); });
+      const result = await page.evaluate(() => window.__result);
+      if (result.error) throw new Error(result.error);
+      const { build, isolated, warnings } = result;
+      const got = { name: build.name, threads: build.threads, isolated, warns: warnings.some((w) => /threads were requested, but/.test(w)) };
+      if (JSON.stringify(got) !== JSON.stringify(expect)) throw new Error(`expected ${JSON.stringify(expect)}, got ${JSON.stringify(got)}`);
+      console.log(assertAllPass(`chromium ${path} ${build.name} (${build.numThreads} thread(s))`, result.results));
+      if (errors.length) throw new Error(`page errors: ${errors.join('; ')}`);
+    } catch (error) {
+      failed = true;
+      console.error(`FAIL chromium ${path}: ${error.message}`);
+    } finally {
+      await page.close();
+    }
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+process.exitCode = failed ? 1 : 0;
