@@ -4,17 +4,15 @@ import { factoryArgs, readWasmFile } from '#platform';
 import { defineMultiHeadAttention } from './layer.js';
 import { VARIANTS } from './variants.js';
 
-/** The URL of each file a build needs: wasmUrl, then locateFile(name, default), then the default. */
+/**
+ * The URL of each file a build needs: wasmUrl (for the .wasm), else locateFile(name, default), else
+ * the default. Relative URLs are relative to the page in a browser, to dist/ in Node (no page there).
+ */
 function fileUrls(name, { wasmUrl, locateFile }) {
-  const variant = VARIANTS[name];
   const urls = {};
-  for (const [kind, [fileName, defaultUrl]] of Object.entries(variant.files)) {
-    const located = locateFile?.(fileName, defaultUrl().href);
-    urls[kind] = located === undefined || located === null ? defaultUrl() : new URL(located, defaultUrl());
-  }
-  if (wasmUrl !== undefined) {
-    // A relative wasmUrl is relative to the page in a browser, to dist/ in Node (no page there).
-    urls.wasm = new URL(wasmUrl, globalThis.location?.href ?? urls.wasm);
+  for (const [kind, [fileName, defaultUrl]] of Object.entries(VARIANTS[name].files)) {
+    const located = kind === 'wasm' && wasmUrl !== undefined ? wasmUrl : locateFile?.(fileName, defaultUrl().href);
+    urls[kind] = located === undefined || located === null ? defaultUrl() : new URL(located, globalThis.location?.href ?? defaultUrl());
   }
   return urls;
 }
@@ -35,7 +33,7 @@ export async function instantiate(name, numThreads, options) {
   const urls = fileUrls(name, options);
   let module;
   try {
-    const { default: createMhaModule } = await VARIANTS[name].factory();
+    const { default: createMhaModule } = await VARIANTS[name].factory(urls);
     const wasmBinary = await readWasmFile(urls.wasm);
     const worker = urls.worker && await workerUrl(urls.worker);
     const moduleArgs = {

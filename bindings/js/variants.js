@@ -4,9 +4,7 @@
 import { simd as simdSupported, threads as threadsSupported } from 'wasm-feature-detect';
 import { coreCount, threadsBlocker } from '#platform';
 
-const threadsScriptUrl = () => new URL('../../dist/mha-simd-threads.mjs', import.meta.url);
-
-/** Each build: its features, how to import its JS, and its files as kind: [file name, default URL]. */
+/** Each build: its features, how to import its JS (given its file URLs), and its files as kind: [file name, default URL]. */
 export const VARIANTS = {
   'mha-simd': {
     simd: true,
@@ -25,12 +23,12 @@ export const VARIANTS = {
     threads: true,
     // Loaded from its URL, not bundled: the pthread workers import that same file by URL, and
     // bundlers must not try to bundle Emscripten's classic worker script (Vite cannot).
-    factory: () => import(/* @vite-ignore */ /* webpackIgnore: true */ threadsScriptUrl().href),
+    factory: (urls) => import(/* @vite-ignore */ /* webpackIgnore: true */ urls.script.href),
     files: {
       wasm: ['mha-simd-threads.wasm', () => new URL('../../dist/mha-simd-threads.wasm', import.meta.url)],
       // Emscripten's pthread workers load this script, which then imports the module's JS itself.
       worker: ['mha-simd-threads.worker.js', () => new URL('../../dist/mha-simd-threads.worker.js', import.meta.url)],
-      script: ['mha-simd-threads.mjs', threadsScriptUrl],
+      script: ['mha-simd-threads.mjs', () => new URL('../../dist/mha-simd-threads.mjs', import.meta.url)],
     },
   },
 };

@@ -1,6 +1,7 @@
 # The npm package as users get it: lint the package metadata and types, pack it, install the
 # tarball into an empty project, then use it from ESM and CommonJS in Node, type-check the typed
-# example against it, and build a Vite page that runs in headless Chromium. Every run of a
+# example against it, build a Vite page, and run it and a bundler-free page in headless Chromium
+# (with and without cross-origin isolation). Every run of a
 # forward pass is compared with PyTorch's fixtures.
 set -euo pipefail
 ROOT=$PWD
@@ -20,7 +21,8 @@ TARBALL=$WORK/$(tail -n 1 "$WORK/tarball-name")
 APP=$WORK/app
 mkdir "$APP"
 cp -r tests/package/vite-app/. "$APP/"
-cp tests/package/run-cases.js tests/package/node-esm.mjs tests/package/node-cjs.cjs examples/typed-usage.ts "$APP/"
+cp tests/package/run-cases.js tests/package/node-esm.mjs tests/package/node-cjs.cjs tests/package/plain-page.html \
+  examples/typed-usage.ts "$APP/"
 echo '{ "name": "app", "private": true, "type": "module" }' > "$APP/package.json"
 node tests/package/export-cases.mjs "$APP/cases.json"
 (cd "$APP" && npm install --no-audit --no-fund --prefer-offline --silent "$TARBALL")
@@ -36,6 +38,6 @@ cat > "$APP/tsconfig.json" <<'JSON'
 JSON
 (cd "$APP" && "$BIN/tsc" -p tsconfig.json)
 
-echo "--- Vite build, then headless Chromium"
+echo "--- Vite build, then headless Chromium (the Vite page and a bundler-free page)"
 (cd "$APP" && "$BIN/vite" build)
-node tests/package/browser-check.mjs "$APP/dist"
+node tests/package/browser-check.mjs "$APP"
