@@ -1,6 +1,6 @@
 // Instantiates one wasm build: finds its files (defaults next to dist/'s JS, or the caller's
 // wasmUrl / locateFile), hands Node the bytes, and wraps the embind module in the public API.
-import { factoryArgs, readWasmFile } from '#platform';
+import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
 import { defineMultiHeadAttention } from './layer.js';
 import { VARIANTS } from './variants.js';
 
@@ -17,17 +17,6 @@ function fileUrls(name, { wasmUrl, locateFile }) {
   return urls;
 }
 
-/**
- * Bundlers inline small files as data: URLs (Vite does with the pthread worker script). A worker
- * started from a data: URL has an opaque origin, and on a cross-origin-isolated page it may then not
- * import the module's JS; a blob: URL keeps the page's origin.
- */
-async function workerUrl(url) {
-  if (url.protocol !== 'data:') return url.href;
-  const script = await (await fetch(url)).blob();
-  return URL.createObjectURL(new Blob([script], { type: 'text/javascript' }));
-}
-
 /** Loads build `name` with `numThreads` threads; resolves to the public module object. */
 export async function instantiate(name, numThreads, options) {
   const urls = fileUrls(name, options);
@@ -35,7 +24,7 @@ export async function instantiate(name, numThreads, options) {
   try {
     const { default: createMhaModule } = await VARIANTS[name].factory(urls);
     const wasmBinary = await readWasmFile(urls.wasm);
-    const worker = urls.worker && await workerUrl(urls.worker);
+    const worker = urls.worker && workerScriptUrl(urls.worker);
     const moduleArgs = {
       ...factoryArgs(numThreads),
       locateFile: (path) => (path.endsWith('.wasm') ? urls.wasm.href : path.endsWith('.worker.js') ? worker : path),

@@ -25,3 +25,18 @@ export function coreCount() {
 export function factoryArgs() {
   return {};
 }
+
+/**
+ * The URL Emscripten starts each pthread worker from: a classic-worker bootstrap (a blob: URL, so
+ * the worker has the page's origin) that imports Emscripten's worker script as an ES module. That
+ * works wherever the script ends up: bundlers may inline it as a data: URL (a worker started from one
+ * has an opaque origin and cannot load the module's JS on an isolated page), and Vite's dev server
+ * adds `import` statements to it (a SyntaxError in a classic worker). Messages that arrive before
+ * the script has set onmessage wait in a queue.
+ */
+export function workerScriptUrl(url) {
+  const bootstrap = `const early = [];
+self.onmessage = (event) => early.push(event);
+import(${JSON.stringify(url.href)}).then(() => { for (const event of early.splice(0)) self.onmessage(event); });`;
+  return URL.createObjectURL(new Blob([bootstrap], { type: 'text/javascript' }));
+}

@@ -27,3 +27,8 @@ export function coreCount() {
 export function factoryArgs(numThreads) {
   return { nodeWorkerThreads: workerThreads, hardwareConcurrency: Math.max(numThreads, availableParallelism()) };
 }
+
+/** Node's pthread workers import Emscripten's worker script by its file URL (src/mha/wasm_threads_pre.js). */
+export function workerScriptUrl(url) {
+  return url.href;
+}
