@@ -25,7 +25,13 @@ export function coreCount() {
  * node:worker_threads, which its ES-module glue cannot import itself (src/mha/wasm_threads_pre.js).
  */
 export function factoryArgs(numThreads) {
-  return { nodeWorkerThreads: workerThreads, hardwareConcurrency: Math.max(numThreads, availableParallelism()) };
+  return {
+    nodeWorkerThreads: workerThreads,
+    hardwareConcurrency: Math.max(numThreads, availableParallelism()),
+    // The browser-targeted glue takes Node's main thread for a page's and warns that blocking it is
+    // dangerous; in Node it is not.
+    printErr: (text) => text.startsWith('Blocking on the main thread') || console.error(text),
+  };
 }
 
 /** Node's pthread workers import Emscripten's worker script by its file URL (src/mha/wasm_threads_pre.js). */
