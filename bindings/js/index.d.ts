@@ -6,7 +6,9 @@
 
 /** A dense row-major tensor. `data.length` must equal the product of `shape`. */
 export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
+  /** The elements, row-major (last dimension fastest). */
   data: T;
+  /** Dimensions, outermost first, e.g. [B, L, E]. */
   shape: number[];
 }
 
@@ -16,6 +18,7 @@ export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
  */
 export type Mask = Tensor<Uint8Array> | Tensor<Float32Array>;
 
+/** The layer's hyperparameters, named after nn.MultiheadAttention's (embed_dim -> embedDim, ...). */
 export interface AttentionConfig {
   /** E: the query (and output) feature size. */
   embedDim: number;
@@ -39,6 +42,7 @@ export interface ResolvedConfig extends Required<AttentionConfig> {
   headDim: number;
 }
 
+/** Options of {@link MultiHeadAttention.forward}; every one is optional. */
 export interface ForwardOptions {
   /** Query i may not attend to keys j > i (top-left aligned, as PyTorch's is_causal). Default false. */
   causal?: boolean;
@@ -52,6 +56,7 @@ export interface ForwardOptions {
   averageWeights?: boolean;
 }
 
+/** What {@link MultiHeadAttention.forward} returns. */
 export interface ForwardResult {
   /** [B, L, embedDim], or [L, embedDim] for unbatched input. A copy the caller owns. */
   output: Tensor<Float32Array>;
@@ -68,6 +73,10 @@ export interface ForwardResult {
  */
 export type StateDict = Record<string, Float32Array> | Map<string, Float32Array>;
 
+/**
+ * One attention layer that owns wasm memory (free it with dispose()). The class comes from a loaded
+ * module, `(await init()).MultiHeadAttention`; this name is for types (the package exports no such value).
+ */
 export declare class MultiHeadAttention {
   /** @throws {TypeError | RangeError} for a bad config, e.g. numHeads not dividing embedDim. */
   constructor(config: AttentionConfig);
@@ -109,7 +118,9 @@ export interface BuildInfo {
   numThreads: number;
 }
 
+/** A loaded wasm build, as {@link init} resolves it. */
 export interface MhaModule {
+  /** The layer class bound to this build: `new mha.MultiHeadAttention(config)`. */
   MultiHeadAttention: typeof MultiHeadAttention;
   /** Bytes of wasm heap currently allocated (for leak checks). */
   heapAllocatedBytes(): number;
@@ -119,6 +130,7 @@ export interface MhaModule {
   build: BuildInfo;
 }
 
+/** Options of {@link init}; every one is optional. */
 export interface InitOptions {
   /**
    * Where to load the chosen build's .wasm from (default: the package's dist/ folder, found with
