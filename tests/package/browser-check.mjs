@@ -1,7 +1,8 @@
 // Serves the test project on 127.0.0.1 and runs its pages in headless Chromium (playwright-core,
 // Debian's /usr/bin/chromium): the Vite-built page (dist/) cross-origin isolated (threads possible),
-// not isolated (threads requested: expect one thread and a warning), and with simd: false; and the
-// bundler-free page (plain-page.html, an import map over node_modules/), isolated and not.
+// not isolated (threads requested: expect one thread and a warning), and with simd: false; the same
+// page built by webpack (webpack-dist/); and the bundler-free page (plain-page.html, an import map
+// over node_modules/), isolated and not.
 // Usage: node browser-check.mjs <project dir>
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -40,6 +41,8 @@ const RUNS = [
   { path: '/isolated/dist/index.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
   { path: '/plain/dist/index.html?threads=4', expect: { name: 'mha-simd', threads: false, isolated: false, warns: true } },
   { path: '/plain/dist/index.html?simd=0&threads=1', expect: { name: 'mha-scalar', threads: false, isolated: false, warns: false } },
+  { path: '/isolated/webpack-dist/index.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
+  { path: '/plain/webpack-dist/index.html?threads=4', expect: { name: 'mha-simd', threads: false, isolated: false, warns: true } },
   { path: '/isolated/plain-page.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
   { path: '/plain/plain-page.html', expect: { name: 'mha-simd', threads: false, isolated: false, warns: false } },
 ];

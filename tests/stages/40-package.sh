@@ -1,7 +1,7 @@
 # The npm package as users get it: lint the package metadata and types, pack it, install the
 # tarball into an empty project, then use it from ESM and CommonJS in Node, type-check the typed
-# example against it, build a Vite page, and run it and a bundler-free page in headless Chromium
-# (with and without cross-origin isolation). Every run of a
+# example against it, build a page with Vite and with webpack, and run those and a bundler-free
+# page in headless Chromium (with and without cross-origin isolation). Every run of a
 # forward pass is compared with PyTorch's fixtures.
 set -euo pipefail
 ROOT=$PWD
@@ -25,7 +25,8 @@ cp tests/package/run-cases.js tests/package/node-esm.mjs tests/package/node-cjs.
   examples/typed-usage.ts "$APP/"
 echo '{ "name": "app", "private": true, "type": "module" }' > "$APP/package.json"
 node tests/package/export-cases.mjs "$APP/cases.json"
-(cd "$APP" && npm install --no-audit --no-fund --prefer-offline --silent "$TARBALL")
+# webpack only for the bundler check (from the npm cache when it is there).
+(cd "$APP" && npm install --no-audit --no-fund --prefer-offline --silent "$TARBALL" webpack@5 webpack-cli@6)
 tar -tzf "$TARBALL" | sort | sed 's/^/  packed: /'
 
 echo "--- Node: ESM and CommonJS"
@@ -38,6 +39,9 @@ cat > "$APP/tsconfig.json" <<'JSON'
 JSON
 (cd "$APP" && "$BIN/tsc" -p tsconfig.json)
 
-echo "--- Vite build, then headless Chromium (the Vite page and a bundler-free page)"
+echo "--- Vite 7 and webpack 5 builds, then headless Chromium (those pages and a bundler-free page)"
 (cd "$APP" && "$BIN/vite" build)
+cp tests/package/webpack/webpack.config.cjs "$APP/"
+(cd "$APP" && node_modules/.bin/webpack --config webpack.config.cjs --stats errors-warnings)
+cp tests/package/webpack/index.html "$APP/webpack-dist/"
 node tests/package/browser-check.mjs "$APP"
