@@ -126,6 +126,14 @@ class LayerHandle {
     });
   }
 
+  // Before the JS wrapper copies a state dict of `floats` floats in: does loading fit?
+  bool checkLoadStateDict(double floats) {
+    return guard([&] {
+      mha::check_fits("the weights", mha::load_memory(layer_->config(), static_cast<uint64_t>(floats)),
+                      static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
+    });
+  }
+
   // request: { query, key, value, keyPaddingMask, attnMask, causal, needWeights, averageWeights }
   bool forward(val request) {
     releaseResult();
@@ -218,6 +226,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("config", &LayerHandle::config)
       .function("stateDictShapes", &LayerHandle::stateDictShapes)
       .function("loadStateDict", &LayerHandle::loadStateDict)
+      .function("checkLoadStateDict", &LayerHandle::checkLoadStateDict)
       .function("forward", &LayerHandle::forward)
       .function("checkForward", &LayerHandle::checkForward)
       .function("outputPtr", &LayerHandle::outputPtr)

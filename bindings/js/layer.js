@@ -98,6 +98,9 @@ export function defineMultiHeadAttention(module) {
           throw new TypeError(`loadStateDict: stateDict['${key}'] must be a Float32Array, got ${describe(value)}`);
         }
       }
+      // The memory budget first, so a state dict that cannot fit allocates nothing.
+      const floats = entries.reduce((n, [, value]) => n + value.length, 0);
+      if (!handle.checkLoadStateDict(floats)) throwHandleError(handle, 'loadStateDict');
       const scope = new HeapScope(module);
       try {
         const list = entries.map(([name, value]) => ({ name, ptr: scope.copyIn(value), length: value.length }));

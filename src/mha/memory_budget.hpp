@@ -81,6 +81,15 @@ inline std::vector<MemoryItem> weight_memory(const ResolvedConfig& c) {
   return items;
 }
 
+// What loadStateDict holds at its peak: the caller's tensors copied into wasm memory, the
+// checked copies (parameters.cpp checks every entry before keeping any) and the parameters.
+inline std::vector<MemoryItem> load_memory(const ResolvedConfig& c, uint64_t staged_floats) {
+  const uint64_t weights = total_bytes(weight_memory(c));
+  return {{"state dict copied in", saturating_bytes({static_cast<int64_t>(staged_floats)}, 4)},
+          {"checked copy", weights},
+          {"parameters", weights}};
+}
+
 // The buffers one forward call allocates. With `inputs`, also the copies of query/key/value and
 // masks that the JavaScript wrapper makes in wasm memory before the call.
 inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
