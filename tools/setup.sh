@@ -24,5 +24,8 @@ fi
 
 # Reinstall when package-lock.json changed since the last install.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
+  # npm ci refuses this lock file: it lacks the optional per-platform @rollup/rollup-* packages
+  # (vite's), which the registry here does not serve, so npm install leaves them out. Then fall
+  # back to npm install, which installs the locked versions of everything else.
+  npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 fi
