@@ -1,48 +1,52 @@
-// Runs the bad-input table (bad-inputs.table.js): each row throws exactly its error, and after it
-// the module still works and holds no more wasm memory than before.
+// Runs the bad-input table (bad-inputs.table.js) on every wasm build: each row throws exactly its
+// error, and after it the module still works and holds no more wasm memory than before.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 
-import { init } from '../../bindings/js/index.js';
+import { loadAllBuilds } from './all-builds.js';
 import { E, H, ROWS, stateDict, x } from './bad-inputs.table.js';
 import { MARKDOWN_URL, renderBadInputs } from './bad-inputs.render.js';
 
-const mha = await init();
-const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(stateDict());
+const builds = await loadAllBuilds({ threadCounts: [2] });
 const probe = x(2, 3);
 probe.data.forEach((_, i) => { probe.data[i] = Math.sin(i); });
-const expected = layer.forward(probe, null, null, { needWeights: true }).output.data;
 
 // The limit in a memory message depends on the build (2 GiB by default); the rest must match.
 const withoutLimit = (message) => message.replace(/more than the [\d.]+ GiB this build/, 'more than the N GiB this build');
 
-describe('bad-input table', () => {
-  test(`has at least 40 rows (${ROWS.length})`, () => assert.ok(ROWS.length >= 40));
+test(`the table has at least 40 rows (${ROWS.length})`, () => assert.ok(ROWS.length >= 40));
 
-  test('docs/bad-inputs.md is rendered from the table (run: node tests/js/bad-inputs.render.js)', () => {
-    assert.equal(readFileSync(MARKDOWN_URL, 'utf8'), renderBadInputs());
-  });
-
-  for (const row of ROWS) {
-    test(row.input, () => {
-      const made = [];
-      const kit = { layer, make: (config) => { const l = new mha.MultiHeadAttention(config); made.push(l); return l; } };
-      const heapBefore = mha.heapAllocatedBytes(), memoryBefore = mha.memoryBytes();
-      try {
-        assert.throws(() => row.call(kit), (error) => {
-          assert.equal(error.constructor, row.error, `${error.constructor.name}: ${error.message}`);
-          if (row.limitDependent) assert.equal(withoutLimit(error.message), withoutLimit(row.message));
-          else assert.equal(error.message, row.message);
-          return true;
-        });
-      } finally {
-        for (const l of made) l.dispose();
-      }
-      // Still works, with the same numbers; nothing lost, nothing grown.
-      assert.deepEqual(layer.forward(probe, null, null, { needWeights: true }).output.data, expected);
-      assert.equal(mha.heapAllocatedBytes(), heapBefore);
-      assert.equal(mha.memoryBytes(), memoryBefore);
-    });
-  }
+test('docs/bad-inputs.md is rendered from the table (run: node tests/js/bad-inputs.render.js)', () => {
+  assert.equal(readFileSync(MARKDOWN_URL, 'utf8'), renderBadInputs());
 });
+
+for (const build of builds) {
+  describe(`bad-input table on ${build.label}`, () => {
+    build.use();
+    const layer = new build.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(stateDict());
+    const expected = layer.forward(probe, null, null, { needWeights: true }).output.data;
+
+    for (const row of ROWS) {
+      test(row.input, () => {
+        const made = [];
+        const kit = { layer, make: (config) => { const l = new build.MultiHeadAttention(config); made.push(l); return l; } };
+        const heapBefore = build.heapAllocatedBytes(), memoryBefore = build.memoryBytes();
+        try {
+          assert.throws(() => row.call(kit), (error) => {
+            assert.equal(error.constructor, row.error, `${error.constructor.name}: ${error.message}`);
+            if (row.limitDependent) assert.equal(withoutLimit(error.message), withoutLimit(row.message));
+            else assert.equal(error.message, row.message);
+            return true;
+          });
+        } finally {
+          for (const l of made) l.dispose();
+        }
+        // Still works, with the same numbers; nothing lost, nothing grown.
+        assert.deepEqual(layer.forward(probe, null, null, { needWeights: true }).output.data, expected);
+        assert.equal(build.heapAllocatedBytes(), heapBefore);
+        assert.equal(build.memoryBytes(), memoryBefore);
+      });
+    }
+  });
+}

@@ -1,12 +1,12 @@
 // Determinism: the same input gives bit-identical output on every run of the same build (and,
-// for threaded builds, the same thread count), whatever ran in between.
+// for the threaded build, the same thread count), whatever ran in between. Checked on every build.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { init } from '../../bindings/js/index.js';
+import { loadAllBuilds } from './all-builds.js';
 import { seededFloats as filled } from './seeded.js';
 
-const mha = await init();
+const builds = await loadAllBuilds({ threadCounts: [1, 2, 3] });
 const E = 48, H = 6;
 
 const stateDict = () => ({
@@ -22,17 +22,20 @@ const options = { keyPaddingMask: mask, needWeights: true, averageWeights: false
 /** The result's bytes, so -0 vs 0 and NaN payloads would count as differences too. */
 const bytes = ({ output, weights }) => [new Uint8Array(output.data.buffer), new Uint8Array(weights.data.buffer)];
 
-test(`forward is bit-identical across runs, layers and interleaved calls (build ${mha.build.name})`, () => {
-  const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(stateDict());
-  const first = bytes(layer.forward(query, key, value, options));
-  const other = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(stateDict());
-  for (let run = 0; run < 20; run++) {
-    // Something else in between: other shapes, self-attention, causal, an error.
-    layer.forward({ data: filled((run + 1) * E, run), shape: [run + 1, E] }, null, null, { causal: true });
-    assert.throws(() => layer.forward({ data: filled(E, 0), shape: [1, 1, E + 1] }), RangeError);
-    assert.deepEqual(bytes(layer.forward(query, key, value, options)), first, `run ${run}`);
-    assert.deepEqual(bytes(other.forward(query, key, value, options)), first, `second layer, run ${run}`);
-  }
-  layer.dispose();
-  other.dispose();
-});
+for (const build of builds) {
+  test(`${build.label}: forward is bit-identical across runs, layers and interleaved calls`, () => {
+    build.use();
+    const layer = new build.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(stateDict());
+    const first = bytes(layer.forward(query, key, value, options));
+    const other = new build.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(stateDict());
+    for (let run = 0; run < 20; run++) {
+      // Something else in between: other shapes, self-attention, causal, an error.
+      layer.forward({ data: filled((run + 1) * E, run), shape: [run + 1, E] }, null, null, { causal: true });
+      assert.throws(() => layer.forward({ data: filled(E, 0), shape: [1, 1, E + 1] }), RangeError);
+      assert.deepEqual(bytes(layer.forward(query, key, value, options)), first, `run ${run}`);
+      assert.deepEqual(bytes(other.forward(query, key, value, options)), first, `second layer, run ${run}`);
+    }
+    layer.dispose();
+    other.dispose();
+  });
+}

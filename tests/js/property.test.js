@@ -6,11 +6,10 @@ import { test } from 'node:test';
 
 import fc from 'fast-check';
 
-import { init } from '../../bindings/js/index.js';
+import { loadAllBuilds } from './all-builds.js';
 import { seededFloats } from './seeded.js';
 
-const mha = await init();
-const BUILDS = [mha]; // the builds compared; others join when init() can load them side by side
+const BUILDS = await loadAllBuilds(); // SIMD, scalar, SIMD + threads at 1 and 3 threads
 
 // ---- the reference: nn.MultiheadAttention (batch_first, inference) in float64 ----
 
@@ -75,9 +74,10 @@ function referenceForward(c, p, { B, L, S, query, key, value, options }) {
 
 const divisors = (n) => [...Array(n).keys()].map((i) => i + 1).filter((d) => n % d === 0);
 
-const requestArbitrary = fc.record({
+/** Random requests up to the given sizes. */
+const requestArbitrary = ({ maxHeadDim, maxLength }) => fc.record({
   numHeads: fc.integer({ min: 1, max: 4 }),
-  headDim: fc.integer({ min: 1, max: 8 }),
+  headDim: fc.integer({ min: 1, max: maxHeadDim }),
   kvPick: fc.nat(),
   kdim: fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined }),
   vdim: fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined }),
@@ -85,8 +85,8 @@ const requestArbitrary = fc.record({
   scale: fc.option(fc.double({ min: -2, max: 2, noNaN: true }), { nil: undefined }),
   batched: fc.boolean(),
   B: fc.integer({ min: 1, max: 3 }),
-  L: fc.integer({ min: 1, max: 9 }),
-  S: fc.integer({ min: 1, max: 9 }),
+  L: fc.integer({ min: 1, max: maxLength }),
+  S: fc.integer({ min: 1, max: maxLength }),
   selfAttention: fc.boolean(),
   causal: fc.boolean(),
   keyPaddingMask: fc.constantFrom('none', 'bool', 'float'),
@@ -149,13 +149,14 @@ function assertClose(what, got, want) {
   }
 }
 
-test('random valid requests: every build matches the float64 reference and the others', () => {
+function checkBuildsAgainstReference(sizes, numRuns) {
   let runs = 0;
-  fc.assert(fc.property(requestArbitrary, (r) => {
+  fc.assert(fc.property(requestArbitrary(sizes), (r) => {
     const request = build(r);
     const want = referenceForward(request.config, request.p, request);
-    const results = BUILDS.map((m) => {
-      const layer = new m.MultiHeadAttention(request.config).loadStateDict(request.stateDict);
+    const results = BUILDS.map((build) => {
+      build.use();
+      const layer = new build.MultiHeadAttention(request.config).loadStateDict(request.stateDict);
       try {
         return layer.forward(...request.args);
       } finally {
@@ -163,11 +164,19 @@ test('random valid requests: every build matches the float64 reference and the o
       }
     });
     for (const [n, { output, weights }] of results.entries()) {
-      assertClose(`build ${BUILDS[n].build.name} output`, output.data, want.output);
-      if (want.weights) assertClose(`build ${BUILDS[n].build.name} weights`, weights.data, want.weights);
-      assertClose('output against the first build', output.data, results[0].output.data);
+      assertClose(`${BUILDS[n].label}: output`, output.data, want.output);
+      if (want.weights) assertClose(`${BUILDS[n].label}: weights`, weights.data, want.weights);
+      assertClose(`${BUILDS[n].label}: output against ${BUILDS[0].label}`, output.data, results[0].output.data);
     }
     runs++;
-  }), { numRuns: 300 });
-  console.log(`property: ${runs} random requests on ${BUILDS.map((m) => m.build.name).join(', ')}`);
+  }), { numRuns });
+  console.log(`property: ${runs} random requests (head size <= ${sizes.maxHeadDim}, L, S <= ${sizes.maxLength}) on each of ${BUILDS.map((b) => b.label).join(', ')}`);
+}
+
+test('small random requests: every build matches the float64 reference and the others', () => {
+  checkBuildsAgainstReference({ maxHeadDim: 8, maxLength: 9 }, 300);
+});
+
+test('larger random requests (work split across threads): the same', () => {
+  checkBuildsAgainstReference({ maxHeadDim: 24, maxLength: 70 }, 40);
 });

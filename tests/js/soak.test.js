@@ -57,7 +57,7 @@ test(`${CALLS.toLocaleString('en')} forward calls with varying shapes keep the w
   }
   const seconds = (performance.now() - start) / 1000;
   const heapAfter = mha.heapAllocatedBytes(), memoryAfter = mha.memoryBytes();
-  console.log(`soak: ${CALLS} calls in ${seconds.toFixed(1)} s; heap allocated ${heapBefore} bytes before, `
+  console.log(`soak (${mha.build.name}, ${mha.build.numThreads} threads): ${CALLS} calls in ${seconds.toFixed(1)} s; heap allocated ${heapBefore} bytes before, `
     + `${heapAfter} after; wasm memory ${memoryBefore} bytes before, ${memoryAfter} after`);
   assert.ok(Number.isFinite(checksum));
   assert.equal(heapAfter, heapBefore);

@@ -1,0 +1,27 @@
+// Every wasm build in dist/ loaded side by side (tools/load-wasm-build.mjs), and the threaded
+// build at more than one thread count, for tests that must hold on each of them.
+import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
+
+/**
+ * One entry per (build, thread count): { label, MultiHeadAttention, heapAllocatedBytes(),
+ * memoryBytes(), use() }. Call use() before running on an entry: it sets the thread count.
+ */
+export async function loadAllBuilds({ threadCounts = [1, 3] } = {}) {
+  const entries = [];
+  for (const name of BUILDS) {
+    const { module, MultiHeadAttention } = await loadBuild(name);
+    const base = {
+      MultiHeadAttention,
+      heapAllocatedBytes: () => module.heapAllocatedBytes(),
+      memoryBytes: () => (module.wasmMemory?.buffer ?? module.HEAP8.buffer).byteLength,
+    };
+    if (!module.setNumThreads) {
+      entries.push({ ...base, label: name, use: () => {} });
+      continue;
+    }
+    for (const n of threadCounts) {
+      entries.push({ ...base, label: `${name} × ${n} threads`, use: () => module.setNumThreads(n) });
+    }
+  }
+  return entries;
+}
