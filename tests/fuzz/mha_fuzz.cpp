@@ -21,6 +21,7 @@
 
 #include "mha/errors.hpp"
 #include "mha/multihead_attention.hpp"
+#include "mha/thread_pool.hpp"
 
 namespace {
 
@@ -249,6 +250,9 @@ void run(FuzzedDataProvider& in) {
     default: break;
   }
   if (expect_outcome("loadStateDict", !state_ok, [&] { layer->load_state_dict(state); })) return;
+  // Half the calls split their work across a pool of 3 threads (ASan sees every thread).
+  static const auto pool = std::make_shared<mha::ThreadPool>(3);
+  if (in.ConsumeBool()) layer->set_thread_pool(pool);
 
   // ---- inputs ----
   const bool batched = in.ConsumeBool();
