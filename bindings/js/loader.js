@@ -20,21 +20,25 @@ function fileUrls(name, { wasmUrl, locateFile }) {
 /** Loads build `name` with `numThreads` threads; resolves to the public module object. */
 export async function instantiate(name, numThreads, options) {
   const urls = fileUrls(name, options);
-  let module;
+  let module, worker;
   try {
     const { default: createMhaModule } = await VARIANTS[name].factory(urls);
     const wasmBinary = await readWasmFile(urls.wasm);
-    const worker = urls.worker && workerScriptUrl(urls.worker);
+    let workerFailed;
+    const workerFailure = new Promise((resolve, reject) => { workerFailed = reject; });
+    worker = urls.worker && await workerScriptUrl(urls.worker, workerFailed);
     const moduleArgs = {
       ...factoryArgs(numThreads),
-      locateFile: (path) => (path.endsWith('.wasm') ? urls.wasm.href : path.endsWith('.worker.js') ? worker : path),
+      locateFile: (path) => (path.endsWith('.wasm') ? urls.wasm.href : path.endsWith('.worker.js') ? worker.href : path),
       ...(wasmBinary ? { wasmBinary } : {}),
       ...(urls.script ? { mainScriptUrlOrBlob: urls.script.href } : {}),
     };
-    module = await createMhaModule(moduleArgs);
+    module = await Promise.race([createMhaModule(moduleArgs), workerFailure]);
   } catch (cause) {
     throw new Error(`mha-wasm: could not load the ${name} build from ${urls.wasm.href}: ${cause?.message ?? cause}`,
       { cause });
+  } finally {
+    worker?.stopListening();
   }
   if (VARIANTS[name].threads) module.setNumThreads(numThreads);
   const memory = () => module.wasmMemory?.buffer ?? module.HEAP8.buffer;

@@ -1,7 +1,5 @@
 // What the loader needs from a browser or worker (chosen by the "#platform" import condition).
 
-export const platformName = 'browser';
-
 /** Browsers fetch the .wasm themselves (streaming compilation); nothing is read here. */
 export function readWasmFile() {
   return null;
@@ -32,11 +30,21 @@ export function factoryArgs() {
  * works wherever the script ends up: bundlers may inline it as a data: URL (a worker started from one
  * has an opaque origin and cannot load the module's JS on an isolated page), and Vite's dev server
  * adds `import` statements to it (a SyntaxError in a classic worker). Messages that arrive before
- * the script has set onmessage wait in a queue.
+ * the script has set onmessage wait in a queue. Emscripten would wait forever for a worker whose
+ * script failed to load, so the bootstrap reports that on a BroadcastChannel and `onFailure` hears it
+ * until `stopListening()`.
  */
-export function workerScriptUrl(url) {
+export async function workerScriptUrl(url, onFailure) {
+  const channelName = `mha-wasm-worker-${Math.random().toString(36).slice(2)}`;
   const bootstrap = `const early = [];
 self.onmessage = (event) => early.push(event);
-import(${JSON.stringify(url.href)}).then(() => { for (const event of early.splice(0)) self.onmessage(event); });`;
-  return URL.createObjectURL(new Blob([bootstrap], { type: 'text/javascript' }));
+import(${JSON.stringify(url.href)}).then(
+  () => { for (const event of early.splice(0)) self.onmessage(event); },
+  (error) => new BroadcastChannel(${JSON.stringify(channelName)}).postMessage(String(error)));`;
+  const channel = new BroadcastChannel(channelName);
+  channel.onmessage = (event) => onFailure(new Error(`the pthread worker script ${url.href} failed to load: ${event.data}`));
+  return {
+    href: URL.createObjectURL(new Blob([bootstrap], { type: 'text/javascript' })),
+    stopListening: () => channel.close(),
+  };
 }

@@ -1,10 +1,8 @@
 // What the loader needs from Node (chosen by the "#platform" import condition in package.json,
 // so browser bundles never see node: imports).
-import { readFile } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import * as workerThreads from 'node:worker_threads';
-
-export const platformName = 'node';
 
 /** Node reads the .wasm from disk: Emscripten 3.1.6 would fetch() a file path and fail. */
 export function readWasmFile(url) {
@@ -34,7 +32,11 @@ export function factoryArgs(numThreads) {
   };
 }
 
-/** Node's pthread workers import Emscripten's worker script by its file URL (src/mha/wasm_threads_pre.js). */
-export function workerScriptUrl(url) {
-  return url.href;
+/**
+ * Node's pthread workers import Emscripten's worker script by its file URL (src/mha/wasm_threads_pre.js).
+ * A worker whose script is missing would crash the process, so check it is there first.
+ */
+export async function workerScriptUrl(url) {
+  await access(url);
+  return { href: url.href, stopListening: () => {} };
 }

@@ -141,6 +141,12 @@ describe('where the files come from', () => {
       { name: 'Error', message: /^mha-wasm: could not load the mha-simd build from file:.*bad\.wasm: .+/ });
   });
 
+  test('a missing pthread worker script rejects instead of crashing or hanging', async () => {
+    const locateFile = (file) => (file.endsWith('.worker.js') ? join(dir, 'no-such-worker.js') : undefined);
+    await assert.rejects(init({ threads: 2, locateFile }),
+      { name: 'Error', message: /^mha-wasm: could not load the mha-simd-threads build from .*: ENOENT.*no-such-worker\.js/ });
+  });
+
   test('locateFile is asked for the build\'s files and its answer is used', async () => {
     copyFileSync(join(DIST, 'mha-simd.wasm'), join(dir, 'moved.wasm'));
     const asked = [];

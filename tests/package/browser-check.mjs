@@ -41,6 +41,8 @@ const RUNS = [
   { path: '/isolated/dist/index.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
   { path: '/plain/dist/index.html?threads=4', expect: { name: 'mha-simd', threads: false, isolated: false, warns: true } },
   { path: '/plain/dist/index.html?simd=0&threads=1', expect: { name: 'mha-scalar', threads: false, isolated: false, warns: false } },
+  { path: '/isolated/dist/index.html?threads=2&missingWorker',
+    expectError: /^Error: mha-wasm: could not load the mha-simd-threads build from .*: the pthread worker script .*no-such-worker\.js failed to load/ },
   { path: '/isolated/webpack-dist/index.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
   { path: '/plain/webpack-dist/index.html?threads=4', expect: { name: 'mha-simd', threads: false, isolated: false, warns: true } },
   { path: '/isolated/plain-page.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
@@ -48,7 +50,7 @@ const RUNS = [
 ];
 let failed = false;
 try {
-  for (const { path, expect } of RUNS) {
+  for (const { path, expect, expectError } of RUNS) {
     const page = await browser.newPage();
     const errors = [], log = [];
     page.on('pageerror', (error) => errors.push(String(error)));
@@ -60,6 +62,11 @@ try {
       await page.waitForFunction(() => window.__result, null, { timeout: 60_000 })
         .catch(() => { throw new Error(`no result within 60 s; page log:\n  ${log.join('\n  ')}`); });
       const result = await page.evaluate(() => window.__result);
+      if (expectError) {
+        if (!expectError.test(result.error ?? '')) throw new Error(`expected an error ${expectError}, got ${JSON.stringify(result).slice(0, 300)}`);
+        console.log(`chromium ${path}: init() rejected as expected: ${result.error.split('\n')[0]}`);
+        continue;
+      }
       if (result.error) throw new Error(result.error);
       const { build, isolated, warnings } = result;
       const got = { name: build.name, threads: build.threads, isolated, warns: warnings.some((w) => /threads were requested, but/.test(w)) };
