@@ -59,25 +59,52 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   const float* key = self_attention ? query.data : key_in.data;
   const float* value = self_attention ? query.data : value_in.data;
   const int threads = pool_ ? pool_->size() : 1;
-  const auto parallel = [&](int64_t count, const std::function<void(int64_t)>& task) {
+  const auto parallel = [&](int64_t count, const ThreadPool::Task& task) {
     if (pool_ && count > 1) {
       pool_->parallel_for(count, task);
     } else {
-      for (int64_t i = 0; i < count; ++i) task(i);
+      for (int64_t i = 0; i < count; ++i) task(i, 0);
     }
   };
   const auto project = [&](const kernels::PackedLinear& w, const float* x, float* y, int64_t rows) {
     const int64_t step = kernels::PackedLinear::rows_per_task(rows, threads);
     parallel((rows + step - 1) / step,
-             [&](int64_t t) { w.apply(x, y, t * step, std::min(rows, (t + 1) * step)); });
+             [&](int64_t t, int) { w.apply(x, y, t * step, std::min(rows, (t + 1) * step)); });
   };
 
-  // 1. Project: Q [B*L, E], K and V [B*S, Hkv*Dh].
-  std::vector<float> q(static_cast<size_t>(B * L * E)), k(static_cast<size_t>(B * S * KV)),
-      v(static_cast<size_t>(B * S * KV)), attended(static_cast<size_t>(B * L * E));
-  project(packed_.q, query.data, q.data(), B * L);
-  project(packed_.k, key, k.data(), B * S);
-  project(packed_.v, value, v.data(), B * S);
+  // Workspace: Q [B*L, E], K and V [B*S, Hkv*Dh], attended values [B*L, E], then one kernel
+  // scratch per thread.
+  kernels::AttentionHeadArgs scratch_shape{};
+  scratch_shape.key_len = S;
+  scratch_shape.head_dim = Dh;
+  const int64_t scratch_floats = kernels::attention_scratch_floats(scratch_shape);
+  std::lock_guard<std::mutex> workspace_lock(workspace_->mutex);
+  std::vector<float>& buffers = workspace_->buffers;
+  // Natively the buffers stay for the next call. In wasm, freed memory stays in the heap
+  // (no page faults to save), so the buffers go back and the heap stays flat between calls.
+  struct ReleaseInWasm {
+    std::vector<float>& buffers;
+    ~ReleaseInWasm() {
+#ifdef __EMSCRIPTEN__
+      std::vector<float>().swap(buffers);
+#endif
+    }
+  } release_in_wasm{buffers};
+  const size_t needed = static_cast<size_t>(2 * B * L * E + 2 * B * S * KV + threads * scratch_floats);
+  if (buffers.size() < needed) {
+    buffers.clear();  // grow without copying the old contents
+    buffers.resize(needed);
+  }
+  float* const q = buffers.data();
+  float* const k = q + B * L * E;
+  float* const v = k + B * S * KV;
+  float* const attended = v + B * S * KV;
+  float* const scratch = attended + B * L * E;
+
+  // 1. Project.
+  project(packed_.q, query.data, q, B * L);
+  project(packed_.k, key, k, B * S);
+  project(packed_.v, value, v, B * S);
 
   // 2. Attend. A task is (batch, query chunk, head), or all heads in turn when they average
   // into one weights buffer (so no two tasks add to the same weights). Heads are split into
@@ -91,16 +118,17 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   const int64_t wanted_chunks = (2 * threads + B * head_groups - 1) / (B * head_groups);
   const int64_t chunk = std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks);
   const int64_t chunks = (L + chunk - 1) / chunk;
-  parallel(B * chunks * head_groups, [&](int64_t task) {
+  parallel(B * chunks * head_groups, [&](int64_t task, int thread) {
     const int64_t group = task % head_groups, b = task / head_groups / chunks;
     const int64_t first = (task / head_groups % chunks) * chunk, rows = std::min(chunk, L - first);
     for (int64_t h = heads_together ? 0 : group; h < (heads_together ? H : group + 1); ++h) {
       const int64_t kvh = h / c.heads_per_kv();
       kernels::AttentionHeadArgs a{};
-      a.q = q.data() + (b * L + first) * E + h * Dh;
-      a.k = k.data() + b * S * KV + kvh * Dh;
-      a.v = v.data() + b * S * KV + kvh * Dh;
-      a.out = attended.data() + (b * L + first) * E + h * Dh;
+      a.q = q + (b * L + first) * E + h * Dh;
+      a.k = k + b * S * KV + kvh * Dh;
+      a.v = v + b * S * KV + kvh * Dh;
+      a.out = attended + (b * L + first) * E + h * Dh;
+      a.scratch = scratch + thread * scratch_floats;
       a.q_stride = E;
       a.k_stride = KV;
       a.v_stride = KV;
@@ -123,7 +151,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   });
 
   // 3. Output projection.
-  project(packed_.out, attended.data(), output, B * L);
+  project(packed_.out, attended, output, B * L);
 }
 
 }  // namespace mha

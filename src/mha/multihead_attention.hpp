@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "attention_config.hpp"
@@ -57,6 +58,14 @@ class MultiheadAttention {
     kernels::PackedLinear q, k, v, out;
   } packed_;
   std::shared_ptr<ThreadPool> pool_;
+  // Buffers forward() reuses from call to call natively (projections, attended values,
+  // per-thread kernel scratch): fresh multi-megabyte allocations each call cost page faults.
+  // Calls on one layer from several threads take turns.
+  struct Workspace {
+    std::mutex mutex;
+    std::vector<float> buffers;
+  };
+  std::unique_ptr<Workspace> workspace_ = std::make_unique<Workspace>();
 };
 
 }  // namespace mha

@@ -41,10 +41,10 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::work_on(Job& job) {
+void ThreadPool::work_on(Job& job, int thread) {
   for (int64_t i; (i = job.next.fetch_add(1)) < job.count;) {
     try {
-      (*job.task)(i);
+      (*job.task)(i, thread);
     } catch (...) {
       std::lock_guard<std::mutex> lock(job.error_mutex);
       if (!job.error) job.error = std::current_exception();
@@ -53,7 +53,7 @@ void ThreadPool::work_on(Job& job) {
   }
 }
 
-void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t)>& task) {
+void ThreadPool::parallel_for(int64_t count, const Task& task) {
   std::lock_guard<std::mutex> run(run_mutex_);
   Job job;
   job.task = &task;
@@ -64,7 +64,7 @@ void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t)>&
     participants = participants_;
   }
   if (participants == 0 || count <= 1) {
-    work_on(job);
+    work_on(job, 0);
   } else {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -72,7 +72,7 @@ void ThreadPool::parallel_for(int64_t count, const std::function<void(int64_t)>&
       ++generation_;
     }
     wake_.notify_all();
-    work_on(job);
+    work_on(job, 0);
     std::unique_lock<std::mutex> lock(mutex_);
     job_ = nullptr;  // latecomers no longer join; wait for those that did
     idle_.wait(lock, [this] { return active_ == 0; });
@@ -90,7 +90,7 @@ void ThreadPool::worker_loop(int index) {
     Job* job = job_;
     ++active_;
     lock.unlock();
-    work_on(*job);
+    work_on(*job, index + 1);
     lock.lock();
     if (--active_ == 0) idle_.notify_all();
   }

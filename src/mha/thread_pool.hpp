@@ -1,5 +1,6 @@
-// A small fork-join pool: parallel_for(count, task) runs task(0..count-1) on the pool's threads
-// and the calling thread, and returns when all are done. Not a global: whoever runs layers
+// A small fork-join pool: parallel_for(count, task) runs task(i, thread) for i in 0..count-1 on
+// the pool's threads and the calling thread, and returns when all are done; `thread` (0 = the
+// caller, < size()) lets tasks use per-thread scratch memory. Not a global: whoever runs layers
 // (the embind module, the native benchmark) owns one and hands it to the layers.
 //
 // Deadlock-free even when a worker has not started yet (in wasm a new pthread only starts
@@ -35,7 +36,8 @@ class ThreadPool {
   void set_num_threads(int n);
 
   // Runs one job at a time; an exception from a task is rethrown here after all stop.
-  void parallel_for(int64_t count, const std::function<void(int64_t)>& task);
+  using Task = std::function<void(int64_t index, int thread)>;
+  void parallel_for(int64_t count, const Task& task);
 
   // Threads this build can run: 1 without thread support (the non-pthread wasm builds).
   static int max_threads();
@@ -44,13 +46,13 @@ class ThreadPool {
 
  private:
   struct Job {
-    const std::function<void(int64_t)>* task;
+    const Task* task;
     int64_t count;
     std::atomic<int64_t> next{0};
     std::exception_ptr error;
     std::mutex error_mutex;
   };
-  static void work_on(Job& job);
+  static void work_on(Job& job, int thread);
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;

@@ -29,19 +29,36 @@ int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // the per-key bias (key padding mask, -inf on the padding keys S..Sp).
 struct PackedHead {
   int64_t S, Sp, Dh, Dp;
-  std::vector<float> kt, v, key_bias;
+  float *kt, *v, *key_bias;  // in the caller's scratch (or own_), laid out by floats()
+  std::vector<float> own_;
+
+  static int64_t floats(int64_t S, int64_t Dh) {
+    const int64_t Sp = round_up(S, kKeyTile), Dp = round_up(Dh, kCols);
+    return Dh * Sp + S * Dp + Sp;
+  }
 
   explicit PackedHead(const AttentionHeadArgs& a)
       : S(a.key_len), Sp(round_up(a.key_len, kKeyTile)), Dh(a.head_dim), Dp(round_up(a.head_dim, kCols)) {
-    kt.assign(static_cast<size_t>(Dh * Sp), 0.0f);
-    v.assign(static_cast<size_t>(S * Dp), 0.0f);
-    key_bias.assign(static_cast<size_t>(Sp), kNegInf);
+    float* base = a.scratch;
+    if (!base) {
+      own_.resize(static_cast<size_t>(floats(S, Dh)));
+      base = own_.data();
+    }
+    kt = base;
+    v = kt + Dh * Sp;
+    key_bias = v + S * Dp;
     for (int64_t j = 0; j < S; ++j) {
       const float* kj = a.k + j * a.k_stride;
-      float* tile = kt.data() + (j / kKeyTile) * Dh * kKeyTile + j % kKeyTile;
+      float* tile = kt + (j / kKeyTile) * Dh * kKeyTile + j % kKeyTile;
       for (int64_t d = 0; d < Dh; ++d) tile[d * kKeyTile] = kj[d];
-      std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dh, v.data() + j * Dp);
+      std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dh, v + j * Dp);
+      std::fill(v + j * Dp + Dh, v + (j + 1) * Dp, 0.0f);
       key_bias[j] = a.key_bias ? a.key_bias[j] : 0.0f;
+    }
+    for (int64_t j = S; j < Sp; ++j) {  // padding keys: zero K, bias -inf
+      float* tile = kt + (j / kKeyTile) * Dh * kKeyTile + j % kKeyTile;
+      for (int64_t d = 0; d < Dh; ++d) tile[d * kKeyTile] = 0.0f;
+      key_bias[j] = kNegInf;
     }
   }
 };
@@ -134,7 +151,7 @@ class FlashAttention {
     for (int64_t jc = 0; jc < padded_keys; jc += kCols) {
       Vec acc[kRows][2];
       for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
-      const float* kt = h_.kt.data() + j0 * h_.Dh + jc;  // j0 is a multiple of kKeyTile
+      const float* kt = h_.kt + j0 * h_.Dh + jc;  // j0 is a multiple of kKeyTile
       for (int64_t d = 0; d < h_.Dh; ++d, kt += kKeyTile) {
         const Vec k0 = simd::load(kt), k1 = simd::load(kt + kW);
         for (int r = 0; r < kRows; ++r) {
@@ -155,7 +172,7 @@ class FlashAttention {
   void mask(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
             int64_t stride) const {
     const Vec scale(a_.scale), neg_inf(kNegInf);
-    const float* kb = h_.key_bias.data() + j0;
+    const float* kb = h_.key_bias + j0;
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * stride;
       for (int64_t j = 0; j < padded_keys; j += kW) {
@@ -190,7 +207,7 @@ class FlashAttention {
     // Rows past `rows` reuse row 0's probabilities; their results are never stored.
     const float* pr[kRows];
     for (int r = 0; r < kRows; ++r) pr[r] = p + std::min<int64_t>(r, rows - 1) * p_stride;
-    const float* v = h_.v.data() + j0 * h_.Dp;
+    const float* v = h_.v + j0 * h_.Dp;
     for (int64_t dc = 0; dc < h_.Dp; dc += kCols) {
       Vec acc[kRows][2];
       for (int r = 0; r < kRows; ++r) {
@@ -263,6 +280,10 @@ class FlashAttention {
 };
 
 }  // namespace
+
+int64_t attention_scratch_floats(const AttentionHeadArgs& args) {
+  return PackedHead::floats(args.key_len, args.head_dim);
+}
 
 void attention_head_flash(const AttentionHeadArgs& args) {
   if (args.query_len <= 0) return;

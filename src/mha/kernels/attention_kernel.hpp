@@ -24,7 +24,13 @@ struct AttentionHeadArgs {
   // long heads): causal masking uses first_query + i. q, out, attn_bias and weights point at
   // the block's first row.
   int64_t first_query = 0;
+  // Optional scratch of attention_scratch_floats(args) floats for the fast kernel's packed
+  // keys and values (the layer reuses one per thread); null: the kernel allocates its own.
+  float* scratch = nullptr;
 };
+
+// Floats of scratch attention_head needs for these args: O(key_len * head_dim).
+int64_t attention_scratch_floats(const AttentionHeadArgs& args);
 
 // Keys whose mask bias is -inf are skipped entirely: their k and v are never read, so NaN or
 // Inf there cannot reach the output. A query row with every key blocked gives zeros.
