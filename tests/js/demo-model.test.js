@@ -1,0 +1,83 @@
+// The demo page's default model, run in Node through the package: its logits must match the
+// ones PyTorch computed when tools/train_demo_model.py trained it (web/model/reference.json).
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { test } from 'node:test';
+import { init, readSafetensors } from '../../bindings/js/index.js';
+import { DemoModel, sinusoidalPositions, tokenize, topK } from '../../web/model.js';
+
+const modelDir = new URL('../../web/model/', import.meta.url);
+const readJson = async (name) => JSON.parse(await readFile(new URL(name, modelDir), 'utf8'));
+
+async function loadModel() {
+  const mha = await init();
+  const weights = readSafetensors(await readFile(new URL('demo-model.safetensors', modelDir)));
+  return new DemoModel(mha, weights, await readJson('vocab.json'));
+}
+
+test('the JS pipeline (embeddings + positions -> mha-wasm layers -> unembed) reproduces PyTorch logits', async () => {
+  const reference = await readJson('reference.json');
+  const model = await loadModel();
+  try {
+    const { ids } = tokenize(reference.text, model.vocab);
+    assert.deepEqual(ids, reference.tokens);
+    const { logits, layers } = model.forward(ids);
+    assert.deepEqual([ids.length, model.vocab.tokens.length], reference.logitsShape);
+    let worst = 0;
+    logits.forEach((v, k) => { worst = Math.max(worst, Math.abs(v - reference.logits[k])); });
+    assert.ok(worst < 1e-3, `largest logit difference ${worst}`);
+    // The last query's attention in every head, against PyTorch's.
+    const L = ids.length;
+    layers.forEach(({ weights }, l) => {
+      reference.lastRowWeights[l].forEach((row, h) => {
+        row.forEach((w, j) => assert.ok(Math.abs(weights[(h * L + L - 1) * L + j] - w) < 1e-5, `layer ${l} head ${h} key ${j}`));
+      });
+    });
+  } finally {
+    model.dispose();
+  }
+});
+
+test('the heads heads.json calls induction heads copy in JS too: fresh repeated letters are predicted', async () => {
+  const model = await loadModel();
+  const { heads } = await readJson('heads.json');
+  try {
+    // A block of random letters (a fixed LCG, not the trainer's generator), then the same block again.
+    let seed = 12345;
+    const letter = () => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return 'abcdefghijklmnopqrstuvwxyz'[seed % 26]; };
+    const period = 30;
+    const block = Array.from({ length: period }, letter).join('');
+    const { ids } = tokenize(block + block, model.vocab);
+    const { layers, logits } = model.forward(ids);
+    const L = ids.length;
+    const V = model.vocab.tokens.length;
+    const second = Array.from({ length: period - 1 }, (_, k) => period + 1 + k); // queries in the second copy
+    const inductionHeads = heads.filter((h) => h.role === 'induction');
+    assert.ok(inductionHeads.length > 0, 'the trained model has an induction head');
+    for (const { layer, head, scores } of inductionHeads) {
+      // Weight on the token after the earlier occurrence of the current token.
+      const score = second.reduce((sum, q) => sum + layers[layer].weights[(head * L + q) * L + q - period + 1], 0) / second.length;
+      assert.ok(score > 0.2, `layer ${layer} head ${head}: induction score ${score.toFixed(3)} (trainer measured ${scores.induction})`);
+    }
+    // Letters of the second copy are predicted far above chance (1/26).
+    const correct = second.filter((q) => topK(Array.from(logits.subarray(q * V, (q + 1) * V)), model.vocab.tokens, 1)[0].id === ids[q + 1]);
+    assert.ok(correct.length / second.length > 0.5, `top-1 accuracy in the copy: ${correct.length}/${second.length}`);
+  } finally {
+    model.dispose();
+  }
+});
+
+test('tokenize maps unknown characters to <unk> and keeps their text as the label', async () => {
+  const vocab = await readJson('vocab.json');
+  const { ids, labels } = tokenize('Hi€', vocab);
+  assert.deepEqual(labels, ['<bos>', 'h', 'i', '€']);
+  assert.deepEqual(ids, [vocab.bos, vocab.tokens.indexOf('h'), vocab.tokens.indexOf('i'), vocab.unk]);
+});
+
+test('sinusoidal positions follow sin/cos of pos / 10000^(i/d)', () => {
+  const table = sinusoidalPositions(3, 4);
+  assert.equal(table.length, 12);
+  assert.deepEqual(Array.from(table.subarray(0, 4)), [0, 1, 0, 1]);
+  assert.ok(Math.abs(table[8] - Math.sin(2)) < 1e-7);
+  assert.ok(Math.abs(table[10] - Math.sin(2 / 100)) < 1e-7);
+});

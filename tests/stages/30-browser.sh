@@ -1,0 +1,9 @@
+# The demo page in a real browser: Debian's Chromium driven by playwright-core (tests/browser/).
+# Also writes docs/screenshot.png, the README's picture of the default view.
+set -euo pipefail
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  echo "30-browser: ${CHROMIUM_PATH:-/usr/bin/chromium} not found; tools/setup.sh installs Debian's chromium" >&2
+  exit 1
+fi
+# One file at a time: each drives its own browser, and the machine has 2 cores.
+node --test --test-concurrency=1 tests/browser/

@@ -1,0 +1,159 @@
+// Canvas heatmaps for attention matrices and output vectors. Long inputs stay fast because a
+// matrix is first pooled (max per bin) to at most one cell per device pixel, written as ImageData,
+// then scaled up without smoothing: drawing cost follows the canvas size, not L x L.
+
+export const MASKED_COLOR = [228, 231, 238];  // causal: the query may not see this key
+export const PADDED_COLOR = [246, 226, 200];  // a padding position (keyPaddingMask)
+const LOW = [255, 255, 255];
+const HIGH = [24, 52, 150];
+
+/** White -> deep blue; the square root keeps weak but real attention visible. */
+export function weightColor(w) {
+  const t = Math.sqrt(Math.min(1, Math.max(0, w)));
+  return LOW.map((low, c) => Math.round(low + (HIGH[c] - low) * t));
+}
+
+/** Blue (negative) - white - red (positive), for output vectors. */
+function divergingColor(v) {
+  const t = Math.min(1, Math.abs(v));
+  const far = v < 0 ? [33, 102, 172] : [178, 24, 43];
+  return far.map((f) => Math.round(255 + (f - 255) * t));
+}
+
+/** Sizes a canvas for CSS pixels and the device pixel ratio; returns its 2D context in CSS units. */
+export function prepareCanvas(canvas, width, height) {
+  const ratio = globalThis.devicePixelRatio || 1;
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.width = Math.max(1, Math.round(width * ratio));
+  canvas.height = Math.max(1, Math.round(height * ratio));
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  return ctx;
+}
+
+/**
+ * Pools matrix [rows, cols] (starting at `offset` in `data`) into an RGBA image of at most
+ * maxRows x maxCols. A bin's color is its largest visible weight; a bin with only masked cells
+ * gets the mask color. `cellState(i, j)` returns 0 (visible), 1 (causal-masked) or 2 (padding).
+ */
+export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { threshold = 0, cellState }) {
+  const outRows = Math.min(rows, maxRows);
+  const outCols = Math.min(cols, maxCols);
+  const best = new Float32Array(outRows * outCols).fill(-1);
+  const state = new Uint8Array(outRows * outCols).fill(3);
+  for (let i = 0; i < rows; i++) {
+    const bi = Math.floor((i * outRows) / rows) * outCols;
+    const row = offset + i * cols;
+    for (let j = 0; j < cols; j++) {
+      const bin = bi + Math.floor((j * outCols) / cols);
+      const s = cellState(i, j);
+      if (s === 0) {
+        const w = data[row + j];
+        if (w > best[bin]) best[bin] = w;
+        state[bin] = 0;
+      } else if (state[bin] !== 0) {
+        state[bin] = Math.min(state[bin], s);
+      }
+    }
+  }
+  const pixels = new Uint8ClampedArray(outRows * outCols * 4);
+  for (let b = 0; b < best.length; b++) {
+    const w = best[b] < threshold ? 0 : best[b];
+    const color = state[b] === 1 ? MASKED_COLOR : state[b] === 2 ? PADDED_COLOR : weightColor(w);
+    pixels.set(color, b * 4);
+    pixels[b * 4 + 3] = 255;
+  }
+  return new ImageData(pixels, outCols, outRows);
+}
+
+/** Draws an ImageData into a rectangle, scaled without smoothing. */
+export function blit(ctx, image, x, y, width, height) {
+  const scratch = new OffscreenCanvas(image.width, image.height);
+  scratch.getContext('2d').putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(scratch, x, y, width, height);
+}
+
+/** Token text as drawn: visible marks for space and newline. */
+export function displayToken(label) {
+  return label === ' ' ? '␣' : label === '\n' ? '⏎' : label;
+}
+
+/**
+ * The large view of one attention matrix [L, L] with token labels on both axes (queries down,
+ * keys across). Returns the geometry, for hit testing.
+ */
+export function drawLabeledAttention(canvas, { data, offset, labels, cellState, threshold, maxSize }) {
+  const L = labels.length;
+  const longest = labels.reduce((m, l) => Math.max(m, displayToken(l).length), 1);
+  const margin = Math.min(120, 14 + 7 * Math.min(longest, 14));
+  const side = Math.max(120, Math.min(maxSize, 760) - margin);
+  const cell = side / L;
+  const ctx = prepareCanvas(canvas, margin + side + 4, margin + side + 4);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  const ratio = globalThis.devicePixelRatio || 1;
+  const pixels = Math.floor(side * ratio);
+  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold, cellState }), margin, margin, side, side);
+  ctx.strokeStyle = '#d0d5dd';
+  ctx.strokeRect(margin - 0.5, margin - 0.5, side + 1, side + 1);
+
+  // Labels: every token when there is room, else every k-th.
+  const fontSize = Math.max(8, Math.min(12, cell * 0.8));
+  const every = Math.max(1, Math.ceil(10 / cell));
+  ctx.font = `${fontSize}px ui-monospace, Menlo, monospace`;
+  ctx.fillStyle = '#344054';
+  const clip = (text) => (text.length > 14 ? `${text.slice(0, 13)}…` : text);
+  for (let i = 0; i < L; i += every) {
+    const text = clip(displayToken(labels[i]));
+    const center = margin + (i + 0.5) * cell;
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    ctx.fillText(text, margin - 4, center);
+    // Column labels: single characters upright, longer labels turned to read upwards.
+    const turned = text.length > 2;
+    ctx.save();
+    ctx.translate(center, margin - 4);
+    if (turned) ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = turned ? 'left' : 'center';
+    ctx.textBaseline = turned ? 'middle' : 'bottom';
+    ctx.fillText(text, 0, 0);
+    ctx.restore();
+  }
+  ctx.fillStyle = '#98a2b3';
+  ctx.font = '10px system-ui, sans-serif';
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'top';
+  ctx.fillText('query ↓  key →', 2, 2);
+  return { margin, cell, L };
+}
+
+/** Output vectors [L, E] as a heatmap: one column per token, one row per feature. */
+export function drawOutputs(canvas, { data, L, E, width }) {
+  const height = Math.max(96, Math.min(2 * E, 200));
+  const ctx = prepareCanvas(canvas, width, height);
+  const ratio = globalThis.devicePixelRatio || 1;
+  const outCols = Math.min(L, Math.floor(width * ratio));
+  const outRows = Math.min(E, Math.floor(height * ratio));
+  let scale = 0;
+  for (let i = 0; i < data.length; i++) scale = Math.max(scale, Math.abs(data[i]));
+  scale = scale || 1;
+  // Pool by keeping, per bin, the value of largest magnitude.
+  const pooled = new Float32Array(outRows * outCols);
+  for (let t = 0; t < L; t++) {
+    const c = Math.floor((t * outCols) / L);
+    for (let f = 0; f < E; f++) {
+      const bin = Math.floor((f * outRows) / E) * outCols + c;
+      const v = data[t * E + f] / scale;
+      if (Math.abs(v) > Math.abs(pooled[bin])) pooled[bin] = v;
+    }
+  }
+  const pixels = new Uint8ClampedArray(outRows * outCols * 4);
+  pooled.forEach((v, b) => {
+    pixels.set(divergingColor(v), b * 4);
+    pixels[b * 4 + 3] = 255;
+  });
+  blit(ctx, new ImageData(pixels, outCols, outRows), 0, 0, width, height);
+  return { scale };
+}

@@ -1,0 +1,495 @@
+// The demo page's controller: sends text (or the user's files) to the worker, keeps the latest
+// result, and draws every view from it. window.__mhaDemo is the documented hook tests use to read
+// the numbers behind the pictures (see the README's "Demo" section).
+import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, prepareCanvas } from './heatmap.js';
+import { drawLines, MAX_ROWS } from './lines.js';
+import { WorkerClient } from './worker-client.js';
+
+const $ = (id) => document.getElementById(id);
+const worker = new WorkerClient(new URL('./worker.js', import.meta.url));
+
+const state = {
+  source: 'default',      // 'default' model or the user's 'custom' layer
+  info: null,             // the worker's load result: build, vocab, heads, config
+  result: null,           // the latest forward pass
+  selected: { layer: 0, head: 0 },
+  mode: 'head',           // 'head' or 'mean' (averaged over the layer's heads)
+  threshold: 0,
+  view: 'heatmap',        // 'heatmap' or 'lines'
+  focus: null,            // line view: hovered or locked token
+  locked: false,
+  linesStart: 0,
+  renders: 0,
+  renderMs: 0,
+  meanCache: new Map(),
+};
+
+// ---- what the views read ----
+
+function layerShape() {
+  const { result } = state;
+  return { L: result.labels.length, H: result.config.numHeads, E: result.config.embedDim };
+}
+
+/** The matrix the views show: { data, offset } of an [L, L] block; head 'mean' averages the layer. */
+function matrixOf(layer, head) {
+  const { L, H } = layerShape();
+  const weights = state.result.layers[layer].weights;
+  if (head !== 'mean') return { data: weights, offset: head * L * L };
+  if (!state.meanCache.has(layer)) {
+    const mean = new Float32Array(L * L);
+    for (let h = 0; h < H; h++) {
+      for (let k = 0; k < L * L; k++) mean[k] += weights[h * L * L + k];
+    }
+    for (let k = 0; k < L * L; k++) mean[k] /= H;
+    state.meanCache.set(layer, mean);
+  }
+  return { data: state.meanCache.get(layer), offset: 0 };
+}
+
+/** 0 = visible, 1 = hidden by the causal mask, 2 = a padding position (row or column). */
+function cellState(i, j) {
+  const { padding, causal } = state.result;
+  if (padding && (padding[i] || padding[j])) return 2;
+  return causal && j > i ? 1 : 0;
+}
+
+const shownHead = () => (state.mode === 'mean' ? 'mean' : state.selected.head);
+
+function headInfo(layer, head) {
+  if (state.source !== 'default') return null;
+  return state.info.heads.heads.find((h) => h.layer === layer && h.head === head) ?? null;
+}
+
+// ---- drawing ----
+
+function renderStatus() {
+  const { build } = state.info;
+  const { result } = state;
+  const tokens = result ? `<b>${result.labels.length}</b> tokens · ` : '';
+  const timing = result ? `attention layers in wasm <b>${result.wasmMs.toFixed(2)} ms</b> · whole forward pass `
+    + `<b>${result.totalMs.toFixed(2)} ms</b> · drawing <b>${state.renderMs.toFixed(0)} ms</b>` : '';
+  $('status').innerHTML = `build <b>${build.name}</b> · SIMD <b>${build.simd ? 'on' : 'off'}</b> · threads <b>${build.threads ? 'on' : 'off'}</b>`
+    + `${crossOriginIsolated ? '' : ' (page not cross-origin isolated)'} · ${tokens}${timing}`;
+}
+
+function renderPrediction() {
+  const list = $('prediction');
+  const { prediction } = state.result;
+  $('prediction-panel').hidden = !prediction;
+  if (!prediction) return;
+  list.replaceChildren(...prediction.map(({ token, probability }) => {
+    const item = document.createElement('li');
+    item.innerHTML = '<span class="token"></span><span class="bar"></span><span class="p"></span>';
+    item.querySelector('.token').textContent = displayToken(token);
+    item.querySelector('.bar').style.width = `${(probability * 100).toFixed(1)}%`;
+    item.querySelector('.p').textContent = `${(probability * 100).toFixed(1)}%`;
+    return item;
+  }));
+}
+
+function tile(layer, head, L) {
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'tile';
+  button.dataset.layer = layer;
+  button.dataset.head = head;
+  const isSelected = state.selected.layer === layer && (state.mode === 'mean' || state.selected.head === head);
+  button.classList.toggle('selected', isSelected);
+  const canvas = document.createElement('canvas');
+  const size = 104;
+  const ctx = prepareCanvas(canvas, size, size);
+  const pixels = Math.floor(size * (globalThis.devicePixelRatio || 1));
+  const { data, offset } = matrixOf(layer, head);
+  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold: state.threshold, cellState }), 0, 0, size, size);
+  const info = headInfo(layer, head);
+  const caption = document.createElement('span');
+  caption.innerHTML = `<b>L${layer} H${head}</b> `;
+  caption.append(info ? info.role.replace('_', ' ') : '');
+  button.append(canvas, caption);
+  button.addEventListener('click', () => {
+    state.selected = { layer, head };
+    state.focus = null;
+    state.locked = false;
+    render();
+  });
+  return button;
+}
+
+function renderGrid() {
+  const { L, H } = layerShape();
+  const { numKvHeads } = state.result.config;
+  const perGroup = H / numKvHeads;
+  const rows = state.result.layers.map((_, layer) => {
+    const row = document.createElement('div');
+    row.className = 'grid-layer';
+    const name = document.createElement('div');
+    name.className = 'layer-name';
+    name.textContent = `layer ${layer}`;
+    row.append(name);
+    // Grouped-query attention: heads sharing one key/value head are boxed together.
+    for (let g = 0; g < numKvHeads; g++) {
+      const group = document.createElement('div');
+      group.className = `kv-group${perGroup > 1 ? ' shared' : ''}`;
+      group.dataset.label = `kv head ${g}`;
+      for (let h = g * perGroup; h < (g + 1) * perGroup; h++) group.append(tile(layer, h, L));
+      row.append(group);
+    }
+    return row;
+  });
+  $('grid').replaceChildren(...rows);
+}
+
+let heatmapGeometry = null;
+let linesGeometry = null;
+
+function renderSelected() {
+  const { layer } = state.selected;
+  const head = shownHead();
+  const info = head === 'mean' ? null : headInfo(layer, head);
+  $('selected-title').textContent = head === 'mean' ? `Layer ${layer}, averaged over heads` : `Layer ${layer}, head ${head}`;
+  const { config } = state.result;
+  const group = config.numKvHeads < config.numHeads && head !== 'mean'
+    ? ` Shares key/value head ${Math.floor(head / (config.numHeads / config.numKvHeads))} with its group.` : '';
+  $('selected-description').textContent = info
+    ? `${info.description}. Scores on held-out text: ${Object.entries(info.scores).map(([k, v]) => `${k.replace('_', ' ')} ${v.toFixed(2)}`).join(', ')}.${group}`
+    : head === 'mean' ? 'The mean of the layer\'s per-head weights (PyTorch\'s average_attn_weights).' : `Your layer.${group}`;
+  const { data, offset } = matrixOf(layer, head);
+  const width = $('heatmap-panel').parentElement.clientWidth - 30;
+  $('heatmap-panel').hidden = state.view !== 'heatmap';
+  $('lines-panel').hidden = state.view !== 'lines';
+  if (state.view === 'heatmap') {
+    heatmapGeometry = drawLabeledAttention($('heatmap'), {
+      data, offset, labels: state.result.labels, cellState, threshold: state.threshold, maxSize: width,
+    });
+  } else {
+    const L = state.result.labels.length;
+    const windowed = L > MAX_ROWS;
+    $('lines-window-label').hidden = !windowed;
+    $('lines-start').max = Math.max(0, L - MAX_ROWS);
+    state.linesStart = Math.min(state.linesStart, Math.max(0, L - MAX_ROWS));
+    $('lines-hint').textContent = `Hover a token to see its attention, click to lock.${windowed
+      ? ` Showing tokens ${state.linesStart}–${state.linesStart + MAX_ROWS - 1} of ${L}.` : ''}`;
+    linesGeometry = drawLines($('lines'), {
+      data, offset, labels: state.result.labels, start: state.linesStart, cellState,
+      threshold: state.threshold, focus: state.focus, width: Math.min(width, 760),
+    });
+  }
+}
+
+function renderOutputs() {
+  const { L, E } = layerShape();
+  $('outputs-hint').textContent = `layer ${state.selected.layer}'s attention output [${L} tokens × ${E} features], `
+    + 'one column per token (blue negative, red positive)';
+  drawOutputs($('outputs'), {
+    data: state.result.layers[state.selected.layer].output, L, E,
+    width: $('outputs').parentElement.clientWidth - 2,
+  });
+}
+
+function render() {
+  if (!state.result) return;
+  const started = performance.now();
+  renderPrediction();
+  renderGrid();
+  renderSelected();
+  renderOutputs();
+  state.renderMs = performance.now() - started;
+  renderStatus();
+  state.renders += 1;
+  for (const waiter of renderWaiters.splice(0)) waiter();
+}
+
+// ---- computing ----
+
+const renderWaiters = [];
+let running = false;
+let pendingRun = null;
+
+function showMessage(text, kind = 'error') {
+  const box = $('message');
+  box.hidden = !text;
+  box.textContent = text ?? '';
+  box.className = kind === 'info' ? 'info' : '';
+}
+
+function accept(result) {
+  state.result = result;
+  state.meanCache = new Map();
+  if (state.selected.layer >= result.layers.length) state.selected.layer = 0;
+  if (state.selected.head >= result.config.numHeads) state.selected.head = 0;
+  render();
+}
+
+/** Runs the default model on the text box's text; while a run is in flight only the latest waits. */
+async function runText() {
+  pendingRun = { text: $('text').value, padding: Math.max(0, Math.min(64, Number($('padding').value) || 0)) };
+  if (running) return;
+  running = true;
+  try {
+    while (pendingRun) {
+      const args = pendingRun;
+      pendingRun = null;
+      try {
+        const result = await worker.request('run', args);
+        if (state.source === 'default') {
+          accept(result);
+          showMessage(null);
+        }
+      } catch (error) {
+        showMessage(`Could not run the model: ${error.message}`);
+      }
+    }
+  } finally {
+    running = false;
+  }
+}
+
+async function readFile(input, what) {
+  const file = input.files[0];
+  if (!file) throw new TypeError(`Choose a ${what} file first.`);
+  return { name: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+}
+
+async function runCustom() {
+  try {
+    const embeddingsFile = await readFile($('byo-embeddings'), 'token embeddings (.json or .npy)');
+    const weightsFile = await readFile($('byo-weights'), 'state dict (.safetensors)');
+    const result = await worker.request('custom', {
+      embeddingsFile, weightsFile,
+      numHeads: Number($('byo-heads').value),
+      prefix: $('byo-prefix').value,
+      causal: $('byo-causal').checked,
+    });
+    const select = $('byo-prefix');
+    select.replaceChildren(...result.prefixes.map((p) => new Option(p || '(top level)', p, false, p === result.prefix)));
+    state.source = 'custom';
+    accept(result);
+    const { embedDim, numHeads, numKvHeads } = result.config;
+    showMessage(`Loaded ${weightsFile.name}${result.prefix ? ` (layer '${result.prefix}')` : ''}: embedDim ${embedDim}, `
+      + `${numHeads} heads${numKvHeads < numHeads ? `, ${numKvHeads} key/value heads` : ''}, ${result.labels.length} tokens.`, 'info');
+  } catch (error) {
+    showMessage(error.message);
+  }
+}
+
+// ---- export ----
+
+function download(name, blob) {
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+}
+
+function viewName() {
+  const head = shownHead();
+  return `attention-layer${state.selected.layer}-${head === 'mean' ? 'mean' : `head${head}`}`;
+}
+
+function exportPng() {
+  const canvas = state.view === 'heatmap' ? $('heatmap') : $('lines');
+  canvas.toBlob((blob) => download(`${viewName()}-${state.view}.png`, blob), 'image/png');
+}
+
+function exportJson() {
+  const { L, H } = layerShape();
+  const { layer } = state.selected;
+  const rows = (head) => {
+    const { data, offset } = matrixOf(layer, head);
+    return Array.from({ length: L }, (_, i) => Array.from(data.subarray(offset + i * L, offset + (i + 1) * L)));
+  };
+  const json = {
+    source: state.source === 'default' ? 'default model' : 'your layer',
+    build: state.info.build,
+    tokens: state.result.labels,
+    layer,
+    causal: state.result.causal,
+    padding: state.result.padding ? Array.from(state.result.padding, Boolean) : null,
+    shape: [H, L, L],
+    weights: Array.from({ length: H }, (_, h) => rows(h)),
+    meanWeights: rows('mean'),
+  };
+  download(`${viewName().replace(/-head\d+|-mean/, '')}-weights.json`, new Blob([JSON.stringify(json)], { type: 'application/json' }));
+}
+
+// ---- events ----
+
+function selectTab(ids, chosen) {
+  for (const id of ids) $(id).setAttribute('aria-selected', String(id === chosen));
+}
+
+function bindEvents() {
+  $('text').addEventListener('input', runText);
+  $('padding').addEventListener('input', runText);
+  $('source-default').addEventListener('click', () => {
+    selectTab(['source-default', 'source-custom'], 'source-default');
+    $('default-panel').hidden = false;
+    $('custom-panel').hidden = true;
+    state.source = 'default';
+    showMessage(null);
+    runText();
+  });
+  $('source-custom').addEventListener('click', () => {
+    selectTab(['source-default', 'source-custom'], 'source-custom');
+    $('default-panel').hidden = true;
+    $('custom-panel').hidden = false;
+  });
+  $('custom-panel').addEventListener('submit', (event) => {
+    event.preventDefault();
+    runCustom();
+  });
+  for (const radio of document.querySelectorAll('input[name=mode]')) {
+    radio.addEventListener('change', () => {
+      state.mode = radio.value;
+      render();
+    });
+  }
+  $('threshold').addEventListener('input', () => {
+    state.threshold = Number($('threshold').value);
+    $('threshold-value').textContent = state.threshold.toFixed(2);
+    render();
+  });
+  for (const view of ['heatmap', 'lines']) {
+    $(`view-${view}`).addEventListener('click', () => {
+      selectTab(['view-heatmap', 'view-lines'], `view-${view}`);
+      state.view = view;
+      render();
+    });
+  }
+  $('lines-start').addEventListener('input', () => {
+    state.linesStart = Number($('lines-start').value);
+    renderSelected();
+  });
+  $('export-png').addEventListener('click', exportPng);
+  $('export-json').addEventListener('click', exportJson);
+
+  const point = (canvas, event) => {
+    const rect = canvas.getBoundingClientRect();
+    return [event.clientX - rect.left, event.clientY - rect.top];
+  };
+  $('lines').addEventListener('mousemove', (event) => {
+    if (state.locked || !linesGeometry) return;
+    const hit = linesGeometry.hit(...point($('lines'), event));
+    if (JSON.stringify(hit) !== JSON.stringify(state.focus)) {
+      state.focus = hit;
+      renderSelected();
+    }
+  });
+  $('lines').addEventListener('mouseleave', () => {
+    if (!state.locked && state.focus) {
+      state.focus = null;
+      renderSelected();
+    }
+  });
+  $('lines').addEventListener('click', (event) => {
+    const hit = linesGeometry?.hit(...point($('lines'), event));
+    const same = hit && state.focus && hit.side === state.focus.side && hit.index === state.focus.index;
+    state.locked = Boolean(hit) && !(state.locked && same);
+    state.focus = hit;
+    renderSelected();
+  });
+  $('heatmap').addEventListener('mousemove', (event) => {
+    const tooltip = $('tooltip');
+    const g = heatmapGeometry;
+    const [x, y] = point($('heatmap'), event);
+    const i = Math.floor((y - g.margin) / g.cell);
+    const j = Math.floor((x - g.margin) / g.cell);
+    if (!g || i < 0 || j < 0 || i >= g.L || j >= g.L) {
+      tooltip.hidden = true;
+      return;
+    }
+    const { data, offset } = matrixOf(state.selected.layer, shownHead());
+    const { labels } = state.result;
+    const s = cellState(i, j);
+    const value = s === 1 ? 'masked (causal)' : s === 2 ? 'padding' : data[offset + i * g.L + j].toFixed(4);
+    tooltip.textContent = `query ${i} '${displayToken(labels[i])}' → key ${j} '${displayToken(labels[j])}': ${value}`;
+    tooltip.style.left = `${x + 14}px`;
+    tooltip.style.top = `${y + 10}px`;
+    tooltip.hidden = false;
+  });
+  $('heatmap').addEventListener('mouseleave', () => { $('tooltip').hidden = true; });
+  let resizeTimer;
+  addEventListener('resize', () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(render, 100);
+  });
+}
+
+// ---- the test hook ----
+
+function nextRender() {
+  return new Promise((resolve) => renderWaiters.push(resolve));
+}
+
+window.__mhaDemo = {
+  /** Resolves once the model is loaded and the first view is drawn. */
+  ready: null,
+  /** Sets the text box and resolves when the page has drawn the result. */
+  async setText(text) {
+    $('text').value = text;
+    const drawn = nextRender();
+    runText();
+    await drawn;
+  },
+  /** The weights the page shows: [L * L] row-major (query rows), a copy. head = number or 'mean'. */
+  getWeights(layer, head) {
+    const L = state.result.labels.length;
+    const { data, offset } = matrixOf(layer, head);
+    return Array.from(data.subarray(offset, offset + L * L));
+  },
+  /** The selected layer's attention output [L * E]. */
+  getOutput(layer) {
+    return Array.from(state.result.layers[layer].output);
+  },
+  /** What is on the page now. */
+  getState() {
+    const { result } = state;
+    return {
+      source: state.source,
+      build: state.info?.build ?? null,
+      ids: result?.ids ?? null,
+      labels: result?.labels ?? null,
+      numLayers: result?.layers.length ?? 0,
+      config: result?.config ?? null,
+      causal: result?.causal ?? null,
+      padding: result?.padding ? Array.from(result.padding) : null,
+      prediction: result?.prediction ?? null,
+      wasmMs: result?.wasmMs ?? null,
+      renderMs: state.renderMs,
+      selected: { ...state.selected },
+      mode: state.mode,
+      view: state.view,
+      focus: state.focus,
+      locked: state.locked,
+      renders: state.renders,
+    };
+  },
+  /** Line view: where token `index` of the 'query' or 'key' column is, in page coordinates (null if not shown). */
+  linePoint(side, index) {
+    const p = linesGeometry?.point(side, index);
+    if (!p || state.view !== 'lines') return null;
+    const rect = $('lines').getBoundingClientRect();
+    return { x: rect.left + p.x, y: rect.top + p.y };
+  },
+  /** Resolves after the next redraw. */
+  nextRender,
+};
+
+window.__mhaDemo.ready = (async () => {
+  bindEvents();
+  try {
+    state.info = await worker.request('load', {});
+    renderStatus();
+    const drawn = nextRender();
+    runText();
+    await drawn;
+  } catch (error) {
+    $('status').textContent = 'could not start';
+    showMessage(`Could not load the model: ${error.message}`);
+    throw error;
+  }
+})();

@@ -1,0 +1,140 @@
+// The demo's default model in JavaScript: a tiny attention-only, character-level Transformer
+// trained by tools/train_demo_model.py. Only the attention layers run in mha-wasm; the rest is a
+// few lines here:  x = embed(tokens) + positions;  x += attention_l(x) for each layer;  logits = unembed(x).
+// Runs in the page's worker and in Node (the parity tests), so it touches no DOM.
+
+/** One token per character, lower-cased, preceded by <bos>; unknown characters become <unk>. */
+export function tokenize(text, vocab) {
+  const index = new Map(vocab.tokens.map((token, id) => [token, id]));
+  const ids = [vocab.bos];
+  const labels = [vocab.tokens[vocab.bos]];
+  for (const char of vocab.lowercase ? text.toLowerCase() : text) {
+    const id = index.get(char) ?? vocab.unk;
+    ids.push(id);
+    labels.push(id === vocab.unk ? char : vocab.tokens[id]);
+  }
+  return { ids, labels };
+}
+
+/** The Transformer paper's sinusoidal positions [length, dim], computed in float64 like the trainer. */
+export function sinusoidalPositions(length, dim) {
+  const table = new Float32Array(length * dim);
+  for (let pos = 0; pos < length; pos++) {
+    for (let i = 0; i < dim; i += 2) {
+      const angle = pos * 10000 ** (-i / dim);
+      table[pos * dim + i] = Math.sin(angle);
+      if (i + 1 < dim) table[pos * dim + i + 1] = Math.cos(angle);
+    }
+  }
+  return table;
+}
+
+/** Numerically stable softmax of one logits row, then the k most likely tokens. */
+export function topK(logitsRow, tokens, k = 5) {
+  const max = logitsRow.reduce((m, v) => Math.max(m, v), -Infinity);
+  const exps = logitsRow.map((v) => Math.exp(v - max));
+  const total = exps.reduce((s, v) => s + v, 0);
+  return [...exps.keys()].sort((a, b) => exps[b] - exps[a]).slice(0, k)
+    .map((id) => ({ id, token: tokens[id], probability: exps[id] / total }));
+}
+
+function requireTensor(tensors, name, shape) {
+  const tensor = tensors[name];
+  if (!tensor) throw new TypeError(`demo model: the weights file has no tensor '${name}'`);
+  if (tensor.dtype !== 'F32' || tensor.shape.join(',') !== shape.join(',')) {
+    throw new RangeError(`demo model: '${name}' must be F32 [${shape}], got ${tensor.dtype} [${tensor.shape}]`);
+  }
+  return tensor.data;
+}
+
+export class DemoModel {
+  #layers;
+
+  /**
+   * @param mha the loaded package (init())
+   * @param {{ tensors, metadata }} weights readSafetensors() of demo-model.safetensors
+   * @param vocab the parsed vocab.json
+   */
+  constructor(mha, weights, vocab) {
+    const { tensors, metadata } = weights;
+    this.vocab = vocab;
+    this.dModel = Number(metadata.dModel);
+    this.numHeads = Number(metadata.numHeads);
+    this.numLayers = Number(metadata.numLayers);
+    const V = vocab.tokens.length;
+    const E = this.dModel;
+    this.embedding = requireTensor(tensors, 'tok_embed.weight', [V, E]);
+    this.unembedWeight = requireTensor(tensors, 'unembed.weight', [V, E]);
+    this.unembedBias = requireTensor(tensors, 'unembed.bias', [V]);
+    this.#layers = [];
+    try {
+      for (let l = 0; l < this.numLayers; l++) {
+        const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: this.numHeads });
+        this.#layers.push(layer);
+        const prefix = `layers.${l}.`;
+        const stateDict = {};
+        for (const key of Object.keys(layer.stateDictShapes())) {
+          stateDict[key] = requireTensor(tensors, prefix + key, layer.stateDictShapes()[key]);
+        }
+        layer.loadStateDict(stateDict);
+      }
+    } catch (error) {
+      this.dispose();
+      throw error;
+    }
+  }
+
+  /** Token embeddings plus positions, [L, E]. */
+  embed(ids) {
+    const E = this.dModel;
+    const x = sinusoidalPositions(ids.length, E);
+    ids.forEach((id, pos) => {
+      for (let i = 0; i < E; i++) x[pos * E + i] += this.embedding[id * E + i];
+    });
+    return x;
+  }
+
+  /**
+   * Runs the model on token ids. Returns per layer the attention weights [H, L, L] and the layer's
+   * output [L, E] (before the residual add), the logits [L, V], and the time spent in mha-wasm.
+   */
+  forward(ids, { keyPaddingMask = null } = {}) {
+    const L = ids.length;
+    const E = this.dModel;
+    const x = this.embed(ids);
+    const layers = [];
+    let wasmMs = 0;
+    for (const layer of this.#layers) {
+      const started = performance.now();
+      const { output, weights } = layer.forward({ data: x, shape: [L, E] }, null, null, {
+        causal: true, needWeights: true, averageWeights: false,
+        ...(keyPaddingMask && { keyPaddingMask: { data: keyPaddingMask, shape: [L] } }),
+      });
+      wasmMs += performance.now() - started;
+      for (let i = 0; i < x.length; i++) x[i] += output.data[i];
+      layers.push({ weights: weights.data, output: output.data });
+    }
+    return { layers, logits: this.unembed(x), wasmMs };
+  }
+
+  /** logits [L, V] = x W^T + b. */
+  unembed(x) {
+    const E = this.dModel;
+    const V = this.unembedBias.length;
+    const L = x.length / E;
+    const logits = new Float32Array(L * V);
+    for (let pos = 0; pos < L; pos++) {
+      for (let v = 0; v < V; v++) {
+        let sum = this.unembedBias[v];
+        for (let i = 0; i < E; i++) sum += x[pos * E + i] * this.unembedWeight[v * E + i];
+        logits[pos * V + v] = sum;
+      }
+    }
+    return logits;
+  }
+
+  dispose() {
+    for (const layer of this.#layers) layer.dispose();
+    this.#layers = [];
+  }
+}

@@ -1,0 +1,37 @@
+// Promise-based requests to the page's worker: each message carries an id; the reply settles it.
+export class WorkerClient {
+  #worker;
+  #nextId = 1;
+  #pending = new Map();
+
+  constructor(url) {
+    this.#worker = new Worker(url, { type: 'module' });
+    this.#worker.onmessage = ({ data }) => {
+      const request = this.#pending.get(data.id);
+      if (!request) return;
+      this.#pending.delete(data.id);
+      if (data.error) {
+        const error = new Error(data.error.message);
+        error.name = data.error.name;
+        request.reject(error);
+      } else {
+        request.resolve(data.result);
+      }
+    };
+    // A worker that fails to start (e.g. a module that cannot load) fails every request.
+    this.#worker.onerror = (event) => {
+      event.preventDefault();
+      const error = new Error(`the worker failed: ${event.message || 'could not load worker.js'}`);
+      for (const request of this.#pending.values()) request.reject(error);
+      this.#pending.clear();
+    };
+  }
+
+  request(type, args, transfer = []) {
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, type, ...args }, transfer);
+    });
+  }
+}
