@@ -34,28 +34,36 @@ export function prepareCanvas(canvas, width, height) {
 
 /**
  * Pools matrix [rows, cols] (starting at `offset` in `data`) into an RGBA image of at most
- * maxRows x maxCols. A bin's color is its largest visible weight; a bin with only masked cells
- * gets the mask color. `cellState(i, j)` returns 0 (visible), 1 (causal-masked) or 2 (padding).
+ * maxRows x maxCols. A bin's color is its largest visible weight; a bin with only hidden cells gets
+ * the causal-mask or padding color. `padding` (or null) marks padding positions (rows and columns).
  */
-export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { threshold = 0, cellState }) {
+export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { threshold = 0, causal = false, padding = null }) {
   const outRows = Math.min(rows, maxRows);
   const outCols = Math.min(cols, maxCols);
   const best = new Float32Array(outRows * outCols).fill(-1);
-  const state = new Uint8Array(outRows * outCols).fill(3);
+  const state = new Uint8Array(outRows * outCols).fill(3); // 0 visible, 1 causal-masked, 2 padding, 3 empty
+  const colBin = Int32Array.from({ length: cols }, (_, j) => Math.floor((j * outCols) / cols));
+  const hide = (bin, s) => { if (state[bin] !== 0 && s < state[bin]) state[bin] = s; };
   for (let i = 0; i < rows; i++) {
     const bi = Math.floor((i * outRows) / rows) * outCols;
     const row = offset + i * cols;
-    for (let j = 0; j < cols; j++) {
-      const bin = bi + Math.floor((j * outCols) / cols);
-      const s = cellState(i, j);
-      if (s === 0) {
-        const w = data[row + j];
-        if (w > best[bin]) best[bin] = w;
-        state[bin] = 0;
-      } else if (state[bin] !== 0) {
-        state[bin] = Math.min(state[bin], s);
-      }
+    const seen = causal ? Math.min(cols, i + 1) : cols; // keys this query may see
+    if (padding?.[i]) {
+      for (let c = 0; c < outCols; c++) hide(bi + c, 2);
+      continue;
     }
+    for (let j = 0; j < seen; j++) {
+      const bin = bi + colBin[j];
+      if (padding?.[j]) {
+        hide(bin, 2);
+        continue;
+      }
+      const w = data[row + j];
+      if (w > best[bin]) best[bin] = w;
+      state[bin] = 0;
+    }
+    // The causally hidden keys only need their bins marked, not every cell read.
+    for (let c = seen < cols ? colBin[seen] : outCols; c < outCols; c++) hide(bi + c, 1);
   }
   const pixels = new Uint8ClampedArray(outRows * outCols * 4);
   for (let b = 0; b < best.length; b++) {
@@ -84,7 +92,7 @@ export function displayToken(label) {
  * The large view of one attention matrix [L, L] with token labels on both axes (queries down,
  * keys across). Returns the geometry, for hit testing.
  */
-export function drawLabeledAttention(canvas, { data, offset, labels, cellState, threshold, maxSize }) {
+export function drawLabeledAttention(canvas, { data, offset, labels, masks, threshold, maxSize }) {
   const L = labels.length;
   const longest = labels.reduce((m, l) => Math.max(m, displayToken(l).length), 1);
   const margin = Math.min(120, 14 + 7 * Math.min(longest, 14));
@@ -95,7 +103,7 @@ export function drawLabeledAttention(canvas, { data, offset, labels, cellState, 
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   const ratio = globalThis.devicePixelRatio || 1;
   const pixels = Math.floor(side * ratio);
-  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold, cellState }), margin, margin, side, side);
+  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold, ...masks }), margin, margin, side, side);
   ctx.strokeStyle = '#d0d5dd';
   ctx.strokeRect(margin - 0.5, margin - 0.5, side + 1, side + 1);
 

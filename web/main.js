@@ -54,6 +54,9 @@ function cellState(i, j) {
   return causal && j > i ? 1 : 0;
 }
 
+/** The masks the heatmaps shade: { causal, padding }. */
+const masks = () => ({ causal: state.result.causal, padding: state.result.padding });
+
 const shownHead = () => (state.mode === 'mean' ? 'mean' : state.selected.head);
 
 function headInfo(layer, head) {
@@ -101,7 +104,7 @@ function tile(layer, head, L) {
   const ctx = prepareCanvas(canvas, size, size);
   const pixels = Math.floor(size * (globalThis.devicePixelRatio || 1));
   const { data, offset } = matrixOf(layer, head);
-  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold: state.threshold, cellState }), 0, 0, size, size);
+  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold: state.threshold, ...masks() }), 0, 0, size, size);
   const info = headInfo(layer, head);
   const caption = document.createElement('span');
   caption.innerHTML = `<b>L${layer} H${head}</b> `;
@@ -160,7 +163,7 @@ function renderSelected() {
   $('lines-panel').hidden = state.view !== 'lines';
   if (state.view === 'heatmap') {
     heatmapGeometry = drawLabeledAttention($('heatmap'), {
-      data, offset, labels: state.result.labels, cellState, threshold: state.threshold, maxSize: width,
+      data, offset, labels: state.result.labels, masks: masks(), threshold: state.threshold, maxSize: width,
     });
   } else {
     const L = state.result.labels.length;
@@ -431,9 +434,9 @@ window.__mhaDemo = {
   /** Sets the text box and resolves when the page has drawn the result. */
   async setText(text) {
     $('text').value = text;
-    const drawn = nextRender();
     runText();
-    await drawn;
+    // An earlier run may still be drawn first: wait for the one of this text.
+    while (state.source !== 'default' || state.result?.text !== text) await nextRender();
   },
   /** The weights the page shows: [L * L] row-major (query rows), a copy. head = number or 'mean'. */
   getWeights(layer, head) {

@@ -41,7 +41,7 @@ function run({ text, padding = 0 }) {
   const V = model.vocab.tokens.length;
   const last = ids.length - padding - 1;
   return {
-    ids, labels, layers, wasmMs, totalMs: performance.now() - started,
+    text, ids, labels, layers, wasmMs, totalMs: performance.now() - started,
     padding: paddingMask,
     prediction: topK(Array.from(logits.subarray(last * V, (last + 1) * V)), model.vocab.tokens, 5),
     causal: true,

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { init, writeSafetensors } from '../../bindings/js/index.js';
 import { startServer } from '../../tools/serve.mjs';
-import { launchBrowser } from './browser.js';
+import { launchBrowser, openDemo } from './browser.js';
 import { maxDifference } from './node-reference.js';
 
 const E = 16;
@@ -65,17 +65,13 @@ async function nodeWeights({ causal, keyPadding }) {
 let server;
 let browser;
 let page;
-const problems = [];
+let problems; // console errors and uncaught exceptions
 
 before(async () => {
   let url;
   ({ server, url } = await startServer({ port: 0 }));
   browser = await launchBrowser();
-  page = await browser.context.newPage();
-  page.on('console', (message) => { if (message.type() === 'error') problems.push(message.text()); });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  await page.goto(url);
-  await page.evaluate(() => window.__mhaDemo.ready);
+  ({ page, problems } = await openDemo(browser.context, url));
   await page.locator('#source-custom').click();
 });
 

@@ -24,3 +24,22 @@ export async function launchBrowser() {
     },
   };
 }
+
+/**
+ * Opens the demo at `url` in a new page and waits (at most 60 s) until it has drawn its first view.
+ * Returns the page and a live list of console errors and uncaught exceptions.
+ */
+export async function openDemo(context, url) {
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  await page.goto(url);
+  await page.evaluate(() => Promise.race([
+    window.__mhaDemo.ready,
+    new Promise((_, reject) => { setTimeout(() => reject(new Error('the demo was not ready after 60 s')), 60_000); }),
+  ]));
+  return { page, problems };
+}
