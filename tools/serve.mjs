@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // The demo's static server: serves the page (web/), the package (bindings/js/, dist/) and the one
-// runtime dependency the loader imports (wasm-feature-detect), and nothing else, on 127.0.0.1 only.
+// runtime dependency the loader may import (wasm-feature-detect), and nothing else, on 127.0.0.1 only.
 // COOP/COEP headers make the page cross-origin isolated, which browsers require for wasm threads.
 //
 //   node tools/serve.mjs [port]        (or PORT=8080; port 0 picks a free one)
 import { createReadStream } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -37,6 +37,21 @@ const MIME_TYPES = {
   '.map': 'application/json; charset=utf-8',
   '.ts': 'text/plain; charset=utf-8',
 };
+
+/**
+ * Bare import specifiers the package uses, and where they are served. Browsers resolve bare
+ * names only through an import map, and module workers (the demo computes in one) get none,
+ * so JavaScript is served with these names replaced by their URLs.
+ */
+export const BARE_IMPORTS = {
+  'wasm-feature-detect': '/node_modules/wasm-feature-detect/dist/esm/index.js',
+};
+
+/** Replaces `from 'name'` and `import('name')` for the names in BARE_IMPORTS. */
+export function rewriteBareImports(source) {
+  return source.replace(/(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])([^'"]+)\2/g,
+    (match, before, quote, name) => (Object.hasOwn(BARE_IMPORTS, name) ? `${before}${quote}${BARE_IMPORTS[name]}${quote}` : match));
+}
 
 const ISOLATION_HEADERS = {
   'Cross-Origin-Opener-Policy': 'same-origin',
@@ -86,9 +101,15 @@ async function handle(request, response) {
   }
   const file = await resolveRequestPath(rawPath);
   if (!file) return send(404, 'not found\n');
-  const type = MIME_TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream';
+  const extension = extname(file).toLowerCase();
+  const headers = { ...ISOLATION_HEADERS, 'Content-Type': MIME_TYPES[extension] ?? 'application/octet-stream', 'Cache-Control': 'no-cache' };
+  if (extension === '.js' || extension === '.mjs') {
+    const body = Buffer.from(rewriteBareImports(await readFile(file, 'utf8')));
+    response.writeHead(200, { ...headers, 'Content-Length': body.length });
+    return response.end(request.method === 'HEAD' ? undefined : body);
+  }
   const { size } = await stat(file);
-  response.writeHead(200, { ...ISOLATION_HEADERS, 'Content-Type': type, 'Content-Length': size, 'Cache-Control': 'no-cache' });
+  response.writeHead(200, { ...headers, 'Content-Length': size });
   if (request.method === 'HEAD') return response.end();
   createReadStream(file).on('error', () => response.destroy()).pipe(response);
 }

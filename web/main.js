@@ -108,7 +108,7 @@ function tile(layer, head, L) {
   const info = headInfo(layer, head);
   const caption = document.createElement('span');
   caption.innerHTML = `<b>L${layer} H${head}</b> `;
-  caption.append(info ? info.role.replace('_', ' ') : '');
+  caption.append(info ? info.role.replaceAll('_', ' ') : '');
   button.append(canvas, caption);
   button.addEventListener('click', () => {
     state.selected = { layer, head };
@@ -155,7 +155,7 @@ function renderSelected() {
   const group = config.numKvHeads < config.numHeads && head !== 'mean'
     ? ` Shares key/value head ${Math.floor(head / (config.numHeads / config.numKvHeads))} with its group.` : '';
   $('selected-description').textContent = info
-    ? `${info.description}. Scores on held-out text: ${Object.entries(info.scores).map(([k, v]) => `${k.replace('_', ' ')} ${v.toFixed(2)}`).join(', ')}.${group}`
+    ? `${info.description}. Scores on held-out text: ${Object.entries(info.scores).map(([k, v]) => `${k.replaceAll('_', ' ')} ${v.toFixed(2)}`).join(', ')}.${group}`
     : head === 'mean' ? 'The mean of the layer\'s per-head weights (PyTorch\'s average_attn_weights).' : `Your layer.${group}`;
   const { data, offset } = matrixOf(layer, head);
   const width = $('heatmap-panel').parentElement.clientWidth - 30;

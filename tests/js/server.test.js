@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { after, before, test } from 'node:test';
-import { startServer } from '../../tools/serve.mjs';
+import { rewriteBareImports, startServer } from '../../tools/serve.mjs';
 
 let server;
 let port;
@@ -98,4 +98,16 @@ test('a bad port is refused with a message', async () => {
   const code = await new Promise((resolve) => child.once('exit', resolve));
   assert.equal(code, 2);
   assert.match(stderr, /port must be an integer 0-65535, got eighty/);
+});
+
+test('JavaScript is served with the package\'s bare imports pointing at their served files', async () => {
+  assert.equal(rewriteBareImports("import { simd, threads } from 'wasm-feature-detect';"),
+    "import { simd, threads } from '/node_modules/wasm-feature-detect/dist/esm/index.js';");
+  assert.equal(rewriteBareImports('const f = await import("wasm-feature-detect");'),
+    'const f = await import("/node_modules/wasm-feature-detect/dist/esm/index.js");');
+  assert.equal(rewriteBareImports("import x from './layer.js'; import 'other-package';"), "import x from './layer.js'; import 'other-package';");
+  // Files without such imports are served byte for byte.
+  const { readFile } = await import('node:fs/promises');
+  const served = await get('/bindings/js/layer.js');
+  assert.deepEqual(served.body, await readFile(new URL('../../bindings/js/layer.js', import.meta.url)));
 });
