@@ -4,7 +4,7 @@
 // COOP/COEP headers make the page cross-origin isolated, which browsers require for wasm threads.
 //
 //   node tools/serve.mjs [port]        (or PORT=8080; port 0 picks a free one)
-import { createReadStream } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { dirname, extname, join, resolve, sep } from 'node:path';
@@ -45,6 +45,9 @@ const MIME_TYPES = {
  */
 export const BARE_IMPORTS = {
   'wasm-feature-detect': '/node_modules/wasm-feature-detect/dist/esm/index.js',
+  // The package's own subpath imports (package.json "imports", e.g. "#platform"): their browser target.
+  ...Object.fromEntries(Object.entries(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).imports ?? {})
+    .map(([name, target]) => [name, (typeof target === 'string' ? target : target.browser ?? target.default).replace(/^\./, '')])),
 };
 
 /** Replaces `from 'name'` and `import('name')` for the names in BARE_IMPORTS. */

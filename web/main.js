@@ -72,7 +72,7 @@ function renderStatus() {
   const tokens = result ? `<b>${result.labels.length}</b> tokens · ` : '';
   const timing = result ? `attention layers in wasm <b>${result.wasmMs.toFixed(2)} ms</b> · whole forward pass `
     + `<b>${result.totalMs.toFixed(2)} ms</b> · drawing <b>${state.renderMs.toFixed(0)} ms</b>` : '';
-  $('status').innerHTML = `build <b>${build.name}</b> · SIMD <b>${build.simd ? 'on' : 'off'}</b> · threads <b>${build.threads ? 'on' : 'off'}</b>`
+  $('status').innerHTML = `build <b>${build.name}</b> · SIMD <b>${build.simd ? 'on' : 'off'}</b> · threads <b>${build.threads ? `on (${build.numThreads ?? '?'})` : 'off'}</b>`
     + `${crossOriginIsolated ? '' : ' (page not cross-origin isolated)'} · ${tokens}${timing}`;
 }
 

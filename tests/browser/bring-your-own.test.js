@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { init, writeSafetensors } from '../../bindings/js/index.js';
-import { startServer } from '../../tools/serve.mjs';
-import { launchBrowser, openDemo } from './browser.js';
+import { startDemo } from './browser.js';
 import { maxDifference } from './node-reference.js';
 
 const E = 16;
@@ -62,23 +61,17 @@ async function nodeWeights({ causal, keyPadding }) {
   }
 }
 
-let server;
-let browser;
+let demo;
 let page;
 let problems; // console errors and uncaught exceptions
 
 before(async () => {
-  let url;
-  ({ server, url } = await startServer({ port: 0 }));
-  browser = await launchBrowser();
-  ({ page, problems } = await openDemo(browser.context, url));
+  demo = await startDemo();
+  ({ page, problems } = demo);
   await page.locator('#source-custom').click();
 });
 
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => demo?.close());
 
 const state = () => page.evaluate(() => window.__mhaDemo.getState());
 const message = () => page.locator('#message').textContent();

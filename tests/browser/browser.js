@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { startServer } from '../../tools/serve.mjs';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -26,20 +27,32 @@ export async function launchBrowser() {
 }
 
 /**
- * Opens the demo at `url` in a new page and waits (at most 60 s) until it has drawn its first view.
- * Returns the page and a live list of console errors and uncaught exceptions.
+ * Serves the demo (tools/serve.mjs on a free port), opens it in a fresh Chromium and waits (at most
+ * 60 s) until it has drawn its first view. Returns the page, a live list of console errors and
+ * uncaught exceptions, and close() for the browser and the server.
  */
-export async function openDemo(context, url) {
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  await page.goto(url);
-  await page.evaluate(() => Promise.race([
-    window.__mhaDemo.ready,
-    new Promise((_, reject) => { setTimeout(() => reject(new Error('the demo was not ready after 60 s')), 60_000); }),
-  ]));
-  return { page, problems };
+export async function startDemo() {
+  const { server, url } = await startServer({ port: 0 });
+  const browser = await launchBrowser();
+  const close = async () => {
+    await browser.close();
+    server.close();
+  };
+  try {
+    const page = await browser.context.newPage();
+    const problems = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+    });
+    page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+    await page.goto(url);
+    await page.evaluate(() => Promise.race([
+      window.__mhaDemo.ready,
+      new Promise((_, reject) => { setTimeout(() => reject(new Error('the demo was not ready after 60 s')), 60_000); }),
+    ]));
+    return { page, problems, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }

@@ -4,27 +4,20 @@
 import assert from 'node:assert/strict';
 import { mkdir, readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { startServer } from '../../tools/serve.mjs';
-import { launchBrowser, openDemo } from './browser.js';
+import { startDemo } from './browser.js';
 import { maxDifference, referenceAttention } from './node-reference.js';
 
 const SCREENSHOT = new URL('../../docs/screenshot.png', import.meta.url);
-let server;
-let browser;
+let demo;
 let page;
 let problems; // console errors and uncaught exceptions
 
 before(async () => {
-  let url;
-  ({ server, url } = await startServer({ port: 0 }));
-  browser = await launchBrowser();
-  ({ page, problems } = await openDemo(browser.context, url));
+  demo = await startDemo();
+  ({ page, problems } = demo);
 });
 
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => demo?.close());
 
 const state = () => page.evaluate(() => window.__mhaDemo.getState());
 
@@ -67,7 +60,7 @@ test('the page loads with no console errors and says which build runs', async ()
   const s = await state();
   assert.equal(s.source, 'default');
   assert.equal(typeof s.build.simd, 'boolean');
-  assert.match(await page.locator('#status').textContent(), new RegExp(`build ${s.build.name} · SIMD (on|off) · threads (on|off)`));
+  assert.match(await page.locator('#status').textContent(), new RegExp(`build ${s.build.name} · SIMD (on|off) · threads (on \\(\\d+\\)|off)`));
   assert.match(await page.locator('#status').textContent(), /whole forward pass \d+\.\d\d ms/);
   assert.equal(await page.evaluate(() => crossOriginIsolated), true, 'COOP/COEP make the page cross-origin isolated');
   assert.deepEqual(problems, []);

@@ -105,6 +105,7 @@ test('JavaScript is served with the package\'s bare imports pointing at their se
     "import { simd, threads } from '/node_modules/wasm-feature-detect/dist/esm/index.js';");
   assert.equal(rewriteBareImports('const f = await import("wasm-feature-detect");'),
     'const f = await import("/node_modules/wasm-feature-detect/dist/esm/index.js");');
+  assert.equal(rewriteBareImports("import { coreCount } from '#platform';"), "import { coreCount } from '/bindings/js/platform.browser.js';");
   assert.equal(rewriteBareImports("import x from './layer.js'; import 'other-package';"), "import x from './layer.js'; import 'other-package';");
   // Files without such imports are served byte for byte.
   const { readFile } = await import('node:fs/promises');
