@@ -13,6 +13,10 @@ export function weightColor(w) {
   return LOW.map((low, c) => Math.round(low + (HIGH[c] - low) * t));
 }
 
+/** weightColor at LUT_STEPS + 1 evenly spaced weights, as RGB triples (colouring a big image per pixel is slow). */
+const LUT_STEPS = 1024;
+const WEIGHT_LUT = Uint8Array.from({ length: (LUT_STEPS + 1) * 3 }, (_, k) => weightColor(Math.floor(k / 3) / LUT_STEPS)[k % 3]);
+
 /** Blue (negative) - white - red (positive), for output vectors. */
 function divergingColor(v) {
   const t = Math.min(1, Math.abs(v));
@@ -66,11 +70,19 @@ export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { thr
     for (let c = seen < cols ? colBin[seen] : outCols; c < outCols; c++) hide(bi + c, 1);
   }
   const pixels = new Uint8ClampedArray(outRows * outCols * 4);
-  for (let b = 0; b < best.length; b++) {
-    const w = best[b] < threshold ? 0 : best[b];
-    const color = state[b] === 1 ? MASKED_COLOR : state[b] === 2 ? PADDED_COLOR : weightColor(w);
-    pixels.set(color, b * 4);
-    pixels[b * 4 + 3] = 255;
+  for (let b = 0, p = 0; b < best.length; b++, p += 4) {
+    let color = MASKED_COLOR;
+    let at = 0;
+    if (state[b] === 2) {
+      color = PADDED_COLOR;
+    } else if (state[b] !== 1) {
+      color = WEIGHT_LUT;
+      at = best[b] < threshold ? 0 : 3 * Math.round(Math.min(1, Math.max(0, best[b])) * LUT_STEPS);
+    }
+    pixels[p] = color[at];
+    pixels[p + 1] = color[at + 1];
+    pixels[p + 2] = color[at + 2];
+    pixels[p + 3] = 255;
   }
   return new ImageData(pixels, outCols, outRows);
 }

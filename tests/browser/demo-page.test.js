@@ -181,6 +181,13 @@ test('a 1000-token input renders every view', async () => {
   const reference = await referenceAttention(s.ids);
   const shown = await page.evaluate(() => window.__mhaDemo.getWeights(1, 1));
   assert.ok(maxDifference(shown, reference[1].perHead.subarray(1000 * 1000, 2 * 1000 * 1000)) <= 1e-5);
+  // The line view shows a window of the tokens, chosen with a slider.
+  await page.locator('#view-lines').click();
+  assert.equal(await page.locator('#lines-window-label').isVisible(), true);
+  await page.locator('#lines-start').fill('900');
+  assert.match(await page.locator('#lines-hint').textContent(), /Showing tokens 900–999 of 1000/);
+  assert.ok((await inkedPixels('#lines'))[0] > 200);
+  await page.locator('#view-heatmap').click();
   console.log(`1000 tokens: forward in wasm ${s.wasmMs.toFixed(1)} ms; drawing ${s.renderMs.toFixed(0)} ms; text set to drawn ${elapsed} ms`);
   assert.deepEqual(problems, []);
 });
