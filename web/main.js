@@ -398,10 +398,11 @@ function bindEvents() {
   $('heatmap').addEventListener('mousemove', (event) => {
     const tooltip = $('tooltip');
     const g = heatmapGeometry;
+    if (!g) return;
     const [x, y] = point($('heatmap'), event);
     const i = Math.floor((y - g.margin) / g.cell);
     const j = Math.floor((x - g.margin) / g.cell);
-    if (!g || i < 0 || j < 0 || i >= g.L || j >= g.L) {
+    if (i < 0 || j < 0 || i >= g.L || j >= g.L) {
       tooltip.hidden = true;
       return;
     }
@@ -477,6 +478,12 @@ window.__mhaDemo = {
     if (!p || state.view !== 'lines') return null;
     const rect = $('lines').getBoundingClientRect();
     return { x: rect.left + p.x, y: rect.top + p.y };
+  },
+  /** Heatmap view: the centre of cell (query, key), in page coordinates. */
+  heatmapPoint(query, key) {
+    const g = heatmapGeometry;
+    const rect = $('heatmap').getBoundingClientRect();
+    return { x: rect.left + g.margin + (key + 0.5) * g.cell, y: rect.top + g.margin + (query + 0.5) * g.cell };
   },
   /** Resolves after the next redraw. */
   nextRender,

@@ -90,6 +90,16 @@ test('typing text redraws every head, the selected head, the outputs and the pre
 
 test('the weights the page shows equal what the package computes in Node (1e-5)', async () => {
   await assertMatchesNode();
+  // Hovering a cell of the large heatmap names the tokens and the weight.
+  const { labels } = await state();
+  const shown = await page.evaluate(() => window.__mhaDemo.getWeights(0, 0));
+  const cell = await page.evaluate(() => window.__mhaDemo.heatmapPoint(9, 4));
+  await page.mouse.move(cell.x, cell.y);
+  assert.equal(await page.locator('#tooltip').textContent(),
+    `query 9 '${labels[9]}' → key 4 '${labels[4] === ' ' ? '␣' : labels[4]}': ${shown[9 * labels.length + 4].toFixed(4)}`);
+  const masked = await page.evaluate(() => window.__mhaDemo.heatmapPoint(4, 9));
+  await page.mouse.move(masked.x, masked.y);
+  assert.match(await page.locator('#tooltip').textContent(), /: masked \(causal\)$/);
   // Clicking another head selects it.
   await page.locator('.tile[data-layer="1"][data-head="2"]').click();
   assert.deepEqual((await state()).selected, { layer: 1, head: 2 });
