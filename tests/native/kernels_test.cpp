@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "random_vector.hpp"
 #include "mha/kernels/attention_kernel.hpp"
 #include "mha/kernels/linear.hpp"
 #include "mha/kernels/packed_linear.hpp"
@@ -15,14 +16,6 @@ namespace {
 
 using mha::kernels::AttentionHeadArgs;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
   ASSERT_EQ(got.size(), want.size());

@@ -8,18 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include "random_vector.hpp"
 #include "mha/multihead_attention.hpp"
 #include "mha/thread_pool.hpp"
 
 namespace {
-
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 struct Layer {
   static constexpr int64_t E = 32, H = 4;
