@@ -1,8 +1,8 @@
 // `npm run bench`: one table per build (wasm 1 thread, wasm threads, native 1 thread, native
 // 2 threads) with ms (median after warm-up), GFLOPS and the ratio to each peer measured in the
 // same run, plus each process's peak memory. Every implementation runs in its own process,
-// shape by shape, interleaved, in --passes rounds (default 2; a cell reports the median of its
-// rounds' medians, the JS loop runs once). Options: --shapes=0,2 (indexes into SHAPES),
+// shape by shape, interleaved, in --passes rounds (default 2; a cell reports the lower median of
+// its rounds' medians, so with 2 passes the faster one; the JS loop runs once). Options: --shapes=0,2 (indexes into SHAPES),
 // --threads=2, --passes=2, --js=no.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,7 +51,7 @@ function nativeOurs(s, threads) {
 const gflops = (s, r) => (r.ms ? flops(s) / (r.ms * 1e6) : NaN);
 const fmt = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
 
-/** The median of the rounds' medians (and the largest peak memory); errors if every round failed. */
+/** The lower median of the rounds' medians (and the largest peak memory); an error if every round failed. */
 function combine(rounds) {
   const ok = rounds.filter((r) => r.ms);
   if (!ok.length) return rounds[0];
