@@ -32,8 +32,11 @@ struct AttentionHeadArgs {
 // Floats of scratch attention_head needs for these args: O(key_len * head_dim).
 int64_t attention_scratch_floats(const AttentionHeadArgs& args);
 
-// Keys whose mask bias is -inf are skipped entirely: their k and v are never read, so NaN or
-// Inf there cannot reach the output. A query row with every key blocked gives zeros.
+// Keys whose mask bias is -inf cannot influence the output, so NaN or Inf in their k or v
+// cannot reach it: the reference never reads them; the flash kernel copies them into its
+// packed tiles but gives them a -inf score whatever the dot product and never multiplies their
+// v into a row that blocks them. A query row with every key blocked gives zeros; NaN scores
+// of unblocked keys make the row NaN (they are not "blocked").
 void attention_head_reference(const AttentionHeadArgs& args);
 
 // Flash-attention style kernel (attention_flash.cpp): same contract, memory O((L + S) * Dh).
