@@ -52,3 +52,12 @@ function run(sd: Record<string, Float32Array>): Float32Array {
   return scoped.loadStateDict(sd).forward(query).output.data;
 }
 console.log(run(fromKeras)[0], run(fromOnnx)[0]);
+
+// The layer class comes from init(): the package exports `MultiHeadAttention` as a type only, so
+// `new MultiHeadAttention(...)` from the import is a compile error, not a runtime one.
+function constructedFromTheModule(m: MhaModule): MultiHeadAttention {
+  // @ts-expect-error  'MultiHeadAttention' only refers to a type
+  void new MultiHeadAttention({ embedDim: E, numHeads: H });
+  return new m.MultiHeadAttention({ embedDim: E, numHeads: H });
+}
+constructedFromTheModule(mha).dispose();

@@ -74,12 +74,11 @@ export interface ForwardResult {
 export type StateDict = Record<string, Float32Array> | Map<string, Float32Array>;
 
 /**
- * One attention layer that owns wasm memory (free it with dispose()). The class comes from a loaded
- * module, `(await init()).MultiHeadAttention`; this name is for types (the package exports no such value).
+ * One attention layer that owns wasm memory (free it with dispose()). Layers are made by the class
+ * of a loaded module, `new (await init()).MultiHeadAttention(config)`: the package exports this name
+ * as a type only, since each wasm build has its own class.
  */
-export declare class MultiHeadAttention {
-  /** @throws {TypeError | RangeError} for a bad config, e.g. numHeads not dividing embedDim. */
-  constructor(config: AttentionConfig);
+export interface MultiHeadAttention {
   /** The resolved configuration. */
   readonly config: ResolvedConfig;
   /** False once dispose() was called. */
@@ -118,10 +117,17 @@ export interface BuildInfo {
   numThreads: number;
 }
 
+/** The layer class of a loaded build, `mha.MultiHeadAttention`. */
+export interface MultiHeadAttentionConstructor {
+  /** @throws {TypeError | RangeError} for a bad config, e.g. numHeads not dividing embedDim. */
+  new (config: AttentionConfig): MultiHeadAttention;
+  readonly prototype: MultiHeadAttention;
+}
+
 /** A loaded wasm build, as {@link init} resolves it. */
 export interface MhaModule {
   /** The layer class bound to this build: `new mha.MultiHeadAttention(config)`. */
-  MultiHeadAttention: typeof MultiHeadAttention;
+  MultiHeadAttention: MultiHeadAttentionConstructor;
   /** Bytes of wasm heap currently allocated (for leak checks). */
   heapAllocatedBytes(): number;
   /** Total size of the wasm linear memory, in bytes. */
