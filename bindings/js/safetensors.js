@@ -5,7 +5,7 @@
 // (no overlap, no gap, no trailing bytes). Typed arrays are read in the host's byte order;
 // every JavaScript engine with WebAssembly runs little-endian in practice.
 import { bfloat16ToFloat, floatToBfloat16, floatToHalf, halfToFloat } from './float16.js';
-import { describe } from './validate.js';
+import { describe, withArticle } from './validate.js';
 
 /** Bytes per element and the typed array each dtype is returned as. */
 const DTYPES = {
@@ -212,7 +212,7 @@ function tensorBytes(name, tensor) {
     data = Uint16Array.from(data, dtype === 'F16' ? floatToHalf : floatToBfloat16);
   }
   if (!(data instanceof DTYPES[dtype].Array)) {
-    throw new TypeError(`${what}: dtype ${dtype} needs a ${DTYPES[dtype].Array.name}, got ${describe(data)}`);
+    throw new TypeError(`${what}: dtype ${dtype} needs ${withArticle(DTYPES[dtype].Array.name)}, got ${describe(data)}`);
   }
   const count = elementCount(what, tensor.shape);
   if (count !== data.length) {

@@ -2,10 +2,15 @@
 // and that a tensor's data length matches its shape. Shape rules live in the C++ core
 // (src/mha/forward_plan.cpp), so there is one source of truth for them.
 
+/** 'a Float32Array', 'an Int32Array': a type name with its article, for messages. */
+export function withArticle(name) {
+  return `${/^[AEIO]/i.test(name) ? 'an' : 'a'} ${name}`;  // 'a Uint8Array': U as in 'you'
+}
+
 export function describe(value) {
   if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return 'an Array';
-  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
+  if (ArrayBuffer.isView(value)) return withArticle(value.constructor.name);
   return typeof value === 'object' ? `an object (${value.constructor?.name ?? 'Object'})` : `${typeof value} ${String(value)}`;
 }
 

@@ -214,7 +214,7 @@ describe('writeSafetensors', () => {
     ['unknown dtype', () => writeSafetensors({ w: { data: new Float32Array(1), shape: [1], dtype: 'f32' } }), TypeError,
       /tensor 'w': unknown dtype "f32"/],
     ['dtype that does not fit the array', () => writeSafetensors({ w: { data: new Float32Array(1), shape: [1], dtype: 'I32' } }), TypeError,
-      /tensor 'w': dtype I32 needs a Int32Array, got a Float32Array/],
+      /tensor 'w': dtype I32 needs an Int32Array, got a Float32Array/],
     ['shape that does not fit the data', () => writeSafetensors({ w: { data: new Float32Array(3), shape: [2, 2] } }), RangeError,
       /tensor 'w': shape \[2,2\] needs 4 elements, but data has 3/],
     ['the reserved name', () => writeSafetensors({ __metadata__: { data: new Float32Array(1), shape: [1] } }), TypeError,
