@@ -14,7 +14,8 @@ inline simd::Vec fast_exp(simd::Vec x) {
   Vec v = simd::max(lowest, x);  // max returns its second operand for NaN: NaN stays NaN
   v = simd::select_lt(highest, v, highest, v);  // min(v, highest)
   // x = n ln2 + r, |r| <= ln2 / 2; ln2 split in two parts so n ln2 stays exact.
-  const Vec n = simd::round_nearest(v * Vec(1.44269504088896341f));
+  const Vec biased = simd::fmadd(v, Vec(1.44269504088896341f), Vec(simd::kRoundingBias));
+  const Vec n = biased - Vec(simd::kRoundingBias);  // round(v / ln2)
   Vec r = simd::fmadd(n, Vec(-0.693359375f), v);
   r = simd::fmadd(n, Vec(2.12194440e-4f), r);
   Vec p(1.9875691500e-4f);
@@ -24,7 +25,7 @@ inline simd::Vec fast_exp(simd::Vec x) {
   p = simd::fmadd(p, r, Vec(1.6666665459e-1f));
   p = simd::fmadd(p, r, Vec(5.0000001201e-1f));
   p = simd::fmadd(p, r * r, r + Vec(1.0f));
-  const Vec result = p * simd::exp2_integral(n);
+  const Vec result = p * simd::exp2_of_biased(biased);
   return simd::select_lt(x, lowest, Vec(0.0f), result);
 }
 

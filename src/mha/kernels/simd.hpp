@@ -17,6 +17,12 @@
 
 namespace mha::kernels::simd {
 
+// Adding 1.5 * 2^23 to a float v with |v| < 2^22 rounds it to the nearest integer n (ties to
+// even) and leaves n in the sum's low mantissa bits, so 2^n comes from integer adds and a shift
+// (exp2_of_biased), with no float -> int conversion: emscripten lowers SSE's _mm_cvttps_epi32,
+// which xsimd uses for that, to four scalar lrint calls per vector.
+constexpr float kRoundingBias = 12582912.0f;
+
 #if MHA_KERNELS_XSIMD
 
 using Vec = xsimd::batch<float>;
@@ -38,10 +44,10 @@ inline float hmax(Vec v) {  // xsimd 8.1 has no reduce_max; NaN lanes are skippe
 }
 inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return xsimd::select(a < b, if_less, otherwise); }
 inline Vec select_eq(Vec a, Vec b, Vec if_equal, Vec otherwise) { return xsimd::select(a == b, if_equal, otherwise); }
-inline Vec round_nearest(Vec v) { return xsimd::nearbyint(v); }
-// 2^n for integral-valued n in [-126, 127], built from the exponent bits.
-inline Vec exp2_integral(Vec n) {
-  IntVec bits = (xsimd::batch_cast<int32_t>(n) + IntVec(127)) << 23;
+// 2^n for integral n in [-126, 127], given n + kRoundingBias (see below): the integer sits in
+// the sum's low mantissa bits, and the bias's own bits shift out past bit 31.
+inline Vec exp2_of_biased(Vec biased) {
+  IntVec bits = (xsimd::bitwise_cast<IntVec>(biased) + IntVec(127)) << 23;
   return xsimd::bitwise_cast<Vec>(bits);
 }
 
@@ -70,9 +76,10 @@ inline float hsum(Vec v) { return v.x; }
 inline float hmax(Vec v) { return v.x > -INFINITY ? v.x : -INFINITY; }
 inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return a.x < b.x ? if_less : otherwise; }
 inline Vec select_eq(Vec a, Vec b, Vec if_equal, Vec otherwise) { return a.x == b.x ? if_equal : otherwise; }
-inline Vec round_nearest(Vec v) { return std::nearbyint(v.x); }
-inline Vec exp2_integral(Vec n) {
-  const int32_t bits = (static_cast<int32_t>(n.x) + 127) << 23;
+inline Vec exp2_of_biased(Vec biased) {
+  uint32_t bits;
+  std::memcpy(&bits, &biased.x, sizeof bits);
+  bits = (bits + 127u) << 23;
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
