@@ -105,15 +105,14 @@ class FlashAttention {
     const int64_t padded_keys = round_up(keys, kCols);
     const int64_t col0 = a_.weights ? j0 : 0;  // where this tile's scores live in the row
     float* s = b.scores.data() + r0 * b.stride + col0;
-    scores(b.first + r0, rows, j0, padded_keys, s, b.stride);
-    mask(b.first + r0, rows, j0, keys, padded_keys, s, b.stride);
+    Vec tile_max[kRows];
+    scores(b.first + r0, rows, j0, padded_keys, s, b.stride, tile_max);
+    if (tile_has_mask(b.first + r0, j0, padded_keys)) mask(b.first + r0, rows, j0, keys, padded_keys, s, b.stride, tile_max);
 
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * b.stride;
-      Vec vmax(kNegInf);
-      for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
       const float m_old = b.max[r0 + r];
-      float m_new = std::max(m_old, simd::hmax(vmax));  // NaN scores are left out of the max...
+      float m_new = std::max(m_old, simd::hmax(tile_max[r]));  // NaN scores are left out of the max...
       // With weights the masked scores stay in the row for finish(); p goes to a tile buffer.
       float* pr = a_.weights ? tile_probabilities_.data() + r * kKeyTile : sr;
       if (m_new == kNegInf) {
@@ -144,10 +143,14 @@ class FlashAttention {
     accumulate(b, r0, rows, j0, keys, p, p_stride, any_row_mask_ || a_.key_bias);
   }
 
-  // s[r][0..padded_keys) = q[row r] . k[j0 + j] for a kRows x kCols register tile at a time.
-  void scores(int64_t row0, int64_t rows, int64_t j0, int64_t padded_keys, float* s, int64_t stride) const {
+  // s[r][0..padded_keys) = scale * q[row r] . k[j0 + j], a kRows x kCols register tile at a
+  // time; row_max[r] gets the lanewise max of row r, so an unmasked tile needs no second pass.
+  void scores(int64_t row0, int64_t rows, int64_t j0, int64_t padded_keys, float* s, int64_t stride,
+              Vec* row_max) const {
     const float* q[kRows];
     for (int r = 0; r < kRows; ++r) q[r] = a_.q + (row0 + std::min<int64_t>(r, rows - 1)) * a_.q_stride;
+    for (int r = 0; r < kRows; ++r) row_max[r] = Vec(kNegInf);
+    const Vec scale(a_.scale);
     for (int64_t jc = 0; jc < padded_keys; jc += kCols) {
       Vec acc[kRows][2];
       for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
@@ -161,23 +164,32 @@ class FlashAttention {
         }
       }
       for (int r = 0; r < rows; ++r) {
-        simd::store(s + r * stride + jc, acc[r][0]);
-        simd::store(s + r * stride + jc + kW, acc[r][1]);
+        const Vec s0 = acc[r][0] * scale, s1 = acc[r][1] * scale;
+        simd::store(s + r * stride + jc, s0);
+        simd::store(s + r * stride + jc + kW, s1);
+        row_max[r] = simd::max(row_max[r], simd::max(s0, s1));
       }
     }
   }
 
-  // Scale, then add the masks; a key whose bias is -inf gets -inf whatever its dot product
-  // (NaN or Inf in a blocked key cannot leak).
+  // Whether any score of this tile gets a mask: key padding or a float key mask, an attention
+  // mask, the padding keys past S, or causal keys after the tile's first query.
+  bool tile_has_mask(int64_t row0, int64_t j0, int64_t padded_keys) const {
+    return a_.key_bias || a_.attn_bias || j0 + padded_keys > h_.S ||
+           (a_.causal && j0 + padded_keys - 1 > a_.first_query + row0);
+  }
+
+  // Adds the masks to the scaled scores, and takes each row's max again. A key whose bias is
+  // -inf gets -inf whatever its dot product (NaN or Inf in a blocked key cannot leak).
   void mask(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
-            int64_t stride) const {
-    const Vec scale(a_.scale), neg_inf(kNegInf);
+            int64_t stride, Vec* row_max) const {
+    const Vec neg_inf(kNegInf);
     const float* kb = h_.key_bias + j0;
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * stride;
       for (int64_t j = 0; j < padded_keys; j += kW) {
         const Vec bias = simd::load(kb + j);
-        simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) * scale + bias));
+        simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) + bias));
       }
       const int64_t i = row0 + r;
       if (a_.attn_bias) {
@@ -188,6 +200,9 @@ class FlashAttention {
         const int64_t first_blocked = std::max<int64_t>(0, a_.first_query + i + 1 - j0);
         for (int64_t j = first_blocked; j < padded_keys; ++j) sr[j] = kNegInf;
       }
+      Vec vmax(kNegInf);
+      for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
+      row_max[r] = vmax;
     }
   }
 
