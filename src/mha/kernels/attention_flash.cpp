@@ -122,7 +122,8 @@ class FlashAttention {
         }
         m_new = 0.0f;  // ...but reach the sum and the output as NaN, as in the reference
       }
-      const float correction = m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
+      // Once a row's max has settled (most tiles), it needs no rescaling: skip the libm call.
+      const float correction = m_old == m_new ? 1.0f : m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
       Vec vsum(0.0f);
       const Vec vm(m_new);
       for (int64_t j = 0; j < padded_keys; j += kW) {
