@@ -22,10 +22,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// The head's keys and values, repacked once per call: K transposed tile by tile,
-// [S / kKeyTile][Dh][kKeyTile], so the score micro-kernel reads keys as vectors from one
-// contiguous block (a [Dh][S] layout would put a tile's rows S floats apart: with S a power
-// of two they all fall in the same L1 set); V [S][Dp] with rows padded to whole vectors; plus
+// The head's keys and values, repacked once per call: K transposed in panels of kCols keys,
+// [S / kCols][Dh][kCols], so the score micro-kernel streams one contiguous panel (as the GEMM
+// reads its packed weights; a [Dh][S] layout would put its rows S floats apart, and with S a
+// power of two in the same L1 set); V [S][Dp] with rows padded to whole vectors; plus
 // the per-key bias (key padding mask, -inf on the padding keys S..Sp).
 struct PackedHead {
   int64_t S, Sp, Dh, Dp;
@@ -49,15 +49,15 @@ struct PackedHead {
     key_bias = v + S * Dp;
     for (int64_t j = 0; j < S; ++j) {
       const float* kj = a.k + j * a.k_stride;
-      float* tile = kt + (j / kKeyTile) * Dh * kKeyTile + j % kKeyTile;
-      for (int64_t d = 0; d < Dh; ++d) tile[d * kKeyTile] = kj[d];
+      float* panel = kt + (j / kCols) * Dh * kCols + j % kCols;
+      for (int64_t d = 0; d < Dh; ++d) panel[d * kCols] = kj[d];
       std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dh, v + j * Dp);
       std::fill(v + j * Dp + Dh, v + (j + 1) * Dp, 0.0f);
       key_bias[j] = a.key_bias ? a.key_bias[j] : 0.0f;
     }
     for (int64_t j = S; j < Sp; ++j) {  // padding keys: zero K, bias -inf
-      float* tile = kt + (j / kKeyTile) * Dh * kKeyTile + j % kKeyTile;
-      for (int64_t d = 0; d < Dh; ++d) tile[d * kKeyTile] = 0.0f;
+      float* panel = kt + (j / kCols) * Dh * kCols + j % kCols;
+      for (int64_t d = 0; d < Dh; ++d) panel[d * kCols] = 0.0f;
       key_bias[j] = kNegInf;
     }
   }
@@ -155,8 +155,8 @@ class FlashAttention {
     for (int64_t jc = 0; jc < padded_keys; jc += kCols) {
       Vec acc[kRows][2];
       for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
-      const float* kt = h_.kt + j0 * h_.Dh + jc;  // j0 is a multiple of kKeyTile
-      for (int64_t d = 0; d < h_.Dh; ++d, kt += kKeyTile) {
+      const float* kt = h_.kt + (j0 + jc) * h_.Dh;  // the panel of keys j0 + jc ..
+      for (int64_t d = 0; d < h_.Dh; ++d, kt += kCols) {
         const Vec k0 = simd::load(kt), k1 = simd::load(kt + kW);
         for (int r = 0; r < kRows; ++r) {
           const Vec qd = simd::splat(q[r][d]);
