@@ -1,5 +1,5 @@
 # The demo page in a real browser: Debian's Chromium driven by playwright-core (tests/browser/).
-# Also writes docs/screenshot.png, the README's picture of the default view.
+# Also writes build/screenshot.png (UPDATE_SCREENSHOT=1: docs/screenshot.png, the README's picture).
 set -euo pipefail
 if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
   echo "30-browser: ${CHROMIUM_PATH:-/usr/bin/chromium} not found; tools/setup.sh installs Debian's chromium" >&2
