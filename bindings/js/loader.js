@@ -21,6 +21,7 @@ function fileUrls(name, { wasmUrl, locateFile }) {
 export async function instantiate(name, numThreads, options) {
   const urls = fileUrls(name, options);
   let module, worker;
+  const startupMessages = [];
   try {
     const { default: createMhaModule } = await VARIANTS[name].factory(urls);
     const wasmBinary = await readWasmFile(urls.wasm);
@@ -29,14 +30,18 @@ export async function instantiate(name, numThreads, options) {
     worker = urls.worker && await workerScriptUrl(urls.worker, workerFailed);
     const moduleArgs = {
       ...factoryArgs(numThreads),
+      // Emscripten logs a failed instantiation before rejecting; the Error below says it once.
+      printErr: (text) => (module ? console.warn(text) : startupMessages.push(text)),
       locateFile: (path) => (path.endsWith('.wasm') ? urls.wasm.href : path.endsWith('.worker.js') ? worker.href : path),
       ...(wasmBinary ? { wasmBinary } : {}),
       ...(urls.script ? { mainScriptUrlOrBlob: urls.script.href } : {}),
     };
     module = await Promise.race([createMhaModule(moduleArgs), workerFailure]);
+    for (const text of startupMessages) console.warn(text);
   } catch (cause) {
-    throw new Error(`mha-wasm: could not load the ${name} build from ${urls.wasm.href}: ${cause?.message ?? cause}`,
-      { cause });
+    // Emscripten wraps a failed instantiation as "Aborted(<reason>). Build with -s ASSERTIONS=1 ...".
+    const reason = String(cause?.message ?? cause).replace(/^Aborted\((.*)\)\. Build with -s ASSERTIONS=1 for more info\.$/s, '$1');
+    throw new Error(`mha-wasm: could not load the ${name} build from ${urls.wasm.href}: ${reason}`, { cause });
   } finally {
     worker?.stopListening();
   }

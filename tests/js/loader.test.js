@@ -135,11 +135,14 @@ describe('where the files come from', () => {
     assertMatchesTorch(mha, ['self_basic']);
   });
 
-  test('a corrupt .wasm rejects with a clear Error', async () => {
+  test('a corrupt .wasm rejects with a clear Error, and logs nothing besides', async (t) => {
     const bad = join(dir, 'bad.wasm');
     copyFileSync(fileURLToPath(import.meta.url), bad);
+    const warn = t.mock.method(console, 'warn', () => {});
+    const error = t.mock.method(console, 'error', () => {});
     await assert.rejects(init({ wasmUrl: pathToFileURL(bad), threads: 1 }),
-      { name: 'Error', message: /^mha-wasm: could not load the mha-simd build from file:.*bad\.wasm: .+/ });
+      { name: 'Error', message: /^mha-wasm: could not load the mha-simd build from file:.*bad\.wasm: CompileError: .*magic word/ });
+    assert.equal(warn.mock.callCount() + error.mock.callCount(), 0);
   });
 
   test('a missing pthread worker script rejects instead of crashing or hanging', async () => {
