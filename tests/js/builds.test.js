@@ -32,6 +32,24 @@ for (const name of BUILDS) {
 
     test('matches PyTorch on all fixtures', () => checkAllFixtures(MultiHeadAttention));
 
+    test('results are plain Float32Arrays the caller owns, never views of (shared) wasm memory', () => {
+      const layer = new MultiHeadAttention({ embedDim: 4, numHeads: 2 });
+      try {
+        const shapes = layer.stateDictShapes();
+        layer.loadStateDict(Object.fromEntries(Object.entries(shapes).map(([k, s]) => [k, new Float32Array(s[0] * (s[1] ?? 1)).fill(0.5)])));
+        const { output, weights } = layer.forward({ data: new Float32Array(12).fill(1), shape: [3, 4] }, null, null, { needWeights: true });
+        for (const { data } of [output, weights]) {
+          assert.equal(data.constructor, Float32Array);
+          assert.equal(Object.prototype.toString.call(data.buffer), '[object ArrayBuffer]');
+          assert.equal(data.byteOffset, 0);
+          assert.equal(data.buffer.byteLength, data.byteLength);
+        }
+        assert.deepEqual(Array.from(output.data), Array(12).fill(0.5 * 4 * (0.5 * 4 + 0.5) + 0.5));
+      } finally {
+        layer.dispose();
+      }
+    });
+
     test(name.endsWith('-threads') ? 'exports setNumThreads/numThreads' : 'has no thread control', () => {
       const threaded = name.endsWith('-threads');
       assert.equal(typeof module.setNumThreads, threaded ? 'function' : 'undefined');
