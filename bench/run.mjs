@@ -1,9 +1,9 @@
 // `npm run bench`: one table per build (wasm 1 thread, wasm threads, native 1 thread, native
 // 2 threads) with ms (median after warm-up), GFLOPS and the ratio to each peer measured in the
 // same run, plus each process's peak memory. Every implementation runs in its own process,
-// shape by shape, interleaved, in --passes rounds (default 2; a cell reports the lower median of
-// its rounds' medians, so with 2 passes the faster one; the JS loop runs once). Options: --shapes=0,2 (indexes into SHAPES),
-// --threads=2, --passes=2, --js=no.
+// shape by shape, interleaved, in --passes rounds (default 3; a cell reports the median of its
+// rounds' medians, the lower one for an even count; the JS loop runs once). Options:
+// --shapes=0,2 (indexes into SHAPES), --threads=2, --passes=3, --js=no.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -15,7 +15,7 @@ import { benchWeights, flops, label, SHAPES } from './shapes.mjs';
 const ROOT = new URL('..', import.meta.url).pathname;
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const shapes = args.shapes ? args.shapes.split(',').map((i) => SHAPES[Number(i)]) : SHAPES;
-const THREADS = Number(args.threads ?? 2), PASSES = Number(args.passes ?? 2);
+const THREADS = Number(args.threads ?? 2), PASSES = Number(args.passes ?? 3);
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'mha-bench-'));
 
 function run(command, argv) {

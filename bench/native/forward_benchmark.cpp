@@ -7,8 +7,8 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <cmath>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "mha/multihead_attention.hpp"
@@ -19,11 +19,16 @@ double forward_flops(int64_t B, int64_t L, int64_t S, int64_t E) {
   return 4.0 * B * L * E * E + 4.0 * B * S * E * E + 4.0 * B * L * S * E;
 }
 
-std::vector<float> random_vector(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+// bench/shapes.mjs's randomArray: uniform in [-0.5, 0.5) from a Park-Miller sequence, times
+// `scale`, rounded to float as the JS does. The native rows compute on the very numbers the
+// peers (and the wasm rows) get.
+std::vector<float> bench_array(size_t n, int64_t seed, double scale = 1.0) {
   std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
+  int64_t s = seed;
+  for (float& x : v) {
+    s = s * 48271 % 2147483647;
+    x = static_cast<float>(static_cast<double>(static_cast<float>(static_cast<double>(s) / 2147483647 - 0.5)) * scale);
+  }
   return v;
 }
 
@@ -34,20 +39,27 @@ void forward(benchmark::State& state) {
   config.embed_dim = E;
   config.num_heads = H;
   mha::MultiheadAttention layer(config);
-  const auto in_w = random_vector(3 * E * E, 1), in_b = random_vector(3 * E, 2);
-  const auto out_w = random_vector(E * E, 3), out_b = random_vector(E, 4);
+  // benchWeights(E) of bench/shapes.mjs: PyTorch-like scale, so the softmax stays spread.
+  const double w_scale = 2 / std::sqrt(static_cast<double>(E));
+  const auto in_w = bench_array(3 * E * E, 1, w_scale), in_b = bench_array(3 * E, 2, 0.1);
+  const auto out_w = bench_array(E * E, 3, w_scale), out_b = bench_array(E, 4, 0.1);
   layer.load_state_dict({{"in_proj_weight", {in_w.data(), 3 * E * E}},
                          {"in_proj_bias", {in_b.data(), 3 * E}},
                          {"out_proj.weight", {out_w.data(), E * E}},
                          {"out_proj.bias", {out_b.data(), E}}});
   if (threads > 1) layer.set_thread_pool(std::make_shared<mha::ThreadPool>(threads));
-  const auto query = random_vector(B * L * E, 5), key = random_vector(B * S * E, 6);
+  const auto query = bench_array(B * L * E, 11), key = bench_array(B * S * E, 12);
   const mha::TensorRef q{query.data(), {B, L, E}};
   const mha::TensorRef k = S == L ? mha::TensorRef{} : mha::TensorRef{key.data(), {B, S, E}};
+  // Warm-up, as the JS peers get: the first call allocates (and page-faults) the layer's buffers.
+  for (int i = 0; i < 2; ++i) benchmark::DoNotOptimize(layer.forward(q, k, k).output.data());
+  double checksum = 0;
   for (auto _ : state) {
     mha::ForwardResult r = layer.forward(q, k, k);
     benchmark::DoNotOptimize(r.output.data());
+    checksum = static_cast<double>(r.output.front()) + r.output.back();
   }
+  state.counters["checksum"] = checksum;  // out[0] + out[last], as bench/worker.mjs prints
   state.counters["GFLOPS"] = benchmark::Counter(forward_flops(B, L, S, E) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
