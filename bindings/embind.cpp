@@ -175,7 +175,12 @@ class LayerHandle {
       o.attn_mask = mask_shape_only(request["attnMask"]);
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
-      mha::check_fits("the inputs and buffers", mha::forward_memory(layer_->config(), plan, o, !k.present(), true),
+#ifdef __EMSCRIPTEN_PTHREADS__
+      const int threads = current_pool()->size();
+#else
+      const int threads = 1;
+#endif
+      mha::check_fits("the inputs and buffers", mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads),
                       static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
     });
   }

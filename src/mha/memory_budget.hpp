@@ -12,6 +12,7 @@
 #include "attention_config.hpp"
 #include "errors.hpp"
 #include "forward_plan.hpp"
+#include "kernels/attention_kernel.hpp"
 #include "parameters.hpp"
 #include "shape.hpp"
 
@@ -90,10 +91,11 @@ inline std::vector<MemoryItem> load_memory(const ResolvedConfig& c, uint64_t sta
           {"parameters", weights}};
 }
 
-// The buffers one forward call allocates. With `inputs`, also the copies of query/key/value and
-// masks that the JavaScript wrapper makes in wasm memory before the call.
+// The buffers one forward call allocates, with `threads` attention kernels at work. With
+// `inputs`, also the copies of query/key/value and masks that the JavaScript wrapper makes in
+// wasm memory before the call.
 inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
-                                              bool self_attention, bool inputs) {
+                                              bool self_attention, bool inputs, int threads = 1) {
   const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim, KV = c.kv_dim();
   auto mask_bytes = [](const MaskRef& m) { return saturating_bytes(m.shape, m.type == MaskType::kBool ? 1 : 4); };
   std::vector<MemoryItem> items;
@@ -113,6 +115,10 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   items.push_back({"projected queries", saturating_bytes({B, L, E}, 4)});
   items.push_back({"projected keys and values", saturating_bytes({2, B, S, KV}, 4)});
   items.push_back({"attended values", saturating_bytes({B, L, E}, 4)});
+  kernels::AttentionHeadArgs head{};
+  head.key_len = S;
+  head.head_dim = c.head_dim;
+  items.push_back({"attention scratch", saturating_bytes({threads, kernels::attention_scratch_floats(head)}, 4)});
   items.push_back({"output", saturating_bytes(p.output_shape, 4)});
   if (o.need_weights) items.push_back({"attention weights", saturating_bytes(p.weights_shape, 4)});
   return items;

@@ -33,7 +33,8 @@ ForwardPlan MultiheadAttention::plan(const TensorRef& query, const TensorRef& ke
   if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
   ForwardPlan p = plan_forward(config_, query, key, value, options);
   // Before anything is allocated: a call that cannot fit fails here, naming its buffers.
-  check_fits("the buffers", forward_memory(config_, p, options, !key.present(), false), 0, addressable_bytes());
+  check_fits("the buffers", forward_memory(config_, p, options, !key.present(), false, pool_ ? pool_->size() : 1), 0,
+             addressable_bytes());
   return p;
 }
 
