@@ -20,7 +20,7 @@ function fileUrls(name, { wasmUrl, locateFile }) {
 /** Loads build `name` with `numThreads` threads; resolves to the public module object. */
 export async function instantiate(name, numThreads, options) {
   const urls = fileUrls(name, options);
-  let module, worker;
+  let module, worker, report;
   const startupMessages = [];
   try {
     const { default: createMhaModule } = await VARIANTS[name].factory(urls);
@@ -28,16 +28,18 @@ export async function instantiate(name, numThreads, options) {
     let workerFailed;
     const workerFailure = new Promise((resolve, reject) => { workerFailed = reject; });
     worker = urls.worker && await workerScriptUrl(urls.worker, workerFailed);
+    const platformArgs = factoryArgs(numThreads);
+    report = platformArgs.printErr ?? ((text) => console.warn(text));
     const moduleArgs = {
-      ...factoryArgs(numThreads),
+      ...platformArgs,
       // Emscripten logs a failed instantiation before rejecting; the Error below says it once.
-      printErr: (text) => (module ? console.warn(text) : startupMessages.push(text)),
+      printErr: (text) => (module ? report(text) : startupMessages.push(text)),
       locateFile: (path) => (path.endsWith('.wasm') ? urls.wasm.href : path.endsWith('.worker.js') ? worker.href : path),
       ...(wasmBinary ? { wasmBinary } : {}),
       ...(urls.script ? { mainScriptUrlOrBlob: urls.script.href } : {}),
     };
     module = await Promise.race([createMhaModule(moduleArgs), workerFailure]);
-    for (const text of startupMessages) console.warn(text);
+    for (const text of startupMessages) report(text);
   } catch (cause) {
     // Emscripten wraps a failed instantiation as "Aborted(<reason>). Build with -s ASSERTIONS=1 ...".
     const reason = String(cause?.message ?? cause).replace(/^Aborted\((.*)\)\. Build with -s ASSERTIONS=1 for more info\.$/s, '$1');
