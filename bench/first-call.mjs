@@ -6,7 +6,9 @@ import { init } from '../bindings/js/index.js';
 import { benchWeights, randomArray } from './shapes.mjs';
 
 const L = Number(process.argv[2] ?? 2048), threads = Number(process.argv[3] ?? 1), E = 256, H = 4;
+const started = performance.now();
 const mha = await init({ threads });
+const initMs = performance.now() - started;
 const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(benchWeights(E));
 const query = { data: randomArray(L * E, 11), shape: [1, L, E] };
 const times = [];
@@ -16,5 +18,5 @@ for (let i = 0; i < 4; i++) {
   times.push(performance.now() - t0);
 }
 layer.dispose();
-console.log(`${mha.build.name}, ${mha.build.numThreads} thread(s), 1x${L}x${E}x${H}: `
+console.log(`${mha.build.name}, ${mha.build.numThreads} thread(s), 1x${L}x${E}x${H}: init ${initMs.toFixed(0)} ms, `
   + times.map((t, i) => `call ${i + 1} ${t.toFixed(0)} ms`).join(', '));
