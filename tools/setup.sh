@@ -27,5 +27,9 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   # npm ci refuses this lock file: it lacks the optional per-platform @rollup/rollup-* packages
   # (vite's), which the registry here does not serve, so npm install leaves them out. Then fall
   # back to npm install, which installs the locked versions of everything else.
-  npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+  mkdir -p build
+  if ! npm ci --no-audit --no-fund > build/npm-ci.log 2>&1; then
+    echo "setup: npm ci refused the lock file ($(grep -m1 -o 'Missing: [^ ]*' build/npm-ci.log || echo 'see build/npm-ci.log')); installing the locked versions with npm install"
+    npm install --no-audit --no-fund
+  fi
 fi
