@@ -1,34 +1,75 @@
-// The layer's hyper-parameters, as nn.MultiheadAttention takes them, plus grouped-query heads.
+// The layer's hyper-parameters: nn.MultiheadAttention's, plus grouped-query heads, free head
+// sizes and the score-step variants of today's models (rotary, sliding window, ALiBi, softcap,
+// sinks). resolve() is the one place that checks them and fills in every default.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "errors.hpp"
 
 namespace mha {
 
+// Rotary position embedding on q and k after projection (Hugging Face apply_rotary_pos_emb,
+// ONNX RotaryEmbedding-23): the first `dim` features of each head rotate; `interleaved` rotates
+// adjacent pairs (GPT-J) instead of halves (GPT-NeoX / Llama rotate_half). dim 0 = off.
+struct RotaryConfig {
+  int64_t dim = 0;
+  double base = 10000.0;
+  bool interleaved = false;
+};
+
 struct AttentionConfig {
-  int64_t embed_dim = 0;     // E
-  int64_t num_heads = 0;     // H, divides E
+  int64_t embed_dim = 0;     // E: the query's feature size
+  int64_t num_heads = 0;     // H
   int64_t kdim = 0;          // key feature size; 0 means E
   int64_t vdim = 0;          // value feature size; 0 means E
   bool bias = true;          // in_proj_bias and out_proj.bias
   int64_t num_kv_heads = 0;  // Hkv for grouped-query attention, divides H; 0 means H
-  std::optional<float> scale;  // softmax scale; default 1/sqrt(E/H)
+  std::optional<float> scale;  // softmax scale; default 1/sqrt(head_dim)
+  int64_t head_dim = 0;        // q/k head size; 0 means E / H (then H must divide E)
+  int64_t value_head_dim = 0;  // v head size; 0 means head_dim
+  int64_t output_dim = 0;      // out_proj rows (the output's feature size); 0 means E
+  RotaryConfig rotary;
+  int64_t sliding_window = 0;  // W keys (causal: p-W+1..p; otherwise |i - j| < W); 0 = off
+  bool alibi = false;          // ALiBi with BLOOM's slopes, unless alibi_slopes is given
+  std::vector<float> alibi_slopes;  // [H]: ALiBi with these slopes
+  std::optional<float> softcap;     // scores -> c * tanh(scores / c)
+  bool sinks = false;               // a learned sink logit per head (state-dict entry 'sinks' [H])
 };
 
 // A config with every default filled in and every rule checked.
 struct ResolvedConfig {
-  int64_t embed_dim, num_heads, kdim, vdim, num_kv_heads, head_dim;
+  int64_t embed_dim, num_heads, kdim, vdim, num_kv_heads, head_dim, value_head_dim, output_dim;
   bool bias;
   float scale;
+  RotaryConfig rotary;
+  int64_t sliding_window;          // 0 = none
+  std::vector<float> alibi_slopes;  // [H], or empty = no ALiBi
+  float softcap;                   // 0 = none
+  bool sinks;
 
-  int64_t kv_dim() const { return num_kv_heads * head_dim; }  // rows of k/v projections
+  int64_t q_dim() const { return num_heads * head_dim; }               // rows of the q projection
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }           // rows of the k projection
+  int64_t value_kv_dim() const { return num_kv_heads * value_head_dim; }  // rows of the v projection
+  int64_t attended_dim() const { return num_heads * value_head_dim; }     // columns of out_proj
   int64_t heads_per_kv() const { return num_heads / num_kv_heads; }
 };
+
+// BLOOM's ALiBi slopes (Hugging Face modeling_bloom.build_alibi_tensor): n = 2^floor(log2 H),
+// slope_h = 2^(-8(h+1)/n) for h < n, then 2^(-4k/n) for k = 1, 3, 5, ... for the other heads.
+inline std::vector<float> bloom_alibi_slopes(int64_t heads) {
+  int64_t n = 1;
+  while (n * 2 <= heads) n *= 2;
+  std::vector<float> slopes;
+  for (int64_t h = 0; h < n; ++h) slopes.push_back(static_cast<float>(std::exp2(-8.0 * (h + 1) / n)));
+  for (int64_t k = 1; static_cast<int64_t>(slopes.size()) < heads; k += 2)
+    slopes.push_back(static_cast<float>(std::exp2(-4.0 * k / n)));
+  return slopes;
+}
 
 inline ResolvedConfig resolve(const AttentionConfig& c) {
   auto positive = [](const char* name, int64_t v) {
@@ -37,9 +78,9 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
   };
   positive("embedDim", c.embed_dim);
   positive("numHeads", c.num_heads);
-  if (c.embed_dim % c.num_heads != 0)
+  if (c.head_dim == 0 && c.embed_dim % c.num_heads != 0)
     throw range_error("numHeads (" + std::to_string(c.num_heads) + ") must divide embedDim (" +
-                      std::to_string(c.embed_dim) + ")");
+                      std::to_string(c.embed_dim) + "), or give headDim");
   ResolvedConfig r{};
   r.embed_dim = c.embed_dim;
   r.num_heads = c.num_heads;
@@ -52,11 +93,45 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
   if (c.num_heads % r.num_kv_heads != 0)
     throw range_error("numKvHeads (" + std::to_string(r.num_kv_heads) + ") must divide numHeads (" +
                       std::to_string(c.num_heads) + ")");
-  r.head_dim = c.embed_dim / c.num_heads;
+  r.head_dim = c.head_dim == 0 ? c.embed_dim / c.num_heads : c.head_dim;
+  r.value_head_dim = c.value_head_dim == 0 ? r.head_dim : c.value_head_dim;
+  r.output_dim = c.output_dim == 0 ? c.embed_dim : c.output_dim;
+  positive("headDim", r.head_dim);
+  positive("valueHeadDim", r.value_head_dim);
+  positive("outputDim", r.output_dim);
   r.bias = c.bias;
   r.scale = c.scale ? *c.scale : 1.0f / std::sqrt(static_cast<float>(r.head_dim));
   if (!std::isfinite(r.scale))
     throw range_error("scale must be a finite number, got " + std::to_string(r.scale));
+
+  r.rotary = c.rotary;
+  if (c.rotary.dim != 0) {
+    if (c.rotary.dim < 0 || c.rotary.dim % 2 != 0 || c.rotary.dim > r.head_dim)
+      throw range_error("rotary.dim must be an even integer from 2 to headDim (" + std::to_string(r.head_dim) +
+                        "), got " + std::to_string(c.rotary.dim));
+    if (!(c.rotary.base > 0) || !std::isfinite(c.rotary.base))
+      throw range_error("rotary.base must be a finite number > 0, got " + std::to_string(c.rotary.base));
+  }
+  if (c.sliding_window < 0)
+    throw range_error("slidingWindow must be an integer >= 1, got " + std::to_string(c.sliding_window));
+  r.sliding_window = c.sliding_window;
+  if (!c.alibi_slopes.empty()) {
+    if (static_cast<int64_t>(c.alibi_slopes.size()) != c.num_heads)
+      throw range_error("alibiSlopes: expected numHeads = " + std::to_string(c.num_heads) + " slopes, got " +
+                        std::to_string(c.alibi_slopes.size()));
+    for (float s : c.alibi_slopes)
+      if (!std::isfinite(s)) throw range_error("alibiSlopes: every slope must be a finite number");
+    r.alibi_slopes = c.alibi_slopes;
+  } else if (c.alibi) {
+    r.alibi_slopes = bloom_alibi_slopes(c.num_heads);
+  }
+  r.softcap = 0.0f;
+  if (c.softcap) {
+    if (!(*c.softcap > 0) || !std::isfinite(*c.softcap))
+      throw range_error("softcap must be a finite number > 0, got " + std::to_string(*c.softcap));
+    r.softcap = *c.softcap;
+  }
+  r.sinks = c.sinks;
   return r;
 }
 

@@ -3,25 +3,30 @@
 
 #include <cstdint>
 
+#include "score_epilogue.hpp"
+
 namespace mha::kernels {
 
 struct AttentionHeadArgs {
   const float* q;  // [L, Dh], row stride q_stride
   const float* k;  // [S, Dh], row stride k_stride
-  const float* v;  // [S, Dh], row stride v_stride
-  float* out;      // [L, Dh], row stride out_stride
+  const float* v;  // [S, Dv], row stride v_stride
+  float* out;      // [L, Dv], row stride out_stride
   int64_t q_stride, k_stride, v_stride, out_stride;
   int64_t query_len, key_len, head_dim;
+  int64_t value_head_dim = 0;  // Dv; 0 means head_dim
   float scale;
   bool causal;             // key j is blocked for query i when j > first_query + i
+  ScoreEpilogue epilogue;  // window, softcap, ALiBi, sink (its `causal` is set from the field above)
   const float* key_bias;   // [S] added to every row's scores, or null
   const float* attn_bias;  // [L, S] added to the scores (row stride key_len), or null
   // Optional probabilities [L, S] (row stride key_len): weights += weights_factor * p.
   // The caller zeroes the buffer; factor 1 gives per-head weights, 1/H an average over heads.
   float* weights;
   float weights_factor;
-  // Index of row 0 among the head's queries, so a block of rows can run alone (threads split
-  // long heads): causal masking uses first_query + i. q, out, attn_bias and weights point at
+  // Position of row 0 among the head's queries, so a block of rows can run alone (threads split
+  // long heads) and a KV cache's new queries sit after the cached keys: causal masking, the
+  // window and ALiBi use position first_query + i. q, out, attn_bias and weights point at
   // the block's first row.
   int64_t first_query = 0;
   // Optional scratch of attention_scratch_floats(args) floats for the fast kernel's packed
@@ -29,7 +34,7 @@ struct AttentionHeadArgs {
   float* scratch = nullptr;
 };
 
-// Floats of scratch attention_head needs for these args: O(key_len * head_dim).
+// Floats of scratch attention_head needs for these args: O(key_len * (head_dim + value_head_dim)).
 int64_t attention_scratch_floats(const AttentionHeadArgs& args);
 
 // Keys whose mask bias is -inf cannot influence the output, so NaN or Inf in their k or v
