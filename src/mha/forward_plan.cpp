@@ -97,7 +97,18 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
     check_data("attnMask", options.attn_mask.data, ms);
   }
 
-  p.output_shape = p.batched ? Shape{B, L, c.embed_dim} : Shape{L, c.embed_dim};
+  if (options.positions != nullptr || !options.positions_shape.empty()) {
+    if (c.rotary.dim == 0)
+      throw type_error("positions: only a layer with rotary positions takes positions (config.rotary)");
+    if (key.present())
+      throw type_error("positions: rotary positions of the keys are their indices in cross-attention; "
+                       "positions applies to self-attention only");
+    Shape want = p.batched ? Shape{B, L} : Shape{L};
+    expect_shape("positions", options.positions_shape, want, p.batched ? "[B, L]" : "[L]");
+    check_data("positions", options.positions, want);
+  }
+
+  p.output_shape = p.batched ? Shape{B, L, c.output_dim} : Shape{L, c.output_dim};
   if (options.need_weights) {
     if (options.average_weights)
       p.weights_shape = p.batched ? Shape{B, L, S} : Shape{L, S};

@@ -27,6 +27,10 @@ struct ForwardOptions {
   MaskRef attn_mask;          // [L, S] or [B*H, L, S] ([H, L, S] unbatched); bool true = blocked
   bool need_weights = false;  // also return the softmax probabilities
   bool average_weights = true;  // average them over heads: [B, L, S] instead of [B, H, L, S]
+  // Rotary positions of the queries (and, in self-attention, of the keys): [B, L] ([L]
+  // unbatched), e.g. for left-padded batches; null: row i is at position i.
+  const int32_t* positions = nullptr;
+  Shape positions_shape;
 };
 
 struct ForwardPlan {
@@ -35,7 +39,7 @@ struct ForwardPlan {
   int64_t query_len;     // L
   int64_t key_len;       // S
   bool attn_mask_per_head;  // attn_mask is [B*H, L, S]
-  Shape output_shape;    // [B, L, E] or [L, E]
+  Shape output_shape;    // [B, L, outputDim] or [L, outputDim]
   Shape weights_shape;   // empty unless need_weights
 };
 

@@ -96,7 +96,7 @@ inline std::vector<MemoryItem> load_memory(const ResolvedConfig& c, uint64_t sta
 // wasm memory before the call.
 inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
                                               bool self_attention, bool inputs, int threads = 1) {
-  const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim, KV = c.kv_dim();
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim;
   auto mask_bytes = [](const MaskRef& m) { return saturating_bytes(m.shape, m.type == MaskType::kBool ? 1 : 4); };
   std::vector<MemoryItem> items;
   if (inputs) {
@@ -112,12 +112,13 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   if (o.key_padding_mask.type == MaskType::kBool)
     items.push_back({"keyPaddingMask as floats", saturating_bytes(o.key_padding_mask.shape, 4)});
   if (o.attn_mask.type == MaskType::kBool) items.push_back({"attnMask as floats", saturating_bytes(o.attn_mask.shape, 4)});
-  items.push_back({"projected queries", saturating_bytes({B, L, E}, 4)});
-  items.push_back({"projected keys and values", saturating_bytes({2, B, S, KV}, 4)});
-  items.push_back({"attended values", saturating_bytes({B, L, E}, 4)});
+  items.push_back({"projected queries", saturating_bytes({B, L, c.q_dim()}, 4)});
+  items.push_back({"projected keys and values", saturating_bytes({B, S, c.kv_dim() + c.value_kv_dim()}, 4)});
+  items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4)});
   kernels::AttentionHeadArgs head{};
   head.key_len = S;
   head.head_dim = c.head_dim;
+  head.value_head_dim = c.value_head_dim;
   items.push_back({"attention scratch", saturating_bytes({threads, kernels::attention_scratch_floats(head)}, 4)});
   items.push_back({"output", saturating_bytes(p.output_shape, 4)});
   if (o.need_weights) items.push_back({"attention weights", saturating_bytes(p.weights_shape, 4)});

@@ -6,6 +6,7 @@
 #include "additive_mask.hpp"
 #include "errors.hpp"
 #include "memory_budget.hpp"
+#include "rotary.hpp"
 #include "kernels/attention_kernel.hpp"
 
 namespace mha {
@@ -19,10 +20,10 @@ void MultiheadAttention::load_state_dict(const StateDict& state) {
   const ResolvedConfig& c = config_;
   const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
   PackedProjections packed{
-      {params.q_weight.data(), bias(params.q_bias), c.embed_dim, c.embed_dim},
+      {params.q_weight.data(), bias(params.q_bias), c.q_dim(), c.embed_dim},
       {params.k_weight.data(), bias(params.k_bias), c.kv_dim(), c.kdim},
-      {params.v_weight.data(), bias(params.v_bias), c.kv_dim(), c.vdim},
-      {params.out_weight.data(), bias(params.out_bias), c.embed_dim, c.embed_dim}};
+      {params.v_weight.data(), bias(params.v_bias), c.value_kv_dim(), c.vdim},
+      {params.out_weight.data(), bias(params.out_bias), c.output_dim, c.attended_dim()}};
   params_ = std::move(params);
   packed_ = std::move(packed);
   loaded_ = true;
@@ -54,8 +55,10 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
                                       const TensorRef& value_in, const ForwardOptions& options, float* output,
                                       float* weights) const {
   const ResolvedConfig& c = config_;
-  const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim, H = c.num_heads;
-  const int64_t Dh = c.head_dim, KV = c.kv_dim();
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len, H = c.num_heads;
+  // Row widths of the projected queries, keys, values and of the attended values.
+  const int64_t Dh = c.head_dim, Dv = c.value_head_dim, QD = c.q_dim(), KV = c.kv_dim(), VKV = c.value_kv_dim(),
+                AD = c.attended_dim();
   const bool self_attention = !key_in.present();
   const float* key = self_attention ? query.data : key_in.data;
   const float* value = self_attention ? query.data : value_in.data;
@@ -73,11 +76,12 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
              [&](int64_t t, int) { w.apply(x, y, t * step, std::min(rows, (t + 1) * step)); });
   };
 
-  // Workspace: Q [B*L, E], K and V [B*S, Hkv*Dh], attended values [B*L, E], then one kernel
-  // scratch per thread.
+  // Workspace: Q [B*L, H*Dh], K [B*S, Hkv*Dh], V [B*S, Hkv*Dv], attended values [B*L, H*Dv],
+  // then one kernel scratch per thread.
   kernels::AttentionHeadArgs scratch_shape{};
   scratch_shape.key_len = S;
   scratch_shape.head_dim = Dh;
+  scratch_shape.value_head_dim = Dv;
   const int64_t scratch_floats = kernels::attention_scratch_floats(scratch_shape);
   std::lock_guard<std::mutex> workspace_lock(workspace_->mutex);
   std::vector<float>& buffers = workspace_->buffers;
@@ -91,26 +95,33 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
 #endif
     }
   } release_in_wasm{buffers};
-  const size_t needed = static_cast<size_t>(2 * B * L * E + 2 * B * S * KV + threads * scratch_floats);
+  const size_t needed = static_cast<size_t>(B * L * (QD + AD) + B * S * (KV + VKV) + threads * scratch_floats);
   if (buffers.size() < needed) {
     buffers.clear();  // grow without copying the old contents
     buffers.resize(needed);
   }
   float* const q = buffers.data();
-  float* const k = q + B * L * E;
+  float* const k = q + B * L * QD;
   float* const v = k + B * S * KV;
-  float* const attended = v + B * S * KV;
-  float* const scratch = attended + B * L * E;
+  float* const attended = v + B * S * VKV;
+  float* const scratch = attended + B * L * AD;
 
-  // 1. Project.
+  // 1. Project, then rotate q and k to their positions (each sequence starts at 0).
   project(packed_.q, query.data, q, B * L);
   project(packed_.k, key, k, B * S);
   project(packed_.v, value, v, B * S);
+  if (c.rotary.dim > 0) {
+    for (int64_t b = 0; b < B; ++b) {
+      const int32_t* positions = options.positions ? options.positions + b * L : nullptr;
+      apply_rotary(c.rotary, q + b * L * QD, L, QD, H, Dh, positions, 0);
+      apply_rotary(c.rotary, k + b * S * KV, S, KV, c.num_kv_heads, Dh, self_attention ? positions : nullptr, 0);
+    }
+  }
 
   // 2. Attend. A task is (batch, query chunk, head), or all heads in turn when they average
   // into one weights buffer (so no two tasks add to the same weights). Heads are split into
   // query chunks only when there are too few (batch, head) pairs to keep every thread busy.
-  // Head h reads key/value head h / (H / Hkv).
+  // Head h reads key/value head h / (H / Hkv) (repeat-interleave, as PyTorch and FlashAttention).
   AdditiveMask key_padding(options.key_padding_mask, S);
   AdditiveMask attn_mask(options.attn_mask, L * S);
   if (weights) std::fill(weights, weights + element_count(p.weights_shape), 0.0f);
@@ -125,20 +136,25 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     for (int64_t h = heads_together ? 0 : group; h < (heads_together ? H : group + 1); ++h) {
       const int64_t kvh = h / c.heads_per_kv();
       kernels::AttentionHeadArgs a{};
-      a.q = q + (b * L + first) * E + h * Dh;
+      a.q = q + (b * L + first) * QD + h * Dh;
       a.k = k + b * S * KV + kvh * Dh;
-      a.v = v + b * S * KV + kvh * Dh;
-      a.out = attended + (b * L + first) * E + h * Dh;
+      a.v = v + b * S * VKV + kvh * Dv;
+      a.out = attended + (b * L + first) * AD + h * Dv;
       a.scratch = scratch + thread * scratch_floats;
-      a.q_stride = E;
+      a.q_stride = QD;
       a.k_stride = KV;
-      a.v_stride = KV;
-      a.out_stride = E;
+      a.v_stride = VKV;
+      a.out_stride = AD;
       a.query_len = rows;
       a.key_len = S;
       a.head_dim = Dh;
+      a.value_head_dim = Dv;
       a.scale = c.scale;
       a.causal = options.causal;
+      a.epilogue.window = c.sliding_window;
+      a.epilogue.softcap = c.softcap;
+      if (!c.alibi_slopes.empty()) a.epilogue.alibi_slope = c.alibi_slopes[h];
+      if (c.sinks) a.epilogue.sink = params_.sinks[h];
       a.first_query = first;
       a.key_bias = key_padding.rows(b);
       const float* mask_rows = attn_mask.rows(p.attn_mask_per_head ? b * H + h : 0);

@@ -8,8 +8,11 @@
 namespace mha {
 namespace {
 
+// PyTorch's own layer: one [3E, E] in_proj_weight. Any other shape has separate q/k/v weights.
 bool fused_in_proj(const ResolvedConfig& c) {
-  return c.kdim == c.embed_dim && c.vdim == c.embed_dim && c.num_kv_heads == c.num_heads;
+  const int64_t E = c.embed_dim;
+  return c.kdim == E && c.vdim == E && c.num_kv_heads == c.num_heads && c.q_dim() == E &&
+         c.value_head_dim == c.head_dim && c.output_dim == E;
 }
 
 std::string quoted_keys(const std::vector<std::pair<std::string, Shape>>& layout) {
@@ -21,18 +24,19 @@ std::string quoted_keys(const std::vector<std::pair<std::string, Shape>>& layout
 }  // namespace
 
 std::vector<std::pair<std::string, Shape>> state_dict_layout(const ResolvedConfig& c) {
-  const int64_t E = c.embed_dim, kv = c.kv_dim();
+  const int64_t E = c.embed_dim, qd = c.q_dim(), kd = c.kv_dim(), vd = c.value_kv_dim();
   std::vector<std::pair<std::string, Shape>> layout;
   if (fused_in_proj(c)) {
     layout.push_back({"in_proj_weight", {3 * E, E}});
   } else {
-    layout.push_back({"q_proj_weight", {E, E}});
-    layout.push_back({"k_proj_weight", {kv, c.kdim}});
-    layout.push_back({"v_proj_weight", {kv, c.vdim}});
+    layout.push_back({"q_proj_weight", {qd, E}});
+    layout.push_back({"k_proj_weight", {kd, c.kdim}});
+    layout.push_back({"v_proj_weight", {vd, c.vdim}});
   }
-  if (c.bias) layout.push_back({"in_proj_bias", {E + 2 * kv}});
-  layout.push_back({"out_proj.weight", {E, E}});
-  if (c.bias) layout.push_back({"out_proj.bias", {E}});
+  if (c.bias) layout.push_back({"in_proj_bias", {qd + kd + vd}});
+  layout.push_back({"out_proj.weight", {c.output_dim, c.attended_dim()}});
+  if (c.bias) layout.push_back({"out_proj.bias", {c.output_dim}});
+  if (c.sinks) layout.push_back({"sinks", {c.num_heads}});
   return layout;
 }
 
@@ -72,7 +76,7 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
   for (const auto& [key, shape] : layout) tensors[key] = get(key, shape);
 
   AttentionParameters p;
-  const int64_t E = c.embed_dim, kv = c.kv_dim();
+  const int64_t E = c.embed_dim, qd = c.q_dim(), kd = c.kv_dim();
   if (tensors.count("in_proj_weight")) {
     const auto& w = tensors["in_proj_weight"];
     p.q_weight.assign(w.begin(), w.begin() + E * E);
@@ -86,11 +90,12 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
   p.out_weight = std::move(tensors["out_proj.weight"]);
   if (c.bias) {
     const auto& b = tensors["in_proj_bias"];
-    p.q_bias.assign(b.begin(), b.begin() + E);
-    p.k_bias.assign(b.begin() + E, b.begin() + E + kv);
-    p.v_bias.assign(b.begin() + E + kv, b.end());
+    p.q_bias.assign(b.begin(), b.begin() + qd);
+    p.k_bias.assign(b.begin() + qd, b.begin() + qd + kd);
+    p.v_bias.assign(b.begin() + qd + kd, b.end());
     p.out_bias = std::move(tensors["out_proj.bias"]);
   }
+  if (c.sinks) p.sinks = std::move(tensors["sinks"]);
   return p;
 }
 

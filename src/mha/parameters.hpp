@@ -11,11 +11,12 @@
 namespace mha {
 
 struct AttentionParameters {
-  std::vector<float> q_weight;    // [E, E]
+  std::vector<float> q_weight;    // [H*Dh, E]
   std::vector<float> k_weight;    // [Hkv*Dh, kdim]
-  std::vector<float> v_weight;    // [Hkv*Dh, vdim]
-  std::vector<float> out_weight;  // [E, E]
+  std::vector<float> v_weight;    // [Hkv*Dv, vdim]
+  std::vector<float> out_weight;  // [outputDim, H*Dv]
   std::vector<float> q_bias, k_bias, v_bias, out_bias;  // empty when the layer has no bias
+  std::vector<float> sinks;       // [H] sink logits; empty unless config.sinks
 };
 
 // One caller-owned entry of a state dict: a flat float32 buffer.
@@ -26,7 +27,7 @@ struct StateDictEntry {
 using StateDict = std::map<std::string, StateDictEntry>;
 
 // The keys nn.MultiheadAttention would have in its state dict for this config, with their shapes.
-// (in_proj_weight when kdim == vdim == E and there is no grouping, else q/k/v_proj_weight.)
+// (in_proj_weight for PyTorch's own shapes, else q/k/v_proj_weight; 'sinks' [H] with sinks.)
 std::vector<std::pair<std::string, std::vector<int64_t>>> state_dict_layout(const ResolvedConfig& config);
 
 // Copies a state dict into parameters. Throws ArgumentError naming the key for a missing,

@@ -56,11 +56,13 @@ struct HeadCase {
   int64_t L, S, Dh;
   bool causal, key_mask, attn_mask, weights;
   int64_t first_query;
+  int64_t Dv = 0;                           // value head size; 0 = Dh
+  mha::kernels::ScoreEpilogue epilogue{};  // window, softcap, ALiBi, sink
 };
 
 // Runs one head through both kernels; q/k/v rows are strided like inside the layer.
 void check_head(const HeadCase& c) {
-  const int64_t stride = c.Dh + 3;
+  const int64_t Dv = c.Dv ? c.Dv : c.Dh, stride = std::max(c.Dh, Dv) + 3;
   const auto q = random_vector(c.L * stride, 7), k = random_vector(c.S * stride, 8), v = random_vector(c.S * stride, 9);
   std::vector<float> key_bias(c.S, 0.0f), attn_bias = random_vector(c.L * c.S, 10);
   for (int64_t j = 0; j < c.S; j += 3) key_bias[j] = kNegInf;
@@ -75,8 +77,10 @@ void check_head(const HeadCase& c) {
   a.query_len = c.L;
   a.key_len = c.S;
   a.head_dim = c.Dh;
+  a.value_head_dim = c.Dv;
   a.scale = 0.7f;
   a.causal = c.causal;
+  a.epilogue = c.epilogue;
   a.first_query = c.first_query;
   a.key_bias = c.key_mask ? key_bias.data() : nullptr;
   a.attn_bias = c.attn_mask ? attn_bias.data() : nullptr;
@@ -105,6 +109,44 @@ TEST(FlashAttention, MatchesReferenceAcrossShapesAndMasks) {
       }
     }
   }
+}
+
+// Every score-step variant (score_epilogue.hpp) alone and combined, with masks, value heads of
+// another size, weights and query blocks that start late (a KV cache's positions).
+TEST(FlashAttention, ScoreEpilogueMatchesReference) {
+  std::mt19937 rng(2024);
+  const auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + rng() % xs.size()); };
+  for (int trial = 0; trial < 600; ++trial) {
+    HeadCase c{pick({1, 5, 33, 70, 200}), pick({1, 6, 64, 150, 300}), pick({1, 8, 16, 64}), rng() % 2 == 0,
+               rng() % 3 == 0, rng() % 4 == 0, rng() % 2 == 0, pick({0, 3, 130})};
+    c.Dv = pick({0, 1, 5, 24});
+    c.epilogue.window = pick({0, 0, 1, 5, 40, 128, 500});
+    if (rng() % 3 == 0) c.epilogue.softcap = rng() % 2 ? 1.5f : 30.0f;
+    if (rng() % 3 == 0) c.epilogue.alibi_slope = rng() % 2 ? 0.3f : 0.0039f;
+    if (rng() % 3 == 0) c.epilogue.sink = rng() % 2 ? 0.7f : -2.0f;
+    SCOPED_TRACE(testing::Message() << "trial " << trial << " L=" << c.L << " S=" << c.S << " Dh=" << c.Dh
+                                    << " Dv=" << c.Dv << " causal=" << c.causal << " window=" << c.epilogue.window
+                                    << " softcap=" << c.epilogue.softcap << " alibi=" << c.epilogue.alibi_slope
+                                    << " sink=" << c.epilogue.sink << " first_query=" << c.first_query
+                                    << " masks=" << c.key_mask << c.attn_mask << " weights=" << c.weights);
+    check_head(c);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(ScoreEpilogue, VisibleKeysFollowCausalAndWindow) {
+  using mha::kernels::visible_keys;
+  mha::kernels::ScoreEpilogue e;
+  e.causal = true;
+  e.window = 3;  // Mistral: position 10 sees 8, 9, 10
+  EXPECT_EQ(visible_keys(e, 10, 100).begin, 8);
+  EXPECT_EQ(visible_keys(e, 10, 100).end, 11);
+  EXPECT_EQ(visible_keys(e, 1, 100).begin, 0);
+  e.causal = false;  // Keras: |i - j| < 3
+  EXPECT_EQ(visible_keys(e, 10, 100).begin, 8);
+  EXPECT_EQ(visible_keys(e, 10, 100).end, 13);
+  EXPECT_EQ(visible_keys(e, 99, 100).end, 100);
+  EXPECT_EQ(visible_keys(e, 200, 100).begin, visible_keys(e, 200, 100).end);  // nothing visible
 }
 
 // One head whose q/k/v/out rows are head_dim apart; scale and masks left to the caller.

@@ -2,6 +2,11 @@
 // softmax (running max m and sum l per row), scale and masks applied inside the tile. Memory is
 // O((L + S) * head_dim) per call; the L x S probabilities exist only when weights are asked for,
 // and then come from the scores this pass already computed.
+//
+// The score step of the variants (softcap, ALiBi, sliding window; score_epilogue.hpp) runs in
+// one place, epilogue(), and only on tiles that need it; key tiles that no row of a query block
+// may see (causal, sliding window) are never visited. A sink logit starts each row's running
+// max and sum, so it joins the denominator without a pass of its own.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -22,26 +27,29 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
+int64_t value_head_dim(const AttentionHeadArgs& a) { return a.value_head_dim > 0 ? a.value_head_dim : a.head_dim; }
+
 // The head's keys and values, repacked once per call: K transposed in panels of kCols keys,
 // [S / kCols][Dh][kCols], so the score micro-kernel streams one contiguous panel (as the GEMM
 // reads its packed weights; a [Dh][S] layout would put its rows S floats apart, and with S a
-// power of two in the same L1 set); V [S][Dp] with rows padded to whole vectors; plus
+// power of two in the same L1 set); V [S][Dp] with rows of Dv padded to whole vectors; plus
 // the per-key bias (key padding mask, -inf on the padding keys S..Sp).
 struct PackedHead {
-  int64_t S, Sp, Dh, Dp;
+  int64_t S, Sp, Dh, Dv, Dp;
   float *kt, *v, *key_bias;  // in the caller's scratch (or own_), laid out by floats()
   std::vector<float> own_;
 
-  static int64_t floats(int64_t S, int64_t Dh) {
-    const int64_t Sp = round_up(S, kKeyTile), Dp = round_up(Dh, kCols);
+  static int64_t floats(int64_t S, int64_t Dh, int64_t Dv) {
+    const int64_t Sp = round_up(S, kKeyTile), Dp = round_up(Dv, kCols);
     return Dh * Sp + S * Dp + Sp;
   }
 
   explicit PackedHead(const AttentionHeadArgs& a)
-      : S(a.key_len), Sp(round_up(a.key_len, kKeyTile)), Dh(a.head_dim), Dp(round_up(a.head_dim, kCols)) {
+      : S(a.key_len), Sp(round_up(a.key_len, kKeyTile)), Dh(a.head_dim), Dv(value_head_dim(a)),
+        Dp(round_up(Dv, kCols)) {
     float* base = a.scratch;
     if (!base) {
-      own_.resize(static_cast<size_t>(floats(S, Dh)));
+      own_.resize(static_cast<size_t>(floats(S, Dh, Dv)));
       base = own_.data();
     }
     kt = base;
@@ -51,8 +59,8 @@ struct PackedHead {
       const float* kj = a.k + j * a.k_stride;
       float* panel = kt + (j / kCols) * Dh * kCols + j % kCols;
       for (int64_t d = 0; d < Dh; ++d) panel[d * kCols] = kj[d];
-      std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dh, v + j * Dp);
-      std::fill(v + j * Dp + Dh, v + (j + 1) * Dp, 0.0f);
+      std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dv, v + j * Dp);
+      std::fill(v + j * Dp + Dv, v + (j + 1) * Dp, 0.0f);
       key_bias[j] = a.key_bias ? a.key_bias[j] : 0.0f;
     }
     for (int64_t j = S; j < Sp; ++j) {  // padding keys: zero K, bias -inf
@@ -65,7 +73,8 @@ struct PackedHead {
 
 // Online-softmax state of one block of query rows.
 struct QueryBlock {
-  int64_t first, rows;              // absolute index of row 0 within the head; valid rows
+  int64_t first, rows;              // index of row 0 among the call's rows; valid rows
+  int64_t key_begin;                // first key of the first tile visited (a multiple of kCols)
   std::vector<float> max, sum;      // m and l per row
   std::vector<float> acc;           // [kQueryBlock][Dp] unnormalized output
   std::vector<float> scores;        // [kQueryBlock][stride] masked scores, then probabilities
@@ -74,7 +83,8 @@ struct QueryBlock {
 
 class FlashAttention {
  public:
-  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), h_(a), any_row_mask_(a.causal || a.attn_bias) {}
+  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), e_(epilogue_of(a)), h_(a),
+      any_row_mask_(a.causal || a.attn_bias || a.epilogue.window > 0) {}
 
   void run() {
     QueryBlock b;
@@ -85,12 +95,16 @@ class FlashAttention {
     b.scores.resize(static_cast<size_t>(kQueryBlock * b.stride));
     for (b.first = 0; b.first < a_.query_len; b.first += kQueryBlock) {
       b.rows = std::min(kQueryBlock, a_.query_len - b.first);
-      std::fill(b.max.begin(), b.max.end(), kNegInf);
-      std::fill(b.sum.begin(), b.sum.end(), 0.0f);
+      // A sink is a key every row sees with score `sink` and no value: it starts m and l.
+      std::fill(b.max.begin(), b.max.end(), e_.sink);
+      std::fill(b.sum.begin(), b.sum.end(), e_.has_sink() ? 1.0f : 0.0f);
       std::fill(b.acc.begin(), b.acc.end(), 0.0f);
-      // Causal: keys after the block's last query are blocked for every row in it.
-      const int64_t key_end = a_.causal ? std::min(h_.S, a_.first_query + b.first + b.rows) : h_.S;
-      for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
+      // Keys no row of the block may see (causal, sliding window) are skipped whole: the first
+      // row sees the earliest keys, the last row the latest.
+      const int64_t position = a_.first_query + b.first;
+      b.key_begin = visible_keys(e_, position, h_.S).begin / kCols * kCols;
+      const int64_t key_end = visible_keys(e_, position + b.rows - 1, h_.S).end;
+      for (int64_t j0 = b.key_begin; j0 < key_end; j0 += kKeyTile) {
         const int64_t keys = std::min(kKeyTile, key_end - j0);
         for (int64_t r0 = 0; r0 < b.rows; r0 += kRows) tile(b, r0, j0, keys);
       }
@@ -107,7 +121,8 @@ class FlashAttention {
     float* s = b.scores.data() + r0 * b.stride + col0;
     Vec tile_max[kRows];
     scores(b.first + r0, rows, j0, padded_keys, s, b.stride, tile_max);
-    if (tile_has_mask(b.first + r0, j0, padded_keys)) mask(b.first + r0, rows, j0, keys, padded_keys, s, b.stride, tile_max);
+    if (tile_needs_epilogue(b.first + r0, rows, j0, padded_keys))
+      epilogue(b.first + r0, rows, j0, keys, padded_keys, s, b.stride, tile_max);
 
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * b.stride;
@@ -173,34 +188,45 @@ class FlashAttention {
     }
   }
 
-  // Whether any score of this tile gets a mask: key padding or a float key mask, an attention
-  // mask, the padding keys past S, or causal keys after the tile's first query.
-  bool tile_has_mask(int64_t row0, int64_t j0, int64_t padded_keys) const {
-    return a_.key_bias || a_.attn_bias || j0 + padded_keys > h_.S ||
-           (a_.causal && j0 + padded_keys - 1 > a_.first_query + row0);
+  static ScoreEpilogue epilogue_of(const AttentionHeadArgs& a) {
+    ScoreEpilogue e = a.epilogue;
+    e.causal = a.causal;
+    return e;
   }
 
-  // Adds the masks to the scaled scores, and takes each row's max again. A key whose bias is
+  // Whether any score of this tile needs more than scaling: softcap or ALiBi, key padding or a
+  // float key mask, an attention mask, the padding keys past S, or a key outside some row's
+  // visible range (the last row starts it latest, the first row ends it earliest).
+  bool tile_needs_epilogue(int64_t row0, int64_t rows, int64_t j0, int64_t padded_keys) const {
+    if (a_.key_bias || a_.attn_bias || e_.transforms_scores() || j0 + padded_keys > h_.S) return true;
+    const int64_t position = a_.first_query + row0;
+    return j0 < visible_keys(e_, position + rows - 1, h_.S).begin ||
+           j0 + padded_keys > visible_keys(e_, position, h_.S).end;
+  }
+
+  // The score step after scaling (score_epilogue.hpp): softcap and ALiBi, then the masks, then
+  // the keys outside the row's visible range; takes each row's max again. A key whose bias is
   // -inf gets -inf whatever its dot product (NaN or Inf in a blocked key cannot leak).
-  void mask(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
-            int64_t stride, Vec* row_max) const {
+  void epilogue(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
+                int64_t stride, Vec* row_max) const {
     const Vec neg_inf(kNegInf);
     const float* kb = h_.key_bias + j0;
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * stride;
+      const int64_t i = row0 + r, position = a_.first_query + i;
+      if (e_.transforms_scores())
+        for (int64_t j = 0; j < keys; ++j) sr[j] = transform_score(e_, sr[j], position, j0 + j);
       for (int64_t j = 0; j < padded_keys; j += kW) {
         const Vec bias = simd::load(kb + j);
         simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) + bias));
       }
-      const int64_t i = row0 + r;
       if (a_.attn_bias) {
         const float* ab = a_.attn_bias + i * h_.S + j0;
         for (int64_t j = 0; j < keys; ++j) sr[j] = ab[j] == kNegInf ? kNegInf : sr[j] + ab[j];
       }
-      if (a_.causal) {  // key j0 + j is blocked when j0 + j > first_query + i
-        const int64_t first_blocked = std::max<int64_t>(0, a_.first_query + i + 1 - j0);
-        for (int64_t j = first_blocked; j < padded_keys; ++j) sr[j] = kNegInf;
-      }
+      const KeyRange visible = visible_keys(e_, position, h_.S);
+      for (int64_t j = 0; j < std::min(padded_keys, visible.begin - j0); ++j) sr[j] = kNegInf;
+      for (int64_t j = std::max<int64_t>(0, visible.end - j0); j < padded_keys; ++j) sr[j] = kNegInf;
       Vec vmax(kNegInf);
       for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
       row_max[r] = vmax;
@@ -263,7 +289,8 @@ class FlashAttention {
     }
   }
 
-  // out = acc / l (zeros for rows with every key blocked); weights += factor * softmax row.
+  // out = acc / l (zeros for rows with every key blocked); weights += factor * softmax row,
+  // over the keys the block visited (the rest of the row stays 0).
   void finish(const QueryBlock& b) const {
     for (int64_t r = 0; r < b.rows; ++r) {
       const int64_t i = b.first + r;
@@ -271,13 +298,15 @@ class FlashAttention {
       const bool blocked = b.max[r] == kNegInf;
       const float inv_sum = blocked ? 0.0f : 1.0f / b.sum[r];
       const float* acc = b.acc.data() + r * h_.Dp;
-      for (int64_t d = 0; d < h_.Dh; ++d) out[d] = acc[d] * inv_sum;
+      for (int64_t d = 0; d < h_.Dv; ++d) out[d] = acc[d] * inv_sum;
       if (!a_.weights || blocked) continue;
       const float* sr = b.scores.data() + r * b.stride;
       float* w = a_.weights + i * h_.S;
       const Vec m(b.max[r]), factor(a_.weights_factor * inv_sum);
-      const int64_t key_end = a_.causal ? std::min(h_.S, a_.first_query + i + 1) : h_.S;
-      int64_t j = 0;
+      const KeyRange visible = visible_keys(e_, a_.first_query + i, h_.S);
+      if (visible.begin == visible.end) continue;  // only a sink: zero weights
+      const int64_t key_end = visible.end;
+      int64_t j = b.key_begin;
       for (; j + kW <= key_end; j += kW)
         simd::store(w + j, simd::fmadd(factor, fast_exp(simd::load(sr + j) - m), simd::load(w + j)));
       alignas(64) float lanes[kW];
@@ -289,6 +318,7 @@ class FlashAttention {
   }
 
   const AttentionHeadArgs& a_;
+  const ScoreEpilogue e_;  // a_.epilogue with a_.causal
   PackedHead h_;
   bool any_row_mask_;
   std::vector<int64_t> fast_keys_, guarded_keys_;
@@ -298,14 +328,14 @@ class FlashAttention {
 }  // namespace
 
 int64_t attention_scratch_floats(const AttentionHeadArgs& args) {
-  return PackedHead::floats(args.key_len, args.head_dim);
+  return PackedHead::floats(args.key_len, args.head_dim, value_head_dim(args));
 }
 
 void attention_head_flash(const AttentionHeadArgs& args) {
   if (args.query_len <= 0) return;
   if (args.key_len <= 0) {  // nothing to attend to: every row is fully blocked
     for (int64_t i = 0; i < args.query_len; ++i)
-      std::fill(args.out + i * args.out_stride, args.out + i * args.out_stride + args.head_dim, 0.0f);
+      std::fill(args.out + i * args.out_stride, args.out + i * args.out_stride + value_head_dim(args), 0.0f);
     return;
   }
   FlashAttention(args).run();

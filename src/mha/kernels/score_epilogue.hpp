@@ -38,7 +38,7 @@ inline KeyRange visible_keys(const ScoreEpilogue& e, int64_t i, int64_t S) {
   int64_t begin = 0, end = S;
   if (e.causal) end = std::min(S, i + 1);
   if (e.window > 0) {
-    begin = std::max<int64_t>(0, i - e.window + 1);
+    begin = std::min(S, std::max<int64_t>(0, i - e.window + 1));
     if (!e.causal) end = std::min(S, i + e.window);
   }
   return {begin, std::max(begin, end)};
