@@ -42,6 +42,12 @@ mha::TensorRef tensor_of(const val& v) {
   return {pointer_of<float>(v), shape_of(v["shape"])};
 }
 
+void positions_of(const val& v, mha::ForwardOptions& o) {
+  if (v.isUndefined() || v.isNull()) return;
+  o.positions = pointer_of<int32_t>(v);
+  o.positions_shape = shape_of(v["shape"]);
+}
+
 mha::MaskRef mask_of(const val& v) {
   if (v.isUndefined() || v.isNull()) return {};
   return {v["isBool"].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, pointer_of<void>(v),
@@ -76,16 +82,37 @@ enum ErrorCode { kNone = 0, kTypeError = 1, kRangeError = 2, kOtherError = 3 };
 
 class LayerHandle {
  public:
-  LayerHandle(int embed_dim, int num_heads, int kdim, int vdim, bool bias, int num_kv_heads, double scale) {
+  // config: the JS config after bindings/js/layer.js checked its types; absent keys take the
+  // core's defaults, and resolve() checks the values.
+  explicit LayerHandle(val config) {
     guard([&] {
+      const auto integer = [&](const char* key) -> int64_t {
+        const val v = config[key];
+        return v.isUndefined() ? 0 : static_cast<int64_t>(v.as<double>());
+      };
       mha::AttentionConfig c;
-      c.embed_dim = embed_dim;
-      c.num_heads = num_heads;
-      c.kdim = kdim;
-      c.vdim = vdim;
-      c.bias = bias;
-      c.num_kv_heads = num_kv_heads;
-      if (scale == scale) c.scale = static_cast<float>(scale);  // NaN means "default"
+      c.embed_dim = integer("embedDim");
+      c.num_heads = integer("numHeads");
+      c.kdim = integer("kdim");
+      c.vdim = integer("vdim");
+      c.bias = config["bias"].isUndefined() ? true : config["bias"].as<bool>();
+      c.num_kv_heads = integer("numKvHeads");
+      if (!config["scale"].isUndefined()) c.scale = static_cast<float>(config["scale"].as<double>());
+      c.head_dim = integer("headDim");
+      c.value_head_dim = integer("valueHeadDim");
+      c.output_dim = integer("outputDim");
+      const val rotary = config["rotary"];
+      if (!rotary.isUndefined()) {
+        c.rotary.dim = static_cast<int64_t>(rotary["dim"].as<double>());
+        if (!rotary["base"].isUndefined()) c.rotary.base = rotary["base"].as<double>();
+        if (!rotary["interleaved"].isUndefined()) c.rotary.interleaved = rotary["interleaved"].as<bool>();
+      }
+      c.sliding_window = integer("slidingWindow");
+      c.alibi = !config["alibi"].isUndefined() && config["alibi"].as<bool>();
+      if (!config["alibiSlopes"].isUndefined())
+        c.alibi_slopes = emscripten::convertJSArrayToNumberVector<float>(config["alibiSlopes"]);
+      if (!config["softcap"].isUndefined()) c.softcap = static_cast<float>(config["softcap"].as<double>());
+      c.sinks = !config["sinks"].isUndefined() && config["sinks"].as<bool>();
       layer_ = std::make_unique<mha::MultiheadAttention>(c);
     });
   }
@@ -104,6 +131,24 @@ class LayerHandle {
     o.set("numKvHeads", static_cast<double>(c.num_kv_heads));
     o.set("headDim", static_cast<double>(c.head_dim));
     o.set("scale", c.scale);
+    o.set("valueHeadDim", static_cast<double>(c.value_head_dim));
+    o.set("outputDim", static_cast<double>(c.output_dim));
+    // The variants appear only when the layer has them.
+    if (c.rotary.dim > 0) {
+      val rotary = val::object();
+      rotary.set("dim", static_cast<double>(c.rotary.dim));
+      rotary.set("base", c.rotary.base);
+      rotary.set("interleaved", c.rotary.interleaved);
+      o.set("rotary", rotary);
+    }
+    if (c.sliding_window > 0) o.set("slidingWindow", static_cast<double>(c.sliding_window));
+    if (!c.alibi_slopes.empty()) {
+      val slopes = val::array();
+      for (float s : c.alibi_slopes) slopes.call<void>("push", s);
+      o.set("alibiSlopes", slopes);
+    }
+    if (c.softcap > 0) o.set("softcap", c.softcap);
+    if (c.sinks) o.set("sinks", true);
     return o;
   }
 
@@ -146,6 +191,7 @@ class LayerHandle {
       o.average_weights = request["averageWeights"].as<bool>();
       o.key_padding_mask = mask_of(request["keyPaddingMask"]);
       o.attn_mask = mask_of(request["attnMask"]);
+      positions_of(request["positions"], o);
 #ifdef __EMSCRIPTEN_PTHREADS__
       layer_->set_thread_pool(current_pool());
 #endif
@@ -173,6 +219,10 @@ class LayerHandle {
       o.average_weights = request["averageWeights"].as<bool>();
       o.key_padding_mask = mask_shape_only(request["keyPaddingMask"]);
       o.attn_mask = mask_shape_only(request["attnMask"]);
+      if (!request["positions"].isUndefined() && !request["positions"].isNull()) {
+        o.positions = reinterpret_cast<const int32_t*>(kPlaceholder);
+        o.positions_shape = shape_of(request["positions"]["shape"]);
+      }
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
 #ifdef __EMSCRIPTEN_PTHREADS__
@@ -225,7 +275,7 @@ double heapAllocatedBytes() { return static_cast<double>(mallinfo().uordblks); }
 
 EMSCRIPTEN_BINDINGS(mha_wasm) {
   emscripten::class_<LayerHandle>("LayerHandle")
-      .constructor<int, int, int, int, bool, int, double>()
+      .constructor<val>()
       .function("lastErrorKind", &LayerHandle::lastErrorKind)
       .function("lastError", &LayerHandle::lastError)
       .function("config", &LayerHandle::config)

@@ -18,7 +18,7 @@ export class HeapScope {
     this.pointers = [];
   }
 
-  /** Copies a Float32Array or Uint8Array into the heap; returns its address. */
+  /** Copies a Float32Array, Uint8Array or Int32Array into the heap; returns its address. */
   copyIn(array) {
     const bytes = Math.max(array.byteLength, 1);
     const ptr = this.module._malloc(bytes);
@@ -26,8 +26,11 @@ export class HeapScope {
       throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for an input`);
     }
     this.pointers.push(ptr);
-    const view = heapView(this.module, array instanceof Float32Array ? Float32Array : Uint8Array);
-    view.set(array, ptr / array.BYTES_PER_ELEMENT);
+    if (array instanceof Float32Array) {
+      heapView(this.module, Float32Array).set(array, ptr / 4);
+    } else {  // byte for byte (an Int32Array set into a Uint8Array view would truncate each element)
+      heapView(this.module, Uint8Array).set(new Uint8Array(array.buffer, array.byteOffset, array.byteLength), ptr);
+    }
     return ptr;
   }
 

@@ -5,7 +5,7 @@
  */
 
 /** A dense row-major tensor. `data.length` must equal the product of `shape`. */
-export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
+export interface Tensor<T extends Float32Array | Uint8Array | Int32Array = Float32Array> {
   /** The elements, row-major (last dimension fastest). */
   data: T;
   /** Dimensions, outermost first, e.g. [B, L, E]. */
@@ -18,11 +18,24 @@ export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
  */
 export type Mask = Tensor<Uint8Array> | Tensor<Float32Array>;
 
+/**
+ * Rotary position embedding on q and k after projection (Hugging Face apply_rotary_pos_emb,
+ * ONNX RotaryEmbedding-23). Positions are 0-based token indices (or ForwardOptions.positions).
+ */
+export interface RotaryConfig {
+  /** Features of each head that rotate, from the first: even, <= headDim (less = partial rotary). */
+  dim: number;
+  /** Frequency base: inv_freq_t = base^(-2t/dim). Default 10000. */
+  base?: number;
+  /** true: rotate adjacent pairs (GPT-J); false: rotate halves (GPT-NeoX, Llama rotate_half). Default false. */
+  interleaved?: boolean;
+}
+
 /** The layer's hyperparameters, named after nn.MultiheadAttention's (embed_dim -> embedDim, ...). */
 export interface AttentionConfig {
-  /** E: the query (and output) feature size. */
+  /** E: the query's feature size (and the output's, unless outputDim is given). */
   embedDim: number;
-  /** H: number of heads; must divide embedDim. */
+  /** H: number of heads; must divide embedDim unless headDim is given. */
   numHeads: number;
   /** Key feature size (default embedDim). */
   kdim?: number;
@@ -32,14 +45,50 @@ export interface AttentionConfig {
   bias?: boolean;
   /** Key/value heads for grouped-query (or multi-query, 1) attention; must divide numHeads (default numHeads). */
   numKvHeads?: number;
-  /** Softmax scale (default 1 / sqrt(embedDim / numHeads)). */
+  /** Softmax scale (default 1 / sqrt(headDim)). */
   scale?: number;
+  /** Query/key head size (Keras key_dim; default embedDim / numHeads). q_proj has numHeads * headDim rows. */
+  headDim?: number;
+  /** Value head size (Keras value_dim; default headDim). out_proj.weight is [outputDim, numHeads * valueHeadDim]. */
+  valueHeadDim?: number;
+  /** Output feature size (Keras output_shape; default embedDim). */
+  outputDim?: number;
+  /** Rotary position embedding on q and k. */
+  rotary?: RotaryConfig;
+  /**
+   * Sliding window of W keys: with causal, query i sees keys i-W+1 .. i (Mistral, FlashAttention
+   * window_size=(W-1, 0)); without, keys with |i - j| < W (Keras). Keys outside are skipped, not just masked.
+   */
+  slidingWindow?: number;
+  /** ALiBi with BLOOM's slopes: adds -slope_h * |i - j| to head h's scaled scores. */
+  alibi?: boolean;
+  /** ALiBi with these slopes, one per head (implies alibi). */
+  alibiSlopes?: Float32Array | number[];
+  /** Soft-capping (Gemma 2): scaled scores become softcap * tanh(scores / softcap), before masks and ALiBi. */
+  softcap?: number;
+  /** A learned sink logit per head joins each softmax's denominator (gpt-oss); state-dict entry `sinks` [numHeads]. */
+  sinks?: boolean;
 }
 
-/** The configuration with every default filled in. */
-export interface ResolvedConfig extends Required<AttentionConfig> {
-  /** embedDim / numHeads. */
+/** The configuration with every default filled in; the variants appear only when the layer has them. */
+export interface ResolvedConfig {
+  embedDim: number;
+  numHeads: number;
+  kdim: number;
+  vdim: number;
+  bias: boolean;
+  numKvHeads: number;
+  /** Query/key head size. */
   headDim: number;
+  scale: number;
+  valueHeadDim: number;
+  outputDim: number;
+  rotary?: Required<RotaryConfig>;
+  slidingWindow?: number;
+  /** The slopes in use (BLOOM's when the config said alibi: true). */
+  alibiSlopes?: number[];
+  softcap?: number;
+  sinks?: true;
 }
 
 /** Options of {@link MultiHeadAttention.forward}; every one is optional. */
@@ -54,11 +103,16 @@ export interface ForwardOptions {
   needWeights?: boolean;
   /** With needWeights: average over heads ([B, L, S]) instead of per head ([B, H, L, S]). Default true. */
   averageWeights?: boolean;
+  /**
+   * Rotary layers, self-attention: each token's position, [B, L] ([L] unbatched), e.g. for
+   * left-padded batches. Default: token i is at position i.
+   */
+  positions?: Tensor<Int32Array>;
 }
 
 /** What {@link MultiHeadAttention.forward} returns. */
 export interface ForwardResult {
-  /** [B, L, embedDim], or [L, embedDim] for unbatched input. A copy the caller owns. */
+  /** [B, L, outputDim], or [L, outputDim] for unbatched input. A copy the caller owns. */
   output: Tensor<Float32Array>;
   /**
    * The softmax probabilities, [B, H, L, S] or averaged [B, L, S] (no B for unbatched input);
@@ -69,7 +123,8 @@ export interface ForwardResult {
 
 /**
  * A PyTorch `nn.MultiheadAttention` state dict with Float32Array values: `in_proj_weight` or
- * `q_proj_weight`/`k_proj_weight`/`v_proj_weight`, `in_proj_bias`, `out_proj.weight`, `out_proj.bias`.
+ * `q_proj_weight`/`k_proj_weight`/`v_proj_weight`, `in_proj_bias`, `out_proj.weight`, `out_proj.bias`
+ * (and `sinks` for a layer with sinks). `stateDictShapes()` lists the keys and shapes a layer takes.
  */
 export type StateDict = Record<string, Float32Array> | Map<string, Float32Array>;
 

@@ -5,9 +5,49 @@ import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
 
-const CONFIG_KEYS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale'];
-const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights'];
+const CONFIG_KEYS = [
+  'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
+  'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
+];
+const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
+const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions'];
 const MASK_KINDS = [Uint8Array, Float32Array];
+
+/**
+ * Type checks of the variant options (free head sizes, rotary, window, ALiBi, softcap, sinks);
+ * their values are checked by the core (src/mha/attention_config.hpp, resolve()). Returns the
+ * config the core takes.
+ */
+function checkVariants(config) {
+  for (const name of ['headDim', 'valueHeadDim', 'outputDim', 'slidingWindow']) {
+    checkInteger(name, config[name], { optional: true });
+  }
+  const { rotary } = config;
+  if (rotary !== undefined) {
+    checkPlainObject('rotary', rotary);
+    checkKnownKeys('rotary', rotary, ROTARY_KEYS);
+    checkInteger('rotary.dim', rotary.dim);
+    if (rotary.base !== undefined && typeof rotary.base !== 'number') {
+      throw new TypeError(`rotary.base must be a number, got ${describe(rotary.base)}`);
+    }
+    checkBoolean('rotary.interleaved', rotary.interleaved);
+  }
+  checkBoolean('alibi', config.alibi);
+  let { alibiSlopes } = config;
+  if (alibiSlopes !== undefined) {
+    if (!(alibiSlopes instanceof Float32Array) && !Array.isArray(alibiSlopes)) {
+      throw new TypeError(`alibiSlopes must be a Float32Array or an array of numbers (one per head), got ${describe(alibiSlopes)}`);
+    }
+    if (config.alibi === false) throw new TypeError('alibiSlopes: given with alibi: false; omit one of them');
+    alibiSlopes = [...alibiSlopes];
+    if (!alibiSlopes.every((x) => typeof x === 'number')) throw new TypeError('alibiSlopes must hold numbers');
+  }
+  if (config.softcap !== undefined && typeof config.softcap !== 'number') {
+    throw new TypeError(`softcap must be a number, got ${describe(config.softcap)}`);
+  }
+  checkBoolean('sinks', config.sinks);
+  return { ...config, ...(alibiSlopes ? { alibiSlopes } : {}) };
+}
 
 function tensorForCore(scope, tensor) {
   return tensor && { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
@@ -55,10 +95,7 @@ export function defineMultiHeadAttention(module) {
       if (config.scale !== undefined && (typeof config.scale !== 'number' || !Number.isFinite(config.scale))) {
         throw new RangeError(`scale must be a finite number, got ${describe(config.scale)}`);
       }
-      const handle = new module.LayerHandle(
-        config.embedDim, config.numHeads, config.kdim ?? 0, config.vdim ?? 0, config.bias ?? true,
-        config.numKvHeads ?? 0, config.scale ?? NaN,
-      );
+      const handle = new module.LayerHandle(checkVariants(config));
       if (handle.lastErrorKind() !== 0) {
         try {
           throwHandleError(handle, 'MultiHeadAttention');
@@ -125,6 +162,7 @@ export function defineMultiHeadAttention(module) {
       for (const flag of ['causal', 'needWeights', 'averageWeights']) checkBoolean(flag, options[flag]);
       const keyPaddingMask = checkTensor('keyPaddingMask', options.keyPaddingMask, { kinds: MASK_KINDS, optional: true });
       const attnMask = checkTensor('attnMask', options.attnMask, { kinds: MASK_KINDS, optional: true });
+      const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
 
       const request = (toCore) => ({
         query: toCore(query),
@@ -132,6 +170,7 @@ export function defineMultiHeadAttention(module) {
         value: toCore(value),
         keyPaddingMask: toCore(keyPaddingMask),
         attnMask: toCore(attnMask),
+        positions: toCore(positions),
         causal: options.causal ?? false,
         needWeights: options.needWeights ?? false,
         averageWeights: options.averageWeights ?? true,

@@ -64,7 +64,7 @@ export function checkTensor(name, tensor, { kinds = [Float32Array], expected = '
   }
   if (!kinds.some((Kind) => tensor.data instanceof Kind)) {
     const names = kinds.map((k) => k.name).join(' or ');
-    throw new TypeError(`${name}.data must be a ${names}, got ${describe(tensor.data)}`);
+    throw new TypeError(`${name}.data must be ${withArticle(names)}, got ${describe(tensor.data)}`);
   }
   const count = checkShape(name, tensor.shape);
   if (count !== tensor.data.length) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,13 @@ inline std::vector<float> bloom_alibi_slopes(int64_t heads) {
   return slopes;
 }
 
+// 0.5, 3, 1e+30, inf: a number as a message shows it.
+inline std::string number_text(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 inline ResolvedConfig resolve(const AttentionConfig& c) {
   auto positive = [](const char* name, int64_t v) {
     if (v <= 0)
@@ -102,7 +110,7 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
   r.bias = c.bias;
   r.scale = c.scale ? *c.scale : 1.0f / std::sqrt(static_cast<float>(r.head_dim));
   if (!std::isfinite(r.scale))
-    throw range_error("scale must be a finite number, got " + std::to_string(r.scale));
+    throw range_error("scale must be a finite number, got " + number_text(r.scale));
 
   r.rotary = c.rotary;
   if (c.rotary.dim != 0) {
@@ -110,7 +118,7 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
       throw range_error("rotary.dim must be an even integer from 2 to headDim (" + std::to_string(r.head_dim) +
                         "), got " + std::to_string(c.rotary.dim));
     if (!(c.rotary.base > 0) || !std::isfinite(c.rotary.base))
-      throw range_error("rotary.base must be a finite number > 0, got " + std::to_string(c.rotary.base));
+      throw range_error("rotary.base must be a finite number > 0, got " + number_text(c.rotary.base));
   }
   if (c.sliding_window < 0)
     throw range_error("slidingWindow must be an integer >= 1, got " + std::to_string(c.sliding_window));
@@ -128,7 +136,7 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
   r.softcap = 0.0f;
   if (c.softcap) {
     if (!(*c.softcap > 0) || !std::isfinite(*c.softcap))
-      throw range_error("softcap must be a finite number > 0, got " + std::to_string(*c.softcap));
+      throw range_error("softcap must be a finite number > 0, got " + number_text(*c.softcap));
     r.softcap = *c.softcap;
   }
   r.sinks = c.sinks;

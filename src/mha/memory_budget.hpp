@@ -107,6 +107,7 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
     }
     if (o.key_padding_mask.present()) items.push_back({"keyPaddingMask", mask_bytes(o.key_padding_mask)});
     if (o.attn_mask.present()) items.push_back({"attnMask", mask_bytes(o.attn_mask)});
+    if (!o.positions_shape.empty()) items.push_back({"positions", saturating_bytes(o.positions_shape, 4)});
   }
   // Bool masks are converted to float biases once per call (additive_mask.hpp).
   if (o.key_padding_mask.type == MaskType::kBool)

@@ -109,6 +109,7 @@ describe('results', () => {
     const layer = new mha.MultiHeadAttention({ embedDim: 16, numHeads: 4, kdim: 6, numKvHeads: 2 });
     assert.deepEqual(layer.config, {
       embedDim: 16, numHeads: 4, kdim: 6, vdim: 16, bias: true, numKvHeads: 2, headDim: 4, scale: 0.5,
+      valueHeadDim: 4, outputDim: 16,
     });
     assert.deepEqual(layer.stateDictShapes(), {
       q_proj_weight: [16, 16], k_proj_weight: [8, 6], v_proj_weight: [8, 16],
