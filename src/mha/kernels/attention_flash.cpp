@@ -194,6 +194,27 @@ class FlashAttention {
     return e;
   }
 
+  // transform_score (score_epilogue.hpp) on whole vectors: softcap as c * tanh(s / c) with
+  // tanh|y| = (1 - e) / (1 + e), e = exp(-2|y|) in fast_exp's domain (absolute error of the
+  // capped score about c * 1e-7), then ALiBi's -slope * |i - j|. Padding keys past S are
+  // transformed too; the key bias blocks them next.
+  void transform_scores(float* sr, int64_t padded_keys, int64_t position, int64_t j0) const {
+    const Vec cap(e_.softcap), inv_cap(e_.softcap > 0.0f ? 1.0f / e_.softcap : 0.0f), one(1.0f), minus_two(-2.0f);
+    const Vec slope(e_.alibi_slope), lanes = simd::iota();
+    for (int64_t j = 0; j < padded_keys; j += kW) {
+      Vec s = simd::load(sr + j);
+      if (e_.softcap > 0.0f) {
+        const Vec y = s * inv_cap, e = fast_exp(minus_two * simd::abs(y));
+        s = cap * simd::copysign((one - e) / (one + e), y);
+      }
+      if (e_.alibi_slope != 0.0f) {
+        const Vec distance = simd::abs(Vec(static_cast<float>(position - j0 - j)) - lanes);
+        s = s - slope * distance;
+      }
+      simd::store(sr + j, s);
+    }
+  }
+
   // Whether any score of this tile needs more than scaling: softcap or ALiBi, key padding or a
   // float key mask, an attention mask, the padding keys past S, or a key outside some row's
   // visible range (the last row starts it latest, the first row ends it earliest).
@@ -214,8 +235,7 @@ class FlashAttention {
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * stride;
       const int64_t i = row0 + r, position = a_.first_query + i;
-      if (e_.transforms_scores())
-        for (int64_t j = 0; j < keys; ++j) sr[j] = transform_score(e_, sr[j], position, j0 + j);
+      if (e_.transforms_scores()) transform_scores(sr, padded_keys, position, j0);
       for (int64_t j = 0; j < padded_keys; j += kW) {
         const Vec bias = simd::load(kb + j);
         simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) + bias));

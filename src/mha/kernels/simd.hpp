@@ -34,6 +34,13 @@ inline void store(float* p, Vec v) { v.store_unaligned(p); }
 inline Vec splat(float x) { return Vec(x); }
 inline Vec fmadd(Vec a, Vec b, Vec c) { return xsimd::fma(a, b, c); }  // mul + add on wasm
 inline Vec max(Vec a, Vec b) { return xsimd::max(a, b); }  // a > b ? a : b, like SSE maxps
+inline Vec abs(Vec a) { return xsimd::abs(a); }
+inline Vec copysign(Vec magnitude, Vec sign) { return xsimd::copysign(magnitude, sign); }
+inline Vec iota() {  // 0, 1, 2, ... in the lanes
+  alignas(64) float lanes[kWidth];
+  for (int i = 0; i < kWidth; ++i) lanes[i] = static_cast<float>(i);
+  return Vec::load_aligned(lanes);
+}
 inline float hsum(Vec v) { return xsimd::hadd(v); }
 inline float hmax(Vec v) {  // xsimd 8.1 has no reduce_max; NaN lanes are skipped
   alignas(64) float lanes[kWidth];
@@ -72,6 +79,9 @@ inline void store(float* p, Vec v) { *p = v.x; }
 inline Vec splat(float x) { return x; }
 inline Vec fmadd(Vec a, Vec b, Vec c) { return a.x * b.x + c.x; }
 inline Vec max(Vec a, Vec b) { return a.x > b.x ? a : b; }
+inline Vec abs(Vec a) { return std::fabs(a.x); }
+inline Vec copysign(Vec magnitude, Vec sign) { return std::copysign(magnitude.x, sign.x); }
+inline Vec iota() { return 0.0f; }
 inline float hsum(Vec v) { return v.x; }
 inline float hmax(Vec v) { return v.x > -INFINITY ? v.x : -INFINITY; }
 inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return a.x < b.x ? if_less : otherwise; }
