@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: installs the peers (bench/package.json, never part of npm test), builds the
-# wasm builds and the native Google Benchmark binary, then prints the tables (bench/run.mjs).
+# wasm builds and the native Google Benchmark binary, then prints the tables (bench/run.mjs,
+# bench/variants.mjs).
 # Extra arguments go to run.mjs, e.g. `npm run bench -- --shapes=0,3 --js=no`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,3 +11,6 @@ bash tools/build-wasm.sh
 cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release > build/native-configure.log 2>&1 || { cat build/native-configure.log; exit 1; }
 cmake --build build/native -j2 --target mha_bench
 node bench/run.mjs "$@"
+# The variants of today's models (rotary, GQA, sliding window, ALiBi, softcap, sinks) against the
+# plain causal layer of the same shape, wasm 1 thread.
+node bench/variants.mjs
