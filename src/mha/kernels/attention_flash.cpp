@@ -83,8 +83,7 @@ struct QueryBlock {
 
 class FlashAttention {
  public:
-  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), e_(epilogue_of(a)), h_(a),
-      any_row_mask_(a.causal || a.attn_bias || a.epilogue.window > 0) {}
+  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), e_(epilogue_of(a)), h_(a) {}
 
   void run() {
     QueryBlock b;
@@ -121,12 +120,14 @@ class FlashAttention {
     float* s = b.scores.data() + r0 * b.stride + col0;
     Vec tile_max[kRows];
     scores(b.first + r0, rows, j0, padded_keys, s, b.stride, tile_max);
-    // Only a tile that went through the epilogue can hold blocked keys (p = 0 for some rows):
-    // the others take accumulate's unguarded path. For causal heads that is all but the
-    // diagonal tiles (one causal head, L = 4096, wasm: 64.4 -> 54.1 ms; sliding window 512:
-    // 16.3 -> 14.3 ms; `npm run bench:kernels`).
-    const bool epilogue_applied = tile_needs_epilogue(b.first + r0, rows, j0, padded_keys);
-    if (epilogue_applied) epilogue(b.first + r0, rows, j0, keys, padded_keys, s, b.stride, tile_max);
+    // Only a tile that may block some key for some row (p = 0) takes accumulate's guarded path;
+    // for causal heads that is the diagonal tiles only (one causal head, L = 4096, wasm:
+    // 64.4 -> 54.1 ms; sliding window 512: 16.3 -> 14.3 ms; `npm run bench:kernels`).
+    // (The scores reach padded_keys; accumulate reads the first `keys` only.)
+    const bool may_block = tile_may_block(b.first + r0, rows, j0, keys);
+    if (may_block || e_.transforms_scores() || j0 + padded_keys > h_.S ||
+        tile_may_block(b.first + r0, rows, j0, padded_keys))
+      epilogue(b.first + r0, rows, j0, keys, padded_keys, s, b.stride, tile_max);
 
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * b.stride;
@@ -160,7 +161,7 @@ class FlashAttention {
     }
     const float* p = a_.weights ? tile_probabilities_.data() : s;
     const int64_t p_stride = a_.weights ? kKeyTile : b.stride;
-    if (epilogue_applied && (any_row_mask_ || a_.key_bias))
+    if (may_block)
       accumulate<true>(b, r0, rows, j0, keys, p, p_stride);
     else
       accumulate<false>(b, r0, rows, j0, keys, p, p_stride);
@@ -222,14 +223,14 @@ class FlashAttention {
     }
   }
 
-  // Whether any score of this tile needs more than scaling: softcap or ALiBi, key padding or a
-  // float key mask, an attention mask, the padding keys past S, or a key outside some row's
-  // visible range (the last row starts it latest, the first row ends it earliest).
-  bool tile_needs_epilogue(int64_t row0, int64_t rows, int64_t j0, int64_t padded_keys) const {
-    if (a_.key_bias || a_.attn_bias || e_.transforms_scores() || j0 + padded_keys > h_.S) return true;
+  // Whether a mask may block one of the tile's first `keys` keys for one of its rows: key
+  // padding or a float key mask, an attention mask, or a key outside some row's visible range
+  // (the last row starts it latest, the first row ends it earliest).
+  bool tile_may_block(int64_t row0, int64_t rows, int64_t j0, int64_t keys) const {
+    if (a_.key_bias || a_.attn_bias) return true;
     const int64_t position = a_.first_query + row0;
     return j0 < visible_keys(e_, position + rows - 1, h_.S).begin ||
-           j0 + padded_keys > visible_keys(e_, position, h_.S).end;
+           j0 + keys > visible_keys(e_, position, h_.S).end;
   }
 
   // The score step after scaling (score_epilogue.hpp): softcap and ALiBi, then the masks, then
@@ -351,7 +352,6 @@ class FlashAttention {
   const AttentionHeadArgs& a_;
   const ScoreEpilogue e_;  // a_.epilogue with a_.causal
   PackedHead h_;
-  bool any_row_mask_;
   std::vector<int64_t> fast_keys_, guarded_keys_;
   std::vector<float> tile_probabilities_ = std::vector<float>(static_cast<size_t>(kRows * kKeyTile));
 };
