@@ -232,8 +232,14 @@ class LayerHandle {
 #endif
       mha::check_fits("the inputs and buffers", mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads),
                       static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
+      planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
+      planned_weights_shape_ = plan.weights_shape;
     });
   }
+
+  // The shapes the last successful checkForward planned (for caller-owned output buffers).
+  val plannedOutputShape() const { return array_of(planned_output_shape_); }
+  val plannedWeightsShape() const { return planned_weights_shape_.empty() ? val::null() : array_of(planned_weights_shape_); }
 
   uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
   val outputShape() const { return array_of(result_.output_shape); }
@@ -264,6 +270,7 @@ class LayerHandle {
 
   std::unique_ptr<mha::MultiheadAttention> layer_;
   mha::ForwardResult result_;
+  mha::Shape planned_output_shape_, planned_weights_shape_;
   int error_kind_ = kNone;
   std::string error_;
 };
@@ -284,6 +291,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("checkLoadStateDict", &LayerHandle::checkLoadStateDict)
       .function("forward", &LayerHandle::forward)
       .function("checkForward", &LayerHandle::checkForward)
+      .function("plannedOutputShape", &LayerHandle::plannedOutputShape)
+      .function("plannedWeightsShape", &LayerHandle::plannedWeightsShape)
       .function("outputPtr", &LayerHandle::outputPtr)
       .function("outputShape", &LayerHandle::outputShape)
       .function("weightsPtr", &LayerHandle::weightsPtr)

@@ -50,3 +50,15 @@ export function copyOutFloats(module, ptr, length) {
   copy.set(heapView(module, Float32Array).subarray(ptr / 4, ptr / 4 + length));
   return copy;
 }
+
+/** Copies `target.length` floats at `ptr` into the caller's Float32Array `target`. */
+export function copyOutFloatsInto(module, ptr, target) {
+  target.set(heapView(module, Float32Array).subarray(ptr / 4, ptr / 4 + target.length));
+  return target;
+}
+
+/** Whether `array` is a view of the module's memory (which moves when memory grows). */
+export function viewsHeap(module, array) {
+  const heap = module.wasmMemory?.buffer ?? module.HEAPU8.buffer;
+  return array.buffer === heap;
+}

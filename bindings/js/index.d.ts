@@ -108,6 +108,14 @@ export interface ForwardOptions {
    * left-padded batches. Default: token i is at position i.
    */
   positions?: Tensor<Int32Array>;
+  /**
+   * Write the output into this caller-owned Float32Array (exactly the output's element count)
+   * instead of a fresh one: a loop that reuses its buffers allocates nothing per call and, in
+   * Node, pays no page faults for a new array. The result's `output.data` is this array.
+   */
+  out?: Float32Array;
+  /** The same for the weights (with needWeights: true). */
+  weightsOut?: Float32Array;
 }
 
 /** What {@link MultiHeadAttention.forward} returns. */

@@ -1,6 +1,6 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { throwHandleError } from './errors.js';
-import { copyOutFloats, HeapScope } from './heap.js';
+import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
@@ -10,7 +10,7 @@ const CONFIG_KEYS = [
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
-const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions'];
+const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut'];
 const MASK_KINDS = [Uint8Array, Float32Array];
 
 /**
@@ -55,6 +55,23 @@ function tensorForCore(scope, tensor) {
 
 function shapeForCore(tensor) {
   return tensor && { shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
+}
+
+/**
+ * A caller-owned output buffer (forward's `out` / `weightsOut`): a Float32Array of exactly the
+ * planned size, not a view of wasm memory. Returns it, or null when not given.
+ */
+function checkOutBuffer(module, name, buffer, shape) {
+  if (buffer === undefined || buffer === null) return null;
+  if (!(buffer instanceof Float32Array)) throw new TypeError(`${name} must be a Float32Array, got ${describe(buffer)}`);
+  if (viewsHeap(module, buffer)) {
+    throw new TypeError(`${name} must be the caller's own Float32Array, not a view of the module's WebAssembly memory`);
+  }
+  const count = shape.reduce((n, d) => n * d, 1);
+  if (buffer.length !== count) {
+    throw new RangeError(`${name}: expected a Float32Array of ${count} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
+  }
+  return buffer;
 }
 
 function stateDictEntries(stateDict) {
@@ -177,20 +194,22 @@ export function defineMultiHeadAttention(module) {
       });
       // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
       if (!handle.checkForward(request(shapeForCore))) throwHandleError(handle, 'forward');
+      const out = checkOutBuffer(module, 'out', options.out, handle.plannedOutputShape());
+      if (options.weightsOut != null && !options.needWeights) {
+        throw new TypeError('weightsOut: given without needWeights: true');
+      }
+      const weightsOut = options.weightsOut == null ? null
+        : checkOutBuffer(module, 'weightsOut', options.weightsOut, handle.plannedWeightsShape());
       const scope = new HeapScope(module);
       try {
         const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)));
         if (!ok) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
-        const output = {
-          data: copyOutFloats(module, handle.outputPtr(), outputShape.reduce((n, d) => n * d, 1)),
-          shape: outputShape,
-        };
+        const copyOut = (ptr, shape, target) => (target ? copyOutFloatsInto(module, ptr, target)
+          : copyOutFloats(module, ptr, shape.reduce((n, d) => n * d, 1)));
+        const output = { data: copyOut(handle.outputPtr(), outputShape, out), shape: outputShape };
         const weightsShape = handle.weightsShape();
-        const weights = weightsShape && {
-          data: copyOutFloats(module, handle.weightsPtr(), weightsShape.reduce((n, d) => n * d, 1)),
-          shape: weightsShape,
-        };
+        const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape, weightsOut), shape: weightsShape };
         return { output, weights };
       } finally {
         handle.releaseResult();
