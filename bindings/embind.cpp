@@ -114,6 +114,10 @@ class LayerHandle {
       if (!config["softcap"].isUndefined()) c.softcap = static_cast<float>(config["softcap"].as<double>());
       c.sinks = !config["sinks"].isUndefined() && config["sinks"].as<bool>();
       layer_ = std::make_unique<mha::MultiheadAttention>(c);
+      // Room for any rank up front, so the planned shapes never reallocate: the heap a handle
+      // holds stays the same from call to call (tests/js/soak.test.js).
+      planned_output_shape_.reserve(4);
+      planned_weights_shape_.reserve(4);
     });
   }
 
