@@ -16,6 +16,8 @@ import sys
 import numpy as np
 import torch
 
+import fixture_variants
+
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures")
 
 
@@ -131,7 +133,7 @@ class Writer:
 
     def add(self, array):
         array = np.ascontiguousarray(array)
-        dtype = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8"}[array.dtype]
+        dtype = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8", np.dtype(np.int32): "int32"}[array.dtype]
         offset = len(self.blob)
         self.blob += array.astype(array.dtype.newbyteorder("<")).tobytes()
         self.blob += b"\0" * (-len(self.blob) % 4)
@@ -303,6 +305,139 @@ CASES = [
 ]
 
 
+def build_variant_case(writer, gen, spec):
+    """A case with the options of today's models: float64 reference only (tools/fixture_variants.py)."""
+    E, H = spec["E"], spec["H"]
+    Hkv = spec.get("Hkv", H)
+    Dh = spec.get("headDim", E // H)
+    Dv = spec.get("valueHeadDim", Dh)
+    out_dim = spec.get("outputDim", E)
+    kdim, vdim = spec.get("kdim", E), spec.get("vdim", E)
+    bias, sinks = spec.get("bias", True), spec.get("sinks", False)
+    B, L = spec.get("B", 2), spec.get("L", 6)
+    cross = spec.get("cross", False) or kdim != E or vdim != E
+    S = spec.get("S", L if not cross else L + 3)
+    causal = spec.get("causal", False)
+    need_weights, average = spec.get("need_weights", False), spec.get("average", True)
+    scale = spec.get("scale", 1.0 / math.sqrt(Dh))
+
+    q = torch.randn(B, L, E, generator=gen) * spec.get("input_scale", 1.0)
+    k = torch.randn(B, S, kdim, generator=gen) * spec.get("input_scale", 1.0) if cross else q
+    v = torch.randn(B, S, vdim, generator=gen) if cross else q
+    sd = fixture_variants.state_dict(gen, E, H, Hkv, Dh, Dv, out_dim, kdim, vdim, bias, sinks)
+    kpm = spec["kpm"](gen, (B,), S) if "kpm" in spec else None
+    am = spec["am"](gen, B, H, L, S) if "am" in spec else None
+    positions = spec["positions"](B, L) if "positions" in spec else None
+
+    config = {"embedDim": E, "numHeads": H, "kdim": kdim, "vdim": vdim, "bias": bias, "numKvHeads": Hkv}
+    ref = {"E": E, "H": H, "Hkv": Hkv, "Dh": Dh, "Dv": Dv, "scale": scale}
+    for key in ("headDim", "valueHeadDim", "outputDim", "scale"):
+        if key in spec:
+            config[key] = spec[key]
+    if "rotary" in spec:
+        config["rotary"] = ref["rotary"] = spec["rotary"]
+    if "slidingWindow" in spec:
+        config["slidingWindow"] = ref["window"] = spec["slidingWindow"]
+    if spec.get("alibi"):
+        config["alibi"] = True
+        ref["alibi"] = fixture_variants.bloom_alibi_slopes(H)
+    if "alibiSlopes" in spec:
+        config["alibiSlopes"] = spec["alibiSlopes"]
+        ref["alibi"] = torch.tensor(spec["alibiSlopes"], dtype=torch.float32).double()
+    if "softcap" in spec:
+        config["softcap"] = ref["softcap"] = spec["softcap"]
+    if sinks:
+        config["sinks"] = True
+
+    out, weights, has_blocked_rows = fixture_variants.reference(
+        q, k, v, sd, ref, causal, kpm, am, positions, average, combined_bias)
+    tensors = {"query": writer.add(f32(q))}
+    if cross:
+        tensors["key"] = writer.add(f32(k))
+        tensors["value"] = writer.add(f32(v))
+    if kpm is not None:
+        tensors["keyPaddingMask"] = writer.add(mask_array(kpm))
+    if am is not None:
+        tensors["attnMask"] = writer.add(mask_array(am))
+    if positions is not None:
+        tensors["positions"] = writer.add(positions.numpy().astype(np.int32))
+    state = {name: writer.add(f32(t).reshape(-1)) for name, t in sd.items()}
+    tensors["output"] = writer.add(f32(out))
+    if need_weights:
+        tensors["weights"] = writer.add(f32(weights))
+    return {
+        "name": spec["name"],
+        "source": "float64 reference (tools/fixture_variants.py)",
+        "config": config,
+        "options": {"causal": causal, "needWeights": need_weights, "averageWeights": average},
+        "selfAttention": not cross,
+        "hasFullyMaskedRows": has_blocked_rows,
+        "tensors": tensors,
+        "stateDict": state,
+    }
+
+
+def left_padded_positions(B, L):
+    """Batch b has b + 1 padding tokens in front; positions count from the first real token."""
+    return torch.stack([torch.clamp(torch.arange(L) - (b + 1), min=0) for b in range(B)]).to(torch.int32)
+
+
+def left_padding_kpm(gen, lead, S):
+    m = torch.zeros(*lead, S, dtype=torch.bool)
+    for b in range(lead[0]):
+        m[b, : b + 1] = True
+    return m
+
+
+ROPE = {"dim": 8}
+VARIANT_CASES = [
+    # Each variant alone.
+    dict(name="rotary_halves", E=16, H=2, L=7, rotary=ROPE, causal=True, need_weights=True, average=False),
+    dict(name="rotary_interleaved", E=16, H=2, L=7, rotary={"dim": 8, "interleaved": True}, causal=True,
+         need_weights=True),
+    dict(name="rotary_partial_base", E=24, H=2, L=6, rotary={"dim": 4, "base": 500.0}, need_weights=True,
+         average=False),
+    dict(name="rotary_cross", E=16, H=2, L=5, S=9, cross=True, rotary={"dim": 6}, need_weights=True),
+    dict(name="rotary_left_padded_positions", E=16, H=2, B=3, L=7, rotary=ROPE, causal=True,
+         kpm=left_padding_kpm, positions=left_padded_positions, need_weights=True, average=False),
+    dict(name="window_causal_small", E=8, H=2, L=9, slidingWindow=3, causal=True, need_weights=True, average=False),
+    dict(name="window_causal_larger_than_l", E=8, H=2, L=6, slidingWindow=20, causal=True, need_weights=True),
+    dict(name="window_bidirectional", E=8, H=2, L=9, slidingWindow=2, need_weights=True, average=False),
+    dict(name="window_cross_masks", E=12, H=3, L=6, S=10, cross=True, slidingWindow=4, causal=True,
+         kpm=bool_kpm, am=float_am, need_weights=True),
+    dict(name="window_long_skips_tiles", E=16, H=2, B=1, L=300, slidingWindow=40, causal=True),
+    dict(name="alibi_power_of_two", E=16, H=4, L=7, alibi=True, causal=True, need_weights=True, average=False),
+    dict(name="alibi_six_heads", E=24, H=6, L=6, alibi=True, need_weights=True, average=False),
+    dict(name="alibi_twelve_heads_cross", E=48, H=12, L=4, S=7, cross=True, alibi=True, kpm=bool_kpm,
+         need_weights=True),
+    dict(name="alibi_explicit_slopes", E=8, H=2, L=6, alibiSlopes=[0.75, 0.125], causal=True, need_weights=True),
+    dict(name="softcap_bites", E=16, H=2, L=6, softcap=2.0, input_scale=4.0, need_weights=True, average=False),
+    dict(name="softcap_masks", E=8, H=2, L=6, softcap=5.0, input_scale=3.0, causal=True, am=bool_am,
+         need_weights=True),
+    dict(name="sinks", E=16, H=4, L=6, sinks=True, need_weights=True, average=False),
+    dict(name="sinks_fully_masked_row", E=8, H=2, L=4, sinks=True, am=fully_blocked_am, need_weights=True,
+         average=False),
+    dict(name="free_head_sizes", E=10, H=4, headDim=6, valueHeadDim=3, outputDim=7, L=5, need_weights=True,
+         average=False),
+    dict(name="free_head_sizes_cross_gqa", E=12, H=4, Hkv=2, headDim=5, valueHeadDim=7, outputDim=9, kdim=6,
+         vdim=11, L=4, S=6, causal=True, need_weights=True),
+    dict(name="free_head_sizes_no_bias", E=6, H=3, headDim=4, valueHeadDim=2, bias=False, L=5, kpm=float_kpm,
+         need_weights=True),
+    # Combined, as the models combine them.
+    dict(name="llama_rotary_gqa", E=32, H=4, Hkv=2, L=9, rotary={"dim": 8}, causal=True, need_weights=True,
+         average=False),
+    dict(name="mistral_rotary_gqa_window", E=32, H=4, Hkv=1, L=12, rotary={"dim": 8}, slidingWindow=5,
+         causal=True, kpm=bool_kpm, need_weights=True),
+    dict(name="gemma2_rotary_softcap_head_size", E=16, H=4, Hkv=2, headDim=8, L=8, rotary={"dim": 8},
+         softcap=2.5, scale=0.3, input_scale=2.0, causal=True, need_weights=True, average=False),
+    dict(name="bloom_alibi_causal", E=24, H=6, L=8, alibi=True, causal=True, kpm=bool_kpm, need_weights=True),
+    dict(name="gpt_oss_sinks_window_rotary_gqa", E=32, H=4, Hkv=2, L=10, rotary={"dim": 8}, slidingWindow=4,
+         sinks=True, causal=True, need_weights=True, average=False),
+    dict(name="phi_partial_rotary_interleaved_alibi_softcap", E=24, H=3, L=7, rotary={"dim": 4, "interleaved": True},
+         alibi=True, softcap=3.0, causal=True, need_weights=True),
+]
+
+
 def main():
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(1234)
@@ -310,6 +445,10 @@ def main():
     cases = []
     for spec in CASES:
         case = build_case(writer, gen, spec)
+        print(f"{case['name']:30s} {case['source']}")
+        cases.append(case)
+    for spec in VARIANT_CASES:  # after the others, so their random numbers stay as they were
+        case = build_variant_case(writer, gen, spec)
         print(f"{case['name']:30s} {case['source']}")
         cases.append(case)
     os.makedirs(OUT_DIR, exist_ok=True)

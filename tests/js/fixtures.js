@@ -7,10 +7,8 @@ export function loadFixtures() {
   const index = JSON.parse(readFileSync(new URL('index.json', DIR), 'utf8'));
   const bin = readFileSync(new URL(index.binary, DIR));
   const buffer = bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.byteLength);
-  const read = ({ dtype, shape, offset, length }) => ({
-    data: dtype === 'float32' ? new Float32Array(buffer, offset, length).slice() : new Uint8Array(buffer, offset, length).slice(),
-    shape,
-  });
+  const Kinds = { float32: Float32Array, uint8: Uint8Array, int32: Int32Array };
+  const read = ({ dtype, shape, offset, length }) => ({ data: new Kinds[dtype](buffer, offset, length).slice(), shape });
   const cases = index.cases.map((c) => ({
     ...c,
     tensors: Object.fromEntries(Object.entries(c.tensors).map(([k, v]) => [k, read(v)])),
@@ -21,8 +19,7 @@ export function loadFixtures() {
 
 /** The config object the JS API takes, from a fixture case. */
 export function layerConfig(c) {
-  const { embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale } = c.config;
-  return { embedDim, numHeads, kdim, vdim, bias, numKvHeads, ...(scale !== undefined ? { scale } : {}) };
+  return { ...c.config };  // index.json writes the config exactly as the JS API takes it
 }
 
 /** Runs one fixture case through a layer. */
@@ -32,6 +29,7 @@ export function runCase(layer, c) {
     ...c.options,
     ...(t.keyPaddingMask ? { keyPaddingMask: t.keyPaddingMask } : {}),
     ...(t.attnMask ? { attnMask: t.attnMask } : {}),
+    ...(t.positions ? { positions: t.positions } : {}),
   });
 }
 

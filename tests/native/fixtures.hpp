@@ -16,10 +16,11 @@
 namespace fixtures {
 
 struct Tensor {
-  std::string dtype;  // "float32" or "uint8"
+  std::string dtype;  // "float32", "uint8" or "int32"
   mha::Shape shape;
   std::vector<float> f32;
   std::vector<uint8_t> u8;
+  std::vector<int32_t> i32;
 };
 
 struct Case {
@@ -38,6 +39,19 @@ struct Case {
     cfg.bias = c["bias"];
     cfg.num_kv_heads = c["numKvHeads"];
     if (c.contains("scale")) cfg.scale = c["scale"].get<float>();
+    cfg.head_dim = c.value("headDim", 0);
+    cfg.value_head_dim = c.value("valueHeadDim", 0);
+    cfg.output_dim = c.value("outputDim", 0);
+    if (c.contains("rotary")) {
+      cfg.rotary.dim = c["rotary"]["dim"];
+      cfg.rotary.base = c["rotary"].value("base", 10000.0);
+      cfg.rotary.interleaved = c["rotary"].value("interleaved", false);
+    }
+    cfg.sliding_window = c.value("slidingWindow", 0);
+    cfg.alibi = c.value("alibi", false);
+    if (c.contains("alibiSlopes")) cfg.alibi_slopes = c["alibiSlopes"].get<std::vector<float>>();
+    if (c.contains("softcap")) cfg.softcap = c["softcap"].get<float>();
+    cfg.sinks = c.value("sinks", false);
     return cfg;
   }
   mha::StateDict state_dict() const {
@@ -64,6 +78,10 @@ struct Case {
     o.average_weights = json["options"]["averageWeights"];
     o.key_padding_mask = mask("keyPaddingMask");
     o.attn_mask = mask("attnMask");
+    if (auto it = tensors.find("positions"); it != tensors.end()) {
+      o.positions = it->second.i32.data();
+      o.positions_shape = it->second.shape;
+    }
     return o;
   }
 };
@@ -76,6 +94,9 @@ inline Tensor read_tensor(const nlohmann::json& j, const std::vector<char>& blob
   if (t.dtype == "float32") {
     t.f32.resize(length);
     std::memcpy(t.f32.data(), blob.data() + offset, length * sizeof(float));
+  } else if (t.dtype == "int32") {
+    t.i32.resize(length);
+    std::memcpy(t.i32.data(), blob.data() + offset, length * sizeof(int32_t));
   } else {
     t.u8.assign(blob.begin() + offset, blob.begin() + offset + length);
   }
