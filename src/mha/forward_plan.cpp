@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kv_cache.hpp"
+
 namespace mha {
 namespace {
 
@@ -52,9 +54,33 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
     throw range_error("query: batch size and sequence length must be at least 1, got shape " + format_shape(qs));
   check_data("query", query.data, qs);
 
-  if (key.present() != value.present())
+  p.appended = 0;
+  p.first_position = 0;
+  const KvCache* cache = options.cache;
+  if (cache) {
+    if (key.present() || value.present())
+      throw type_error("key: with a cache the keys and values come from it: pass null for key and value "
+                       "(for cross-attention, cache.setKeyValue(key, value) first)");
+    if (p.batch != cache->batch())
+      throw type_error("cache: made for batch " + std::to_string(cache->batch()) + ", but the query has batch " +
+                       std::to_string(p.batch));
+    if (cache->kind() == CacheKind::kCross) {
+      p.key_len = cache->length();
+    } else {
+      if (c.kdim != c.embed_dim || c.vdim != c.embed_dim)
+        throw type_error("cache: a self-attention cache needs kdim = vdim = embedDim (the new tokens are the keys)");
+      if (cache->length() + p.query_len > cache->capacity())
+        throw range_error("cache: appending " + std::to_string(p.query_len) + " tokens to the " +
+                          std::to_string(cache->length()) + " it holds would exceed its capacity of " +
+                          std::to_string(cache->capacity()) + " tokens");
+      p.appended = p.query_len;
+      p.first_position = cache->length();
+      p.key_len = cache->length() + p.query_len;
+    }
+  } else if (key.present() != value.present()) {
     throw type_error(std::string(key.present() ? "value" : "key") +
                      ": key and value must be given together (or both omitted for self-attention)");
+  }
   if (key.present()) {
     const Shape& ks = key.shape;
     if (ks.size() != qs.size())
@@ -70,7 +96,7 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
     expect_shape("value", value.shape, want_v, p.batched ? "[B, S, vdim]" : "[S, vdim]");
     check_data("key", key.data, ks);
     check_data("value", value.data, value.shape);
-  } else {
+  } else if (!cache) {
     if (c.kdim != c.embed_dim || c.vdim != c.embed_dim)
       throw type_error("key: key and value are required when kdim or vdim differ from embedDim");
     p.key_len = p.query_len;
@@ -100,7 +126,7 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
   if (options.positions != nullptr || !options.positions_shape.empty()) {
     if (c.rotary.dim == 0)
       throw type_error("positions: only a layer with rotary positions takes positions (config.rotary)");
-    if (key.present())
+    if (key.present() || (cache && cache->kind() == CacheKind::kCross))
       throw type_error("positions: rotary positions of the keys are their indices in cross-attention; "
                        "positions applies to self-attention only");
     Shape want = p.batched ? Shape{B, L} : Shape{L};

@@ -10,6 +10,8 @@
 
 namespace mha {
 
+class KvCache;
+
 enum class MaskType { kNone, kBool, kFloat };
 
 // A caller-owned mask. Bool masks are bytes (nonzero = true = blocked); float masks are added
@@ -31,13 +33,19 @@ struct ForwardOptions {
   // unbatched), e.g. for left-padded batches; null: row i is at position i.
   const int32_t* positions = nullptr;
   Shape positions_shape;
+  // A KV cache (kv_cache.hpp): the keys and values come from it (key and value absent). A self
+  // cache first appends the call's L tokens, which sit after the cached ones (causal implied);
+  // a cross cache is read as is. Masks then cover the cache's keys.
+  KvCache* cache = nullptr;
 };
 
 struct ForwardPlan {
   bool batched;          // false when the query came as [L, E]
   int64_t batch;         // B (1 when unbatched)
   int64_t query_len;     // L
-  int64_t key_len;       // S
+  int64_t key_len;       // S (with a cache: the keys it holds after this call's append)
+  int64_t appended;      // tokens a self cache gains in this call (0 otherwise)
+  int64_t first_position;  // position of query row 0: the cache's length before the append, else 0
   bool attn_mask_per_head;  // attn_mask is [B*H, L, S]
   Shape output_shape;    // [B, L, outputDim] or [L, outputDim]
   Shape weights_shape;   // empty unless need_weights

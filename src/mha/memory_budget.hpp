@@ -13,6 +13,7 @@
 #include "errors.hpp"
 #include "forward_plan.hpp"
 #include "kernels/attention_kernel.hpp"
+#include "kv_cache.hpp"
 #include "parameters.hpp"
 #include "shape.hpp"
 
@@ -113,8 +114,13 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   if (o.key_padding_mask.type == MaskType::kBool)
     items.push_back({"keyPaddingMask as floats", saturating_bytes(o.key_padding_mask.shape, 4)});
   if (o.attn_mask.type == MaskType::kBool) items.push_back({"attnMask as floats", saturating_bytes(o.attn_mask.shape, 4)});
+  // With a cache only the call's new tokens are projected (none for a cross cache), and an f16
+  // cache widens one head's keys and values per thread.
+  const int64_t projected_keys = o.cache ? p.appended : S;
   items.push_back({"projected queries", saturating_bytes({B, L, c.q_dim()}, 4)});
-  items.push_back({"projected keys and values", saturating_bytes({B, S, c.kv_dim() + c.value_kv_dim()}, 4)});
+  items.push_back({"projected keys and values", saturating_bytes({B, projected_keys, c.kv_dim() + c.value_kv_dim()}, 4)});
+  if (o.cache && o.cache->dtype() == CacheDtype::kF16)
+    items.push_back({"float16 cache widened", saturating_bytes({threads, S, c.head_dim + c.value_head_dim}, 4)});
   items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4)});
   kernels::AttentionHeadArgs head{};
   head.key_len = S;

@@ -32,6 +32,8 @@ void MultiheadAttention::load_state_dict(const StateDict& state) {
 ForwardPlan MultiheadAttention::plan(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                                      const ForwardOptions& options) const {
   if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  if (options.cache && options.cache->owner() != this)
+    throw type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");
   ForwardPlan p = plan_forward(config_, query, key, value, options);
   // Before anything is allocated: a call that cannot fit fails here, naming its buffers.
   check_fits("the buffers", forward_memory(config_, p, options, !key.present(), false, pool_ ? pool_->size() : 1), 0,
@@ -62,6 +64,13 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   const bool self_attention = !key_in.present();
   const float* key = self_attention ? query.data : key_in.data;
   const float* value = self_attention ? query.data : value_in.data;
+  // With a cache, the call projects only its new tokens (a self cache appends them; a cross
+  // cache already holds its keys), and query row i sits at position first_position + i.
+  KvCache* const cache = options.cache;
+  const bool cross_cache = cache && cache->kind() == CacheKind::kCross;
+  const int64_t projected_keys = cache ? p.appended : S;
+  const bool causal = options.causal || (cache && !cross_cache);
+  const bool widen = cache && cache->dtype() == CacheDtype::kF16;
   const int threads = pool_ ? pool_->size() : 1;
   const auto parallel = [&](int64_t count, const ThreadPool::Task& task) {
     if (pool_ && count > 1) {
@@ -76,8 +85,9 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
              [&](int64_t t, int) { w.apply(x, y, t * step, std::min(rows, (t + 1) * step)); });
   };
 
-  // Workspace: Q [B*L, H*Dh], K [B*S, Hkv*Dh], V [B*S, Hkv*Dv], attended values [B*L, H*Dv],
-  // then one kernel scratch per thread.
+  // Workspace: Q [B*L, H*Dh], K [B*S', Hkv*Dh], V [B*S', Hkv*Dv] (S' = the keys projected in
+  // this call), attended values [B*L, H*Dv], then per thread one kernel scratch and, for an f16
+  // cache, room to widen one head's keys and values.
   kernels::AttentionHeadArgs scratch_shape{};
   scratch_shape.key_len = S;
   scratch_shape.head_dim = Dh;
@@ -95,27 +105,39 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
 #endif
     }
   } release_in_wasm{buffers};
-  const size_t needed = static_cast<size_t>(B * L * (QD + AD) + B * S * (KV + VKV) + threads * scratch_floats);
+  const int64_t widen_floats = widen ? S * (Dh + Dv) : 0;
+  const size_t needed = static_cast<size_t>(B * L * (QD + AD) + B * projected_keys * (KV + VKV) +
+                                            threads * (scratch_floats + widen_floats));
   if (buffers.size() < needed) {
     buffers.clear();  // grow without copying the old contents
     buffers.resize(needed);
   }
   float* const q = buffers.data();
   float* const k = q + B * L * QD;
-  float* const v = k + B * S * KV;
-  float* const attended = v + B * S * VKV;
+  float* const v = k + B * projected_keys * KV;
+  float* const attended = v + B * projected_keys * VKV;
   float* const scratch = attended + B * L * AD;
+  float* const widened = scratch + threads * scratch_floats;
 
-  // 1. Project, then rotate q and k to their positions (each sequence starts at 0).
+  // 1. Project, then rotate q and the new k to their positions (each sequence starts at 0; a
+  // self cache's new tokens after the ones it holds). A self cache then keeps the new k and v.
   project(packed_.q, query.data, q, B * L);
-  project(packed_.k, key, k, B * S);
-  project(packed_.v, value, v, B * S);
+  if (projected_keys > 0) {
+    project(packed_.k, key, k, B * projected_keys);
+    project(packed_.v, value, v, B * projected_keys);
+  }
   if (c.rotary.dim > 0) {
     for (int64_t b = 0; b < B; ++b) {
       const int32_t* positions = options.positions ? options.positions + b * L : nullptr;
-      apply_rotary(c.rotary, q + b * L * QD, L, QD, H, Dh, positions, 0);
-      apply_rotary(c.rotary, k + b * S * KV, S, KV, c.num_kv_heads, Dh, self_attention ? positions : nullptr, 0);
+      apply_rotary(c.rotary, q + b * L * QD, L, QD, H, Dh, positions, p.first_position);
+      if (projected_keys > 0)
+        apply_rotary(c.rotary, k + b * projected_keys * KV, projected_keys, KV, c.num_kv_heads, Dh,
+                     self_attention ? positions : nullptr, p.first_position);
     }
+  }
+  if (cache && !cross_cache) {
+    cache->set_kind(CacheKind::kSelf);
+    cache->append(k, v, L);
   }
 
   // 2. Attend. A task is (batch, query chunk, head), or all heads in turn when they average
@@ -137,25 +159,33 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
       const int64_t kvh = h / c.heads_per_kv();
       kernels::AttentionHeadArgs a{};
       a.q = q + (b * L + first) * QD + h * Dh;
-      a.k = k + b * S * KV + kvh * Dh;
-      a.v = v + b * S * VKV + kvh * Dv;
+      if (cache) {  // one head's keys [S, Dh] and values [S, Dv], contiguous
+        float* room = widened + thread * widen_floats;
+        a.k = cache->keys(b, kvh, room);
+        a.v = cache->values(b, kvh, room + S * Dh);
+        a.k_stride = Dh;
+        a.v_stride = Dv;
+      } else {
+        a.k = k + b * S * KV + kvh * Dh;
+        a.v = v + b * S * VKV + kvh * Dv;
+        a.k_stride = KV;
+        a.v_stride = VKV;
+      }
       a.out = attended + (b * L + first) * AD + h * Dv;
       a.scratch = scratch + thread * scratch_floats;
       a.q_stride = QD;
-      a.k_stride = KV;
-      a.v_stride = VKV;
       a.out_stride = AD;
       a.query_len = rows;
       a.key_len = S;
       a.head_dim = Dh;
       a.value_head_dim = Dv;
       a.scale = c.scale;
-      a.causal = options.causal;
+      a.causal = causal;
       a.epilogue.window = c.sliding_window;
       a.epilogue.softcap = c.softcap;
       if (!c.alibi_slopes.empty()) a.epilogue.alibi_slope = c.alibi_slopes[h];
       if (c.sinks) a.epilogue.sink = params_.sinks[h];
-      a.first_query = first;
+      a.first_query = p.first_position + first;
       a.key_bias = key_padding.rows(b);
       const float* mask_rows = attn_mask.rows(p.attn_mask_per_head ? b * H + h : 0);
       a.attn_bias = mask_rows ? mask_rows + first * S : nullptr;
@@ -169,6 +199,47 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
 
   // 3. Output projection.
   project(packed_.out, attended, output, B * L);
+}
+
+}  // namespace mha
+
+namespace mha {
+
+void MultiheadAttention::set_key_value(KvCache& cache, const TensorRef& key, const TensorRef& value) const {
+  if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  if (cache.owner() != this)
+    throw type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");
+  if (cache.kind() == CacheKind::kSelf)
+    throw type_error("setKeyValue: this cache holds self-attention tokens; a cache is one kind or the other "
+                     "(reset() it first, or make another)");
+  const ResolvedConfig& c = config_;
+  const int64_t B = cache.batch();
+  const auto check = [&](const char* name, const TensorRef& t, int64_t features) -> int64_t {
+    const Shape& s = t.shape;
+    const bool ok = (s.size() == 3 && s[0] == B && s[2] == features) || (s.size() == 2 && B == 1 && s[1] == features);
+    if (!ok || s[s.size() - 2] < 1)
+      throw range_error(std::string(name) + ": expected shape [B, S, " + (name[0] == 'k' ? "kdim" : "vdim") + "] = [" +
+                        std::to_string(B) + ", S, " + std::to_string(features) + "] with S >= 1, got " +
+                        format_shape(s));
+    if (t.data == nullptr) throw type_error(std::string(name) + ": data is missing");
+    return s[s.size() - 2];
+  };
+  const int64_t S = check("key", key, c.kdim);
+  if (check("value", value, c.vdim) != S)
+    throw range_error("value: expected as many tokens as the key (" + std::to_string(S) + "), got shape " +
+                      format_shape(value.shape));
+  if (S > cache.capacity())
+    throw range_error("setKeyValue: " + std::to_string(S) + " tokens do not fit the cache's capacity of " +
+                      std::to_string(cache.capacity()));
+  std::vector<float> k(static_cast<size_t>(B * S * c.kv_dim())), v(static_cast<size_t>(B * S * c.value_kv_dim()));
+  packed_.k.apply(key.data, k.data(), 0, B * S);
+  packed_.v.apply(value.data, v.data(), 0, B * S);
+  if (c.rotary.dim > 0)
+    for (int64_t b = 0; b < B; ++b)
+      apply_rotary(c.rotary, k.data() + b * S * c.kv_dim(), S, c.kv_dim(), c.num_kv_heads, c.head_dim, nullptr, 0);
+  cache.reset();
+  cache.append(k.data(), v.data(), S);
+  cache.set_kind(CacheKind::kCross);
 }
 
 }  // namespace mha

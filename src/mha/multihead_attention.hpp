@@ -9,6 +9,7 @@
 #include "attention_config.hpp"
 #include "forward_plan.hpp"
 #include "kernels/packed_linear.hpp"
+#include "kv_cache.hpp"
 #include "parameters.hpp"
 #include "shape.hpp"
 #include "thread_pool.hpp"
@@ -43,6 +44,16 @@ class MultiheadAttention {
   // key and value may be empty TensorRefs for self-attention.
   ForwardResult forward(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                         const ForwardOptions& options = {}) const;
+
+  // A KV cache for this layer (kv_cache.hpp): batch rows of up to `capacity` tokens.
+  std::unique_ptr<KvCache> create_cache(int64_t batch, int64_t capacity, CacheDtype dtype) const {
+    return std::make_unique<KvCache>(config_, this, batch, capacity, dtype);
+  }
+
+  // Makes `cache` a cross-attention cache holding the projected (and, with rotary, rotated) keys
+  // and values of key [B, S, kdim] / value [B, S, vdim]: later forward calls with the cache
+  // attend to them without projecting again. All or nothing.
+  void set_key_value(KvCache& cache, const TensorRef& key, const TensorRef& value) const;
 
   // The same, into caller buffers sized by plan(): output always, weights when need_weights.
   void forward_into(const ForwardPlan& plan, const TensorRef& query, const TensorRef& key,
