@@ -80,6 +80,31 @@ int numThreads() { return current_pool()->size(); }
 // 0 = none, 1 = TypeError, 2 = RangeError, 3 = Error
 enum ErrorCode { kNone = 0, kTypeError = 1, kRangeError = 2, kOtherError = 3 };
 
+// A KV cache of one layer (made by LayerHandle::createCache; the JS wrapper checks every
+// argument of truncate before calling, so nothing here throws).
+class CacheHandle {
+ public:
+  explicit CacheHandle(std::unique_ptr<mha::KvCache> cache) : cache_(std::move(cache)) {}
+  double length() const { return static_cast<double>(cache_->length()); }
+  double capacity() const { return static_cast<double>(cache_->capacity()); }
+  double batch() const { return static_cast<double>(cache_->batch()); }
+  double byteSize() const { return static_cast<double>(cache_->byte_size()); }
+  int kind() const { return static_cast<int>(cache_->kind()); }  // 0 none, 1 self, 2 cross
+  void truncate(double n) {
+    if (n >= 0 && n <= length()) cache_->truncate(static_cast<int64_t>(n));
+  }
+  void reset() { cache_->reset(); }
+  mha::KvCache& cache() { return *cache_; }
+
+ private:
+  std::unique_ptr<mha::KvCache> cache_;
+};
+
+CacheHandle* cache_of(const val& v) {
+  if (v.isUndefined() || v.isNull()) return nullptr;
+  return v.as<CacheHandle*>(emscripten::allow_raw_pointers());
+}
+
 class LayerHandle {
  public:
   // config: the JS config after bindings/js/layer.js checked its types; absent keys take the
@@ -196,6 +221,7 @@ class LayerHandle {
       o.key_padding_mask = mask_of(request["keyPaddingMask"]);
       o.attn_mask = mask_of(request["attnMask"]);
       positions_of(request["positions"], o);
+      if (CacheHandle* cache = cache_of(request["cache"])) o.cache = &cache->cache();
 #ifdef __EMSCRIPTEN_PTHREADS__
       layer_->set_thread_pool(current_pool());
 #endif
@@ -223,6 +249,11 @@ class LayerHandle {
       o.average_weights = request["averageWeights"].as<bool>();
       o.key_padding_mask = mask_shape_only(request["keyPaddingMask"]);
       o.attn_mask = mask_shape_only(request["attnMask"]);
+      if (CacheHandle* cache = cache_of(request["cache"])) {
+        if (cache->cache().owner() != layer_.get())
+          throw mha::type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");
+        o.cache = &cache->cache();
+      }
       if (!request["positions"].isUndefined() && !request["positions"].isNull()) {
         o.positions = reinterpret_cast<const int32_t*>(kPlaceholder);
         o.positions_shape = shape_of(request["positions"]["shape"]);
@@ -244,6 +275,26 @@ class LayerHandle {
   // The shapes the last successful checkForward planned (for caller-owned output buffers).
   val plannedOutputShape() const { return array_of(planned_output_shape_); }
   val plannedWeightsShape() const { return planned_weights_shape_.empty() ? val::null() : array_of(planned_weights_shape_); }
+
+  // A KV cache for this layer, or null with lastError set (e.g. it does not fit in memory).
+  CacheHandle* createCache(double batch, double capacity, bool f16) {
+    CacheHandle* made = nullptr;
+    guard([&] {
+      const mha::ResolvedConfig& c = layer_->config();
+      const auto dtype = f16 ? mha::CacheDtype::kF16 : mha::CacheDtype::kF32;
+      const uint64_t bytes = mha::KvCache::byte_size(static_cast<int64_t>(batch), c.num_kv_heads,
+                                                     static_cast<int64_t>(capacity), c.head_dim, c.value_head_dim, dtype);
+      mha::check_fits("the cache would", {{"keys and values", bytes}}, static_cast<uint64_t>(mallinfo().uordblks),
+                      mha::addressable_bytes());
+      made = new CacheHandle(layer_->create_cache(static_cast<int64_t>(batch), static_cast<int64_t>(capacity), dtype));
+    });
+    return made;
+  }
+
+  // key/value: { ptr, shape } in the heap, as for forward.
+  bool setKeyValue(CacheHandle& cache, val key, val value) {
+    return guard([&] { layer_->set_key_value(cache.cache(), tensor_of(key), tensor_of(value)); });
+  }
 
   uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
   val outputShape() const { return array_of(result_.output_shape); }
@@ -285,6 +336,14 @@ double heapAllocatedBytes() { return static_cast<double>(mallinfo().uordblks); }
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(mha_wasm) {
+  emscripten::class_<CacheHandle>("CacheHandle")
+      .function("length", &CacheHandle::length)
+      .function("capacity", &CacheHandle::capacity)
+      .function("batch", &CacheHandle::batch)
+      .function("byteSize", &CacheHandle::byteSize)
+      .function("kind", &CacheHandle::kind)
+      .function("truncate", &CacheHandle::truncate)
+      .function("reset", &CacheHandle::reset);
   emscripten::class_<LayerHandle>("LayerHandle")
       .constructor<val>()
       .function("lastErrorKind", &LayerHandle::lastErrorKind)
@@ -295,6 +354,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("checkLoadStateDict", &LayerHandle::checkLoadStateDict)
       .function("forward", &LayerHandle::forward)
       .function("checkForward", &LayerHandle::checkForward)
+      .function("createCache", &LayerHandle::createCache, emscripten::allow_raw_pointers())
+      .function("setKeyValue", &LayerHandle::setKeyValue)
       .function("plannedOutputShape", &LayerHandle::plannedOutputShape)
       .function("plannedWeightsShape", &LayerHandle::plannedWeightsShape)
       .function("outputPtr", &LayerHandle::outputPtr)

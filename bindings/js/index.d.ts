@@ -116,6 +116,48 @@ export interface ForwardOptions {
   out?: Float32Array;
   /** The same for the weights (with needWeights: true). */
   weightsOut?: Float32Array;
+  /**
+   * A KV cache of this layer (decoding). Self-attention cache: pass key = value = null; the call's
+   * L tokens are appended and query i (at position cache.length + i) attends to every cached key
+   * up to its own position (causal implied; `causal: false` is an error). Cross cache (filled by
+   * setKeyValue): the query attends to its keys, nothing is appended. Masks then cover the
+   * cache: keyPaddingMask [B, cache length after the call], attnMask [L, that length].
+   */
+  cache?: KvCache;
+}
+
+/** Options of {@link MultiHeadAttention.createCache}. */
+export interface CreateCacheOptions {
+  /** Batch rows (default 1); every forward with the cache must have this batch. */
+  batch?: number;
+  /** The most tokens it holds; its memory is taken at creation. Appending past it is a RangeError. */
+  capacity: number;
+  /** 'f32' (default) or 'f16': half the memory and half the bytes each step reads (converted on append). */
+  dtype?: 'f32' | 'f16';
+}
+
+/** A layer's KV cache in wasm memory (see {@link MultiHeadAttention.createCache}). */
+export interface KvCache {
+  /** Tokens held (per batch row). */
+  readonly length: number;
+  readonly capacity: number;
+  readonly batch: number;
+  readonly dtype: 'f32' | 'f16';
+  /** batch x numKvHeads x capacity x (headDim + valueHeadDim) x 4 bytes (2 for f16). */
+  readonly byteSize: number;
+  /** 'none' (empty), 'self' (forward appends) or 'cross' (setKeyValue filled it). */
+  readonly kind: 'none' | 'self' | 'cross';
+  /** False once disposed, directly or by its layer's dispose(). */
+  readonly alive: boolean;
+  /** Keep the first n tokens (undo a rejected draft; edit the prompt's tail). @throws {RangeError} n > length */
+  truncate(n: number): this;
+  /** Length 0 and no kind; the memory stays. */
+  reset(): this;
+  /** Cross-attention: project key [B, S, kdim] / value [B, S, vdim] into the cache once. */
+  setKeyValue(key: Tensor, value: Tensor): this;
+  /** Frees its memory (the layer's dispose() does too). */
+  dispose(): void;
+  [Symbol.dispose](): void;
 }
 
 /** What {@link MultiHeadAttention.forward} returns. */
@@ -159,6 +201,11 @@ export interface MultiHeadAttention {
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
   forward(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: ForwardOptions): ForwardResult;
+  /**
+   * A KV cache for decoding with this layer (memory checked against the budget and taken now).
+   * @throws {TypeError | RangeError} for bad options, or a RangeError naming the bytes when it cannot fit.
+   */
+  createCache(options: CreateCacheOptions): KvCache;
   /**
    * Frees the layer's wasm memory. Calling it again does nothing; other methods then throw.
    * A layer garbage-collected without dispose() is freed late, with a one-time console warning.

@@ -1,4 +1,5 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
+import { cacheHandleOf, KvCache } from './cache.js';
 import { throwHandleError } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import {
@@ -10,7 +11,10 @@ const CONFIG_KEYS = [
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
-const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut'];
+const OPTION_KEYS = [
+  'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
+];
+const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 const MASK_KINDS = [Uint8Array, Float32Array];
 
 /**
@@ -99,6 +103,7 @@ const leakedLayers = new FinalizationRegistry((handle) => {
 export function defineMultiHeadAttention(module) {
   return class MultiHeadAttention {
     #handle;
+    #caches = new Set();  // alive caches this layer made; dispose() frees them
 
     constructor(config) {
       checkPlainObject('MultiHeadAttention: config', config);
@@ -165,6 +170,56 @@ export function defineMultiHeadAttention(module) {
       return this;
     }
 
+    /**
+     * A KV cache for decoding with this layer: `batch` rows of up to `capacity` tokens, float32
+     * or float16 ('f16': half the memory and bytes read per step). Its memory is taken now.
+     */
+    createCache(options) {
+      const handle = this.#live('createCache');
+      checkPlainObject('createCache: options', options);
+      checkKnownKeys('createCache options', options, CACHE_KEYS);
+      checkInteger('batch', options.batch, { optional: true });
+      checkInteger('capacity', options.capacity);
+      const dtype = options.dtype ?? 'f32';
+      if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
+      const cacheHandle = handle.createCache(options.batch ?? 1, options.capacity, dtype === 'f16');
+      if (!cacheHandle) throwHandleError(handle, 'createCache');
+      const cache = new KvCache(cacheHandle, dtype, {
+        onDispose: (c) => this.#caches.delete(c),
+        setKeyValue: (c, key, value) => this.#setKeyValue(c, key, value),
+      });
+      this.#caches.add(cache);
+      return cache;
+    }
+
+    #setKeyValue(cache, key, value) {
+      const handle = this.#live('setKeyValue');
+      checkTensor('key', key, { expected: '[B, S, kdim]' });
+      checkTensor('value', value, { expected: '[B, S, vdim]' });
+      const scope = new HeapScope(module);
+      try {
+        if (!handle.setKeyValue(cacheHandleOf.get(cache), tensorForCore(scope, key), tensorForCore(scope, value))) {
+          throwHandleError(handle, 'setKeyValue');
+        }
+      } finally {
+        scope.free();
+      }
+    }
+
+    #checkCache(cache, causal) {
+      if (cache === undefined || cache === null) return null;
+      if (!(cache instanceof KvCache)) throw new TypeError(`cache must be a KvCache from layer.createCache(), got ${describe(cache)}`);
+      if (!cache.alive) throw new TypeError('cache: this cache was disposed');
+      if (!this.#caches.has(cache)) {
+        throw new TypeError('cache: this cache belongs to another layer (make one with this layer\'s createCache)');
+      }
+      if (causal === false && cache.kind !== 'cross') {
+        throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
+          + 'tokens and itself, never later ones); omit causal or pass true');
+      }
+      return cacheHandleOf.get(cache);
+    }
+
     forward(query, key = null, value = null, options = {}) {
       const handle = this.#live('forward');
       checkTensor('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
@@ -180,6 +235,7 @@ export function defineMultiHeadAttention(module) {
       const keyPaddingMask = checkTensor('keyPaddingMask', options.keyPaddingMask, { kinds: MASK_KINDS, optional: true });
       const attnMask = checkTensor('attnMask', options.attnMask, { kinds: MASK_KINDS, optional: true });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
+      const cache = this.#checkCache(options.cache, options.causal);
 
       const request = (toCore) => ({
         query: toCore(query),
@@ -188,6 +244,7 @@ export function defineMultiHeadAttention(module) {
         keyPaddingMask: toCore(keyPaddingMask),
         attnMask: toCore(attnMask),
         positions: toCore(positions),
+        cache,
         causal: options.causal ?? false,
         needWeights: options.needWeights ?? false,
         averageWeights: options.averageWeights ?? true,
@@ -220,6 +277,7 @@ export function defineMultiHeadAttention(module) {
     /** Frees the layer's wasm memory. Safe to call more than once. */
     dispose() {
       if (this.#handle) {
+        for (const cache of [...this.#caches]) cache.dispose();
         leakedLayers.unregister(this);
         this.#handle.delete();
         this.#handle = null;
