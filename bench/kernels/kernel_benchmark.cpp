@@ -66,6 +66,16 @@ int main() {
            [&] { linear.apply(x.data(), y.data(), 0, M); });
   }
   {
+    // Decoding's projection: one row against 2048 x 2048 weights (16 MiB, streamed from memory).
+    const int64_t K = 2048, N = 2048;
+    const auto w = uniform(N * K, 7, 0.05f), b = uniform(N, 8, 0.1f), x = uniform(K, 9, 0.5f);
+    std::vector<float> y(N);
+    const mha::kernels::PackedLinear linear(w.data(), b.data(), N, K);
+    const double s = report("projection GEMV, one row (PackedLinear::apply_few_rows)", "1 x 2048 x 2048", 2.0 * K * N,
+                            [&] { linear.apply_few_rows(x.data(), y.data(), 1, 0, linear.num_panels()); });
+    std::printf("| (GEMV weights streamed) | %.1f GB/s | | |\n", 4.0 * K * N / s * 1e-9);
+  }
+  {
     const int64_t L = 2048, S = 2048, Dh = 64;
     Head head(L, Dh);
     report("flash attention, one head (attention_head_flash)", "L = S = 2048, head dim 64", 4.0 * L * S * Dh,

@@ -80,6 +80,13 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     }
   };
   const auto project = [&](const kernels::PackedLinear& w, const float* x, float* y, int64_t rows) {
+    if (rows < kernels::PackedLinear::few_rows()) {  // decoding: split the weights' columns instead
+      const int64_t panels = w.num_panels(), step = (panels + 2 * threads - 1) / (2 * threads);
+      parallel((panels + step - 1) / step, [&](int64_t t, int) {
+        w.apply_few_rows(x, y, rows, t * step, std::min(panels, (t + 1) * step));
+      });
+      return;
+    }
     const int64_t step = kernels::PackedLinear::rows_per_task(rows, threads);
     parallel((rows + step - 1) / step,
              [&](int64_t t, int) { w.apply(x, y, t * step, std::min(rows, (t + 1) * step)); });
@@ -148,6 +155,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   AdditiveMask attn_mask(options.attn_mask, L * S);
   if (weights) std::fill(weights, weights + element_count(p.weights_shape), 0.0f);
   const bool heads_together = weights && options.average_weights;
+  const bool decode = L < kernels::decode_query_rows();  // a token or a few: read K and V in place
   const int64_t head_groups = heads_together ? 1 : H;
   const int64_t wanted_chunks = (2 * threads + B * head_groups - 1) / (B * head_groups);
   const int64_t chunk = std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks);
@@ -193,7 +201,10 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
         a.weights = weights + (heads_together ? b * L * S : (b * H + h) * L * S) + first * S;
         a.weights_factor = heads_together ? 1.0f / static_cast<float>(H) : 1.0f;
       }
-      kernels::attention_head(a);
+      if (decode)
+        kernels::attention_head_decode(a);
+      else
+        kernels::attention_head(a);
     }
   });
 

@@ -52,12 +52,32 @@ TEST(PackedLinear, RowRangesComposeToTheWholeProduct) {
   EXPECT_EQ(whole, pieces);
 }
 
+TEST(PackedLinear, FewRowsMatchReferenceAndPanelRangesCompose) {
+  for (int64_t rows = 1; rows < mha::kernels::PackedLinear::few_rows(); ++rows) {
+    for (int64_t in : {1, 3, 7, 64, 301}) {
+      for (int64_t out : {1, 9, 33, 130}) {
+        const auto x = random_vector(rows * in, 21), w = random_vector(out * in, 22), b = random_vector(out, 23);
+        std::vector<float> ref(rows * out), fast(rows * out, 99.0f);
+        mha::kernels::linear_reference({x.data(), w.data(), b.data(), ref.data(), rows, in, out});
+        mha::kernels::PackedLinear packed(w.data(), b.data(), out, in);
+        const int64_t panels = packed.num_panels(), half = panels / 2;
+        packed.apply_few_rows(x.data(), fast.data(), rows, 0, half);
+        packed.apply_few_rows(x.data(), fast.data(), rows, half, panels);
+        SCOPED_TRACE(testing::Message() << "rows=" << rows << " in=" << in << " out=" << out);
+        expect_close(fast, ref, "y");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 struct HeadCase {
   int64_t L, S, Dh;
   bool causal, key_mask, attn_mask, weights;
   int64_t first_query;
   int64_t Dv = 0;                           // value head size; 0 = Dh
   mha::kernels::ScoreEpilogue epilogue{};  // window, softcap, ALiBi, sink
+  bool decode = false;                      // attention_head_decode instead of the flash kernel
 };
 
 // Runs one head through both kernels; q/k/v rows are strided like inside the layer.
@@ -90,7 +110,10 @@ void check_head(const HeadCase& c) {
   mha::kernels::attention_head_reference(a);
   a.out = out_fast.data();
   a.weights = c.weights ? w_fast.data() : nullptr;
-  mha::kernels::attention_head(a);
+  if (c.decode)
+    mha::kernels::attention_head_decode(a);
+  else
+    mha::kernels::attention_head(a);
   expect_close(out_fast, out_ref, "out");
   if (c.weights) expect_close(w_fast, w_ref, "weights");
 }
@@ -129,6 +152,28 @@ TEST(FlashAttention, ScoreEpilogueMatchesReference) {
                                     << " softcap=" << c.epilogue.softcap << " alibi=" << c.epilogue.alibi_slope
                                     << " sink=" << c.epilogue.sink << " first_query=" << c.first_query
                                     << " masks=" << c.key_mask << c.attn_mask << " weights=" << c.weights);
+    check_head(c);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// The decode kernel (a few query rows, keys read in place) against the same reference, with every
+// mask and variant.
+TEST(DecodeAttention, MatchesReferenceWithEveryMaskAndVariant) {
+  std::mt19937 rng(7);
+  const auto pick = [&](std::initializer_list<int64_t> xs) { return *(xs.begin() + rng() % xs.size()); };
+  for (int trial = 0; trial < 800; ++trial) {
+    HeadCase c{pick({1, 2, 3, 5}), pick({1, 6, 64, 150, 300}), pick({1, 7, 16, 64}), rng() % 2 == 0,
+               rng() % 3 == 0, rng() % 4 == 0, rng() % 2 == 0, pick({0, 3, 140, 297})};
+    c.Dv = pick({0, 1, 5, 24});
+    c.decode = true;
+    c.epilogue.window = pick({0, 0, 1, 5, 40});
+    if (rng() % 3 == 0) c.epilogue.softcap = rng() % 2 ? 1.5f : 30.0f;
+    if (rng() % 3 == 0) c.epilogue.alibi_slope = 0.3f;
+    if (rng() % 3 == 0) c.epilogue.sink = 0.7f;
+    SCOPED_TRACE(testing::Message() << "trial " << trial << " L=" << c.L << " S=" << c.S << " Dh=" << c.Dh
+                                    << " Dv=" << c.Dv << " causal=" << c.causal << " window=" << c.epilogue.window
+                                    << " first_query=" << c.first_query << " masks=" << c.key_mask << c.attn_mask);
     check_head(c);
     if (HasFatalFailure()) return;
   }

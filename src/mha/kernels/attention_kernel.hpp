@@ -47,7 +47,15 @@ void attention_head_reference(const AttentionHeadArgs& args);
 // Flash-attention style kernel (attention_flash.cpp): same contract, memory O((L + S) * Dh).
 void attention_head_flash(const AttentionHeadArgs& args);
 
-// The fastest kernel this build has.
+// For a few query rows (decoding, attention_decode.cpp): reads the keys and values in place,
+// with no repacking. Same contract; scratch, when given, needs key_len floats.
+void attention_head_decode(const AttentionHeadArgs& args);
+
+// Calls with fewer query rows than this run attention_head_decode (a micro-tile of the flash
+// kernel; decided per call, not per thread's chunk, so results do not depend on the threads).
+int64_t decode_query_rows();
+
+// The fastest kernel this build has for a head's queries in blocks (attention_head_flash).
 void attention_head(const AttentionHeadArgs& args);
 
 }  // namespace mha::kernels

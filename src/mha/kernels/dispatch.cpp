@@ -3,6 +3,7 @@
 #include "attention_kernel.hpp"
 #include "linear.hpp"
 #include "packed_linear.hpp"
+#include "simd.hpp"
 
 namespace mha::kernels {
 
@@ -11,5 +12,7 @@ void linear(const LinearArgs& a) {
 }
 
 void attention_head(const AttentionHeadArgs& args) { attention_head_flash(args); }
+
+int64_t decode_query_rows() { return simd::kTileRows; }
 
 }  // namespace mha::kernels

@@ -99,4 +99,67 @@ void PackedLinear::apply(const float* x, float* y, int64_t row_begin, int64_t ro
   }
 }
 
+int64_t PackedLinear::few_rows() { return kRows; }
+
+int64_t PackedLinear::num_panels() const { return round_up(out_, kCols) / kCols; }
+
+// Fewer rows than a micro-tile has (decoding: one token per call). Each panel is read once and
+// used for every row, so the weights stream at memory speed; one row keeps 8 independent
+// accumulator chains (mul + add latency would otherwise bound it) over two panels at once.
+void PackedLinear::apply_few_rows(const float* x, float* y, int64_t rows, int64_t panel_begin,
+                                  int64_t panel_end) const {
+  const auto store_row = [&](int64_t r, int64_t p, Vec lo, Vec hi) {
+    const int64_t col0 = p * kCols, cols = std::min<int64_t>(kCols, out_ - col0);
+    alignas(64) float out[kCols];
+    simd::store(out, lo + simd::load(bias_.data() + col0));
+    simd::store(out + kW, hi + simd::load(bias_.data() + col0 + kW));
+    std::copy(out, out + cols, y + r * out_ + col0);
+  };
+  int64_t p = panel_begin;
+  if (rows == 1) {  // two panels at a time, two depth steps each: 8 chains, two weight streams
+    for (; p + 2 <= panel_end; p += 2) {
+      const float* w0 = panels_.data() + p * in_ * kCols;
+      const float* w1 = w0 + in_ * kCols;
+      Vec a0(0.0f), a1(0.0f), b0(0.0f), b1(0.0f), c0(0.0f), c1(0.0f), d0(0.0f), d1(0.0f);
+      int64_t k = 0;
+      for (; k + 2 <= in_; k += 2) {
+        const Vec x0 = simd::splat(x[k]), x1 = simd::splat(x[k + 1]);
+        const float* u = w0 + k * kCols;
+        const float* v = w1 + k * kCols;
+        a0 = simd::fmadd(x0, simd::load(u), a0);
+        a1 = simd::fmadd(x0, simd::load(u + kW), a1);
+        b0 = simd::fmadd(x1, simd::load(u + kCols), b0);
+        b1 = simd::fmadd(x1, simd::load(u + kCols + kW), b1);
+        c0 = simd::fmadd(x0, simd::load(v), c0);
+        c1 = simd::fmadd(x0, simd::load(v + kW), c1);
+        d0 = simd::fmadd(x1, simd::load(v + kCols), d0);
+        d1 = simd::fmadd(x1, simd::load(v + kCols + kW), d1);
+      }
+      for (; k < in_; ++k) {
+        const Vec xk = simd::splat(x[k]);
+        a0 = simd::fmadd(xk, simd::load(w0 + k * kCols), a0);
+        a1 = simd::fmadd(xk, simd::load(w0 + k * kCols + kW), a1);
+        c0 = simd::fmadd(xk, simd::load(w1 + k * kCols), c0);
+        c1 = simd::fmadd(xk, simd::load(w1 + k * kCols + kW), c1);
+      }
+      store_row(0, p, a0 + b0, a1 + b1);
+      store_row(0, p + 1, c0 + d0, c1 + d1);
+    }
+  }
+  for (; p < panel_end; ++p) {  // the general case: every row against one panel
+    const float* panel = panels_.data() + p * in_ * kCols;
+    Vec acc[kRows][2];
+    for (int64_t r = 0; r < rows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
+    for (int64_t k = 0; k < in_; ++k) {
+      const Vec w0 = simd::load(panel + k * kCols), w1 = simd::load(panel + k * kCols + kW);
+      for (int64_t r = 0; r < rows; ++r) {
+        const Vec a = simd::splat(x[r * in_ + k]);
+        acc[r][0] = simd::fmadd(a, w0, acc[r][0]);
+        acc[r][1] = simd::fmadd(a, w1, acc[r][1]);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) store_row(r, p, acc[r][0], acc[r][1]);
+  }
+}
+
 }  // namespace mha::kernels

@@ -24,6 +24,14 @@ class PackedLinear {
   // Rows per task so `threads` threads get a few tasks each and a task keeps its x rows in L2.
   static int64_t rows_per_task(int64_t rows, int threads);
 
+  // Below this many rows a micro-tile would compute rows it throws away: use apply_few_rows.
+  static int64_t few_rows();
+  // The output columns come in panels of kTileCols; apply_few_rows splits its work by panel.
+  int64_t num_panels() const;
+  // y[r] = x[r] W^T + b for rows r < rows (rows < few_rows()), output panels [panel_begin,
+  // panel_end): disjoint panel ranges may run on different threads (decoding splits by column).
+  void apply_few_rows(const float* x, float* y, int64_t rows, int64_t panel_begin, int64_t panel_end) const;
+
  private:
   int64_t in_ = 0, out_ = 0;
   std::vector<float> panels_;  // [ceil(out / kTileCols)][in][kTileCols], zero padded
