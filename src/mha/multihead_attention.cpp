@@ -147,66 +147,88 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     cache->append(k, v, L);
   }
 
-  // 2. Attend. A task is (batch, query chunk, head), or all heads in turn when they average
-  // into one weights buffer (so no two tasks add to the same weights). Heads are split into
-  // query chunks only when there are too few (batch, head) pairs to keep every thread busy.
-  // Head h reads key/value head h / (H / Hkv) (repeat-interleave, as PyTorch and FlashAttention).
+  // 2. Attend. Head h reads key/value head h / (H / Hkv) (repeat-interleave, as PyTorch and
+  // FlashAttention).
   AdditiveMask key_padding(options.key_padding_mask, S);
   AdditiveMask attn_mask(options.attn_mask, L * S);
   if (weights) std::fill(weights, weights + element_count(p.weights_shape), 0.0f);
   const bool heads_together = weights && options.average_weights;
-  const bool decode = L < kernels::decode_query_rows();  // a token or a few: read K and V in place
-  const int64_t head_groups = heads_together ? 1 : H;
-  const int64_t wanted_chunks = (2 * threads + B * head_groups - 1) / (B * head_groups);
-  const int64_t chunk = std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks);
-  const int64_t chunks = (L + chunk - 1) / chunk;
-  parallel(B * chunks * head_groups, [&](int64_t task, int thread) {
-    const int64_t group = task % head_groups, b = task / head_groups / chunks;
-    const int64_t first = (task / head_groups % chunks) * chunk, rows = std::min(chunk, L - first);
-    for (int64_t h = heads_together ? 0 : group; h < (heads_together ? H : group + 1); ++h) {
-      const int64_t kvh = h / c.heads_per_kv();
-      kernels::AttentionHeadArgs a{};
-      a.q = q + (b * L + first) * QD + h * Dh;
-      if (cache) {  // one head's keys [S, Dh] and values [S, Dv], contiguous
-        float* room = widened + thread * widen_floats;
-        a.k = cache->keys(b, kvh, room);
-        a.v = cache->values(b, kvh, room + S * Dh);
-        a.k_stride = Dh;
-        a.v_stride = Dv;
-      } else {
-        a.k = k + b * S * KV + kvh * Dh;
-        a.v = v + b * S * VKV + kvh * Dv;
-        a.k_stride = KV;
-        a.v_stride = VKV;
-      }
-      a.out = attended + (b * L + first) * AD + h * Dv;
-      a.scratch = scratch + thread * scratch_floats;
-      a.q_stride = QD;
-      a.out_stride = AD;
-      a.query_len = rows;
-      a.key_len = S;
-      a.head_dim = Dh;
-      a.value_head_dim = Dv;
-      a.scale = c.scale;
-      a.causal = causal;
-      a.epilogue.window = c.sliding_window;
-      a.epilogue.softcap = c.softcap;
-      if (!c.alibi_slopes.empty()) a.epilogue.alibi_slope = c.alibi_slopes[h];
-      if (c.sinks) a.epilogue.sink = params_.sinks[h];
-      a.first_query = p.first_position + first;
-      a.key_bias = key_padding.rows(b);
-      const float* mask_rows = attn_mask.rows(p.attn_mask_per_head ? b * H + h : 0);
-      a.attn_bias = mask_rows ? mask_rows + first * S : nullptr;
-      if (weights) {
-        a.weights = weights + (heads_together ? b * L * S : (b * H + h) * L * S) + first * S;
-        a.weights_factor = heads_together ? 1.0f / static_cast<float>(H) : 1.0f;
-      }
-      if (decode)
-        kernels::attention_head_decode(a);
-      else
-        kernels::attention_head(a);
+  struct KeysValues {
+    const float *k, *v;
+    int64_t k_stride, v_stride;
+  };
+  // Key/value head kvh of batch row b: the cache's (contiguous; an f16 cache widened into the
+  // thread's room) or the projected ones.
+  const auto keys_values = [&](int64_t b, int64_t kvh, int thread) -> KeysValues {
+    if (cache) {
+      float* room = widened + thread * widen_floats;
+      return {cache->keys(b, kvh, room), cache->values(b, kvh, room + S * Dh), Dh, Dv};
     }
-  });
+    return {k + b * S * KV + kvh * Dh, v + b * S * VKV + kvh * Dv, KV, VKV};
+  };
+  // Query rows first .. first + rows - 1 of head h of batch row b.
+  const auto head_args = [&](int64_t b, int64_t h, int64_t first, int64_t rows, int thread, const KeysValues& kv) {
+    kernels::AttentionHeadArgs a{};
+    a.q = q + (b * L + first) * QD + h * Dh;
+    a.k = kv.k;
+    a.v = kv.v;
+    a.k_stride = kv.k_stride;
+    a.v_stride = kv.v_stride;
+    a.out = attended + (b * L + first) * AD + h * Dv;
+    a.scratch = scratch + thread * scratch_floats;
+    a.q_stride = QD;
+    a.out_stride = AD;
+    a.query_len = rows;
+    a.key_len = S;
+    a.head_dim = Dh;
+    a.value_head_dim = Dv;
+    a.scale = c.scale;
+    a.causal = causal;
+    a.epilogue.window = c.sliding_window;
+    a.epilogue.softcap = c.softcap;
+    if (!c.alibi_slopes.empty()) a.epilogue.alibi_slope = c.alibi_slopes[h];
+    if (c.sinks) a.epilogue.sink = params_.sinks[h];
+    a.first_query = p.first_position + first;
+    a.key_bias = key_padding.rows(b);
+    const float* mask_rows = attn_mask.rows(p.attn_mask_per_head ? b * H + h : 0);
+    a.attn_bias = mask_rows ? mask_rows + first * S : nullptr;
+    if (weights) {
+      a.weights = weights + (heads_together ? b * L * S : (b * H + h) * L * S) + first * S;
+      a.weights_factor = heads_together ? 1.0f / static_cast<float>(H) : 1.0f;
+    }
+    return a;
+  };
+
+  if (L < kernels::decode_query_rows()) {
+    // A token or a few (decoding): a task is a (batch row, kv head) pair, and the query heads
+    // that share the kv head read its keys and values together, once, in place. With averaged
+    // weights a batch row's heads add into one buffer: then one task per batch row.
+    const int64_t kv_tasks = heads_together ? 1 : c.num_kv_heads, G = c.heads_per_kv();
+    parallel(B * kv_tasks, [&](int64_t task, int thread) {
+      const int64_t b = task / kv_tasks;
+      std::vector<kernels::AttentionHeadArgs> group(static_cast<size_t>(G));
+      for (int64_t kvh = heads_together ? 0 : task % kv_tasks; kvh < (heads_together ? c.num_kv_heads : task % kv_tasks + 1);
+           ++kvh) {
+        const KeysValues kv = keys_values(b, kvh, thread);
+        for (int64_t g = 0; g < G; ++g) group[g] = head_args(b, kvh * G + g, 0, L, thread, kv);
+        kernels::attention_heads_decode(group.data(), G);
+      }
+    });
+  } else {
+    // A task is (batch, query chunk, head), or all heads in turn when they average into one
+    // weights buffer (so no two tasks add to the same weights). Heads are split into query
+    // chunks only when there are too few (batch, head) pairs to keep every thread busy.
+    const int64_t head_groups = heads_together ? 1 : H;
+    const int64_t wanted_chunks = (2 * threads + B * head_groups - 1) / (B * head_groups);
+    const int64_t chunk = std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks);
+    const int64_t chunks = (L + chunk - 1) / chunk;
+    parallel(B * chunks * head_groups, [&](int64_t task, int thread) {
+      const int64_t group = task % head_groups, b = task / head_groups / chunks;
+      const int64_t first = (task / head_groups % chunks) * chunk, rows = std::min(chunk, L - first);
+      for (int64_t h = heads_together ? 0 : group; h < (heads_together ? H : group + 1); ++h)
+        kernels::attention_head(head_args(b, h, first, rows, thread, keys_values(b, h / c.heads_per_kv(), thread)));
+    });
+  }
 
   // 3. Output projection.
   project(packed_.out, attended, output, B * L);

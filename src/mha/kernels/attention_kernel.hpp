@@ -48,8 +48,14 @@ void attention_head_reference(const AttentionHeadArgs& args);
 void attention_head_flash(const AttentionHeadArgs& args);
 
 // For a few query rows (decoding, attention_decode.cpp): reads the keys and values in place,
-// with no repacking. Same contract; scratch, when given, needs key_len floats.
+// with no repacking. Same contract.
 void attention_head_decode(const AttentionHeadArgs& args);
+
+// The same for `count` heads that share their keys and values (a GQA group), which are read
+// once for all of them. heads[0] gives what they share: k, v, their strides and sizes, rows,
+// positions, causal, window and key_bias; each head has its own q, out, weights, attn_bias,
+// softcap, ALiBi slope and sink.
+void attention_heads_decode(const AttentionHeadArgs* heads, int64_t count);
 
 // Calls with fewer query rows than this run attention_head_decode (a micro-tile of the flash
 // kernel; decided per call, not per thread's chunk, so results do not depend on the threads).
