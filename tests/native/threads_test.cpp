@@ -15,7 +15,8 @@
 namespace {
 
 struct Layer {
-  static constexpr int64_t E = 32, H = 4;
+  // Large enough that every stage runs on the pool (below ~4 MFLOP a stage stays on the caller).
+  static constexpr int64_t E = 128, H = 4;
   std::vector<float> in_w = random_vector(3 * E * E, 1), in_b = random_vector(3 * E, 2),
                      out_w = random_vector(E * E, 3), out_b = random_vector(E, 4);
   mha::MultiheadAttention layer{[] {
@@ -45,12 +46,12 @@ mha::ForwardResult run(const mha::MultiheadAttention& layer, int64_t B, int64_t 
 TEST(Threads, PoolOfAnySizeGivesTheSameBits) {
   Layer l;
   for (bool average : {true, false}) {
-    const mha::ForwardResult alone = run(l.layer, 3, 45, average);
+    const mha::ForwardResult alone = run(l.layer, 3, 70, average);
     auto pool = std::make_shared<mha::ThreadPool>(1);
     l.layer.set_thread_pool(pool);
     for (int n : {2, 4, 3, 1, 4}) {
       pool->set_num_threads(n);
-      const mha::ForwardResult pooled = run(l.layer, 3, 45, average);
+      const mha::ForwardResult pooled = run(l.layer, 3, 70, average);
       EXPECT_EQ(pooled.output, alone.output) << n << " threads";
       EXPECT_EQ(pooled.weights, alone.weights) << n << " threads";
     }
@@ -60,13 +61,13 @@ TEST(Threads, PoolOfAnySizeGivesTheSameBits) {
 
 TEST(Threads, TwoCallersShareOnePool) {
   Layer a, b;
-  const mha::ForwardResult want = run(a.layer, 2, 33, true);
+  const mha::ForwardResult want = run(a.layer, 2, 70, true);
   auto pool = std::make_shared<mha::ThreadPool>(3);
   a.layer.set_thread_pool(pool);
   b.layer.set_thread_pool(pool);
   std::vector<mha::ForwardResult> got(2);
-  std::thread other([&] { got[1] = run(b.layer, 2, 33, true); });
-  got[0] = run(a.layer, 2, 33, true);
+  std::thread other([&] { got[1] = run(b.layer, 2, 70, true); });
+  got[0] = run(a.layer, 2, 70, true);
   other.join();
   EXPECT_EQ(got[0].output, want.output);
   EXPECT_EQ(got[1].output, want.output);

@@ -358,6 +358,8 @@ class FlashAttention {
 
 }  // namespace
 
+int64_t attention_query_block() { return kQueryBlock; }
+
 int64_t attention_scratch_floats(const AttentionHeadArgs& args) {
   return PackedHead::floats(args.key_len, args.head_dim, value_head_dim(args));
 }

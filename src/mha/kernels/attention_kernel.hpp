@@ -34,6 +34,10 @@ struct AttentionHeadArgs {
   float* scratch = nullptr;
 };
 
+// Query rows the flash kernel takes together. Callers that split a head's rows between threads
+// split at multiples of it, so every row meets the same neighbours (and rounding) at any thread count.
+int64_t attention_query_block();
+
 // Floats of scratch attention_head needs for these args: O(key_len * (head_dim + value_head_dim)).
 int64_t attention_scratch_floats(const AttentionHeadArgs& args);
 
