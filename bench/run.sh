@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: installs the peers (bench/package.json, never part of npm test), builds the
 # wasm builds and the native Google Benchmark binary, then prints the tables (bench/run.mjs,
-# bench/variants.mjs).
+# bench/variants.mjs, bench/decode.mjs).
 # Extra arguments go to run.mjs, e.g. `npm run bench -- --shapes=0,3 --js=no`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +14,5 @@ node bench/run.mjs "$@"
 # The variants of today's models (rotary, GQA, sliding window, ALiBi, softcap, sinks) against the
 # plain causal layer of the same shape, wasm 1 thread.
 node bench/variants.mjs
+# Decoding: one-token steps with a KV cache (1 and 2 threads), bytes read and GB/s.
+node bench/decode.mjs

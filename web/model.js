@@ -117,6 +117,32 @@ export class DemoModel {
     return { layers, logits: this.unembed(x), wasmMs };
   }
 
+  /** One KV cache per layer, for generating token by token with step(). */
+  createCaches(capacity) {
+    return this.#layers.map((layer) => layer.createCache({ capacity }));
+  }
+
+  /**
+   * Generation with KV caches (createCaches): appends token `id` at the caches' next position and
+   * returns the logits [V] for the token after it. Each layer runs one cached forward: the work
+   * is O(tokens so far) per step, not a pass over the whole text.
+   */
+  step(id, caches) {
+    const E = this.dModel;
+    const position = caches[0].length;
+    const x = new Float32Array(E);
+    for (let i = 0; i < E; i += 2) {  // sinusoidalPositions' row `position`
+      const angle = position * 10000 ** (-i / E);
+      x[i] = Math.sin(angle) + this.embedding[id * E + i];
+      if (i + 1 < E) x[i + 1] = Math.cos(angle) + this.embedding[id * E + i + 1];
+    }
+    this.#layers.forEach((layer, l) => {
+      const { output } = layer.forward({ data: x, shape: [1, E] }, null, null, { cache: caches[l] });
+      for (let i = 0; i < E; i++) x[i] += output.data[i];
+    });
+    return this.unembed(x);
+  }
+
   /** logits [L, V] = x W^T + b. */
   unembed(x) {
     const E = this.dModel;
