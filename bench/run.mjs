@@ -34,8 +34,8 @@ function node(impl, s, threads, model) {
   }
 }
 
-function nativeOurs(s, threads) {
-  const name = `forward/${s.B}/${s.L}/${s.S}/${s.E}/${s.H}/${threads}/real_time`;
+function nativeOurs(s, threads, benchmark = 'forward') {
+  const name = `${benchmark}/${s.B}/${s.L}/${s.S}/${s.E}/${s.H}/${threads}/real_time`;
   try {
     const json = JSON.parse(run(path.join(ROOT, 'build/native/mha_bench'), [
       `--benchmark_filter=^${name}$`, '--benchmark_repetitions=5', '--benchmark_report_aggregates_only=true',
@@ -72,6 +72,7 @@ for (let pass = 0; pass < PASSES; pass++) {
       wasmN: () => node('mha-wasm', s, THREADS), ortwebN: () => node('ort-web', s, THREADS, models[i]),
       native1: () => nativeOurs(s, 1), ortnode1: () => node('ort-node', s, 1, models[i]),
       nativeN: () => nativeOurs(s, THREADS), ortnodeN: () => node('ort-node', s, THREADS, models[i]),
+      eigen1: () => nativeOurs(s, 1, 'eigen_forward'), eigenN: () => nativeOurs(s, THREADS, 'eigen_forward'),
     };
     if (pass === 0) measure.js = () => (args.js === 'no' ? { error: 'skipped' } : node('js-loop', s, 1));
     for (const [cell, run] of Object.entries(measure)) (rounds[i][cell] ??= []).push(run());
@@ -104,3 +105,22 @@ table('wasm, 1 thread (mha-simd) vs onnxruntime-web wasm, 1 thread', 'wasm1', 'o
 table(`wasm, ${THREADS} threads (mha-simd-threads) vs onnxruntime-web wasm, ${THREADS} threads`, 'wasmN', 'ortwebN', 'ort-web', 'wasm1');
 table('native, 1 thread vs onnxruntime-node, 1 thread', 'native1', 'ortnode1', 'ort-node');
 table(`native, ${THREADS} threads vs onnxruntime-node, ${THREADS} threads`, 'nativeN', 'ortnodeN', 'ort-node', 'native1');
+
+// The machine's FMA peak, measured now (a register-resident loop in build/native/mha_bench).
+function fmaPeak(threads) {
+  const json = JSON.parse(run(path.join(ROOT, 'build/native/mha_bench'), [
+    `--benchmark_filter=^fma_peak/${threads}/real_time$`, '--benchmark_repetitions=3', '--benchmark_report_aggregates_only=true',
+    '--benchmark_format=json', '--benchmark_min_time=0.2']));
+  return json.benchmarks.find((b) => b.aggregate_name === 'median').GFLOPS;
+}
+const peak = { 1: fmaPeak(1), [THREADS]: fmaPeak(THREADS) };
+console.log('\n### native vs the same layer written with Eigen (Eigen GEMMs, array softmax, its OpenMP threads), and the share of the FMA peak\n');
+console.log(`FMA peak measured in this run: ${fmt(peak[1])} GFLOPS on 1 thread, ${fmt(peak[THREADS])} on ${THREADS} (bench/native/forward_benchmark.cpp fma_peak).\n`);
+const head = ['shape', 'native 1T ms', 'Eigen 1T ms', 'vs Eigen', '% of peak', `native ${THREADS}T ms`, `Eigen ${THREADS}T ms`, 'vs Eigen', '% of peak'];
+console.log(`| ${head.join(' | ')} |\n|${head.map((_, i) => (i ? '---:' : '---')).join('|')}|`);
+for (const { shape: s, cells } of results) {
+  const ratio = (ours, eigen) => (ours.ms && eigen.ms ? `${fmt(eigen.ms / ours.ms, 2)}x` : eigen.error ?? '-');
+  const share = (ours, n) => (ours.ms ? `${fmt(100 * gflops(s, ours) / peak[n], 0)}%` : '-');
+  console.log(`| ${label(s)} | ${fmt(cells.native1.ms)} | ${fmt(cells.eigen1.ms)} | ${ratio(cells.native1, cells.eigen1)} | ${share(cells.native1, 1)} `
+    + `| ${fmt(cells.nativeN.ms)} | ${fmt(cells.eigenN.ms)} | ${ratio(cells.nativeN, cells.eigenN)} | ${share(cells.nativeN, THREADS)} |`);
+}

@@ -4,11 +4,13 @@
 //   build/native/mha_bench --benchmark_filter='forward/1/128/128/512/8/1'
 // Args: B, L, S, E, H, threads. GFLOPS counts 8*B*L*E^2 + 4*B*L*S*E (self: 4BLE^2 + 4BSE^2 ...
 // written for the general case: q/out projections over L rows, k/v over S rows).
+#include <Eigen/Dense>
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
 #include <cmath>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "mha/multihead_attention.hpp"
@@ -66,6 +68,77 @@ void forward(benchmark::State& state) {
   state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// The same forward pass as a C++ developer would write it with Eigen (float32): Eigen GEMMs for
+// the projections and, per head, Q·Kᵀ and P·V; a row softmax with Eigen arrays; Eigen's own
+// threads (OpenMP) for the products. The peer column "Eigen" of bench/run.mjs.
+void eigen_forward(benchmark::State& state) {
+  using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const int64_t B = state.range(0), L = state.range(1), S = state.range(2), E = state.range(3), H = state.range(4);
+  const int threads = static_cast<int>(state.range(5)), Dh = static_cast<int>(E / H);
+  Eigen::setNbThreads(threads);
+  const double w_scale = 2 / std::sqrt(static_cast<double>(E));
+  const auto in_w = bench_array(3 * E * E, 1, w_scale), in_b = bench_array(3 * E, 2, 0.1);
+  const auto out_w = bench_array(E * E, 3, w_scale), out_b = bench_array(E, 4, 0.1);
+  const auto map = [](const std::vector<float>& v, int64_t rows, int64_t cols, int64_t offset = 0) {
+    return Eigen::Map<const Matrix>(v.data() + offset, rows, cols);
+  };
+  const Matrix wq = map(in_w, E, E), wk = map(in_w, E, E, E * E), wv = map(in_w, E, E, 2 * E * E), wo = map(out_w, E, E);
+  const Eigen::RowVectorXf bq = map(in_b, 1, E), bk = map(in_b, 1, E, E), bv = map(in_b, 1, E, 2 * E), bo = map(out_b, 1, E);
+  const auto query = bench_array(B * L * E, 11), key = bench_array(B * S * E, 12);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  Matrix out(B * L, E);
+  const auto run = [&] {
+    for (int64_t b = 0; b < B; ++b) {
+      const auto xq = map(query, L, E, b * L * E);
+      const auto xk = S == L ? map(query, L, E, b * L * E) : map(key, S, E, b * S * E);
+      const Matrix q = (xq * wq.transpose()).rowwise() + bq;
+      const Matrix k = (xk * wk.transpose()).rowwise() + bk;
+      const Matrix v = (xk * wv.transpose()).rowwise() + bv;
+      Matrix attended(L, E);
+      for (int64_t h = 0; h < H; ++h) {
+        Matrix p = q.middleCols(h * Dh, Dh) * k.middleCols(h * Dh, Dh).transpose() * scale;
+        p = (p.colwise() - p.rowwise().maxCoeff()).array().exp().matrix();
+        p.array().colwise() /= p.rowwise().sum().array();
+        attended.middleCols(h * Dh, Dh).noalias() = p * v.middleCols(h * Dh, Dh);
+      }
+      out.middleRows(b * L, L) = (attended * wo.transpose()).rowwise() + bo;
+    }
+  };
+  for (int i = 0; i < 2; ++i) run();
+  for (auto _ : state) {
+    run();
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["checksum"] = static_cast<double>(out(0, 0)) + out(B * L - 1, E - 1);
+  state.counters["GFLOPS"] = benchmark::Counter(forward_flops(B, L, S, E) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The machine's fused multiply-add peak: independent accumulators that stay in registers, on
+// `threads` threads at once. bench/run.mjs prints each native row's share of it.
+void fma_peak(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  constexpr int kAccumulators = 12, kSteps = 1 << 20;
+  using Vec = float __attribute__((vector_size(64)));  // 16 lanes (AVX-512); narrower ISAs split it
+  const auto work = [] {
+    Vec acc[kAccumulators];
+    for (int a = 0; a < kAccumulators; ++a) acc[a] = Vec{} + static_cast<float>(a);
+    const Vec m = Vec{} + 0.999999f, c = Vec{} + 1e-7f;
+    for (int i = 0; i < kSteps; ++i)
+      for (int a = 0; a < kAccumulators; ++a) acc[a] = acc[a] * m + c;
+    float sum = 0;
+    for (int a = 0; a < kAccumulators; ++a) sum += acc[a][0];
+    benchmark::DoNotOptimize(sum);
+  };
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
+  const double flops = 2.0 * 16 * kAccumulators * static_cast<double>(kSteps) * threads;
+  state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   const std::vector<std::vector<int64_t>> list = {
       {1, 128, 128, 512, 8}, {1, 512, 512, 768, 12}, {1, 2048, 2048, 512, 8},
@@ -80,4 +153,6 @@ void shapes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(forward)->Apply(shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(eigen_forward)->Apply(shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(fma_peak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();
