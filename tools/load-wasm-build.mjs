@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 
+import { defineKerasMultiHeadAttention } from '../bindings/js/keras.js';
 import { defineMultiHeadAttention } from '../bindings/js/layer.js';
 
 export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads'];
@@ -20,5 +21,6 @@ export async function loadBuild(name) {
     args.hardwareConcurrency = os.availableParallelism();
   }
   const module = await createMhaModule(args);
-  return { module, MultiHeadAttention: defineMultiHeadAttention(module) };
+  const MultiHeadAttention = defineMultiHeadAttention(module);
+  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention) };
 }

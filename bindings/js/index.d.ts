@@ -234,10 +234,61 @@ export interface MultiHeadAttentionConstructor {
   readonly prototype: MultiHeadAttention;
 }
 
+/** Keras' MultiHeadAttention arguments (keras.layers.MultiHeadAttention), plus the input sizes Keras infers. */
+export interface KerasConfig {
+  numHeads: number;
+  /** Query/key head size; the scale is 1/sqrt(keyDim). */
+  keyDim: number;
+  /** Value head size (default keyDim). */
+  valueDim?: number;
+  /** Biases in all four dense layers (default true). */
+  useBias?: boolean;
+  /** The output's feature size (default queryDim). */
+  outputShape?: number;
+  /** The query's feature size. */
+  queryDim: number;
+  /** The key's feature size (default valueInputDim). */
+  keyInputDim?: number;
+  /** The value's feature size (default queryDim). */
+  valueInputDim?: number;
+}
+
+/** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
+export interface KerasCallOptions {
+  /** [B, T, S] (or [T, S], or [B, S] per batch row); nonzero / true = may attend (Keras' convention). */
+  attentionMask?: Tensor<Uint8Array> | Tensor<Float32Array> | Tensor<Int32Array>;
+  /** Query i attends to keys j <= i, combined with attentionMask by AND. */
+  useCausalMask?: boolean;
+  /** Also return the per-head scores [B, H, T, S]. */
+  returnAttentionScores?: boolean;
+}
+
+/** Keras' MultiHeadAttention on this package's core (bindings/js/keras.js). */
+export interface KerasMultiHeadAttention {
+  readonly config: Required<KerasConfig>;
+  /** The PyTorch-style layer underneath. */
+  readonly layer: MultiHeadAttention;
+  /** Keras' weight names and shapes, in the order of get_weights(). */
+  weightShapes(): Record<string, number[]>;
+  /** get_weights()'s list ([{ data, shape }] or Float32Arrays) or a { 'query/kernel': ... } map, Keras layouts. */
+  setWeights(weights: Array<Float32Array | Tensor> | Record<string, Float32Array | Tensor>): this;
+  /** Keras' argument order: call(query, value, key = value, options). */
+  call(query: Tensor, value: Tensor, key?: Tensor | null, options?: KerasCallOptions): { output: Tensor; scores: Tensor | null };
+  dispose(): void;
+  [Symbol.dispose](): void;
+}
+
+export interface KerasMultiHeadAttentionConstructor {
+  new (config: KerasConfig): KerasMultiHeadAttention;
+  readonly prototype: KerasMultiHeadAttention;
+}
+
 /** A loaded wasm build, as {@link init} resolves it. */
 export interface MhaModule {
   /** The layer class bound to this build: `new mha.MultiHeadAttention(config)`. */
   MultiHeadAttention: MultiHeadAttentionConstructor;
+  /** Keras' MultiHeadAttention on the same core: `new mha.KerasMultiHeadAttention({ numHeads, keyDim, queryDim })`. */
+  KerasMultiHeadAttention: KerasMultiHeadAttentionConstructor;
   /** Bytes of wasm heap currently allocated (for leak checks). */
   heapAllocatedBytes(): number;
   /** Total size of the wasm linear memory, in bytes. */

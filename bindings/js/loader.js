@@ -1,6 +1,7 @@
 // Instantiates one wasm build: finds its files (defaults next to dist/'s JS, or the caller's
 // wasmUrl / locateFile), hands Node the bytes, and wraps the embind module in the public API.
 import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
+import { defineKerasMultiHeadAttention } from './keras.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { VARIANTS } from './variants.js';
 
@@ -53,6 +54,7 @@ export async function instantiate(name, numThreads, options) {
   warmUp(MultiHeadAttention);
   return Object.freeze({
     MultiHeadAttention,
+    KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention),
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
     memoryBytes: () => memory().byteLength,
     build: Object.freeze({
@@ -76,6 +78,7 @@ function warmUp(MultiHeadAttention) {
     layer.loadStateDict(Object.fromEntries(Object.entries(shapes).map(([key, shape]) => [key, new Float32Array(shape.reduce((n, d) => n * d, 1))])));
     const query = { data: new Float32Array(128 * 64), shape: [128, 64] };
     for (let i = 0; i < 4; i++) layer.forward(query);
+    for (let i = 0; i < 4; i++) layer.forward({ data: query.data.subarray(0, 64), shape: [1, 64] });  // the decode path
   } finally {
     layer.dispose();
   }

@@ -1,0 +1,171 @@
+// KerasMultiHeadAttention: Keras' MultiHeadAttention layer (keras.layers.MultiHeadAttention,
+// Keras 3) on the same core as MultiHeadAttention: Keras' argument order call(query, value, key),
+// its weight layouts (EinsumDense kernels [in, H, keyDim], output [H, valueDim, out]), its scale
+// 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
+// happens once in setWeights, the mask inversion per call; the math is the core's.
+import {
+  checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
+} from './validate.js';
+
+const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim'];
+const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores'];
+const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
+  'attention_output/kernel', 'attention_output/bias'];
+const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+/** The transpose of a row-major [rows, cols] matrix: out[j][i] = in[i][j]. */
+function transpose(data, rows, cols) {
+  const out = new Float32Array(rows * cols);
+  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = data[i * cols + j];
+  return out;
+}
+
+/** Makes the KerasMultiHeadAttention class over a loaded build's MultiHeadAttention. */
+export function defineKerasMultiHeadAttention(MultiHeadAttention) {
+  return class KerasMultiHeadAttention {
+    #layer;
+    #config;
+
+    /**
+     * { numHeads, keyDim, valueDim = keyDim, useBias = true, outputShape = queryDim, queryDim,
+     *   keyInputDim = valueInputDim, valueInputDim = queryDim }: Keras' arguments; the input
+     * feature sizes (which Keras infers when the layer is built) size the layer up front.
+     */
+    constructor(config) {
+      checkPlainObject('KerasMultiHeadAttention: config', config);
+      checkKnownKeys('KerasMultiHeadAttention config', config, CONFIG_KEYS);
+      for (const name of ['numHeads', 'keyDim', 'queryDim']) checkInteger(name, config[name]);
+      for (const name of ['valueDim', 'outputShape', 'keyInputDim', 'valueInputDim']) checkInteger(name, config[name], { optional: true });
+      checkBoolean('useBias', config.useBias);
+      const valueInputDim = config.valueInputDim ?? config.queryDim;
+      this.#config = Object.freeze({
+        numHeads: config.numHeads,
+        keyDim: config.keyDim,
+        valueDim: config.valueDim ?? config.keyDim,
+        useBias: config.useBias ?? true,
+        outputShape: config.outputShape ?? config.queryDim,
+        queryDim: config.queryDim,
+        keyInputDim: config.keyInputDim ?? valueInputDim,
+        valueInputDim,
+      });
+      const c = this.#config;
+      this.#layer = new MultiHeadAttention({
+        embedDim: c.queryDim, numHeads: c.numHeads, kdim: c.keyInputDim, vdim: c.valueInputDim, bias: c.useBias,
+        headDim: c.keyDim, valueHeadDim: c.valueDim, outputDim: c.outputShape,
+      });
+    }
+
+    /** Every argument resolved. */
+    get config() { return this.#config; }
+
+    /** The underlying PyTorch-style layer (its stateDictShapes(), forward(), caches). */
+    get layer() { return this.#layer; }
+
+    /** Keras' weight names and shapes, in the order of get_weights(). */
+    weightShapes() {
+      const { numHeads: H, keyDim, valueDim, outputShape, queryDim, keyInputDim, valueInputDim, useBias } = this.#config;
+      const shapes = {
+        'query/kernel': [queryDim, H, keyDim], 'query/bias': [H, keyDim],
+        'key/kernel': [keyInputDim, H, keyDim], 'key/bias': [H, keyDim],
+        'value/kernel': [valueInputDim, H, valueDim], 'value/bias': [H, valueDim],
+        'attention_output/kernel': [H, valueDim, outputShape], 'attention_output/bias': [outputShape],
+      };
+      return Object.fromEntries(Object.entries(shapes).filter(([name]) => useBias || !name.endsWith('/bias')));
+    }
+
+    /**
+     * Keras weights: the list get_weights() returns ([{ data, shape }] or plain Float32Arrays, in
+     * its order: query kernel, bias, key kernel, bias, value kernel, bias, output kernel, bias;
+     * no biases with useBias: false), or a map { 'query/kernel': ..., ... }.
+     */
+    setWeights(weights) {
+      const expected = this.weightShapes();
+      const names = Object.keys(expected);
+      let byName;
+      if (Array.isArray(weights)) {
+        if (weights.length !== names.length) {
+          throw new RangeError(`setWeights: expected ${names.length} arrays (${names.join(', ')}), got ${weights.length}`);
+        }
+        byName = Object.fromEntries(names.map((name, i) => [name, weights[i]]));
+      } else {
+        checkPlainObject('setWeights: weights', weights);
+        checkKnownKeys('setWeights weights', weights, names);
+        byName = weights;
+      }
+      const data = {};
+      for (const name of names) {
+        const entry = byName[name];
+        if (entry === undefined) throw new TypeError(`setWeights: missing '${name}' (shape [${expected[name].join(', ')}])`);
+        const array = entry instanceof Float32Array ? entry : entry?.data;
+        if (!(array instanceof Float32Array)) throw new TypeError(`setWeights: '${name}' must be a Float32Array or { data, shape }, got ${describe(entry)}`);
+        const want = expected[name];
+        if (entry.shape && entry.shape.join(',') !== want.join(',')) {
+          throw new RangeError(`setWeights: '${name}' must have shape [${want.join(', ')}], got [${entry.shape.join(', ')}]`);
+        }
+        const count = want.reduce((a, b) => a * b, 1);
+        if (array.length !== count) throw new RangeError(`setWeights: '${name}' needs ${count} floats (shape [${want.join(', ')}]), got ${array.length}`);
+        data[name] = array;
+      }
+      const { numHeads: H, keyDim, valueDim, outputShape, queryDim, keyInputDim, valueInputDim, useBias } = this.#config;
+      // EinsumDense kernels [in, H, D] are [in, H*D] row-major: nn.Linear wants [H*D, in].
+      const stateDict = {
+        q_proj_weight: transpose(data['query/kernel'], queryDim, H * keyDim),
+        k_proj_weight: transpose(data['key/kernel'], keyInputDim, H * keyDim),
+        v_proj_weight: transpose(data['value/kernel'], valueInputDim, H * valueDim),
+        'out_proj.weight': transpose(data['attention_output/kernel'], H * valueDim, outputShape),
+      };
+      if (useBias) {
+        stateDict.in_proj_bias = Float32Array.from([...data['query/bias'], ...data['key/bias'], ...data['value/bias']]);
+        stateDict['out_proj.bias'] = data['attention_output/bias'];
+      }
+      this.#layer.loadStateDict(stateDict);
+      return this;
+    }
+
+    /**
+     * call(query [B, T, queryDim], value [B, S, valueInputDim], key = value [B, S, keyInputDim],
+     * { attentionMask: [B, T, S] (or [T, S], or [B, S] per batch row), 1 / true = attend;
+     *   useCausalMask; returnAttentionScores }) -> { output [B, T, outputShape], scores [B, H, T, S] | null }.
+     * A query row that may attend to nothing gives zeros (as Keras 3; the tfjs-layers port differs).
+     */
+    call(query, value, key = null, options = {}) {
+      checkTensor('query', query, { expected: '[B, T, queryDim]' });
+      checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
+      checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
+      checkPlainObject('call: options', options);
+      checkKnownKeys('call options', options, CALL_KEYS);
+      checkBoolean('useCausalMask', options.useCausalMask);
+      checkBoolean('returnAttentionScores', options.returnAttentionScores);
+      const mask = this.#masks(options.attentionMask, query, value);
+      const { output, weights } = this.#layer.forward(query, key ?? value, value, {
+        ...mask, causal: options.useCausalMask ?? false,
+        needWeights: options.returnAttentionScores ?? false, averageWeights: false,
+      });
+      return { output, scores: weights };
+    }
+
+    // Keras' attention_mask (1 = attend) as the core's blocking masks.
+    #masks(attentionMask, query, value) {
+      if (attentionMask === undefined || attentionMask === null) return {};
+      checkTensor('attentionMask', attentionMask, { kinds: [Uint8Array, Float32Array, Int32Array], expected: '[B, T, S]' });
+      const [B, T] = query.shape, S = value.shape[value.shape.length - 2], H = this.#config.numHeads;
+      const blocked = Uint8Array.from(attentionMask.data, (x) => (x ? 0 : 1));
+      const shape = attentionMask.shape.join(',');
+      if (shape === [B, S].join(',') && query.shape.length === 3) return { keyPaddingMask: { data: blocked, shape: [B, S] } };
+      if (shape === [T, S].join(',') && query.shape.length === 3) return { attnMask: { data: blocked, shape: [T, S] } };
+      if (shape === [B, T, S].join(',')) {  // per batch row: the core takes [B*H, T, S]
+        const perHead = new Uint8Array(B * H * T * S);
+        for (let b = 0; b < B; b++) {
+          for (let h = 0; h < H; h++) perHead.set(blocked.subarray(b * T * S, (b + 1) * T * S), (b * H + h) * T * S);
+        }
+        return { attnMask: { data: perHead, shape: [B * H, T, S] } };
+      }
+      throw new RangeError(`attentionMask: expected shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape.join(', ')}]`);
+    }
+
+    /** Frees the layer's wasm memory. */
+    dispose() { this.#layer.dispose(); }
+
+    [disposeSymbol]() { this.dispose(); }
+  };
+}
