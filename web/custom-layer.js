@@ -100,41 +100,81 @@ export function attentionPrefixes(tensorNames) {
 
 /**
  * Works out the layer config from the state dict's shapes, the embedding size and the head count
- * the user chose. Self-attention only: the key/value feature size must be the embedding size.
+ * the user chose (free head sizes, grouped-query heads, output size, sinks), plus the options of
+ * today's models the user set (`variants`: rotary, slidingWindow, alibi, softcap). Self-attention
+ * only: the key/value feature size must be the embedding size.
  */
-export function inferConfig(stateDict, embedDim, numHeads, what = 'state dict') {
+export function inferConfig(stateDict, embedDim, numHeads, what = 'state dict', variants = {}) {
   const shapes = Object.fromEntries(Object.entries(stateDict).map(([k, v]) => [k, v.length]));
-  if (!Number.isInteger(numHeads) || numHeads < 1 || embedDim % numHeads !== 0) {
+  const E = embedDim;
+  if (!Number.isInteger(numHeads) || numHeads < 1) {
     throw new RangeError(`heads: ${numHeads} must be a positive integer dividing the embedding size ${embedDim}`);
   }
-  const E = embedDim;
-  const headDim = E / numHeads;
-  let numKvHeads = numHeads;
+  let config;
   if ('in_proj_weight' in shapes) {
+    if (E % numHeads !== 0) throw new RangeError(`heads: ${numHeads} must be a positive integer dividing the embedding size ${embedDim}`);
     if (shapes.in_proj_weight !== 3 * E * E) {
       throw new RangeError(`${what}: in_proj_weight has ${shapes.in_proj_weight} values; with embeddings of size ${E} it must be [${3 * E}, ${E}]`);
     }
-  } else if ('q_proj_weight' in shapes && 'k_proj_weight' in shapes) {
-    if (shapes.q_proj_weight !== E * E) throw new RangeError(`${what}: q_proj_weight must be [${E}, ${E}] for embeddings of size ${E}`);
+    config = { embedDim: E, numHeads, numKvHeads: numHeads };
+  } else if ('q_proj_weight' in shapes && 'k_proj_weight' in shapes && 'v_proj_weight' in shapes) {
+    const qRows = shapes.q_proj_weight / E;
+    if (!Number.isInteger(qRows)) {
+      throw new RangeError(`${what}: q_proj_weight must be [${E}, ${E}] (or [heads x head size, ${E}]) for embeddings of size ${E}`);
+    }
+    if (qRows % numHeads !== 0) {
+      throw new RangeError(qRows === E ? `heads: ${numHeads} must be a positive integer dividing the embedding size ${embedDim}`
+        : `heads: ${numHeads} must divide q_proj_weight's ${qRows} rows`);
+    }
+    const headDim = qRows / numHeads;
     const kvRows = shapes.k_proj_weight / E;
     if (!Number.isInteger(kvRows) || kvRows % headDim !== 0 || numHeads % (kvRows / headDim) !== 0) {
       throw new RangeError(`${what}: k_proj_weight has ${shapes.k_proj_weight} values; it must be [numKvHeads * ${headDim}, ${E}] `
         + `with numKvHeads dividing ${numHeads}`);
     }
-    numKvHeads = kvRows / headDim;
+    const numKvHeads = kvRows / headDim;
+    const valueHeadDim = shapes.v_proj_weight / E / numKvHeads;
+    const outputDim = shapes['out_proj.weight'] / (numHeads * valueHeadDim);
+    if (!Number.isInteger(valueHeadDim) || !Number.isInteger(outputDim)) {
+      throw new RangeError(`${what}: v_proj_weight [numKvHeads * valueHeadDim, ${E}] and out_proj.weight [outputDim, numHeads * valueHeadDim] do not fit ${numHeads} heads`);
+    }
+    config = { embedDim: E, numHeads, numKvHeads, headDim, valueHeadDim, outputDim };
   } else {
     throw new TypeError(`${what}: no in_proj_weight or q_proj_weight/k_proj_weight/v_proj_weight found`);
   }
-  return { embedDim: E, numHeads, numKvHeads, bias: 'in_proj_bias' in shapes };
+  config.bias = 'in_proj_bias' in shapes;
+  if ('sinks' in shapes) config.sinks = true;
+  if (variants.rotaryDim) {  // -1: the whole head
+    const dim = variants.rotaryDim > 0 ? variants.rotaryDim : (config.headDim ?? E / numHeads);
+    config.rotary = { dim, interleaved: Boolean(variants.rotaryInterleaved) };
+  }
+  if (variants.slidingWindow > 0) config.slidingWindow = variants.slidingWindow;
+  if (variants.alibi) config.alibi = true;
+  if (variants.softcap > 0) config.softcap = variants.softcap;
+  return config;
 }
+
+/** The layer keys a state dict may hold (the rest of a model's file is ignored). */
+export const LAYER_KEYS = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_weight', 'in_proj_bias',
+  'out_proj.weight', 'out_proj.bias', 'sinks'];
+
+/** Presets of the "Model family" select: the options those families' attention layers use. */
+export const FAMILY_PRESETS = {
+  pytorch: { causal: false, rotaryDim: 0, rotaryInterleaved: false, slidingWindow: 0, alibi: false, softcap: 0 },
+  llama: { causal: true, rotaryDim: -1, rotaryInterleaved: false, slidingWindow: 0, alibi: false, softcap: 0 },
+  mistral: { causal: true, rotaryDim: -1, rotaryInterleaved: false, slidingWindow: 4096, alibi: false, softcap: 0 },
+  gemma2: { causal: true, rotaryDim: -1, rotaryInterleaved: false, slidingWindow: 0, alibi: false, softcap: 50 },
+  bloom: { causal: true, rotaryDim: 0, rotaryInterleaved: false, slidingWindow: 0, alibi: true, softcap: 0 },
+  gptj: { causal: true, rotaryDim: 64, rotaryInterleaved: true, slidingWindow: 0, alibi: false, softcap: 0 },
+};
 
 /**
  * Builds the user's layer and runs self-attention on their embeddings.
  * @param mha the loaded package; stateDict: name -> Float32Array (prefix already removed)
  */
-export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal }) {
+export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {} }) {
   const [L, E] = embeddings.shape;
-  const config = inferConfig(stateDict, E, numHeads);
+  const config = inferConfig(stateDict, E, numHeads, 'state dict', variants);
   const layer = new mha.MultiHeadAttention(config);
   try {
     layer.loadStateDict(stateDict);

@@ -3,6 +3,7 @@
 // the numbers behind the pictures (see the README's "Demo" section).
 import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, prepareCanvas } from './heatmap.js';
 import { drawLines, MAX_ROWS } from './lines.js';
+import { FAMILY_PRESETS } from './custom-layer.js';
 import { WorkerClient } from './worker-client.js';
 
 const $ = (id) => document.getElementById(id);
@@ -254,6 +255,30 @@ async function readFile(input, what) {
   return { name: file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
 }
 
+/** The "Your layer" options of today's models (custom-layer.js inferConfig); rotary dims blank = the whole head. */
+function customVariants() {
+  const number = (id) => Number($(id).value) || 0;
+  return {
+    rotaryDim: $('byo-rotary').checked ? (number('byo-rotary-dim') || -1) : 0,
+    rotaryInterleaved: $('byo-rotary-pairs').checked,
+    slidingWindow: number('byo-window'),
+    alibi: $('byo-alibi').checked,
+    softcap: number('byo-softcap'),
+  };
+}
+
+/** A model family's preset fills the option fields (they stay editable). */
+function applyFamily(name) {
+  const p = FAMILY_PRESETS[name];
+  $('byo-causal').checked = p.causal;
+  $('byo-rotary').checked = p.rotaryDim !== 0;
+  $('byo-rotary-dim').value = p.rotaryDim > 0 ? String(p.rotaryDim) : '';
+  $('byo-rotary-pairs').checked = p.rotaryInterleaved;
+  $('byo-window').value = p.slidingWindow ? String(p.slidingWindow) : '';
+  $('byo-alibi').checked = p.alibi;
+  $('byo-softcap').value = p.softcap ? String(p.softcap) : '';
+}
+
 async function runCustom() {
   try {
     const embeddingsFile = await readFile($('byo-embeddings'), 'token embeddings (.json or .npy)');
@@ -263,6 +288,7 @@ async function runCustom() {
       numHeads: Number($('byo-heads').value),
       prefix: $('byo-prefix').value,
       causal: $('byo-causal').checked,
+      variants: customVariants(),
     });
     const select = $('byo-prefix');
     select.replaceChildren(...result.prefixes.map((p) => new Option(p || '(top level)', p, false, p === result.prefix)));
@@ -341,6 +367,7 @@ function bindEvents() {
     $('default-panel').hidden = true;
     $('custom-panel').hidden = false;
   });
+  $('byo-family').addEventListener('change', () => applyFamily($('byo-family').value));
   $('custom-panel').addEventListener('submit', (event) => {
     event.preventDefault();
     runCustom();

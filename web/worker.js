@@ -3,7 +3,7 @@
 // or { id, error } (the error's message is shown on the page). Big arrays are transferred, not copied.
 import { init, readSafetensors, stateDictFromSafetensors } from '../bindings/js/index.js';
 import { DemoModel, tokenize, topK } from './model.js';
-import { attentionPrefixes, parseEmbeddings, runCustomLayer } from './custom-layer.js';
+import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from './custom-layer.js';
 
 let mha;
 let model;
@@ -49,7 +49,7 @@ function run({ text, padding = 0 }) {
   };
 }
 
-function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal }) {
+function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants }) {
   const embeddings = parseEmbeddings(embeddingsFile.name, embeddingsFile.bytes);
   let names;
   try {
@@ -65,10 +65,9 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal }) {
   const chosen = prefixes.includes(prefix) ? prefix : prefixes[0];
   const stateDict = stateDictFromSafetensors(weightsFile.bytes, { prefix: chosen });
   // Keep only this layer's own keys (a deeper prefix could also match, e.g. "attn." inside "attn.sub.").
-  const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) =>
-    ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias'].includes(k)));
+  const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) => LAYER_KEYS.includes(k)));
   const started = performance.now();
-  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal });
+  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants });
   const L = embeddings.shape[0];
   return {
     ...result,

@@ -108,6 +108,40 @@ test('JSON embeddings + a nested grouped-query state dict: same views, weights e
   assert.deepEqual(problems, []);
 });
 
+test('a Mistral-style layer (rotary + GQA + sliding window, head size free of E / H): weights equal Node', async () => {
+  // E 16, 4 query heads of size 8 (32 rows), 2 key/value heads; rotary on the whole head, window of 3.
+  const M = { E: 16, H: 4, kv: 2, head: 8 };
+  const mistral = {
+    q_proj_weight: { data: fill(M.H * M.head * M.E, 11), shape: [M.H * M.head, M.E] },
+    k_proj_weight: { data: fill(M.kv * M.head * M.E, 12), shape: [M.kv * M.head, M.E] },
+    v_proj_weight: { data: fill(M.kv * M.head * M.E, 13), shape: [M.kv * M.head, M.E] },
+    'out_proj.weight': { data: fill(M.E * M.H * M.head, 14), shape: [M.E, M.H * M.head] },
+  };
+  const file = Buffer.from(writeSafetensors(Object.fromEntries(Object.entries(mistral).map(([k, t]) => [`model.layers.3.self_attn.${k}`, t]))));
+  await page.locator('#byo-family').selectOption('mistral');
+  await page.locator('#byo-window').fill('3');
+  await submit({ embeddingsFile: { name: 'tokens.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(rows)) },
+    weightsFile: { name: 'mistral.safetensors', mimeType: 'application/octet-stream', buffer: file }, heads: M.H, causal: true });
+  assert.match(await message(), /Loaded mistral\.safetensors .*embedDim 16, 4 heads, 2 key\/value heads, 7 tokens/);
+  const s = await state();
+  assert.deepEqual([s.config.headDim, s.config.numKvHeads, s.config.slidingWindow, s.config.rotary.dim], [8, 2, 3, 8]);
+  assert.equal(await page.locator('.kv-group.shared').count(), M.kv);
+  const mha = await init();
+  const layer = new mha.MultiHeadAttention({ embedDim: M.E, numHeads: M.H, numKvHeads: M.kv, headDim: M.head, bias: false,
+    rotary: { dim: 8 }, slidingWindow: 3 });
+  layer.loadStateDict(Object.fromEntries(Object.entries(mistral).map(([k, t]) => [k, t.data])));
+  const expected = layer.forward({ data: embeddings, shape: [L, M.E] }, null, null, { causal: true, needWeights: true, averageWeights: false }).weights.data;
+  layer.dispose();
+  for (let h = 0; h < M.H; h++) {
+    const shown = await page.evaluate((head) => window.__mhaDemo.getWeights(0, head), h);
+    assert.ok(maxDifference(shown, expected.subarray(h * L * L, (h + 1) * L * L)) <= 1e-5, `head ${h}`);
+    // The window: query 6 sees keys 4, 5, 6 only.
+    assert.deepEqual(Array.from(shown.slice(6 * L, 7 * L), (w) => w > 0), [false, false, false, false, true, true, true]);
+  }
+  await page.locator('#byo-family').selectOption('pytorch');
+  assert.deepEqual(problems, []);
+});
+
 test('.npy embeddings work too (no labels: positions are numbered)', async () => {
   await submit({ embeddingsFile: { name: 'tokens.npy', mimeType: 'application/octet-stream', buffer: npy(embeddings, [L, E]) } });
   const s = await state();
