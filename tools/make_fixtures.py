@@ -148,6 +148,25 @@ def mask_array(t):
     return t.numpy().astype(np.uint8) if t.dtype == torch.bool else f32(t)
 
 
+def write_tensors(writer, q, k, v, kpm, am, positions, sd, out, weights):
+    """Writes one case's tensors (key/value, masks, positions, weights only when given)."""
+    tensors = {"query": writer.add(f32(q))}
+    if k is not None:
+        tensors["key"] = writer.add(f32(k))
+        tensors["value"] = writer.add(f32(v))
+    if kpm is not None:
+        tensors["keyPaddingMask"] = writer.add(mask_array(kpm))
+    if am is not None:
+        tensors["attnMask"] = writer.add(mask_array(am))
+    if positions is not None:
+        tensors["positions"] = writer.add(positions.numpy().astype(np.int32))
+    state = {name: writer.add(f32(t).reshape(-1)) for name, t in sd.items()}
+    tensors["output"] = writer.add(f32(out))
+    if weights is not None:
+        tensors["weights"] = writer.add(f32(weights))
+    return tensors, state
+
+
 def build_case(writer, gen, spec):
     E, H = spec["E"], spec["H"]
     kdim, vdim = spec.get("kdim", E), spec.get("vdim", E)
@@ -190,18 +209,8 @@ def build_case(writer, gen, spec):
             assert torch.allclose(t_w.double(), weights, rtol=1e-4, atol=1e-5), spec["name"]
         out, weights, source = t_out, t_w, "torch.nn.MultiheadAttention"
 
-    tensors = {"query": writer.add(f32(q))}
-    if cross:
-        tensors["key"] = writer.add(f32(k))
-        tensors["value"] = writer.add(f32(v))
-    if kpm is not None:
-        tensors["keyPaddingMask"] = writer.add(mask_array(kpm))
-    if am is not None:
-        tensors["attnMask"] = writer.add(mask_array(am))
-    state = {name: writer.add(f32(t).reshape(-1)) for name, t in sd.items()}
-    tensors["output"] = writer.add(f32(out))
-    if need_weights:
-        tensors["weights"] = writer.add(f32(weights))
+    tensors, state = write_tensors(writer, q, k if cross else None, v if cross else None, kpm, am, None, sd, out,
+                                   weights if need_weights else None)
     config = {"embedDim": E, "numHeads": H, "kdim": kdim, "vdim": vdim, "bias": bias, "numKvHeads": Hkv}
     if "scale" in spec:
         config["scale"] = scale
@@ -351,20 +360,8 @@ def build_variant_case(writer, gen, spec):
 
     out, weights, has_blocked_rows = fixture_variants.reference(
         q, k, v, sd, ref, causal, kpm, am, positions, average, combined_bias)
-    tensors = {"query": writer.add(f32(q))}
-    if cross:
-        tensors["key"] = writer.add(f32(k))
-        tensors["value"] = writer.add(f32(v))
-    if kpm is not None:
-        tensors["keyPaddingMask"] = writer.add(mask_array(kpm))
-    if am is not None:
-        tensors["attnMask"] = writer.add(mask_array(am))
-    if positions is not None:
-        tensors["positions"] = writer.add(positions.numpy().astype(np.int32))
-    state = {name: writer.add(f32(t).reshape(-1)) for name, t in sd.items()}
-    tensors["output"] = writer.add(f32(out))
-    if need_weights:
-        tensors["weights"] = writer.add(f32(weights))
+    tensors, state = write_tensors(writer, q, k if cross else None, v if cross else None, kpm, am, positions, sd, out,
+                                   weights if need_weights else None)
     return {
         "name": spec["name"],
         "source": "float64 reference (tools/fixture_variants.py)",
