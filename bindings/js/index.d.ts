@@ -437,12 +437,12 @@ export interface KerasMultiHeadAttentionWeights {
  * A Keras `MultiHeadAttention` layer's weights -> a PyTorch state dict for loadStateDict.
  * Pass an object keyed by Keras weight names, or the `layer.get_weights()` list in its order
  * (query kernel, query bias, key kernel, key bias, value kernel, value bias, output kernel, output bias;
- * the 4 kernels alone with use_bias=False). Load it into
- * `{ embedDim: E, numHeads: H, kdim, vdim, bias: use_bias }`; Keras' key_dim and value_dim must be E / H.
+ * the 4 kernels alone with use_bias=False). Any key_dim / value_dim / output size: load it into
+ * `new MultiHeadAttention(stateDict.config)` (a non-enumerable property: the config it needs).
  * @throws {RangeError} naming the weight and its expected shape; {TypeError} for unknown names or partial biases.
  */
 export declare function stateDictFromKeras(
-  weights: KerasMultiHeadAttentionWeights | Tensor[]): Record<string, Float32Array>;
+  weights: KerasMultiHeadAttentionWeights | Tensor[]): Record<string, Float32Array> & { readonly config: AttentionConfig };
 
 /** The initializers around onnxruntime's fused `Attention` op (com.microsoft). */
 export interface OnnxAttentionWeights {

@@ -45,8 +45,10 @@ function kerasWeightsByName(weights) {
  * A Keras `MultiHeadAttention` layer's weights -> a PyTorch state dict. `weights` is either the
  * layer's `get_weights()` list or an object keyed 'query/kernel', 'query/bias', ..., each a
  * { data, shape } tensor: query/key/value kernels [E_in, H, Dk], biases [H, Dk], the output kernel
- * [H, Dv, E], its bias [E]. The layer to load it into: { embedDim: E, numHeads: H, kdim: key E_in,
- * vdim: value E_in, bias } — which needs key_dim = value_dim = E / H (Keras' default scale matches).
+ * [H, Dv, E_out], its bias [E_out]. Any key_dim and value_dim: the returned state dict carries,
+ * as its non-enumerable `config` property, the layer config to load it into
+ * ({ embedDim: query E_in, numHeads: H, headDim: key_dim, valueHeadDim: value_dim, outputDim: E_out,
+ * kdim, vdim, bias }; Keras' scale 1/sqrt(key_dim) is the default).
  */
 export function stateDictFromKeras(weights) {
   const w = kerasWeightsByName(weights);
@@ -55,11 +57,6 @@ export function stateDictFromKeras(weights) {
   const [Dv, E] = checkShape(what('attention_output/kernel'), w['attention_output/kernel'], [H, undefined, undefined],
     '[H, value_dim, E]').slice(1);
   const [Eq] = w['query/kernel'].shape;
-  if (Eq !== E) throw new RangeError(`${what('query/kernel')}: input size ${Eq} must equal the output size E = ${E} (PyTorch's embedDim)`);
-  if (Dk * H !== E || Dv * H !== E) {
-    throw new RangeError(`stateDictFromKeras: key_dim (${Dk}) and value_dim (${Dv}) must both be E / H = ${E} / ${H}: `
-      + 'PyTorch-style attention projects to embedDim and splits it into heads');
-  }
   const [kdim] = checkShape(what('key/kernel'), w['key/kernel'], [undefined, H, Dk], '[kdim, H, key_dim]');
   const [vdim] = checkShape(what('value/kernel'), w['value/kernel'], [undefined, H, Dv], '[vdim, H, value_dim]');
 
@@ -69,10 +66,10 @@ export function stateDictFromKeras(weights) {
     throw new TypeError(`stateDictFromKeras: either all biases or none (use_bias), got only ${present.join(', ')}`);
   }
   const stateDict = {
-    q_proj_weight: transpose(w['query/kernel'].data, E, E),
-    k_proj_weight: transpose(w['key/kernel'].data, kdim, E),
-    v_proj_weight: transpose(w['value/kernel'].data, vdim, E),
-    'out_proj.weight': transpose(w['attention_output/kernel'].data, E, E),
+    q_proj_weight: transpose(w['query/kernel'].data, Eq, H * Dk),
+    k_proj_weight: transpose(w['key/kernel'].data, kdim, H * Dk),
+    v_proj_weight: transpose(w['value/kernel'].data, vdim, H * Dv),
+    'out_proj.weight': transpose(w['attention_output/kernel'].data, H * Dv, E),
   };
   if (present.length) {
     checkShape(what('query/bias'), w['query/bias'], [H, Dk], '[H, key_dim]');
@@ -82,7 +79,8 @@ export function stateDictFromKeras(weights) {
     stateDict.in_proj_bias = Float32Array.from([...w['query/bias'].data, ...w['key/bias'].data, ...w['value/bias'].data]);
     stateDict['out_proj.bias'] = w['attention_output/bias'].data.slice();
   }
-  return stateDict;
+  const config = { embedDim: Eq, numHeads: H, headDim: Dk, valueHeadDim: Dv, outputDim: E, kdim, vdim, bias: present.length > 0 };
+  return Object.defineProperty(stateDict, 'config', { value: config, enumerable: false });
 }
 
 /**

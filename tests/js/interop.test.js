@@ -105,6 +105,24 @@ describe('stateDictFromKeras', () => {
     assertSameAsTorch(noBias, stateDictFromKeras(['query', 'key', 'value', 'attention_output'].map((n) => w2[`${n}/kernel`])));
   });
 
+  test('any key_dim / value_dim / output size: the config it returns runs the weights as Keras does', async () => {
+    const mha = await init();
+    const keras = new mha.KerasMultiHeadAttention({ numHeads: 4, keyDim: 128, valueDim: 6, outputShape: 9, queryDim: 100, valueInputDim: 7 });
+    const list = Object.values(keras.weightShapes()).map((shape, i) => ({
+      data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, j) => Math.sin(i * 13 + j * 0.7) * 0.1), shape,
+    }));
+    keras.setWeights(list);
+    const sd = stateDictFromKeras(list);
+    assert.deepEqual(sd.config, { embedDim: 100, numHeads: 4, headDim: 128, valueHeadDim: 6, outputDim: 9, kdim: 7, vdim: 7, bias: true });
+    assert.ok(!Object.keys(sd).includes('config'));
+    const layer = new mha.MultiHeadAttention(sd.config).loadStateDict(sd);
+    const q = { data: Float32Array.from({ length: 2 * 3 * 100 }, (_, i) => Math.cos(i)), shape: [2, 3, 100] };
+    const v = { data: Float32Array.from({ length: 2 * 5 * 7 }, (_, i) => Math.sin(i)), shape: [2, 5, 7] };
+    assert.deepEqual(layer.forward(q, v, v).output.data, keras.call(q, v).output.data);
+    layer.dispose();
+    keras.dispose();
+  });
+
   const base = () => kerasWeights(cases.find((x) => x.name === 'kdim_vdim'));  // E 12, H 3, D 4, kdim 5, vdim 7
   const BAD = [
     ['an unknown weight', () => ({ ...base(), 'query/gamma': base()['query/bias'] }), TypeError, /unknown weight 'query\/gamma'/],
@@ -112,8 +130,8 @@ describe('stateDictFromKeras', () => {
     ['a missing kernel', () => { const w = base(); delete w['value/kernel']; return w; }, TypeError, /'value\/kernel' is required/],
     ['a 2-D query kernel', () => ({ ...base(), 'query/kernel': { data: new Float32Array(144), shape: [12, 12] } }), RangeError,
       /'query\/kernel': expected shape \[E, H, key_dim\] = \[\?, \?, \?\], got \[12, 12\]/],
-    ['key_dim * H != E', () => ({ ...base(), 'query/kernel': { data: new Float32Array(12 * 3 * 2), shape: [12, 3, 2] } }), RangeError,
-      /key_dim \(2\) and value_dim \(4\) must both be E \/ H = 12 \/ 3/],
+    ['a query kernel whose key_dim differs from the key kernel\'s', () => ({ ...base(), 'query/kernel': { data: new Float32Array(12 * 3 * 2), shape: [12, 3, 2] } }), RangeError,
+      /'key\/kernel': expected shape \[kdim, H, key_dim\] = \[\?, 3, 2\], got \[5, 3, 4\]/],
     ['a key kernel with other heads', () => ({ ...base(), 'key/kernel': { data: new Float32Array(5 * 4 * 3), shape: [5, 4, 3] } }), RangeError,
       /'key\/kernel': expected shape \[kdim, H, key_dim\] = \[\?, 3, 4\], got \[5, 4, 3\]/],
     ['only some biases', () => { const w = base(); delete w['key/bias']; return w; }, TypeError, /either all biases or none \(use_bias\), got only query\/bias, value\/bias, attention_output\/bias/],
