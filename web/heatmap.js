@@ -24,24 +24,35 @@ function divergingColor(v) {
   return far.map((f) => Math.round(255 + (f - 255) * t));
 }
 
-/** Sizes a canvas for CSS pixels and the device pixel ratio; returns its 2D context in CSS units. */
+/**
+ * Sizes a canvas for CSS pixels and the device pixel ratio; returns its 2D context in CSS units.
+ * A canvas that already has the size is only cleared: resizing reallocates it, and a page that
+ * redraws many times a second (Generate) would spend its time there.
+ */
 export function prepareCanvas(canvas, width, height) {
   const ratio = globalThis.devicePixelRatio || 1;
+  const pixelWidth = Math.max(1, Math.round(width * ratio));
+  const pixelHeight = Math.max(1, Math.round(height * ratio));
+  const ctx = canvas.getContext('2d');
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
-  canvas.width = Math.max(1, Math.round(width * ratio));
-  canvas.height = Math.max(1, Math.round(height * ratio));
-  const ctx = canvas.getContext('2d');
+  if (canvas.width !== pixelWidth || canvas.height !== pixelHeight) {
+    canvas.width = pixelWidth;
+    canvas.height = pixelHeight;
+  } else {
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, pixelWidth, pixelHeight);
+  }
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   return ctx;
 }
 
 /**
- * Pools matrix [rows, cols] (starting at `offset` in `data`) into an RGBA image of at most
- * maxRows x maxCols. A bin's color is its largest visible weight; a bin with only hidden cells gets
+ * Pools matrix [rows, cols] (starting at `offset` in `data`, rows `stride` apart: a generated
+ * text's matrix sits in a larger buffer) into an RGBA image of at most maxRows x maxCols. A bin's color is its largest visible weight; a bin with only hidden cells gets
  * the causal-mask or padding color. `padding` (or null) marks padding positions (rows and columns).
  */
-export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { threshold = 0, causal = false, padding = null }) {
+export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { threshold = 0, causal = false, padding = null, stride = cols }) {
   const outRows = Math.min(rows, maxRows);
   const outCols = Math.min(cols, maxCols);
   const best = new Float32Array(outRows * outCols).fill(-1);
@@ -50,7 +61,7 @@ export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { thr
   const hide = (bin, s) => { if (state[bin] !== 0 && s < state[bin]) state[bin] = s; };
   for (let i = 0; i < rows; i++) {
     const bi = Math.floor((i * outRows) / rows) * outCols;
-    const row = offset + i * cols;
+    const row = offset + i * stride;
     const seen = causal ? Math.min(cols, i + 1) : cols; // keys this query may see
     if (padding?.[i]) {
       for (let c = 0; c < outCols; c++) hide(bi + c, 2);
@@ -87,9 +98,17 @@ export function attentionImage(data, offset, rows, cols, maxRows, maxCols, { thr
   return new ImageData(pixels, outCols, outRows);
 }
 
+/** One scratch canvas per image size, reused by every redraw. */
+const scratchCanvases = new Map();
+
 /** Draws an ImageData into a rectangle, scaled without smoothing. */
 export function blit(ctx, image, x, y, width, height) {
-  const scratch = new OffscreenCanvas(image.width, image.height);
+  const key = `${image.width}x${image.height}`;
+  if (!scratchCanvases.has(key)) {
+    if (scratchCanvases.size > 16) scratchCanvases.clear();  // sizes change when the window does
+    scratchCanvases.set(key, new OffscreenCanvas(image.width, image.height));
+  }
+  const scratch = scratchCanvases.get(key);
   scratch.getContext('2d').putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(scratch, x, y, width, height);
@@ -101,10 +120,11 @@ export function displayToken(label) {
 }
 
 /**
- * The large view of one attention matrix [L, L] with token labels on both axes (queries down,
- * keys across). Returns the geometry, for hit testing.
+ * The large view of one attention matrix [L, L] (rows `stride` apart) with token labels on both
+ * axes (queries down, keys across); `highlightRow` (or null) is outlined, e.g. the newest token's.
+ * Returns the geometry, for hit testing.
  */
-export function drawLabeledAttention(canvas, { data, offset, labels, masks, threshold, maxSize }) {
+export function drawLabeledAttention(canvas, { data, offset, labels, stride = labels.length, masks, threshold, maxSize, highlightRow = null }) {
   const L = labels.length;
   const longest = labels.reduce((m, l) => Math.max(m, displayToken(l).length), 1);
   const margin = Math.min(120, 14 + 7 * Math.min(longest, 14));
@@ -115,9 +135,15 @@ export function drawLabeledAttention(canvas, { data, offset, labels, masks, thre
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   const ratio = globalThis.devicePixelRatio || 1;
   const pixels = Math.floor(side * ratio);
-  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold, ...masks }), margin, margin, side, side);
+  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold, stride, ...masks }), margin, margin, side, side);
   ctx.strokeStyle = '#d0d5dd';
   ctx.strokeRect(margin - 0.5, margin - 0.5, side + 1, side + 1);
+  if (highlightRow !== null) {
+    ctx.strokeStyle = '#e8590c';
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(margin - 1, margin + highlightRow * cell - 1, side + 2, Math.max(cell, 1) + 2);
+    ctx.lineWidth = 1;
+  }
 
   // Labels: every token when there is room, else every k-th.
   const fontSize = Math.max(8, Math.min(12, cell * 0.8));
@@ -151,6 +177,7 @@ export function drawLabeledAttention(canvas, { data, offset, labels, masks, thre
 
 /** Output vectors [L, E] as a heatmap: one column per token, one row per feature. */
 export function drawOutputs(canvas, { data, L, E, width }) {
+  data = data.subarray(0, L * E);  // a generated text's buffer holds room for tokens still to come
   const height = Math.max(96, Math.min(2 * E, 200));
   const ctx = prepareCanvas(canvas, width, height);
   const ratio = globalThis.devicePixelRatio || 1;

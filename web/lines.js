@@ -11,7 +11,7 @@ const TOP = 24;
  * @param focus null, or { side: 'query' | 'key', index } : the token whose lines stand out.
  * Returns the geometry for hit testing.
  */
-export function drawLines(canvas, { data, offset, labels, start, cellState, threshold, focus, width }) {
+export function drawLines(canvas, { data, offset, labels, stride = labels.length, start, cellState, threshold, focus, width }) {
   const L = labels.length;
   const count = Math.min(L - start, MAX_ROWS);
   const height = TOP + count * ROW + 8;
@@ -31,7 +31,7 @@ export function drawLines(canvas, { data, offset, labels, start, cellState, thre
 
   const weight = (i, j) => {
     if (cellState(i, j) !== 0) return 0;
-    const w = data[offset + i * L + j];
+    const w = data[offset + i * stride + j];
     return w < threshold ? 0 : w;
   };
   const inFocus = (i, j) => !focus || (focus.side === 'query' ? i === focus.index : j === focus.index);

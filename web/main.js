@@ -5,6 +5,7 @@ import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, 
 import { drawLines, MAX_ROWS } from './lines.js';
 import { FAMILY_PRESETS } from './custom-layer.js';
 import { WorkerClient } from './worker-client.js';
+import { GenerateMode } from './modes/generate.js';
 
 const $ = (id) => document.getElementById(id);
 const worker = new WorkerClient(new URL('./worker.js', import.meta.url));
@@ -32,20 +33,33 @@ function layerShape() {
   return { L: result.labels.length, H: result.config.numHeads, E: result.config.embedDim };
 }
 
-/** The matrix the views show: { data, offset } of an [L, L] block; head 'mean' averages the layer. */
+/**
+ * The matrix the views show: { data, offset, stride } of an [L, L] block whose rows are `stride`
+ * apart (L, or a generated text's capacity); head 'mean' averages the layer.
+ */
 function matrixOf(layer, head) {
   const { L, H } = layerShape();
   const weights = state.result.layers[layer].weights;
-  if (head !== 'mean') return { data: weights, offset: head * L * L };
+  const stride = state.result.stride ?? L;
+  if (head !== 'mean') return { data: weights, offset: head * stride * stride, stride };
   if (!state.meanCache.has(layer)) {
     const mean = new Float32Array(L * L);
     for (let h = 0; h < H; h++) {
-      for (let k = 0; k < L * L; k++) mean[k] += weights[h * L * L + k];
+      for (let i = 0; i < L; i++) {
+        const row = (h * stride + i) * stride;
+        for (let j = 0; j < L; j++) mean[i * L + j] += weights[row + j];
+      }
     }
     for (let k = 0; k < L * L; k++) mean[k] /= H;
     state.meanCache.set(layer, mean);
   }
-  return { data: state.meanCache.get(layer), offset: 0 };
+  return { data: state.meanCache.get(layer), offset: 0, stride: L };
+}
+
+/** Row i of the shown matrix (keys 0..L-1), a view. */
+function rowOf(layer, head, i) {
+  const { data, offset, stride } = matrixOf(layer, head);
+  return data.subarray(offset + i * stride, offset + i * stride + state.result.labels.length);
 }
 
 /** 0 = visible, 1 = hidden by the causal mask, 2 = a padding position (row or column). */
@@ -71,8 +85,9 @@ function renderStatus() {
   const { build } = state.info;
   const { result } = state;
   const tokens = result ? `<b>${result.labels.length}</b> tokens · ` : '';
-  const timing = result ? `attention layers in wasm <b>${result.wasmMs.toFixed(2)} ms</b> · whole forward pass `
-    + `<b>${result.totalMs.toFixed(2)} ms</b> · drawing <b>${state.renderMs.toFixed(0)} ms</b>` : '';
+  const timing = !result ? '' : result.generation ? generateMode.statusHtml(result.generation, state.renderMs)
+    : `attention layers in wasm <b>${result.wasmMs.toFixed(2)} ms</b> · whole forward pass `
+    + `<b>${result.totalMs.toFixed(2)} ms</b> · drawing <b>${state.renderMs.toFixed(0)} ms</b>`;
   $('status').innerHTML = `build <b>${build.name}</b> · SIMD <b>${build.simd ? 'on' : 'off'}</b> · threads <b>${build.threads ? `on (${build.numThreads ?? '?'})` : 'off'}</b>`
     + `${crossOriginIsolated ? '' : ' (page not cross-origin isolated)'} · ${tokens}${timing}`;
 }
@@ -92,25 +107,18 @@ function renderPrediction() {
   }));
 }
 
-function tile(layer, head, L) {
+/** A head's tile: a button with its canvas and caption (drawn by drawTile). */
+function tile(layer, head) {
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'tile';
   button.dataset.layer = layer;
   button.dataset.head = head;
-  const isSelected = state.selected.layer === layer && (state.mode === 'mean' || state.selected.head === head);
-  button.classList.toggle('selected', isSelected);
-  const canvas = document.createElement('canvas');
-  const size = 104;
-  const ctx = prepareCanvas(canvas, size, size);
-  const pixels = Math.floor(size * (globalThis.devicePixelRatio || 1));
-  const { data, offset } = matrixOf(layer, head);
-  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold: state.threshold, ...masks() }), 0, 0, size, size);
   const info = headInfo(layer, head);
   const caption = document.createElement('span');
   caption.innerHTML = `<b>L${layer} H${head}</b> `;
   caption.append(info ? info.role.replaceAll('_', ' ') : '');
-  button.append(canvas, caption);
+  button.append(document.createElement('canvas'), caption);
   button.addEventListener('click', () => {
     state.selected = { layer, head };
     state.focus = null;
@@ -120,28 +128,46 @@ function tile(layer, head, L) {
   return button;
 }
 
+function drawTile(button, L) {
+  const layer = Number(button.dataset.layer);
+  const head = Number(button.dataset.head);
+  const isSelected = state.selected.layer === layer && (state.mode === 'mean' || state.selected.head === head);
+  button.classList.toggle('selected', isSelected);
+  const size = 104;
+  const ctx = prepareCanvas(button.querySelector('canvas'), size, size);
+  const pixels = Math.floor(size * (globalThis.devicePixelRatio || 1));
+  const { data, offset, stride } = matrixOf(layer, head);
+  blit(ctx, attentionImage(data, offset, L, L, pixels, pixels, { threshold: state.threshold, stride, ...masks() }), 0, 0, size, size);
+}
+
+let gridLayout = null;  // the tiles are rebuilt only when the layers or heads change, else redrawn
+
 function renderGrid() {
   const { L, H } = layerShape();
   const { numKvHeads } = state.result.config;
   const perGroup = H / numKvHeads;
-  const rows = state.result.layers.map((_, layer) => {
-    const row = document.createElement('div');
-    row.className = 'grid-layer';
-    const name = document.createElement('div');
-    name.className = 'layer-name';
-    name.textContent = `layer ${layer}`;
-    row.append(name);
-    // Grouped-query attention: heads sharing one key/value head are boxed together.
-    for (let g = 0; g < numKvHeads; g++) {
-      const group = document.createElement('div');
-      group.className = `kv-group${perGroup > 1 ? ' shared' : ''}`;
-      group.dataset.label = `kv head ${g}`;
-      for (let h = g * perGroup; h < (g + 1) * perGroup; h++) group.append(tile(layer, h, L));
-      row.append(group);
-    }
-    return row;
-  });
-  $('grid').replaceChildren(...rows);
+  const layout = `${state.source} ${state.result.layers.length} ${H} ${numKvHeads}`;
+  if (layout !== gridLayout) {
+    gridLayout = layout;
+    $('grid').replaceChildren(...state.result.layers.map((_, layer) => {
+      const row = document.createElement('div');
+      row.className = 'grid-layer';
+      const name = document.createElement('div');
+      name.className = 'layer-name';
+      name.textContent = `layer ${layer}`;
+      row.append(name);
+      // Grouped-query attention: heads sharing one key/value head are boxed together.
+      for (let g = 0; g < numKvHeads; g++) {
+        const group = document.createElement('div');
+        group.className = `kv-group${perGroup > 1 ? ' shared' : ''}`;
+        group.dataset.label = `kv head ${g}`;
+        for (let h = g * perGroup; h < (g + 1) * perGroup; h++) group.append(tile(layer, h));
+        row.append(group);
+      }
+      return row;
+    }));
+  }
+  for (const button of $('grid').querySelectorAll('.tile')) drawTile(button, L);
 }
 
 let heatmapGeometry = null;
@@ -158,24 +184,31 @@ function renderSelected() {
   $('selected-description').textContent = info
     ? `${info.description}. Scores on held-out text: ${Object.entries(info.scores).map(([k, v]) => `${k.replaceAll('_', ' ')} ${v.toFixed(2)}`).join(', ')}.${group}`
     : head === 'mean' ? 'The mean of the layer\'s per-head weights (PyTorch\'s average_attn_weights).' : `Your layer.${group}`;
-  const { data, offset } = matrixOf(layer, head);
+  const { data, offset, stride } = matrixOf(layer, head);
   const width = $('heatmap-panel').parentElement.clientWidth - 30;
+  const newest = state.result.generation ? state.result.labels.length - 1 : null;
   $('heatmap-panel').hidden = state.view !== 'heatmap';
   $('lines-panel').hidden = state.view !== 'lines';
   if (state.view === 'heatmap') {
     heatmapGeometry = drawLabeledAttention($('heatmap'), {
-      data, offset, labels: state.result.labels, masks: masks(), threshold: state.threshold, maxSize: width,
+      data, offset, stride, labels: state.result.labels, masks: masks(), threshold: state.threshold, maxSize: width,
+      highlightRow: newest,
     });
   } else {
     const L = state.result.labels.length;
     const windowed = L > MAX_ROWS;
+    // While generating, the line view follows the newest token (unless a token is locked).
+    if (state.result.generation?.running && !state.locked) {
+      state.linesStart = Math.max(0, L - MAX_ROWS);
+      state.focus = { side: 'query', index: L - 1 };
+    }
     $('lines-window-label').hidden = !windowed;
     $('lines-start').max = Math.max(0, L - MAX_ROWS);
     state.linesStart = Math.min(state.linesStart, Math.max(0, L - MAX_ROWS));
     $('lines-hint').textContent = `Hover a token to see its attention, click to lock.${windowed
       ? ` Showing tokens ${state.linesStart}–${state.linesStart + MAX_ROWS - 1} of ${L}.` : ''}`;
     linesGeometry = drawLines($('lines'), {
-      data, offset, labels: state.result.labels, start: state.linesStart, cellState,
+      data, offset, stride, labels: state.result.labels, start: state.linesStart, cellState,
       threshold: state.threshold, focus: state.focus, width: Math.min(width, 760),
     });
   }
@@ -219,6 +252,7 @@ function showMessage(text, kind = 'error') {
 
 function accept(result) {
   state.result = result;
+  if (result.cacheLength !== undefined) generateMode.cacheLength = result.cacheLength;
   state.meanCache = new Map();
   if (state.selected.layer >= result.layers.length) state.selected.layer = 0;
   if (state.selected.head >= result.config.numHeads) state.selected.head = 0;
@@ -327,10 +361,7 @@ function exportPng() {
 function exportJson() {
   const { L, H } = layerShape();
   const { layer } = state.selected;
-  const rows = (head) => {
-    const { data, offset } = matrixOf(layer, head);
-    return Array.from({ length: L }, (_, i) => Array.from(data.subarray(offset + i * L, offset + (i + 1) * L)));
-  };
+  const rows = (head) => Array.from({ length: L }, (_, i) => Array.from(rowOf(layer, head, i)));
   const json = {
     source: state.source === 'default' ? 'default model' : 'your layer',
     build: state.info.build,
@@ -351,9 +382,15 @@ function selectTab(ids, chosen) {
   for (const id of ids) $(id).setAttribute('aria-selected', String(id === chosen));
 }
 
+/** Typing ends a generation; the worker then keeps the cache's unchanged prefix (web/generation.js). */
+function edited() {
+  generateMode.stopForEdit();
+  runText();
+}
+
 function bindEvents() {
-  $('text').addEventListener('input', runText);
-  $('padding').addEventListener('input', runText);
+  $('text').addEventListener('input', edited);
+  $('padding').addEventListener('input', edited);
   $('source-default').addEventListener('click', () => {
     selectTab(['source-default', 'source-custom'], 'source-default');
     $('default-panel').hidden = false;
@@ -363,6 +400,7 @@ function bindEvents() {
     runText();
   });
   $('source-custom').addEventListener('click', () => {
+    generateMode.stop();
     selectTab(['source-default', 'source-custom'], 'source-custom');
     $('default-panel').hidden = true;
     $('custom-panel').hidden = false;
@@ -433,10 +471,9 @@ function bindEvents() {
       tooltip.hidden = true;
       return;
     }
-    const { data, offset } = matrixOf(state.selected.layer, shownHead());
     const { labels } = state.result;
     const s = cellState(i, j);
-    const value = s === 1 ? 'masked (causal)' : s === 2 ? 'padding' : data[offset + i * g.L + j].toFixed(4);
+    const value = s === 1 ? 'masked (causal)' : s === 2 ? 'padding' : rowOf(state.selected.layer, shownHead(), i)[j].toFixed(4);
     tooltip.textContent = `query ${i} '${displayToken(labels[i])}' → key ${j} '${displayToken(labels[j])}': ${value}`;
     tooltip.style.left = `${x + 14}px`;
     tooltip.style.top = `${y + 10}px`;
@@ -449,6 +486,20 @@ function bindEvents() {
     resizeTimer = setTimeout(render, 100);
   });
 }
+
+// ---- generating ----
+
+const generateMode = new GenerateMode({
+  worker,
+  $,
+  show: accept,
+  redraw: () => {
+    state.meanCache = new Map();  // the text grew
+    render();
+    return state.renderMs;
+  },
+  message: showMessage,
+});
 
 // ---- the test hook ----
 
@@ -469,12 +520,11 @@ window.__mhaDemo = {
   /** The weights the page shows: [L * L] row-major (query rows), a copy. head = number or 'mean'. */
   getWeights(layer, head) {
     const L = state.result.labels.length;
-    const { data, offset } = matrixOf(layer, head);
-    return Array.from(data.subarray(offset, offset + L * L));
+    return Array.from({ length: L }, (_, i) => Array.from(rowOf(layer, head, i))).flat();
   },
   /** The selected layer's attention output [L * E]. */
   getOutput(layer) {
-    return Array.from(state.result.layers[layer].output);
+    return Array.from(state.result.layers[layer].output.subarray(0, layerShape().L * layerShape().E));
   },
   /** What is on the page now. */
   getState() {
@@ -497,7 +547,13 @@ window.__mhaDemo = {
       focus: state.focus,
       locked: state.locked,
       renders: state.renders,
+      /** Generate: { running, cacheLength (tokens the worker's caches hold), generated, useCache, tokensPerSecond, msPerToken, attentionMsPerToken, wallMs } */
+      generation: generateMode.state(),
     };
+  },
+  /** Resolves when the running generation (if any) has ended and been drawn. */
+  async generationDone() {
+    while (generateMode.running) await nextRender();
   },
   /** Line view: where token `index` of the 'query' or 'key' column is, in page coordinates (null if not shown). */
   linePoint(side, index) {

@@ -123,24 +123,41 @@ export class DemoModel {
   }
 
   /**
-   * Generation with KV caches (createCaches): appends token `id` at the caches' next position and
-   * returns the logits [V] for the token after it. Each layer runs one cached forward: the work
-   * is O(tokens so far) per step, not a pass over the whole text.
+   * Runs token ids through the KV caches (createCaches): they are appended at the caches' next
+   * positions, each attending to every cached token before it. Returns the logits [V] for the token
+   * after the last one, and with needWeights, per layer the new rows of attention: weights
+   * [H, ids.length, cache length] and output [ids.length, E]. Used for a chunked prefill and for
+   * one-token generation steps: the work is O(tokens so far) per token, not a pass over the text.
    */
-  step(id, caches) {
+  extend(ids, caches, { needWeights = false } = {}) {
     const E = this.dModel;
-    const position = caches[0].length;
-    const x = new Float32Array(E);
-    for (let i = 0; i < E; i += 2) {  // sinusoidalPositions' row `position`
-      const angle = position * 10000 ** (-i / E);
-      x[i] = Math.sin(angle) + this.embedding[id * E + i];
-      if (i + 1 < E) x[i + 1] = Math.cos(angle) + this.embedding[id * E + i + 1];
-    }
-    this.#layers.forEach((layer, l) => {
-      const { output } = layer.forward({ data: x, shape: [1, E] }, null, null, { cache: caches[l] });
-      for (let i = 0; i < E; i++) x[i] += output.data[i];
+    const L = ids.length;
+    const first = caches[0].length;
+    const x = new Float32Array(L * E);
+    ids.forEach((id, t) => {
+      // sinusoidalPositions' row first + t, rounded to float32 before the add as embed() does.
+      for (let i = 0; i < E; i += 2) {
+        const angle = (first + t) * 10000 ** (-i / E);
+        x[t * E + i] = Math.fround(Math.sin(angle)) + this.embedding[id * E + i];
+        if (i + 1 < E) x[t * E + i + 1] = Math.fround(Math.cos(angle)) + this.embedding[id * E + i + 1];
+      }
     });
-    return this.unembed(x);
+    const layers = [];
+    let wasmMs = 0;
+    this.#layers.forEach((layer, l) => {
+      const started = performance.now();
+      const { output, weights } = layer.forward({ data: x, shape: [L, E] }, null, null,
+        { cache: caches[l], needWeights, averageWeights: false });
+      wasmMs += performance.now() - started;
+      for (let i = 0; i < x.length; i++) x[i] += output.data[i];
+      if (needWeights) layers.push({ weights: weights.data, output: output.data });
+    });
+    return { logits: this.unembed(x.subarray((L - 1) * E)), layers, wasmMs };
+  }
+
+  /** One generation step: extend() with one token; returns the logits [V] for the token after it. */
+  step(id, caches) {
+    return this.extend([id], caches).logits;
   }
 
   /** logits [L, V] = x W^T + b. */

@@ -1,4 +1,5 @@
-// Promise-based requests to the page's worker: each message carries an id; the reply settles it.
+// Promise-based requests to the page's worker: each message carries an id; the reply settles it,
+// and a long request (Generate) may send progress messages before it.
 export class WorkerClient {
   #worker;
   #nextId = 1;
@@ -9,6 +10,10 @@ export class WorkerClient {
     this.#worker.onmessage = ({ data }) => {
       const request = this.#pending.get(data.id);
       if (!request) return;
+      if ('progress' in data) {
+        request.onProgress?.(data.progress);
+        return;
+      }
       this.#pending.delete(data.id);
       if (data.error) {
         const error = new Error(data.error.message);
@@ -27,10 +32,11 @@ export class WorkerClient {
     };
   }
 
-  request(type, args, transfer = []) {
+  /** Resolves with the worker's result; onProgress(progress) is called for each progress message. */
+  request(type, args, transfer = [], onProgress = null) {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
+      this.#pending.set(id, { resolve, reject, onProgress });
       this.#worker.postMessage({ id, type, ...args }, transfer);
     });
   }

@@ -1,12 +1,22 @@
 // The page's Web Worker: owns the mha-wasm module and every forward pass, so typing never waits
-// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom', ... }; out: { id, result }
-// or { id, error } (the error's message is shown on the page). Big arrays are transferred, not copied.
+// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop', ... };
+// out: { id, result } or { id, error } (the error's message is shown on the page), and for a
+// running 'generate' any number of { id, progress } first. Big arrays are transferred, not copied.
 import { init, readSafetensors, stateDictFromSafetensors } from '../bindings/js/index.js';
 import { DemoModel, tokenize, topK } from './model.js';
+import { GenerationSession } from './generation.js';
 import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from './custom-layer.js';
 
 let mha;
 let model;
+let session;  // the generation state: one KV cache per layer, kept between Generate clicks
+
+/** Lets queued messages (a Stop, a keystroke's run) in between generation steps. */
+const yieldToMessages = () => new Promise((resolve) => {
+  const channel = new MessageChannel();
+  channel.port1.onmessage = resolve;
+  channel.port2.postMessage(0);
+});
 
 async function fetchOk(url, kind) {
   const response = await fetch(url);
@@ -15,11 +25,13 @@ async function fetchOk(url, kind) {
 }
 
 async function load() {
-  mha = await init();
+  // One core stays with the page (drawing, typing, Stop): with 2 cores the worker runs one thread.
+  mha = await init({ threads: Math.max(1, (navigator.hardwareConcurrency || 1) - 1) });
   const [bytes, vocab, heads] = await Promise.all([
     fetchOk('model/demo-model.safetensors'), fetchOk('model/vocab.json', 'json'), fetchOk('model/heads.json', 'json'),
   ]);
   model = new DemoModel(mha, readSafetensors(bytes), vocab);
+  session = new GenerationSession(model);
   return {
     build: { ...mha.build },
     vocab,
@@ -30,6 +42,9 @@ async function load() {
 
 function run({ text, padding = 0 }) {
   const { ids, labels } = tokenize(text, model.vocab);
+  // New text ends a generation; the caches keep what it shares with the text they hold.
+  session.stop();
+  const cacheLength = session.keepPrefix(ids);
   // Padding positions: <bos> tokens the keyPaddingMask hides, to show how padded keys look.
   const paddingMask = padding > 0 ? new Uint8Array(ids.length + padding).fill(1, ids.length) : null;
   for (let i = 0; i < padding; i++) {
@@ -46,7 +61,56 @@ function run({ text, padding = 0 }) {
     prediction: topK(Array.from(logits.subarray(last * V, (last + 1) * V)), model.vocab.tokens, 5),
     causal: true,
     config: { embedDim: model.dModel, numHeads: model.numHeads, numKvHeads: model.numHeads },
+    cacheLength,
   };
+}
+
+/**
+ * Continues `text` by `count` tokens (GenerationSession.generate). Progress goes to the page in
+ * batches, at most ~30 a second: first { prompt } (the prompt's full forward, for the views), then
+ * { tokens: [{ id, label, layers, attentionMs, stepMs }], prediction, cacheLength }.
+ */
+async function generate({ text, ...options }, progress) {
+  const prompt = run({ text });
+  const { count } = options;  // { count, temperature, topK, seed, useCache }
+  const steps = session.generate(prompt.ids, options);
+  progress({ prompt }, prompt.layers.flatMap((l) => [l.weights.buffer, l.output.buffer]));
+  let batch = [];
+  let last = null;
+  let generated = 0;
+  let posted = performance.now();
+  const flush = () => {
+    if (batch.length === 0) return;
+    progress({
+      tokens: batch,
+      prediction: topK(Array.from(last.logits), model.vocab.tokens, 5),
+      cacheLength: last.cacheLength,
+    }, batch.flatMap((t) => t.layers.flatMap((l) => [l.weights.buffer, l.output.buffer])));
+    batch = [];
+    posted = performance.now();
+  };
+  for (;;) {
+    const { value, done } = steps.next();
+    if (done) {
+      flush();
+      return { generated, stopped: generated < count, reused: value.reused, cacheLength: session.cacheLength };
+    }
+    last = value;
+    generated += 1;
+    batch.push({
+      id: value.id, label: model.vocab.tokens[value.id], layers: value.layers,
+      attentionMs: value.attentionMs, stepMs: value.stepMs,
+    });
+    if (performance.now() - posted >= 33) {
+      flush();
+      await yieldToMessages();
+    }
+  }
+}
+
+function stop() {
+  session.stop();
+  return { cacheLength: session.cacheLength };
 }
 
 function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants }) {
@@ -82,11 +146,12 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   };
 }
 
-const handlers = { load, run, custom };
+const handlers = { load, run, custom, generate, stop };
 
 self.onmessage = async ({ data: { id, type, ...args } }) => {
   try {
-    const result = await handlers[type](args);
+    const progress = (message, transfer) => self.postMessage({ id, progress: message }, transfer);
+    const result = await handlers[type](args, progress);
     const transfer = (result.layers ?? []).flatMap((l) => [l.weights.buffer, l.output.buffer]);
     self.postMessage({ id, result }, transfer);
   } catch (error) {
