@@ -193,9 +193,11 @@ export class GenerateMode {
     if (this.#drawTimer !== null) return;
     const gap = Math.max(100, 4 * this.#drawMs);
     const wait = Math.max(0, this.#lastDraw + gap - performance.now());
+    const runId = this.#runId;
     this.#drawTimer = setTimeout(() => {
       this.#drawTimer = null;
-      requestAnimationFrame(() => this.#draw());
+      // A Stop or a keystroke may come before the frame: then this run draws no more.
+      requestAnimationFrame(() => { if (runId === this.#runId) this.#draw(); });
     }, wait);
   }
 
