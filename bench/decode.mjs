@@ -5,6 +5,10 @@
 // plus the cache's keys and values) and the rate that makes (GB/s). --layers=N runs the step
 // over a stack of N distinct layers (per-layer ms), as a real model streams its weights from
 // memory instead of re-reading one layer that stays in the last-level cache.
+// The peer, in the same run: onnxruntime-web's wasm backend on the same step, 1 and N threads
+// (bench/decode-ort.mjs, one process each; the cache passed in and taken back every call).
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { loadBuild } from '../tools/load-wasm-build.mjs';
 import { randomArray } from './shapes.mjs';
 
@@ -71,14 +75,41 @@ for (const model of MODELS) {
   rows.push({ model, row });
 }
 
+// The peer, after ours (never both at once: the machine's cores are shared).
+const ortInstalled = existsSync(new URL('./node_modules/onnxruntime-web/package.json', import.meta.url));
+const peer = {};
+let worstDiff = 0;
+if (LAYERS === 1 && ortInstalled) {
+  for (const threads of [1, THREADS]) {
+    const script = new URL('./decode-ort.mjs', import.meta.url).pathname;
+    const out = execFileSync(process.execPath, [script, String(threads), JSON.stringify(MODELS), String(STEPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    for (const r of JSON.parse(out.trim().split('\n').pop())) {
+      peer[`${r.name} ${r.length} ${threads}`] = r.ms;
+      if (r.diff !== null) worstDiff = Math.max(worstDiff, r.diff);
+    }
+    process.stderr.write(`measured onnxruntime-web, ${threads} thread(s)\n`);
+  }
+}
+const hasPeer = Object.keys(peer).length > 0;
+
 console.log(`\n#### Decoding: one token per call with a KV cache, batch 1, fp32 (${LAYERS} distinct layer${LAYERS > 1 ? 's' : ''}, ms per layer)\n`);
-console.log(`| layer like | cached tokens | bytes read | 1 thread ms | GB/s | ${THREADS} threads ms | GB/s | ${THREADS}T vs 1T |`);
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+console.log(`| layer like | cached tokens | bytes read | 1 thread ms | GB/s | ${THREADS} threads ms | GB/s | ${THREADS}T vs 1T |`
+  + `${hasPeer ? ` ORT-web 1T ms | vs ORT-web 1T | ORT-web ${THREADS}T ms | vs ORT-web ${THREADS}T |` : ''}`);
+console.log(`|---|---:|---:|---:|---:|---:|---:|---:|${hasPeer ? '---:|---:|---:|---:|' : ''}`);
 for (const { model, row } of rows) {
   for (const cell of row) {
     const gbs = (ms) => (cell.bytes / (ms * 1e6)).toFixed(1);
+    const ort1 = peer[`${model.name} ${cell.length} 1`], ortN = peer[`${model.name} ${cell.length} ${THREADS}`];
     console.log(`| ${model.name} (E ${model.E}, ${model.H} heads, ${model.Hkv} kv) | ${cell.length} | ${(cell.bytes / 2 ** 20).toFixed(1)} MiB | `
-      + `${cell[1].toFixed(3)} | ${gbs(cell[1])} | ${cell[THREADS].toFixed(3)} | ${gbs(cell[THREADS])} | ${(cell[1] / cell[THREADS]).toFixed(2)}x |`);
+      + `${cell[1].toFixed(3)} | ${gbs(cell[1])} | ${cell[THREADS].toFixed(3)} | ${gbs(cell[THREADS])} | ${(cell[1] / cell[THREADS]).toFixed(2)}x |`
+      + `${hasPeer ? ` ${ort1.toFixed(3)} | ${(ort1 / cell[1]).toFixed(2)}x | ${ortN.toFixed(3)} | ${(ortN / cell[THREADS]).toFixed(2)}x |` : ''}`);
   }
+}
+if (hasPeer) {
+  console.log(`\nonnxruntime-web ${JSON.parse((await import('node:fs')).readFileSync(new URL('./node_modules/onnxruntime-web/package.json', import.meta.url), 'utf8')).version}: `
+    + 'plain ops with a Concat of past and new K/V (bench/onnx-graph.mjs decodeStepModel); its output equals ours '
+    + `to ${worstDiff.toExponential(1)} on every row with up to 128 cached tokens (the same history in both).`);
+} else if (LAYERS === 1) {
+  console.log('\n(onnxruntime-web is not installed: `npm ci --prefix bench` adds the peer columns.)');
 }
 process.exit(0);

@@ -100,3 +100,49 @@ export function attentionModel({ B, L, S, E, H }, weights, cross) {
   const opset = msg(8, [str(1, ''), int(2, 17)]);
   return concat([int(1, 8), opset, graph]);
 }
+
+/**
+ * One decode step with a KV cache, in plain ops, for a layer with `Hkv` key/value heads shared by
+ * groups of H / Hkv query heads (GQA; Hkv = H is plain MHA): inputs query [1, 1, E],
+ * past_key / past_value [1, Hkv, P, Dh]; outputs output [1, 1, E] and present_key /
+ * present_value [1, Hkv, P + 1, Dh] (a Concat of past and new), as a caller of onnxruntime
+ * passes its cache in and takes the grown one back each call. With one query row, a group's
+ * query heads are the rows of one MatMul against their shared keys. `weights`: the layer's state
+ * dict (in_proj_weight, or q_proj_weight / k_proj_weight / v_proj_weight; in_proj_bias; out_proj).
+ */
+export function decodeStepModel({ E, H, Hkv, P }, weights) {
+  const Dh = E / H, G = H / Hkv, scale = 1 / Math.sqrt(Dh), KV = Hkv * Dh;
+  const ints = (name, values) => tensor(5, name, [values.length], INT64, new BigInt64Array(values.map(BigInt)));
+  const packed = weights.in_proj_weight;
+  const wq = packed ? packed.subarray(0, E * E) : weights.q_proj_weight;
+  const wk = packed ? packed.subarray(E * E, E * E + KV * E) : weights.k_proj_weight;
+  const wv = packed ? packed.subarray(E * E + KV * E) : weights.v_proj_weight;
+  const bias = weights.in_proj_bias;
+  const init = [
+    tensor(5, 'Wq', [E, E], FLOAT, transposed(wq, E, E, scale)),
+    tensor(5, 'bq', [E], FLOAT, bias.subarray(0, E).map((x) => x * scale)),
+    tensor(5, 'Wk', [E, KV], FLOAT, transposed(wk, KV, E)),
+    tensor(5, 'bk', [KV], FLOAT, bias.slice(E, E + KV)),
+    tensor(5, 'Wv', [E, KV], FLOAT, transposed(wv, KV, E)),
+    tensor(5, 'bv', [KV], FLOAT, bias.slice(E + KV)),
+    tensor(5, 'Wo', [E, E], FLOAT, transposed(weights['out_proj.weight'], E, E)),
+    tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+    ints('q_groups', [1, Hkv, G, Dh]), ints('kv_row', [1, Hkv, 1, Dh]), ints('merged', [1, 1, E]),
+  ];
+  const nodes = [
+    node('MatMul', ['query', 'Wq'], ['q0']), node('Add', ['q0', 'bq'], ['q1']), node('Reshape', ['q1', 'q_groups'], ['q']),
+    node('MatMul', ['query', 'Wk'], ['k0']), node('Add', ['k0', 'bk'], ['k1']), node('Reshape', ['k1', 'kv_row'], ['k']),
+    node('MatMul', ['query', 'Wv'], ['v0']), node('Add', ['v0', 'bv'], ['v1']), node('Reshape', ['v1', 'kv_row'], ['v']),
+    node('Concat', ['past_key', 'k'], ['present_key'], { axis: 2 }),
+    node('Concat', ['past_value', 'v'], ['present_value'], { axis: 2 }),
+    node('Transpose', ['present_key'], ['kt'], { perm: [0, 1, 3, 2] }),
+    node('MatMul', ['q', 'kt'], ['scores']), node('Softmax', ['scores'], ['p'], { axis: -1 }),
+    node('MatMul', ['p', 'present_value'], ['o0']), node('Reshape', ['o0', 'merged'], ['o1']),
+    node('MatMul', ['o1', 'Wo'], ['o2']), node('Add', ['o2', 'bo'], ['output']),
+  ];
+  const inputs = [valueInfo(11, 'query', [1, 1, E]), valueInfo(11, 'past_key', [1, Hkv, P, Dh]), valueInfo(11, 'past_value', [1, Hkv, P, Dh])];
+  const outputs = [valueInfo(12, 'output', [1, 1, E]), valueInfo(12, 'present_key', [1, Hkv, P + 1, Dh]), valueInfo(12, 'present_value', [1, Hkv, P + 1, Dh])];
+  const graph = msg(7, [...nodes, str(2, 'decode_step'), ...init, ...inputs, ...outputs]);
+  const opset = msg(8, [str(1, ''), int(2, 17)]);
+  return concat([int(1, 8), opset, graph]);
+}
