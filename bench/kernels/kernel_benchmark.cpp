@@ -94,4 +94,33 @@ int main() {
                                  [&] { mha::kernels::attention_head_flash(head.a); });
     std::printf("\nsliding window 512 vs full causal, one head, L = 4096: %.2fx faster\n", causal / window);
   }
+  {
+    // Decoding's attention: one query row of each of the 7 query heads that share one kv head
+    // (Qwen2.5-0.5B's GQA group) against 4096 cached keys and values (2 MiB, read once for the group).
+    const int64_t G = 7, S = 4096, Dh = 64;
+    const auto q = uniform(G * Dh, 10, 1.0f), k = uniform(S * Dh, 11, 1.0f), v = uniform(S * Dh, 12, 1.0f);
+    std::vector<float> out(G * Dh);
+    std::vector<mha::kernels::AttentionHeadArgs> group(G);
+    std::vector<std::vector<float>> scratch(G);
+    for (int64_t g = 0; g < G; ++g) {
+      mha::kernels::AttentionHeadArgs& a = group[g];
+      a.q = q.data() + g * Dh;
+      a.k = k.data();
+      a.v = v.data();
+      a.out = out.data() + g * Dh;
+      a.q_stride = a.out_stride = G * Dh;
+      a.k_stride = a.v_stride = Dh;
+      a.query_len = 1;
+      a.key_len = S;
+      a.head_dim = Dh;
+      a.scale = 0.125f;
+      a.causal = true;
+      a.first_query = S - 1;
+      scratch[g].resize(mha::kernels::attention_scratch_floats(a));
+      a.scratch = scratch[g].data();
+    }
+    const double s = report("decode attention, one GQA group (attention_heads_decode)", "7 heads x 1 row, 4096 keys, head dim 64",
+                            4.0 * G * S * Dh, [&] { mha::kernels::attention_heads_decode(group.data(), G); });
+    std::printf("| (keys and values read) | %.1f GB/s | | |\n", 2.0 * 4 * S * Dh / s * 1e-9);
+  }
 }

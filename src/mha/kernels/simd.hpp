@@ -42,6 +42,18 @@ inline Vec iota() {  // 0, 1, 2, ... in the lanes
   return Vec::load_aligned(lanes);
 }
 inline float hsum(Vec v) { return xsimd::hadd(v); }
+// The sums of kWidth vectors, one per lane: lane r = hsum(rows[r]). One transposing reduction
+// for 4 and 8 lanes; xsimd 8.1's AVX-512 haddp returns the sums in another lane order, so 16
+// lanes sum row by row.
+inline Vec hsum_rows(const Vec* rows) {
+  if constexpr (kWidth <= 8) {
+    return xsimd::haddp(rows);
+  } else {
+    alignas(64) float sums[kWidth];
+    for (int r = 0; r < kWidth; ++r) sums[r] = xsimd::hadd(rows[r]);
+    return Vec::load_aligned(sums);
+  }
+}
 inline float hmax(Vec v) {  // xsimd 8.1 has no reduce_max; NaN lanes are skipped
   alignas(64) float lanes[kWidth];
   v.store_aligned(lanes);
@@ -83,6 +95,7 @@ inline Vec abs(Vec a) { return std::fabs(a.x); }
 inline Vec copysign(Vec magnitude, Vec sign) { return std::copysign(magnitude.x, sign.x); }
 inline Vec iota() { return 0.0f; }
 inline float hsum(Vec v) { return v.x; }
+inline Vec hsum_rows(const Vec* rows) { return rows[0]; }
 inline float hmax(Vec v) { return v.x > -INFINITY ? v.x : -INFINITY; }
 inline Vec select_lt(Vec a, Vec b, Vec if_less, Vec otherwise) { return a.x < b.x ? if_less : otherwise; }
 inline Vec select_eq(Vec a, Vec b, Vec if_equal, Vec otherwise) { return a.x == b.x ? if_equal : otherwise; }
