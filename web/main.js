@@ -6,12 +6,13 @@ import { drawLines, MAX_ROWS } from './lines.js';
 import { FAMILY_PRESETS } from './custom-layer.js';
 import { WorkerClient } from './worker-client.js';
 import { GenerateMode } from './modes/generate.js';
+import { SentimentMode } from './modes/sentiment.js';
 
 const $ = (id) => document.getElementById(id);
 const worker = new WorkerClient(new URL('./worker.js', import.meta.url));
 
 const state = {
-  source: 'default',      // 'default' model or the user's 'custom' layer
+  source: 'default',      // 'default' model, the user's 'custom' layer, or the 'sentiment' classifier
   info: null,             // the worker's load result: build, vocab, heads, config
   result: null,           // the latest forward pass
   selected: { layer: 0, head: 0 },
@@ -95,6 +96,7 @@ function renderStatus() {
 function renderPrediction() {
   const list = $('prediction');
   const { prediction } = state.result;
+  $('prediction-title').textContent = state.result.sentiment ? 'Sentiment' : 'Next character';
   $('prediction-panel').hidden = !prediction;
   if (!prediction) return;
   list.replaceChildren(...prediction.map(({ token, probability }) => {
@@ -183,7 +185,8 @@ function renderSelected() {
     ? ` Shares key/value head ${Math.floor(head / (config.numHeads / config.numKvHeads))} with its group.` : '';
   $('selected-description').textContent = info
     ? `${info.description}. Scores on held-out text: ${Object.entries(info.scores).map(([k, v]) => `${k.replaceAll('_', ' ')} ${v.toFixed(2)}`).join(', ')}.${group}`
-    : head === 'mean' ? 'The mean of the layer\'s per-head weights (PyTorch\'s average_attn_weights).' : `Your layer.${group}`;
+    : head === 'mean' ? 'The mean of the layer\'s per-head weights (PyTorch\'s average_attn_weights).'
+      : `${state.result.description ?? 'Your layer.'}${group}`;
   const { data, offset, stride } = matrixOf(layer, head);
   const width = $('heatmap-panel').parentElement.clientWidth - 30;
   const newest = state.result.generation ? state.result.labels.length - 1 : null;
@@ -363,7 +366,7 @@ function exportJson() {
   const { layer } = state.selected;
   const rows = (head) => Array.from({ length: L }, (_, i) => Array.from(rowOf(layer, head, i)));
   const json = {
-    source: state.source === 'default' ? 'default model' : 'your layer',
+    source: { default: 'default model', custom: 'your layer', sentiment: 'sentiment classifier' }[state.source],
     build: state.info.build,
     tokens: state.result.labels,
     layer,
@@ -388,22 +391,32 @@ function edited() {
   runText();
 }
 
+/** Switches the tabs and panels; the views then follow the source's next result. */
+function showSource(name) {
+  const sources = ['default', 'custom', 'sentiment'];
+  selectTab(sources.map((s) => `source-${s}`), `source-${name}`);
+  for (const s of sources) $(`${s}-panel`).hidden = s !== name;
+  if (name !== 'custom') state.source = name;  // 'custom' takes over once a file is shown
+  sentimentMode.active = name === 'sentiment';
+}
+
 function bindEvents() {
   $('text').addEventListener('input', edited);
   $('padding').addEventListener('input', edited);
   $('source-default').addEventListener('click', () => {
-    selectTab(['source-default', 'source-custom'], 'source-default');
-    $('default-panel').hidden = false;
-    $('custom-panel').hidden = true;
-    state.source = 'default';
+    showSource('default');
     showMessage(null);
     runText();
   });
   $('source-custom').addEventListener('click', () => {
     generateMode.stop();
-    selectTab(['source-default', 'source-custom'], 'source-custom');
-    $('default-panel').hidden = true;
-    $('custom-panel').hidden = false;
+    showSource('custom');
+  });
+  $('source-sentiment').addEventListener('click', () => {
+    generateMode.stop();
+    showSource('sentiment');
+    showMessage(null);
+    sentimentMode.run();
   });
   $('byo-family').addEventListener('change', () => applyFamily($('byo-family').value));
   $('custom-panel').addEventListener('submit', (event) => {
@@ -501,6 +514,16 @@ const generateMode = new GenerateMode({
   message: showMessage,
 });
 
+const sentimentMode = new SentimentMode({
+  worker,
+  $,
+  show: (result) => {
+    state.source = 'sentiment';
+    accept(result);
+  },
+  message: showMessage,
+});
+
 // ---- the test hook ----
 
 function nextRender() {
@@ -549,6 +572,8 @@ window.__mhaDemo = {
       renders: state.renders,
       /** Generate: { running, cacheLength (tokens the worker's caches hold), generated, useCache, tokensPerSecond, msPerToken, attentionMsPerToken, wallMs } */
       generation: generateMode.state(),
+      /** Sentiment mode: { label, probability, words } of the sentence shown, or null. */
+      sentiment: result?.sentiment ?? null,
     };
   },
   /** Resolves when the running generation (if any) has ended and been drawn. */

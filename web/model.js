@@ -38,11 +38,12 @@ export function topK(logitsRow, tokens, k = 5) {
     .map((id) => ({ id, token: tokens[id], probability: exps[id] / total }));
 }
 
-function requireTensor(tensors, name, shape) {
+/** A weights file's tensor `name`, checked to be F32 of `shape`; errors name the model (`what`). */
+export function requireTensor(tensors, name, shape, what = 'demo model') {
   const tensor = tensors[name];
-  if (!tensor) throw new TypeError(`demo model: the weights file has no tensor '${name}'`);
+  if (!tensor) throw new TypeError(`${what}: the weights file has no tensor '${name}'`);
   if (tensor.dtype !== 'F32' || tensor.shape.join(',') !== shape.join(',')) {
-    throw new RangeError(`demo model: '${name}' must be F32 [${shape}], got ${tensor.dtype} [${tensor.shape}]`);
+    throw new RangeError(`${what}: '${name}' must be F32 [${shape}], got ${tensor.dtype} [${tensor.shape}]`);
   }
   return tensor.data;
 }

@@ -5,11 +5,13 @@
 import { init, readSafetensors, stateDictFromSafetensors } from '../bindings/js/index.js';
 import { DemoModel, tokenize, topK } from './model.js';
 import { GenerationSession } from './generation.js';
+import { SentimentModel } from './sentiment.js';
 import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from './custom-layer.js';
 
 let mha;
 let model;
 let session;  // the generation state: one KV cache per layer, kept between Generate clicks
+let sentiment = null;  // the sentiment classifier, loaded on its first use
 
 /** Lets queued messages (a Stop, a keystroke's run) in between generation steps. */
 const yieldToMessages = () => new Promise((resolve) => {
@@ -74,7 +76,7 @@ async function generate({ text, ...options }, progress) {
   const prompt = run({ text });
   const { count } = options;  // { count, temperature, topK, seed, useCache }
   const steps = session.generate(prompt.ids, options);
-  progress({ prompt }, prompt.layers.flatMap((l) => [l.weights.buffer, l.output.buffer]));
+  progress({ prompt }, [...new Set(prompt.layers.flatMap((l) => [l.weights.buffer, l.output.buffer]))]);
   let batch = [];
   let last = null;
   let generated = 0;
@@ -106,6 +108,27 @@ async function generate({ text, ...options }, progress) {
       await yieldToMessages();
     }
   }
+}
+
+/** The Sentiment mode: the classifier on one sentence, as a result the page's views can draw. */
+async function classify({ text }) {
+  if (!sentiment) {
+    const [bytes, vocab] = await Promise.all([fetchOk('sentiment/sentiment.safetensors'), fetchOk('sentiment/vocab.json', 'json')]);
+    sentiment = new SentimentModel(mha, readSafetensors(bytes), vocab);
+  }
+  const started = performance.now();
+  const p = sentiment.predict(text);
+  return {
+    text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started,
+    layers: [{ weights: p.weights, output: p.output }],
+    padding: null,  // the tutorial's model has no mask: its words attend to the padding too
+    prediction: [{ token: 'positive', probability: p.probability }, { token: 'negative', probability: 1 - p.probability }],
+    causal: false,
+    config: { embedDim: 100, numHeads: 4, numKvHeads: 4 },
+    description: 'The classifier\'s attention layer: Keras\' MultiHeadAttention(num_heads=4, key_dim=128) over the '
+      + 'Conv1D features of the words (padded to 32 tokens; no mask, as in the tutorial).',
+    sentiment: { label: p.label, probability: p.probability, words: p.words },
+  };
 }
 
 function stop() {
@@ -146,13 +169,13 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   };
 }
 
-const handlers = { load, run, custom, generate, stop };
+const handlers = { load, run, custom, generate, stop, sentiment: classify };
 
 self.onmessage = async ({ data: { id, type, ...args } }) => {
   try {
     const progress = (message, transfer) => self.postMessage({ id, progress: message }, transfer);
     const result = await handlers[type](args, progress);
-    const transfer = (result.layers ?? []).flatMap((l) => [l.weights.buffer, l.output.buffer]);
+    const transfer = [...new Set((result.layers ?? []).flatMap((l) => [l.weights.buffer, l.output.buffer]))];
     self.postMessage({ id, result }, transfer);
   } catch (error) {
     self.postMessage({ id, error: { name: error?.name ?? 'Error', message: error?.message ?? String(error) } });

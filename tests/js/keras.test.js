@@ -2,26 +2,11 @@
 // (@tensorflow/tfjs-layers, bundled with esbuild into build/ on the fly): same weights in Keras
 // layout, same inputs and masks, |ours - keras| <= 1e-5 + 1e-4 |keras| for outputs and scores.
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { after, describe, test } from 'node:test';
 
-import { buildSync } from 'esbuild';
-
 import { init } from '../../bindings/js/index.js';
+import { KerasReference, tf } from './keras-reference.js';
 import { seededFloats } from './seeded.js';
-
-const ROOT = new URL('../../', import.meta.url).pathname;
-mkdirSync(`${ROOT}build`, { recursive: true });
-buildSync({
-  entryPoints: [`${ROOT}tests/js/keras-reference-entry.js`], bundle: true, format: 'cjs', platform: 'node',
-  mainFields: ['module', 'main'], outfile: `${ROOT}build/keras-reference.cjs`, logLevel: 'error',
-});
-const { log, warn } = console;
-console.log = console.warn = () => {};  // tfjs greets Node users on load
-const { MultiHeadAttention: KerasReference, tf } = createRequire(import.meta.url)(`${ROOT}build/keras-reference.cjs`);
-await tf.setBackend('cpu');
-Object.assign(console, { log, warn });
 
 const mha = await init();
 const TOLERANCE = { absolute: 1e-5, relative: 1e-4 };
@@ -144,5 +129,5 @@ describe('KerasMultiHeadAttention against tfjs-layers MultiHeadAttention (Keras)
     for (let h = 0; h < 2; h++) assert.deepEqual([...scores.data.subarray(h * 9 + 3, h * 9 + 6)], [0, 0, 0]);
     layer.dispose();
   });
-  after(() => log(`# largest |ours - Keras| over ${CASES.length} configurations: ${largest.toExponential(3)}`));
+  after(() => console.log(`# largest |ours - Keras| over ${CASES.length} configurations: ${largest.toExponential(3)}`));
 });

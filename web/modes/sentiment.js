@@ -1,0 +1,49 @@
+// The page's Sentiment mode: the Keras tutorial's classifier (web/sentiment.js, trained by
+// tools/train_sentiment.py) on the sentence typed in its box. The worker runs it (its attention
+// layer on mha-wasm's KerasMultiHeadAttention) and returns the result in the shape every view
+// reads, so the grid, the large heatmap and the line view show its 4 heads over the words.
+
+export class SentimentMode {
+  #worker;
+  #$;
+  #show;     // (result) => main.js shows it
+  #message;  // (text | null) => main.js's message line
+  #running = false;
+  #pending = null;
+  /** Whether the Sentiment tab is the page's source (results of a request that outlives it are dropped). */
+  active = false;
+
+  constructor({ worker, $, show, message }) {
+    this.#worker = worker;
+    this.#$ = $;
+    this.#show = show;
+    this.#message = message;
+    $('sentiment-text').addEventListener('input', () => this.run());
+  }
+
+  /** Classifies the box's sentence; while a request is in flight only the latest text waits. */
+  async run() {
+    this.#pending = this.#$('sentiment-text').value;
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      while (this.#pending !== null) {
+        const text = this.#pending;
+        this.#pending = null;
+        try {
+          const result = await this.#worker.request('sentiment', { text });
+          if (!this.active) continue;
+          const { label, probability } = result.sentiment;
+          this.#$('sentiment-result').textContent = `${label} · p(positive) = ${probability.toFixed(3)}`;
+          this.#$('sentiment-result').className = label;
+          this.#show(result);
+          this.#message(null);
+        } catch (error) {
+          this.#message(`Could not classify the sentence: ${error.message}`);
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+}

@@ -1,0 +1,109 @@
+// The Keras tutorial's sentiment classifier (tools/train_sentiment.py, weights in web/sentiment/)
+// in JavaScript, its attention layer on mha-wasm's KerasMultiHeadAttention:
+//   Embedding(3001, 32) -> Conv1D(100, 4, 'same') -> MultiHeadAttention(4 heads, keyDim 128)(x, x, x)
+//   -> Flatten -> Dense(1, sigmoid)
+// Runs in the page's worker, in examples/sentiment.mjs and in the tests, so it touches no DOM.
+
+import { requireTensor as requireModelTensor } from './model.js';
+
+const HEADS = 4;
+const KEY_DIM = 128;
+
+const requireTensor = (tensors, name, shape) => requireModelTensor(tensors, name, shape, 'sentiment model');
+
+/** Keras' Tokenizer: lower case, its punctuation filters, split on spaces. */
+export function sentimentWords(text, vocab) {
+  let s = vocab.lower ? text.toLowerCase() : text;
+  for (const c of vocab.filters) s = s.split(c).join(' ');
+  return s.split(' ').filter(Boolean);
+}
+
+export class SentimentModel {
+  #attention;
+
+  /**
+   * @param mha the loaded package (init())
+   * @param {{ tensors }} weights readSafetensors() of sentiment.safetensors (Keras' weight names)
+   * @param vocab the parsed vocab.json
+   */
+  constructor(mha, { tensors }, vocab) {
+    this.vocab = vocab;
+    this.index = new Map(vocab.words.map((w, i) => [w, i]));
+    this.maxLength = vocab.maxLength;
+    this.embeddings = requireTensor(tensors, 'embedding/embeddings', [3001, 32]);
+    this.convKernel = requireTensor(tensors, 'conv1d/kernel', [4, 32, 100]);
+    this.convBias = requireTensor(tensors, 'conv1d/bias', [100]);
+    this.denseKernel = requireTensor(tensors, 'dense/kernel', [this.maxLength * 100, 1]);
+    this.denseBias = requireTensor(tensors, 'dense/bias', [1]);
+    this.#attention = new mha.KerasMultiHeadAttention({ numHeads: HEADS, keyDim: KEY_DIM, queryDim: 100 });
+    try {
+      const shapes = this.#attention.weightShapes();
+      this.#attention.setWeights(Object.fromEntries(Object.entries(shapes).map(([name, shape]) => [
+        name, { data: requireTensor(tensors, `multi_head_attention/${name}`, shape), shape }])));
+    } catch (error) {
+      this.dispose();
+      throw error;
+    }
+  }
+
+  /** Token ids padded (or cut) to maxLength, as pad_sequences(padding='post', truncating='post'). */
+  encode(text) {
+    const words = sentimentWords(text, this.vocab).slice(0, this.maxLength);
+    const ids = new Int32Array(this.maxLength);  // 0 = padding
+    words.forEach((w, i) => { ids[i] = this.index.get(w) ?? this.vocab.oov; });
+    const labels = Array.from({ length: this.maxLength }, (_, i) => (i < words.length
+      ? (ids[i] === this.vocab.oov ? `${words[i]}?` : words[i]) : '<pad>'));
+    return { ids, labels, words: words.length };
+  }
+
+  /**
+   * The probability that `text` is positive, with the attention layer's weights [H, T, T] and
+   * output [T, 100] (T = maxLength), and the time spent in mha-wasm.
+   */
+  predict(text) {
+    const { ids, labels, words } = this.encode(text);
+    const T = this.maxLength, E = 32, F = 100;
+    // Embedding, then Conv1D 'same' with kernel 4: TensorFlow pads 1 step before and 2 after.
+    const conv = new Float32Array(T * F);
+    for (let t = 0; t < T; t++) {
+      for (let f = 0; f < F; f++) {
+        let sum = this.convBias[f];
+        for (let k = 0; k < 4; k++) {
+          const s = t + k - 1;
+          if (s < 0 || s >= T) continue;
+          const row = ids[s] * E;
+          for (let e = 0; e < E; e++) sum += this.embeddings[row + e] * this.convKernel[(k * E + e) * F + f];
+        }
+        conv[t * F + f] = sum;
+      }
+    }
+    const started = performance.now();
+    const x = { data: conv, shape: [1, T, F] };
+    const { output, scores } = this.#attention.call(x, x, x, { returnAttentionScores: true });
+    const wasmMs = performance.now() - started;
+    let logit = this.denseBias[0];
+    for (let i = 0; i < T * F; i++) logit += output.data[i] * this.denseKernel[i];
+    const probability = 1 / (1 + Math.exp(-logit));
+    return {
+      probability, label: probability >= 0.5 ? 'positive' : 'negative', ids, labels, words,
+      weights: scores.data, output: output.data, wasmMs,
+    };
+  }
+
+  /** Per head, the words the layer attends to most: the mean weight over the sentence's query words. */
+  topWords(prediction, count = 3) {
+    const { weights, labels, words } = prediction;
+    const T = this.maxLength;
+    return Array.from({ length: HEADS }, (_, h) => {
+      const received = new Float64Array(T);
+      for (let i = 0; i < words; i++) for (let j = 0; j < T; j++) received[j] += weights[(h * T + i) * T + j] / words;
+      return [...received.keys()].sort((a, b) => received[b] - received[a]).slice(0, count)
+        .map((j) => ({ word: labels[j], position: j, weight: received[j] }));
+    });
+  }
+
+  dispose() {
+    this.#attention?.dispose();
+    this.#attention = null;
+  }
+}
