@@ -14,5 +14,8 @@ node bench/run.mjs "$@"
 # The variants of today's models (rotary, GQA, sliding window, ALiBi, softcap, sinks) against the
 # plain causal layer of the same shape, wasm 1 thread.
 node bench/variants.mjs
-# Decoding: one-token steps with a KV cache (1 and 2 threads), bytes read and GB/s.
+# Decoding: one-token steps with a KV cache (1 and 2 threads), bytes read and GB/s, the memory
+# bound and onnxruntime-web on the same step; then over a stack of 8 distinct layers (their
+# weights exceed the last-level cache, as a real model's do), per layer.
 node bench/decode.mjs
+node bench/decode.mjs --layers=8
