@@ -1,5 +1,5 @@
 // Decoding with a KV cache: one new token per call, batch 1, fp32, on the wasm builds.
-//   node bench/decode.mjs [--threads=2] [--steps=30] [--layers=1]
+//   node bench/decode.mjs [--threads=2] [--steps=30] [--layers=1] [--only=Qwen]
 // For each layer shape and cache length: the median ms of a one-token forward with a cache
 // already holding `length - 1` tokens, the bytes such a step must read (the layer's weights
 // plus the cache's keys and values) and the rate that makes (GB/s). --layers=N runs the step
@@ -17,12 +17,13 @@ import { randomArray } from './shapes.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const THREADS = Number(args.threads ?? 2), STEPS = Number(args.steps ?? 30), LAYERS = Number(args.layers ?? 1);
+const ONLY = args.only ?? '';  // --only=Qwen: the models whose name contains it
 
 const MODELS = [
   { name: 'Qwen2.5-0.5B-like', E: 896, H: 14, Hkv: 2, lengths: [1, 128, 1024, 4096] },
   { name: 'Llama-3.2-1B-like', E: 2048, H: 32, Hkv: 8, lengths: [1, 128, 1024, 4096] },
   { name: 'GPT-2-like', E: 768, H: 12, Hkv: 12, lengths: [1, 128, 1024] },
-];
+].filter((m) => m.name.includes(ONLY));
 
 function makeLayers(MultiHeadAttention, { E, H, Hkv }, count) {
   return Array.from({ length: count }, (_, l) => {
@@ -73,6 +74,7 @@ for (const model of MODELS) {
   for (const [name, threads] of builds) {
     const { module, MultiHeadAttention } = await loadBuild(name);
     if (module.setNumThreads) module.setNumThreads(threads);
+    await new Promise((resolve) => { setTimeout(resolve, 200); });  // new pthreads start once the main thread yields
     const layers = makeLayers(MultiHeadAttention, model, LAYERS);
     const caches = layers.map((l) => l.createCache({ capacity: Math.max(...model.lengths) }));
     for (const cell of row) cell[threads] = measure(layers, caches, model.E, cell.length);

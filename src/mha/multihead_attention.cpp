@@ -83,6 +83,12 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
       for (int64_t i = 0; i < count; ++i) task(i, 0);
     }
   };
+  // A step whose attention will use the pool but whose projections are too small to: wake the
+  // workers now, so they are watching when the attention's job comes (thread_pool.hpp).
+  if (pool_ && threads > 1 && 2.0 * B * H * L * S * (Dh + Dv) >= kMinParallelFlops &&
+      2.0 * B * L * c.embed_dim * QD < kMinParallelFlops) {
+    pool_->wake();
+  }
   const auto project = [&](const kernels::PackedLinear& w, const float* x, float* y, int64_t rows) {
     if (rows < kernels::PackedLinear::few_rows()) {  // decoding: split the weights' columns instead
       const int64_t panels = w.num_panels(), step = (panels + 2 * threads - 1) / (2 * threads);

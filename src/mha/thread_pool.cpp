@@ -1,6 +1,7 @@
 #include "thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace mha {
 
@@ -70,6 +71,7 @@ void ThreadPool::parallel_for(int64_t count, const Task& task) {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
       ++generation_;
+      posted_.store(generation_, std::memory_order_release);
     }
     wake_.notify_all();
     work_on(job, 0);
@@ -80,12 +82,35 @@ void ThreadPool::parallel_for(int64_t count, const Task& task) {
   if (job.error) std::rethrow_exception(job.error);
 }
 
+void ThreadPool::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++wakeups_;
+  }
+  wake_.notify_all();
+}
+
 void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+  uint64_t seen = 0, woken = 0;
+  // Watch for a job newer than `seen` for a short while (see the header); the wait then finds it.
+  const auto watch = [this](std::unique_lock<std::mutex>& lock, uint64_t seen_generation) {
+    lock.unlock();
+    constexpr auto kSpin = std::chrono::microseconds(200);
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    while (posted_.load(std::memory_order_acquire) == seen_generation && std::chrono::steady_clock::now() < until) {
+    }
+    lock.lock();
+  };
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || (job_ && generation_ != seen && index < participants_); });
+    const auto has_job = [&] { return job_ && generation_ != seen && index < participants_; };
+    wake_.wait(lock, [&] { return stop_ || has_job() || (wakeups_ != woken && index < participants_); });
     if (stop_) return;
+    if (!has_job()) {  // woken ahead of a job
+      woken = wakeups_;
+      watch(lock, seen);
+      continue;
+    }
     seen = generation_;
     Job* job = job_;
     ++active_;
@@ -93,6 +118,7 @@ void ThreadPool::worker_loop(int index) {
     work_on(*job, index + 1);
     lock.lock();
     if (--active_ == 0) idle_.notify_all();
+    watch(lock, seen);
   }
 }
 

@@ -8,6 +8,13 @@
 // can finish them, and it only waits for workers that actually claimed this job. For the same
 // reason the pool never shrinks: set_num_threads parks surplus workers instead of joining
 // them (joining a pthread that never started would hang the wasm main thread).
+//
+// A worker that finishes a job watches for the next one for a short while (kSpin) before it
+// sleeps: a decode step runs five small jobs back to back (projections, attention, output), and
+// waking a sleeping thread costs about as long as one of them (in wasm, a futex round trip
+// through the JS event machinery), so without the spin the caller had done the whole job alone
+// by the time the worker arrived. wake() starts the watch early, when the caller knows a job
+// is coming after serial work.
 #pragma once
 
 #include <atomic>
@@ -38,6 +45,9 @@ class ThreadPool {
   // Runs one job at a time; an exception from a task is rethrown here after all stop.
   using Task = std::function<void(int64_t index, int thread)>;
   void parallel_for(int64_t count, const Task& task);
+  // Wakes the sleeping workers to watch for a job (kSpin) without giving them one: a caller that
+  // will post a job after some serial work calls it first, so the wake-up overlaps that work.
+  void wake();
 
   // Threads this build can run: 1 without thread support (the non-pthread wasm builds).
   static int max_threads();
@@ -61,6 +71,8 @@ class ThreadPool {
   std::condition_variable wake_, idle_;
   Job* job_ = nullptr;
   uint64_t generation_ = 0;
+  uint64_t wakeups_ = 0;  // wake() calls
+  std::atomic<uint64_t> posted_{0};  // generation_, readable without the mutex (the workers' spin)
   int active_ = 0;        // workers inside the current job
   int participants_ = 0;  // workers 0..participants_-1 take part in jobs
   bool stop_ = false;
