@@ -1,5 +1,7 @@
 // Decoding with a KV cache: one new token per call, batch 1, fp32, on the wasm builds.
-//   node bench/decode.mjs [--threads=2] [--steps=30] [--layers=1] [--only=Qwen]
+//   node --no-liftoff bench/decode.mjs [--threads=2] [--steps=30] [--layers=1] [--only=Qwen]
+// (--no-liftoff: every wasm function optimized from the start, ours and onnxruntime-web's alike;
+// otherwise the first rows run partly on V8's baseline code and the numbers depend on row order)
 // For each layer shape and cache length: the median ms of a one-token forward with a cache
 // already holding `length - 1` tokens, the bytes such a step must read (the layer's weights
 // plus the cache's keys and values) and the rate that makes (GB/s). --layers=N runs the step
@@ -91,7 +93,8 @@ let worstDiff = 0;
 if (LAYERS === 1 && ortInstalled) {
   for (const threads of [1, THREADS]) {
     const script = new URL('./decode-ort.mjs', import.meta.url).pathname;
-    const out = execFileSync(process.execPath, [script, String(threads), JSON.stringify(MODELS), String(STEPS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const out = execFileSync(process.execPath, [...process.execArgv, script, String(threads), JSON.stringify(MODELS), String(STEPS)],
+      { encoding: 'utf8', maxBuffer: 1 << 24 });
     for (const r of JSON.parse(out.trim().split('\n').pop())) {
       peer[`${r.name} ${r.length} ${threads}`] = r.ms;
       if (r.diff !== null) worstDiff = Math.max(worstDiff, r.diff);

@@ -17,5 +17,5 @@ node bench/variants.mjs
 # Decoding: one-token steps with a KV cache (1 and 2 threads), bytes read and GB/s, the memory
 # bound and onnxruntime-web on the same step; then over a stack of 8 distinct layers (their
 # weights exceed the last-level cache, as a real model's do), per layer.
-node bench/decode.mjs
-node bench/decode.mjs --layers=8
+node --no-liftoff bench/decode.mjs
+node --no-liftoff bench/decode.mjs --layers=8
