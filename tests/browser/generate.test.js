@@ -72,7 +72,7 @@ async function generate(options) {
   return text.slice(PROMPT.length);
 }
 
-test('greedy: 100 tokens, the same with and without the cache and as the package in Node; weights equal Node\'s', async () => {
+test('greedy: 100 tokens, the same with and without the cache and as the package in Node; weights equal Node\'s', { timeout: 180_000 }, async () => {
   const expected = nodeGreedy(PROMPT, 100);
   assert.equal(expected.length, 100);
 
@@ -111,7 +111,7 @@ test('greedy: 100 tokens, the same with and without the cache and as the package
   assert.deepEqual(problems, []);
 });
 
-test('sampled: a seed repeats its text, another seed writes another; top-k and temperature reach the worker', async () => {
+test('sampled: a seed repeats its text, another seed writes another; top-k and temperature reach the worker', { timeout: 180_000 }, async () => {
   const first = await generate({ count: 60, sampling: 'sample', temperature: 0.8, topK: 10, seed: 5 });
   const again = await generate({ count: 60, sampling: 'sample', temperature: 0.8, topK: 10, seed: 5 });
   const other = await generate({ count: 60, sampling: 'sample', temperature: 0.8, topK: 10, seed: 6 });
@@ -131,9 +131,20 @@ test('sampled: a seed repeats its text, another seed writes another; top-k and t
   assert.equal(await page.locator('#message').textContent(), 'Temperature: a number above 0, not \'0\'.');
   assert.equal(await page.locator('#text').inputValue(), before);
   assert.equal((await state()).generation.running, false);
+  // A prompt that leaves the caches no room for the tokens asked for: the worker's RangeError.
+  const long = 'the red boat. '.repeat(150);
+  await page.evaluate((text) => window.__mhaDemo.setText(text), long);
+  await settings({ count: 2000 });
+  await page.locator('#gen-start').click();
+  await page.evaluate(() => window.__mhaDemo.generationDone());
+  assert.equal(await page.locator('#message').textContent(),
+    `Could not generate: the prompt (${long.length + 1} tokens) plus count (2000) must fit in 4096 tokens`);
+  assert.equal(await page.locator('#text').inputValue(), long);
+  assert.equal(await page.locator('#gen-start').isDisabled(), false);
+  assert.deepEqual(problems, []);
 });
 
-test('Stop stops; while generating the page answers input within 100 ms and the views follow the newest token', async () => {
+test('Stop stops; while generating the page answers input within 100 ms and the views follow the newest token', { timeout: 180_000 }, async () => {
   await page.locator('#view-lines').click();
   await page.evaluate((text) => window.__mhaDemo.setText(text), PROMPT);
   await settings({ count: 2000, noCache: true });  // the slow way: the run lasts long enough to watch
@@ -182,7 +193,7 @@ test('Stop stops; while generating the page answers input within 100 ms and the 
   assert.deepEqual(problems, []);
 });
 
-test('typing stops generation; editing earlier text truncates the cache to the unchanged prefix', async () => {
+test('typing stops generation; editing earlier text truncates the cache to the unchanged prefix', { timeout: 180_000 }, async () => {
   await page.evaluate((text) => window.__mhaDemo.setText(text), PROMPT);
   await settings({ count: 2000 });
   await page.locator('#gen-start').click();

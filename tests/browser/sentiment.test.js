@@ -40,7 +40,7 @@ async function classify(text) {
   return state();
 }
 
-test('the Sentiment view: a positive and a negated sentence, labelled as in Node, weights equal Node\'s (1e-5)', async () => {
+test('the Sentiment view: a positive and a negated sentence, labelled as in Node, weights equal Node\'s (1e-5)', { timeout: 180_000 }, async () => {
   await page.locator('#source-sentiment').click();
   for (const [text, label] of [['i loved this movie', 'positive'], ['the film was not good at all', 'negative']]) {
     const s = await classify(text);

@@ -119,6 +119,7 @@ export class GenerateMode {
     this.#message(null);
     const runId = ++this.#runId;
     this.#running = true;
+    this.#text = null;  // until this run's prompt arrives
     const box = this.#$('text');
     this.#boxBase = box.value.length;
     this.#setButtons(true);
@@ -201,16 +202,18 @@ export class GenerateMode {
     }, wait);
   }
 
+  /** Redraws the page (also when a run ended before its prompt came: then the views are as they were). */
   #draw() {
-    if (!this.#text) return;
     this.#lastDraw = performance.now();
-    // The text box shows what the views show: the text grows with each redraw.
-    const box = this.#$('text');
-    const shown = box.value.length - this.#boxBase;
-    const added = this.#text.labels.length - this.#text.generation.promptTokens;
-    if (added > shown) {
-      box.value += this.#text.labels.slice(this.#text.labels.length - (added - shown)).join('');
-      box.scrollTop = box.scrollHeight;
+    if (this.#text) {
+      // The text box shows what the views show: the text grows with each redraw.
+      const box = this.#$('text');
+      const shown = box.value.length - this.#boxBase;
+      const added = this.#text.labels.length - this.#text.generation.promptTokens;
+      if (added > shown) {
+        box.value += this.#text.labels.slice(this.#text.labels.length - (added - shown)).join('');
+        box.scrollTop = box.scrollHeight;
+      }
     }
     this.#drawMs = this.#redraw();
   }
