@@ -7,8 +7,8 @@
 // its output from mha-wasm's on the same weights and cache (a check that both run the same layer).
 import ort from 'onnxruntime-web';
 import { loadBuild } from '../tools/load-wasm-build.mjs';
-import { decodeStepModel } from './onnx-graph.mjs';
-import { randomArray } from './shapes.mjs';
+import { decodeStepModel, projectionWeights } from './onnx-graph.mjs';
+import { randomArray, randomStateDict } from './shapes.mjs';
 
 const [threads, modelsJson, stepsArg] = process.argv.slice(2);
 const STEPS = Number(stepsArg ?? 30);
@@ -19,7 +19,7 @@ for (const model of JSON.parse(modelsJson)) {
   const { E, H, Hkv } = model;
   const Dh = E / H;
   const layer = new MultiHeadAttention({ embedDim: E, numHeads: H, numKvHeads: Hkv });
-  const weights = layerStateDict(layer, 0);
+  const weights = randomStateDict(layer, 0);
   layer.loadStateDict(weights);
   const cache = layer.createCache({ capacity: Math.max(...model.lengths) });
   for (const length of model.lengths) {
@@ -68,23 +68,10 @@ for (const model of JSON.parse(modelsJson)) {
 console.log(JSON.stringify(results));
 process.exit(0);  // ort-web's worker threads would keep the process alive
 
-/** Random weights scaled like a trained layer's, the same as bench/decode.mjs gives its first layer. */
-function layerStateDict(layer, l) {
-  const sd = {};
-  let seed = 1 + 10 * l;
-  for (const [key, shape] of Object.entries(layer.stateDictShapes())) {
-    const scale = shape.length === 2 ? 1 / Math.sqrt(shape[1]) : 0.1;
-    sd[key] = randomArray(shape.reduce((a, b) => a * b, 1), seed++).map((x) => x * scale);
-  }
-  return sd;
-}
-
 /** K and V of the history tokens, [Hkv, P, Dh] each, in float64 sums rounded to float32. */
 function projectHistory(weights, { E, H, Hkv }, x, P, keys, values) {
   const Dh = E / H, KV = Hkv * Dh;
-  const packed = weights.in_proj_weight;
-  const wk = packed ? packed.subarray(E * E, E * E + KV * E) : weights.k_proj_weight;
-  const wv = packed ? packed.subarray(E * E + KV * E) : weights.v_proj_weight;
+  const { wk, wv } = projectionWeights(weights, E, KV);
   const b = weights.in_proj_bias;
   for (let t = 0; t < P; t++) {
     for (let o = 0; o < KV; o++) {

@@ -15,7 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadBuild } from '../tools/load-wasm-build.mjs';
-import { randomArray } from './shapes.mjs';
+import { randomArray, randomStateDict } from './shapes.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const THREADS = Number(args.threads ?? 2), STEPS = Number(args.steps ?? 30), LAYERS = Number(args.layers ?? 1);
@@ -30,13 +30,7 @@ const MODELS = [
 function makeLayers(MultiHeadAttention, { E, H, Hkv }, count) {
   return Array.from({ length: count }, (_, l) => {
     const layer = new MultiHeadAttention({ embedDim: E, numHeads: H, numKvHeads: Hkv });
-    const sd = {};
-    let seed = 1 + 10 * l;
-    for (const [key, shape] of Object.entries(layer.stateDictShapes())) {
-      const scale = shape.length === 2 ? 1 / Math.sqrt(shape[1]) : 0.1;
-      sd[key] = randomArray(shape.reduce((a, b) => a * b, 1), seed++).map((x) => x * scale);
-    }
-    return layer.loadStateDict(sd);
+    return layer.loadStateDict(randomStateDict(layer, l));
   });
 }
 

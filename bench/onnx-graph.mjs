@@ -102,6 +102,19 @@ export function attentionModel({ B, L, S, E, H }, weights, cross) {
 }
 
 /**
+ * The query, key and value projection weights [out, in] of a state dict: slices of in_proj_weight
+ * [E + 2 KV, E], or q_proj_weight / k_proj_weight / v_proj_weight (a GQA layer's).
+ */
+export function projectionWeights(weights, E, KV) {
+  const packed = weights.in_proj_weight;
+  return {
+    wq: packed ? packed.subarray(0, E * E) : weights.q_proj_weight,
+    wk: packed ? packed.subarray(E * E, E * E + KV * E) : weights.k_proj_weight,
+    wv: packed ? packed.subarray(E * E + KV * E) : weights.v_proj_weight,
+  };
+}
+
+/**
  * One decode step with a KV cache, in plain ops, for a layer with `Hkv` key/value heads shared by
  * groups of H / Hkv query heads (GQA; Hkv = H is plain MHA): inputs query [1, 1, E],
  * past_key / past_value [1, Hkv, P, Dh]; outputs output [1, 1, E] and present_key /
@@ -113,10 +126,7 @@ export function attentionModel({ B, L, S, E, H }, weights, cross) {
 export function decodeStepModel({ E, H, Hkv, P }, weights) {
   const Dh = E / H, G = H / Hkv, scale = 1 / Math.sqrt(Dh), KV = Hkv * Dh;
   const ints = (name, values) => tensor(5, name, [values.length], INT64, new BigInt64Array(values.map(BigInt)));
-  const packed = weights.in_proj_weight;
-  const wq = packed ? packed.subarray(0, E * E) : weights.q_proj_weight;
-  const wk = packed ? packed.subarray(E * E, E * E + KV * E) : weights.k_proj_weight;
-  const wv = packed ? packed.subarray(E * E + KV * E) : weights.v_proj_weight;
+  const { wq, wk, wv } = projectionWeights(weights, E, KV);
   const bias = weights.in_proj_bias;
   const init = [
     tensor(5, 'Wq', [E, E], FLOAT, transposed(wq, E, E, scale)),

@@ -31,3 +31,17 @@ export function benchWeights(E) {
     'out_proj.bias': scale(randomArray(E, 4), 0.1),
   };
 }
+
+/**
+ * Layer `l` of a stack: every tensor of `layer`'s state dict (any config: GQA, packed or separate
+ * projections) from its own seeds, scaled like a trained layer's (weights 1/sqrt(in), biases 0.1).
+ */
+export function randomStateDict(layer, l = 0) {
+  const sd = {};
+  let seed = 1 + 10 * l;
+  for (const [key, shape] of Object.entries(layer.stateDictShapes())) {
+    const scale = shape.length === 2 ? 1 / Math.sqrt(shape[1]) : 0.1;
+    sd[key] = randomArray(shape.reduce((a, b) => a * b, 1), seed++).map((x) => x * scale);
+  }
+  return sd;
+}

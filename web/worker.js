@@ -1,5 +1,5 @@
 // The page's Web Worker: owns the mha-wasm module and every forward pass, so typing never waits
-// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop', ... };
+// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop' | 'sentiment', ... };
 // out: { id, result } or { id, error } (the error's message is shown on the page), and for a
 // running 'generate' any number of { id, progress } first. Big arrays are transferred, not copied.
 import { init, readSafetensors, stateDictFromSafetensors } from '../bindings/js/index.js';
@@ -12,6 +12,9 @@ let mha;
 let model;
 let session;  // the generation state: one KV cache per layer, kept between Generate clicks
 let sentiment = null;  // the sentiment classifier, loaded on its first use
+
+/** The distinct buffers behind results' layers, to transfer (weights and output may share one). */
+const buffersOf = (layers) => [...new Set(layers.flatMap((l) => [l.weights.buffer, l.output.buffer]))];
 
 /** Lets queued messages (a Stop, a keystroke's run) in between generation steps. */
 const yieldToMessages = () => new Promise((resolve) => {
@@ -74,12 +77,10 @@ function run({ text, padding = 0 }) {
  */
 async function generate({ text, ...options }, progress) {
   const prompt = run({ text });
-  const { count } = options;  // { count, temperature, topK, seed, useCache }
-  const steps = session.generate(prompt.ids, options);
-  progress({ prompt }, [...new Set(prompt.layers.flatMap((l) => [l.weights.buffer, l.output.buffer]))]);
+  const steps = session.generate(prompt.ids, options);  // options: { count, temperature, topK, seed, useCache }
+  progress({ prompt }, buffersOf(prompt.layers));
   let batch = [];
   let last = null;
-  let generated = 0;
   let posted = performance.now();
   const flush = () => {
     if (batch.length === 0) return;
@@ -87,7 +88,7 @@ async function generate({ text, ...options }, progress) {
       tokens: batch,
       prediction: topK(Array.from(last.logits), model.vocab.tokens, 5),
       cacheLength: last.cacheLength,
-    }, batch.flatMap((t) => t.layers.flatMap((l) => [l.weights.buffer, l.output.buffer])));
+    }, batch.flatMap((t) => buffersOf(t.layers)));
     batch = [];
     posted = performance.now();
   };
@@ -95,10 +96,9 @@ async function generate({ text, ...options }, progress) {
     const { value, done } = steps.next();
     if (done) {
       flush();
-      return { generated, stopped: generated < count, reused: value.reused, cacheLength: session.cacheLength };
+      return { reused: value.reused, cacheLength: session.cacheLength };
     }
     last = value;
-    generated += 1;
     batch.push({
       id: value.id, label: model.vocab.tokens[value.id], layers: value.layers,
       attentionMs: value.attentionMs, stepMs: value.stepMs,
@@ -175,8 +175,7 @@ self.onmessage = async ({ data: { id, type, ...args } }) => {
   try {
     const progress = (message, transfer) => self.postMessage({ id, progress: message }, transfer);
     const result = await handlers[type](args, progress);
-    const transfer = [...new Set((result.layers ?? []).flatMap((l) => [l.weights.buffer, l.output.buffer]))];
-    self.postMessage({ id, result }, transfer);
+    self.postMessage({ id, result }, buffersOf(result.layers ?? []));
   } catch (error) {
     self.postMessage({ id, error: { name: error?.name ?? 'Error', message: error?.message ?? String(error) } });
   }

@@ -85,7 +85,8 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   };
   // A step whose attention will use the pool but whose projections are too small to: wake the
   // workers now, so they are watching when the attention's job comes (thread_pool.hpp).
-  if (pool_ && threads > 1 && 2.0 * B * H * L * S * (Dh + Dv) >= kMinParallelFlops &&
+  const double attention_flops = 2.0 * B * H * L * S * (Dh + Dv);
+  if (pool_ && threads > 1 && attention_flops >= kMinParallelFlops &&
       2.0 * B * L * c.embed_dim * QD < kMinParallelFlops) {
     pool_->wake();
   }
@@ -214,7 +215,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     // that share the kv head read its keys and values together, once, in place. With averaged
     // weights a batch row's heads add into one buffer: then one task per batch row.
     const int64_t kv_tasks = heads_together ? 1 : c.num_kv_heads, G = c.heads_per_kv();
-    parallel(B * kv_tasks, 2.0 * B * H * L * S * (Dh + Dv), [&](int64_t task, int thread) {
+    parallel(B * kv_tasks, attention_flops, [&](int64_t task, int thread) {
       const int64_t b = task / kv_tasks;
       std::vector<kernels::AttentionHeadArgs> group(static_cast<size_t>(G));
       for (int64_t kvh = heads_together ? 0 : task % kv_tasks; kvh < (heads_together ? c.num_kv_heads : task % kv_tasks + 1);
@@ -233,7 +234,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     const int64_t block = kernels::attention_query_block();
     const int64_t chunk = (std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks) + block - 1) / block * block;
     const int64_t chunks = (L + chunk - 1) / chunk;
-    parallel(B * chunks * head_groups, 2.0 * B * H * L * S * (Dh + Dv), [&](int64_t task, int thread) {
+    parallel(B * chunks * head_groups, attention_flops, [&](int64_t task, int thread) {
       const int64_t group = task % head_groups, b = task / head_groups / chunks;
       const int64_t first = (task / head_groups % chunks) * chunk, rows = std::min(chunk, L - first);
       for (int64_t h = heads_together ? 0 : group; h < (heads_together ? H : group + 1); ++h)

@@ -193,6 +193,26 @@ test('Stop stops; while generating the page answers input within 100 ms and the 
   assert.deepEqual(problems, []);
 });
 
+test('a keystroke in the middle of a run stops it there: nothing generated arrives after the key', { timeout: 180_000 }, async () => {
+  await page.evaluate((text) => window.__mhaDemo.setText(text), PROMPT);
+  await settings({ count: 2000, noCache: true });  // slow enough that the key lands mid-run
+  await page.locator('#gen-start').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().generation.generated >= 60, null, { timeout: 60_000 });
+  await page.locator('#text').press('End');
+  await page.locator('#text').pressSequentially('x');
+  const typed = await state();
+  assert.equal(typed.generation.running, false);
+  assert.ok(typed.generation.generated < 2000, `the run had ended before the key (${typed.generation.generated} tokens)`);
+  const text = await page.locator('#text').inputValue();
+  assert.ok(text.endsWith('x'), 'the key is the last character: no generated text after it');
+  await page.waitForFunction((t) => window.__mhaDemo.getState().labels.slice(1).join('') === t, text);
+  await new Promise((resolve) => { setTimeout(resolve, 500); });
+  assert.equal(await page.locator('#text').inputValue(), text);
+  assert.equal((await state()).generation.generated, typed.generation.generated, 'nothing arrives after the key');
+  assert.equal(await page.locator('#gen-start').isDisabled(), false);
+  assert.deepEqual(problems, []);
+});
+
 test('typing stops generation; editing earlier text truncates the cache to the unchanged prefix', { timeout: 180_000 }, async () => {
   await page.evaluate((text) => window.__mhaDemo.setText(text), PROMPT);
   await settings({ count: 2000 });

@@ -6,6 +6,8 @@
 // row of attention per token, kept in buffers sized for the whole run up front, so a token costs a
 // row copy, not a reallocation of [H, L, L].
 
+import { MAX_NEW_TOKENS } from '../generation.js';
+
 /** The default model's result for a text that grows: what main.js's views read, plus the run's figures. */
 class GeneratedText {
   /** @param prompt the worker's 'run' result for the prompt; capacity: prompt tokens + new tokens. */
@@ -96,7 +98,9 @@ export class GenerateMode {
   #settings() {
     const $ = this.#$;
     const count = number($('gen-count').value);
-    if (!Number.isInteger(count) || count < 1 || count > 2000) throw new RangeError(`Tokens to generate: a whole number from 1 to 2000, not '${$('gen-count').value}'.`);
+    if (!Number.isInteger(count) || count < 1 || count > MAX_NEW_TOKENS) {
+      throw new RangeError(`Tokens to generate: a whole number from 1 to ${MAX_NEW_TOKENS}, not '${$('gen-count').value}'.`);
+    }
     const sampled = $('gen-sampling').value === 'sample';
     const temperature = sampled ? number($('gen-temperature').value) : 0;
     if (sampled && !(temperature > 0)) throw new RangeError(`Temperature: a number above 0, not '${$('gen-temperature').value}'.`);
