@@ -133,7 +133,7 @@ void attention_heads_decode(const AttentionHeadArgs* heads, int64_t count) {
           for (; j + kW <= j1; j += kW) {
             const Vec sj = simd::load(s + j) * scale;
             simd::store(s + j, sj);
-            vmax = simd::max(sj, vmax);  // a NaN score leaves the max alone, as std::max below
+            vmax = simd::max(vmax, sj);  // a NaN score leaves the max alone, as std::max below
           }
         }
         float m = simd::hmax(vmax);

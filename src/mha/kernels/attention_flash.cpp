@@ -3,6 +3,15 @@
 // O((L + S) * head_dim) per call; the L x S probabilities exist only when weights are asked for,
 // and then come from the scores this pass already computed.
 //
+// Where the time goes (one head, L = S = 2048, Dh 64, wasm, one thread, `npm run bench:kernels`;
+// ablations and a perf profile of V8's code): the two register-tile loops, Q.K^T and P.V, run at
+// the GEMM's rate (49 GFLOPS: wasm has no fused multiply-add, and 8 mul + 8 add per step is the
+// machine's limit for 128-bit vectors); the softmax's exp is most of the rest. 27.0 ms (39.7
+// GFLOPS) -> 26.0 with fast_exp's one-instruction clamp and shorter polynomial chain (its
+// comment) -> 25.4 ms (42.3 GFLOPS) with the broadcasts of q and p at fixed offsets from one
+// pointer (QueryBlock::q, accumulate's p stride; V8 had an lea per broadcast). Without the exp
+// at all it would take 23.3 ms.
+//
 // The score step of the variants (softcap, ALiBi, sliding window; score_epilogue.hpp) runs in
 // one place, epilogue(), and only on tiles that need it; key tiles that no row of a query block
 // may see (causal, sliding window) are never visited. A sink logit starts each row's running
@@ -79,6 +88,10 @@ struct QueryBlock {
   std::vector<float> acc;           // [kQueryBlock][Dp] unnormalized output
   std::vector<float> scores;        // [kQueryBlock][stride] masked scores, then probabilities
   int64_t stride;                   // kKeyTile, or Sp when weights keep the whole row
+  // The block's queries interleaved by micro-tile, [kQueryBlock / kRows][Dh][kRows]: the score
+  // kernel's kRows broadcasts of q[r][d] then come from one pointer at fixed offsets. Read from
+  // a_.q's rows (q_stride apart), each cost V8 an address computation (an lea) in the inner loop.
+  std::vector<float> q;
 };
 
 class FlashAttention {
@@ -92,8 +105,10 @@ class FlashAttention {
     b.sum.resize(kQueryBlock);
     b.acc.resize(static_cast<size_t>(kQueryBlock * h_.Dp));
     b.scores.resize(static_cast<size_t>(kQueryBlock * b.stride));
+    b.q.resize(static_cast<size_t>(kQueryBlock * h_.Dh));
     for (b.first = 0; b.first < a_.query_len; b.first += kQueryBlock) {
       b.rows = std::min(kQueryBlock, a_.query_len - b.first);
+      pack_queries(b);
       // A sink is a key every row sees with score `sink` and no value: it starts m and l.
       std::fill(b.max.begin(), b.max.end(), e_.sink);
       std::fill(b.sum.begin(), b.sum.end(), e_.has_sink() ? 1.0f : 0.0f);
@@ -119,7 +134,7 @@ class FlashAttention {
     const int64_t col0 = a_.weights ? j0 : 0;  // where this tile's scores live in the row
     float* s = b.scores.data() + r0 * b.stride + col0;
     Vec tile_max[kRows];
-    scores(b.first + r0, rows, j0, padded_keys, s, b.stride, tile_max);
+    scores(b.q.data() + r0 * h_.Dh, rows, j0, padded_keys, s, b.stride, tile_max);
     // Only a tile that may block some key for some row (p = 0) takes accumulate's guarded path;
     // for causal heads that is the diagonal tiles only (one causal head, L = 4096, wasm:
     // 64.4 -> 54.1 ms; sliding window 512: 16.3 -> 14.3 ms; `npm run bench:kernels`).
@@ -159,32 +174,44 @@ class FlashAttention {
         for (int64_t d = 0; d < h_.Dp; d += kW) simd::store(acc + d, simd::load(acc + d) * c);
       }
     }
+    // Rows kKeyTile apart either way (the scores' stride is kKeyTile without weights).
     const float* p = a_.weights ? tile_probabilities_.data() : s;
-    const int64_t p_stride = a_.weights ? kKeyTile : b.stride;
     if (may_block)
-      accumulate<true>(b, r0, rows, j0, keys, p, p_stride);
+      accumulate<true>(b, r0, rows, j0, keys, p);
     else
-      accumulate<false>(b, r0, rows, j0, keys, p, p_stride);
+      accumulate<false>(b, r0, rows, j0, keys, p);
+  }
+
+  // b.q[t][d][r] = q[row t * kRows + r][d]; rows past the block's last repeat it.
+  void pack_queries(QueryBlock& b) const {
+    for (int64_t t = 0; t < kQueryBlock / kRows; ++t) {
+      float* qt = b.q.data() + t * h_.Dh * kRows;
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t row = std::min<int64_t>(t * kRows + r, b.rows - 1);
+        const float* qr = a_.q + (b.first + row) * a_.q_stride;
+        for (int64_t d = 0; d < h_.Dh; ++d) qt[d * kRows + r] = qr[d];
+      }
+    }
   }
 
   // s[r][0..padded_keys) = scale * q[row r] . k[j0 + j], a kRows x kCols register tile at a
   // time; row_max[r] gets the lanewise max of row r, so an unmasked tile needs no second pass.
-  void scores(int64_t row0, int64_t rows, int64_t j0, int64_t padded_keys, float* s, int64_t stride,
+  // q_tile: the tile's queries in pack_queries' layout.
+  void scores(const float* q_tile, int64_t rows, int64_t j0, int64_t padded_keys, float* s, int64_t stride,
               Vec* row_max) const {
-    const float* q[kRows];
-    for (int r = 0; r < kRows; ++r) q[r] = a_.q + (row0 + std::min<int64_t>(r, rows - 1)) * a_.q_stride;
     for (int r = 0; r < kRows; ++r) row_max[r] = Vec(kNegInf);
     const Vec scale(a_.scale);
     for (int64_t jc = 0; jc < padded_keys; jc += kCols) {
       Vec acc[kRows][2];
       for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
       const float* kt = h_.kt + (j0 + jc) * h_.Dh;  // the panel of keys j0 + jc ..
-      for (int64_t d = 0; d < h_.Dh; ++d, kt += kCols) {
+      const float* qd = q_tile;
+      for (int64_t d = 0; d < h_.Dh; ++d, kt += kCols, qd += kRows) {
         const Vec k0 = simd::load(kt), k1 = simd::load(kt + kW);
         for (int r = 0; r < kRows; ++r) {
-          const Vec qd = simd::splat(q[r][d]);
-          acc[r][0] = simd::fmadd(qd, k0, acc[r][0]);
-          acc[r][1] = simd::fmadd(qd, k1, acc[r][1]);
+          const Vec qr = simd::splat(qd[r]);
+          acc[r][0] = simd::fmadd(qr, k0, acc[r][0]);
+          acc[r][1] = simd::fmadd(qr, k1, acc[r][1]);
         }
       }
       for (int r = 0; r < rows; ++r) {
@@ -261,14 +288,17 @@ class FlashAttention {
     }
   }
 
-  // acc[r] += sum_j p[r][j] v[j0 + j]. Register tiles of kRows x kCols output columns. With
+  // acc[r] += sum_j p[r][j] v[j0 + j], p's rows kKeyTile apart: a compile-time stride, so the
+  // kRows broadcasts of p[r][j] are fixed offsets from one pointer (as the queries' in scores()).
+  // Register tiles of kRows x kCols output columns. With
   // masks, a key can be blocked (p = 0) for some rows only; those keys go through a guarded
   // per-row update so 0 * NaN in a blocked value row never reaches the output.
   // Two instances, so the unmasked one has no per-key bookkeeping; kept out of line: inlined
   // twice into tile(), g++ slowed the unmasked path by 20% (kernel benchmark, 6.9 -> 8.1 ms).
   template <bool kMasked>
-  __attribute__((noinline)) void accumulate(QueryBlock& b, int64_t r0, int64_t rows, int64_t j0, int64_t keys, const float* p,
-                  int64_t p_stride) {
+  __attribute__((noinline)) void accumulate(QueryBlock& b, int64_t r0, int64_t rows, int64_t j0, int64_t keys,
+                                            const float* p) {
+    constexpr int64_t p_stride = kKeyTile;
     constexpr bool masked = kMasked;
     fast_keys_.clear();
     guarded_keys_.clear();
@@ -278,9 +308,7 @@ class FlashAttention {
       if (live == rows) fast_keys_.push_back(j);
       else if (live > 0) guarded_keys_.push_back(j);
     }
-    // Rows past `rows` reuse row 0's probabilities; their results are never stored.
-    const float* pr[kRows];
-    for (int r = 0; r < kRows; ++r) pr[r] = p + std::min<int64_t>(r, rows - 1) * p_stride;
+    // Rows past `rows` read what the buffer holds there; their results are never stored.
     const float* v = h_.v + j0 * h_.Dp;
     for (int64_t dc = 0; dc < h_.Dp; dc += kCols) {
       Vec acc[kRows][2];
@@ -289,19 +317,20 @@ class FlashAttention {
         acc[r][0] = simd::load(ar);
         acc[r][1] = simd::load(ar + kW);
       }
-      const auto add_key = [&](int64_t j) {
-        const float* vj = v + j * h_.Dp + dc;
+      // Key j: value row vj = v[j] + dc, probabilities pj = p + j (row r at pj[r * p_stride]).
+      const auto add_key = [&](const float* vj, const float* pj) {
         const Vec v0 = simd::load(vj), v1 = simd::load(vj + kW);
         for (int r = 0; r < kRows; ++r) {
-          const Vec pj = simd::splat(pr[r][j]);
-          acc[r][0] = simd::fmadd(pj, v0, acc[r][0]);
-          acc[r][1] = simd::fmadd(pj, v1, acc[r][1]);
+          const Vec pr = simd::splat(pj[r * p_stride]);
+          acc[r][0] = simd::fmadd(pr, v0, acc[r][0]);
+          acc[r][1] = simd::fmadd(pr, v1, acc[r][1]);
         }
       };
       if (masked) {
-        for (const int64_t j : fast_keys_) add_key(j);
+        for (const int64_t j : fast_keys_) add_key(v + j * h_.Dp + dc, p + j);
       } else {  // without masks p can only be 0 by underflow: adding 0 * v is exact
-        for (int64_t j = 0; j < keys; ++j) add_key(j);
+        const float* vj = v + dc;
+        for (int64_t j = 0; j < keys; ++j, vj += h_.Dp) add_key(vj, p + j);
       }
       for (int r = 0; r < rows; ++r) {
         float* ar = b.acc.data() + (r0 + r) * h_.Dp + dc;
@@ -312,7 +341,7 @@ class FlashAttention {
     for (const int64_t j : guarded_keys_) {
       const float* vj = v + j * h_.Dp;
       for (int r = 0; r < rows; ++r) {
-        const float pj = pr[r][j];
+        const float pj = p[r * p_stride + j];
         if (pj == 0.0f) continue;
         float* ar = b.acc.data() + (r0 + r) * h_.Dp;
         for (int64_t d = 0; d < h_.Dp; d += kW)
