@@ -14,7 +14,8 @@
 //           so an output element is loaded and stored once per block, not once per key.
 // One GQA group of 7 heads, 4096 keys, head size 64 (`npm run bench:kernels`, one thread): wasm
 // 0.51 -> 0.32 ms (14.4 -> 22.8 GFLOPS), native AVX-512 0.25 -> 0.16 ms (29.5 -> 45.7 GFLOPS),
-// against a score and a value per key loaded and stored for every key before.
+// against a score and a value per key loaded and stored for every key before; then, with the
+// value loop kept within V8's registers (accumulate_values), wasm 0.23 ms and native 0.11 ms.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -31,7 +32,7 @@ using simd::Vec;
 constexpr int kW = simd::kWidth;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kKeyBlock = 64;
-constexpr int kOutVecs = 8;  // output vectors held in registers while a value block goes by
+constexpr int kOutVecs = 6;  // output vectors held in registers while a value block goes by (see accumulate_values)
 
 // q . k for Dh-long rows, vector lanes then one horizontal sum.
 float dot(const float* q, const float* k, int64_t Dh) {
@@ -72,19 +73,42 @@ void dot_keys(const float* q, const float* k, int64_t k_stride, int64_t Dh, int6
   for (; j < j1; ++j) scores[j] = dot(q, k + j * k_stride, Dh);
 }
 
-// out[0 .. N*kW) += sum over keys j0 .. j1-1 of p[j] v_j[0 .. N*kW), the N vectors in registers;
-// keys with p = 0 (blocked, or underflowed) are skipped, so their values are never read.
-template <int N>
+// out[0 .. N*kW) += sum over keys j0 .. j1-1 of p[j] v_j[0 .. N*kW), the N vectors in registers.
+// kSkipBlocked (a mask may block keys inside the visible range): keys with p = 0 are skipped, so
+// a blocked key's value is never read. Without masks p is 0 only by underflow, and adding 0 * v
+// is exact, so that loop has no test.
+// N is 6 (kOutVecs) at most: N accumulators + N loads in flight + the broadcast must fit V8's 15
+// vector registers. With 8 (and the test's zero register) V8 kept one accumulator on the stack,
+// a store-load chain every key. One GQA group of 7 heads, 4096 keys (`npm run bench:kernels`): wasm
+// 0.30 -> 0.23 ms with this and the untested loop; native 0.16 -> 0.11 ms (its 64-float rows of 4
+// AVX-512 vectors went one vector at a time before).
+template <int N, bool kSkipBlocked>
 void accumulate_values(const float* p, const float* v, int64_t v_stride, int64_t j0, int64_t j1, float* out) {
   Vec acc[N];
   for (int c = 0; c < N; ++c) acc[c] = simd::load(out + c * kW);
-  for (int64_t j = j0; j < j1; ++j) {
-    if (p[j] == 0.0f) continue;
-    const Vec pj(p[j]);
-    const float* vj = v + j * v_stride;
+  const float* vj = v + j0 * v_stride;
+  for (int64_t j = j0; j < j1; ++j, vj += v_stride) {
+    if (kSkipBlocked && p[j] == 0.0f) continue;
+    const Vec pj = simd::splat(p[j]);
     for (int c = 0; c < N; ++c) acc[c] = simd::fmadd(pj, simd::load(vj + c * kW), acc[c]);
   }
   for (int c = 0; c < N; ++c) simd::store(out + c * kW, acc[c]);
+}
+
+template <bool kSkipBlocked>
+void accumulate_value_row(const float* p, const float* v, int64_t v_stride, int64_t j0, int64_t j1, int64_t Dv,
+                          float* out) {
+  const int64_t full = Dv / kW * kW;
+  int64_t d = 0;
+  for (; d + kOutVecs * kW <= full; d += kOutVecs * kW)
+    accumulate_values<kOutVecs, kSkipBlocked>(p, v + d, v_stride, j0, j1, out + d);
+  for (; d + 4 * kW <= full; d += 4 * kW) accumulate_values<4, kSkipBlocked>(p, v + d, v_stride, j0, j1, out + d);
+  for (; d < full; d += kW) accumulate_values<1, kSkipBlocked>(p, v + d, v_stride, j0, j1, out + d);
+  for (; d < Dv; ++d) {
+    for (int64_t j = j0; j < j1; ++j) {
+      if (p[j] != 0.0f) out[d] += p[j] * v[j * v_stride + d];
+    }
+  }
 }
 
 }  // namespace
@@ -109,7 +133,6 @@ void attention_heads_decode(const AttentionHeadArgs* heads, int64_t count) {
   }
   std::vector<float> row_max(static_cast<size_t>(count)), inv_sum(static_cast<size_t>(count));
   std::vector<char> live(static_cast<size_t>(count));
-  const int64_t full = Dv / kW * kW;
   for (int64_t i = 0; i < a.query_len; ++i) {
     const int64_t position = a.first_query + i;
     const KeyRange visible = visible_keys(shared, position, S);
@@ -178,14 +201,10 @@ void attention_heads_decode(const AttentionHeadArgs* heads, int64_t count) {
         if (!live[g]) continue;
         const float* p = scores + g * S;
         float* out = heads[g].out + i * heads[g].out_stride;
-        int64_t d = 0;
-        for (; d + kOutVecs * kW <= full; d += kOutVecs * kW) accumulate_values<kOutVecs>(p, a.v + d, a.v_stride, j0, j1, out + d);
-        for (; d < full; d += kW) accumulate_values<1>(p, a.v + d, a.v_stride, j0, j1, out + d);
-        for (; d < Dv; ++d) {
-          for (int64_t j = j0; j < j1; ++j) {
-            if (p[j] != 0.0f) out[d] += p[j] * a.v[j * a.v_stride + d];
-          }
-        }
+        if (a.key_bias || heads[g].attn_bias)
+          accumulate_value_row<true>(p, a.v, a.v_stride, j0, j1, Dv, out);
+        else
+          accumulate_value_row<false>(p, a.v, a.v_stride, j0, j1, Dv, out);
       }
     }
     for (int64_t g = 0; g < count; ++g) {
