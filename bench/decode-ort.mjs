@@ -12,7 +12,7 @@ import { randomArray, randomStateDict } from './shapes.mjs';
 
 const [threads, modelsJson, stepsArg] = process.argv.slice(2);
 const STEPS = Number(stepsArg ?? 30);
-const WARMUP = 20;  // as bench/decode.mjs
+const WARMUP = 200;  // as bench/decode.mjs
 ort.env.wasm.numThreads = Number(threads);
 const { MultiHeadAttention } = await loadBuild('mha-simd');
 const results = [];

@@ -20,9 +20,10 @@ import { randomArray, randomStateDict } from './shapes.mjs';
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const THREADS = Number(args.threads ?? 2), STEPS = Number(args.steps ?? 30), LAYERS = Number(args.layers ?? 1);
 const ONLY = args.only ?? '';  // --only=Qwen: the models whose name contains it
-// Warm-up steps before the timed ones (ours and the peer's alike): with 3, the first row of each
-// model ran up to 1.8x slower than the same step later in the process.
-const WARMUP = 20;
+// Warm-up steps before the timed ones (ours and the peer's alike): a decoder runs for hundreds of
+// steps, and its JavaScript side (argument checks, copies) is optimized by V8 only after many
+// calls. With 3, a GPT-2-like one-token step measured 0.20-0.30 ms against 0.15 ms steady.
+const WARMUP = 200;
 
 const MODELS = [
   { name: 'Qwen2.5-0.5B-like', E: 896, H: 14, Hkv: 2, lengths: [1, 128, 1024, 4096] },
