@@ -76,30 +76,37 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   // about as much in wasm, and a decode step makes five such calls (Qwen-like step at 128 cached
   // tokens: 0.56 ms with 2 threads against 0.28 ms on one, before this threshold).
   constexpr double kMinParallelFlops = 4e6;
-  const auto parallel = [&](int64_t count, double flops, const ThreadPool::Task& task) {
-    if (pool_ && count > 1 && flops >= kMinParallelFlops) {
+  // A projection of a few rows (decoding) streams its weights once and is bound by the memory
+  // bandwidth, which a second thread more than doubles (bench/stream-read.mjs); it splits from
+  // kMinParallelBytes of weights on.
+  constexpr double kMinParallelBytes = 1 << 20;
+  const auto parallel = [&](int64_t count, bool worth_splitting, const ThreadPool::Task& task) {
+    if (pool_ && count > 1 && worth_splitting) {
       pool_->parallel_for(count, task);
     } else {
       for (int64_t i = 0; i < count; ++i) task(i, 0);
     }
   };
-  // A step whose attention will use the pool but whose projections are too small to: wake the
+  const auto projection_splits = [&](const kernels::PackedLinear& w, int64_t rows) {
+    if (rows < kernels::PackedLinear::few_rows()) return 4.0 * w.in_features() * w.out_features() >= kMinParallelBytes;
+    return 2.0 * rows * w.in_features() * w.out_features() >= kMinParallelFlops;
+  };
+  // A step whose attention will use the pool but whose query projection will not: wake the
   // workers now, so they are watching when the attention's job comes (thread_pool.hpp).
   const double attention_flops = 2.0 * B * H * L * S * (Dh + Dv);
-  if (pool_ && threads > 1 && attention_flops >= kMinParallelFlops &&
-      2.0 * B * L * c.embed_dim * QD < kMinParallelFlops) {
+  if (pool_ && threads > 1 && attention_flops >= kMinParallelFlops && !projection_splits(packed_.q, B * L)) {
     pool_->wake();
   }
   const auto project = [&](const kernels::PackedLinear& w, const float* x, float* y, int64_t rows) {
     if (rows < kernels::PackedLinear::few_rows()) {  // decoding: split the weights' columns instead
       const int64_t panels = w.num_panels(), step = (panels + 2 * threads - 1) / (2 * threads);
-      parallel((panels + step - 1) / step, 2.0 * rows * w.in_features() * w.out_features(), [&](int64_t t, int) {
+      parallel((panels + step - 1) / step, projection_splits(w, rows), [&](int64_t t, int) {
         w.apply_few_rows(x, y, rows, t * step, std::min(panels, (t + 1) * step));
       });
       return;
     }
     const int64_t step = kernels::PackedLinear::rows_per_task(rows, threads);
-    parallel((rows + step - 1) / step, 2.0 * rows * w.in_features() * w.out_features(),
+    parallel((rows + step - 1) / step, projection_splits(w, rows),
              [&](int64_t t, int) { w.apply(x, y, t * step, std::min(rows, (t + 1) * step)); });
   };
 
@@ -215,7 +222,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     // that share the kv head read its keys and values together, once, in place. With averaged
     // weights a batch row's heads add into one buffer: then one task per batch row.
     const int64_t kv_tasks = heads_together ? 1 : c.num_kv_heads, G = c.heads_per_kv();
-    parallel(B * kv_tasks, attention_flops, [&](int64_t task, int thread) {
+    parallel(B * kv_tasks, attention_flops >= kMinParallelFlops, [&](int64_t task, int thread) {
       const int64_t b = task / kv_tasks;
       std::vector<kernels::AttentionHeadArgs> group(static_cast<size_t>(G));
       for (int64_t kvh = heads_together ? 0 : task % kv_tasks; kvh < (heads_together ? c.num_kv_heads : task % kv_tasks + 1);
@@ -234,7 +241,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     const int64_t block = kernels::attention_query_block();
     const int64_t chunk = (std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks) + block - 1) / block * block;
     const int64_t chunks = (L + chunk - 1) / chunk;
-    parallel(B * chunks * head_groups, attention_flops, [&](int64_t task, int thread) {
+    parallel(B * chunks * head_groups, attention_flops >= kMinParallelFlops, [&](int64_t task, int thread) {
       const int64_t group = task % head_groups, b = task / head_groups / chunks;
       const int64_t first = (task / head_groups % chunks) * chunk, rows = std::min(chunk, L - first);
       for (int64_t h = heads_together ? 0 : group; h < (heads_together ? H : group + 1); ++h)

@@ -73,7 +73,7 @@ class ThreadPool {
   uint64_t generation_ = 0;
   uint64_t wakeups_ = 0;  // wake() calls
   std::atomic<uint64_t> posted_{0};  // generation_, readable without the mutex (the workers' spin)
-  int active_ = 0;        // workers inside the current job
+  std::atomic<int> active_{0};  // workers inside the current job (changed under mutex_; read by the caller's spin)
   int participants_ = 0;  // workers 0..participants_-1 take part in jobs
   bool stop_ = false;
 };

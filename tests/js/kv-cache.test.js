@@ -99,6 +99,16 @@ for (const build of builds) {
       layer.dispose();
     });
 
+    test('a layer whose one-token projections split across threads (E 512: 1 MiB of weights each)', () => {
+      build.use();
+      const layer = loadedLayer(build.MultiHeadAttention, { embedDim: 512, numHeads: 8, numKvHeads: 2 });
+      for (const B of [1, 2]) {
+        const x = { data: seededFloats(B * 6 * 512, 10), shape: [B, 6, 512] };
+        checkAgainstFull(layer, x, [3, 1, 1, 1]);
+      }
+      layer.dispose();
+    });
+
     test('cross-attention cache: setKeyValue once, forward reads it, equal to forward(query, key, value)', () => {
       build.use();
       const layer = loadedLayer(build.MultiHeadAttention, { embedDim: 16, numHeads: 4, numKvHeads: 2, kdim: 6, vdim: 10 });
