@@ -78,8 +78,8 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   constexpr double kMinParallelFlops = 4e6;
   // A projection of a few rows (decoding) streams its weights once and is bound by the memory
   // bandwidth, which a second thread more than doubles (bench/stream-read.mjs); it splits from
-  // kMinParallelBytes of weights on.
-  constexpr double kMinParallelBytes = 1 << 20;
+  // 256 KiB of weights on (a Qwen-like layer's 896 x 128 key projection: 448 KiB).
+  constexpr double kMinParallelBytes = 1 << 18;
   const auto parallel = [&](int64_t count, bool worth_splitting, const ThreadPool::Task& task) {
     if (pool_ && count > 1 && worth_splitting) {
       pool_->parallel_for(count, task);

@@ -99,7 +99,7 @@ for (const build of builds) {
       layer.dispose();
     });
 
-    test('a layer whose one-token projections split across threads (E 512: 1 MiB of weights each)', () => {
+    test('a layer whose one-token projections split across threads (E 512: 1 MiB of query weights, 256 KiB of key weights)', () => {
       build.use();
       const layer = loadedLayer(build.MultiHeadAttention, { embedDim: 512, numHeads: 8, numKvHeads: 2 });
       for (const B of [1, 2]) {
