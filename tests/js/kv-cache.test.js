@@ -69,6 +69,7 @@ const CONFIGS = {
   'plain': { embedDim: 16, numHeads: 2 },
   'GQA': { embedDim: 32, numHeads: 4, numKvHeads: 2 },
   'MQA': { embedDim: 16, numHeads: 4, numKvHeads: 1 },
+  'a group of 7 heads (pairs and one alone)': { embedDim: 56, numHeads: 7, numKvHeads: 1 },
   'Llama-like (rotary + GQA)': { embedDim: 32, numHeads: 4, numKvHeads: 2, rotary: { dim: 8 } },
   'Mistral-like (+ sliding window 3)': { embedDim: 32, numHeads: 4, numKvHeads: 2, rotary: { dim: 8 }, slidingWindow: 3 },
   'every variant': {
