@@ -116,7 +116,7 @@ int main() {
       a.scale = 0.125f;
       a.causal = true;
       a.first_query = S - 1;
-      scratch[g].resize(mha::kernels::attention_scratch_floats(a));
+      scratch[g].resize(mha::kernels::attention_decode_scratch_floats(a, G));
       a.scratch = scratch[g].data();
     }
     const double s = report("decode attention, one GQA group (attention_heads_decode)", "7 heads x 1 row, 4096 keys, head dim 64",

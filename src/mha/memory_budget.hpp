@@ -92,6 +92,19 @@ inline std::vector<MemoryItem> load_memory(const ResolvedConfig& c, uint64_t sta
           {"parameters", weights}};
 }
 
+// One attention kernel's scratch floats for L query rows against S keys (the forward call keeps
+// one per thread): a few rows take the decode kernel, whose scratch is a row of scores per head
+// of a GQA group, others the flash kernel's packed keys and values (at 4096 keys and head size
+// 64: 112 KiB for a 7-head group against 2 MiB).
+inline int64_t attention_scratch_floats_per_thread(const ResolvedConfig& c, int64_t L, int64_t S) {
+  kernels::AttentionHeadArgs head{};
+  head.key_len = S;
+  head.head_dim = c.head_dim;
+  head.value_head_dim = c.value_head_dim;
+  return L < kernels::decode_query_rows() ? kernels::attention_decode_scratch_floats(head, c.heads_per_kv())
+                                          : kernels::attention_scratch_floats(head);
+}
+
 // The buffers one forward call allocates, with `threads` attention kernels at work. With
 // `inputs`, also the copies of query/key/value and masks that the JavaScript wrapper makes in
 // wasm memory before the call.
@@ -122,11 +135,7 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   if (o.cache && o.cache->dtype() == CacheDtype::kF16)
     items.push_back({"float16 cache widened", saturating_bytes({threads, S, c.head_dim + c.value_head_dim}, 4)});
   items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4)});
-  kernels::AttentionHeadArgs head{};
-  head.key_len = S;
-  head.head_dim = c.head_dim;
-  head.value_head_dim = c.value_head_dim;
-  items.push_back({"attention scratch", saturating_bytes({threads, kernels::attention_scratch_floats(head)}, 4)});
+  items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, L, S)}, 4)});
   items.push_back({"output", saturating_bytes(p.output_shape, 4)});
   if (o.need_weights) items.push_back({"attention weights", saturating_bytes(p.weights_shape, 4)});
   return items;

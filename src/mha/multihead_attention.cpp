@@ -117,11 +117,8 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   // Workspace: Q [B*L, H*Dh], K [B*S', Hkv*Dh], V [B*S', Hkv*Dv] (S' = the keys projected in
   // this call), attended values [B*L, H*Dv], then per thread one kernel scratch and, for an f16
   // cache, room to widen one head's keys and values.
-  kernels::AttentionHeadArgs scratch_shape{};
-  scratch_shape.key_len = S;
-  scratch_shape.head_dim = Dh;
-  scratch_shape.value_head_dim = Dv;
-  const int64_t scratch_floats = kernels::attention_scratch_floats(scratch_shape);
+  const bool decoding = L < kernels::decode_query_rows();  // the decode kernel, with its smaller scratch
+  const int64_t scratch_floats = attention_scratch_floats_per_thread(c, L, S);
   std::lock_guard<std::mutex> workspace_lock(workspace_->mutex);
   std::vector<float>& buffers = workspace_->buffers;
   // Natively the buffers stay for the next call. In wasm, freed memory stays in the heap
@@ -221,7 +218,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
     return a;
   };
 
-  if (L < kernels::decode_query_rows()) {
+  if (decoding) {
     // A token or a few (decoding): a task is a (batch row, kv head) pair, and the query heads
     // that share the kv head read its keys and values together, once, in place. With averaged
     // weights a batch row's heads add into one buffer: then one task per batch row.

@@ -192,8 +192,8 @@ void attention_heads_decode(const AttentionHeadArgs* heads, int64_t count) {
   // Scores, then probabilities: [count][S].
   std::vector<float> own;
   float* scores = a.scratch;
-  if (!scores || count * S > attention_scratch_floats(a)) {
-    own.resize(static_cast<size_t>(std::max<int64_t>(count * S, 1)));
+  if (!scores) {
+    own.resize(static_cast<size_t>(attention_decode_scratch_floats(a, count)));
     scores = own.data();
   }
   std::vector<float> row_max(static_cast<size_t>(count)), inv_sum(static_cast<size_t>(count));
@@ -297,5 +297,9 @@ void attention_heads_decode(const AttentionHeadArgs* heads, int64_t count) {
 }
 
 void attention_head_decode(const AttentionHeadArgs& args) { attention_heads_decode(&args, 1); }
+
+int64_t attention_decode_scratch_floats(const AttentionHeadArgs& args, int64_t count) {
+  return std::max<int64_t>(count * args.key_len, 1);
+}
 
 }  // namespace mha::kernels

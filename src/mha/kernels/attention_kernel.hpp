@@ -29,8 +29,9 @@ struct AttentionHeadArgs {
   // window and ALiBi use position first_query + i. q, out, attn_bias and weights point at
   // the block's first row.
   int64_t first_query = 0;
-  // Optional scratch of attention_scratch_floats(args) floats for the fast kernel's packed
-  // keys and values (the layer reuses one per thread); null: the kernel allocates its own.
+  // Optional scratch (the layer reuses one per thread); null: the kernel allocates its own. The
+  // flash kernel's packed keys and values take attention_scratch_floats(args) floats, the decode
+  // kernel's scores attention_decode_scratch_floats(args, count) (in heads[0] of the group).
   float* scratch = nullptr;
 };
 
@@ -40,6 +41,10 @@ int64_t attention_query_block();
 
 // Floats of scratch attention_head needs for these args: O(key_len * (head_dim + value_head_dim)).
 int64_t attention_scratch_floats(const AttentionHeadArgs& args);
+
+// Floats of scratch attention_heads_decode needs for a group of `count` heads: a row of scores
+// per head, count * key_len (a 7-head group at 4096 keys: 112 KiB, against 2 MiB packed).
+int64_t attention_decode_scratch_floats(const AttentionHeadArgs& args, int64_t count);
 
 // Keys whose mask bias is -inf cannot influence the output, so NaN or Inf in their k or v
 // cannot reach it: the reference never reads them; the flash kernel copies them into its
