@@ -1,5 +1,5 @@
 // Decoding with a KV cache: one new token per call, batch 1, fp32, on the wasm builds.
-//   node --no-liftoff bench/decode.mjs [--threads=2] [--steps=30] [--layers=1] [--only=Qwen]
+//   node --no-liftoff bench/decode.mjs [--threads=2] [--steps=30] [--passes=3] [--layers=1] [--only=Qwen]
 // (--no-liftoff: every wasm function optimized from the start, ours and onnxruntime-web's alike;
 // otherwise the first rows run partly on V8's baseline code and the numbers depend on row order)
 // For each layer shape and cache length: the median ms of a one-token forward with a cache
@@ -19,6 +19,9 @@ import { randomArray, randomStateDict } from './shapes.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const THREADS = Number(args.threads ?? 2), STEPS = Number(args.steps ?? 30), LAYERS = Number(args.layers ?? 1);
+// Passes over every row, ours and the peer's alternating; a cell is the median of its passes'
+// medians (this VM's neighbours slow it for seconds at a time: one pass can catch a whole row).
+const PASSES = Number(args.passes ?? 3);
 const ONLY = args.only ?? '';  // --only=Qwen: the models whose name contains it
 // Warm-up steps before the timed ones (ours and the peer's alike): a decoder runs for hundreds of
 // steps, and its JavaScript side (argument checks, copies) is optimized by V8 only after many
@@ -67,42 +70,55 @@ const stream = JSON.parse(execFileSync(process.execPath, [streamScript, String(T
 process.stderr.write(`wasm streaming read: ${stream[1].toFixed(1)} GB/s on 1 thread, ${stream[THREADS].toFixed(1)} on ${THREADS}\n`);
 
 const builds = [['mha-simd', 1], ['mha-simd-threads', THREADS]];
-const rows = [];
-for (const model of MODELS) {
-  const weightBytes = 4 * (2 * model.E * model.E + 2 * model.E * (model.E / model.H) * model.Hkv + model.E + 2 * (model.E / model.H) * model.Hkv + model.E);
-  const row = model.lengths.map((length) => ({ length, bytes: weightBytes + 4 * 2 * length * model.Hkv * (model.E / model.H) }));
-  for (const [name, threads] of builds) {
-    const { module, MultiHeadAttention } = await loadBuild(name);
-    if (module.setNumThreads) module.setNumThreads(threads);
-    await new Promise((resolve) => { setTimeout(resolve, 200); });  // new pthreads start once the main thread yields
-    const layers = makeLayers(MultiHeadAttention, model, LAYERS);
-    const caches = layers.map((l) => l.createCache({ capacity: Math.max(...model.lengths) }));
-    for (const cell of row) cell[threads] = measure(layers, caches, model.E, cell.length);
-    for (const l of layers) l.dispose();
-    process.stderr.write(`measured ${model.name} on ${name}\n`);
-  }
-  rows.push({ model, row });
+const loaded = [];
+for (const [name, threads] of builds) {
+  const { module, MultiHeadAttention } = await loadBuild(name);
+  loaded.push({ name, threads, module, MultiHeadAttention });
 }
+const rows = MODELS.map((model) => {
+  const weightBytes = 4 * (2 * model.E * model.E + 2 * model.E * (model.E / model.H) * model.Hkv + model.E + 2 * (model.E / model.H) * model.Hkv + model.E);
+  return { model, row: model.lengths.map((length) => ({ length, bytes: weightBytes + 4 * 2 * length * model.Hkv * (model.E / model.H), 1: [], [THREADS]: [] })) };
+});
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-// The peer, after ours (never both at once: the machine's cores are shared).
+// The peer (never at the same time as ours: the machine's cores are shared).
 const ortInstalled = existsSync(new URL('./node_modules/onnxruntime-web/package.json', import.meta.url));
-const peer = {};
+const peerRuns = {};
 let worstDiff = 0;
-if (LAYERS === 1 && ortInstalled) {
+function measurePeer() {
   for (const threads of [1, THREADS]) {
     const script = new URL('./decode-ort.mjs', import.meta.url).pathname;
     const out = execFileSync(process.execPath, [...process.execArgv, script, String(threads), JSON.stringify(MODELS), String(STEPS)],
       { encoding: 'utf8', maxBuffer: 1 << 24 });
     for (const r of JSON.parse(out.trim().split('\n').pop())) {
-      peer[`${r.name} ${r.length} ${threads}`] = r.ms;
+      (peerRuns[`${r.name} ${r.length} ${threads}`] ??= []).push(r.ms);
       if (r.diff !== null) worstDiff = Math.max(worstDiff, r.diff);
     }
-    process.stderr.write(`measured onnxruntime-web, ${threads} thread(s)\n`);
   }
 }
+
+for (let pass = 1; pass <= PASSES; pass++) {
+  for (const { model, row } of rows) {
+    for (const { name, threads, module, MultiHeadAttention } of loaded) {
+      if (module.setNumThreads) module.setNumThreads(threads);
+      await new Promise((resolve) => { setTimeout(resolve, 200); });  // new pthreads start once the main thread yields
+      const layers = makeLayers(MultiHeadAttention, model, LAYERS);
+      const caches = layers.map((l) => l.createCache({ capacity: Math.max(...model.lengths) }));
+      for (const cell of row) cell[threads].push(measure(layers, caches, model.E, cell.length));
+      for (const l of layers) l.dispose();
+    }
+  }
+  process.stderr.write(`pass ${pass}/${PASSES}: measured ours\n`);
+  if (LAYERS === 1 && ortInstalled) {
+    measurePeer();
+    process.stderr.write(`pass ${pass}/${PASSES}: measured onnxruntime-web\n`);
+  }
+}
+for (const { row } of rows) for (const cell of row) for (const t of [1, THREADS]) cell[t] = median(cell[t]);
+const peer = Object.fromEntries(Object.entries(peerRuns).map(([key, runs]) => [key, median(runs)]));
 const hasPeer = Object.keys(peer).length > 0;
 
-console.log(`\n#### Decoding: one token per call with a KV cache, batch 1, fp32 (${LAYERS} distinct layer${LAYERS > 1 ? 's' : ''}, ms per layer)\n`);
+console.log(`\n#### Decoding: one token per call with a KV cache, batch 1, fp32 (${LAYERS} distinct layer${LAYERS > 1 ? 's' : ''}, ms per layer; median of ${PASSES} passes)\n`);
 console.log(`wasm streaming read (bench/stream-read.mjs, 256 MiB): ${stream[1].toFixed(1)} GB/s on 1 thread, `
   + `${stream[THREADS].toFixed(1)} GB/s on ${THREADS}; bound = bytes / that rate\n`);
 console.log(`| layer like | cached tokens | bytes read | 1 thread ms | GB/s | bound / ours | ${THREADS} threads ms | GB/s | bound / ours | ${THREADS}T vs 1T |`
