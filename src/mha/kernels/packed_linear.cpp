@@ -11,6 +11,13 @@ using simd::Vec;
 constexpr int kRows = simd::kTileRows, kCols = simd::kTileCols, kW = simd::kWidth;
 constexpr int64_t kDepthBlock = 4096 / kCols;  // in_features per pass: a 16 KB panel slice stays in L1
 constexpr int64_t kMaxRowBlock = 120;  // divisible by 4, 6 and 8
+// apply_few_rows' depth steps per pass over a lone panel: 6 chains in wasm (as its three-panel
+// loop: 6 accumulators + loads + broadcasts within V8's 15 registers), 8 natively.
+#if defined(__wasm__)
+constexpr int kRemainderDepth = 3;
+#else
+constexpr int kRemainderDepth = 4;
+#endif
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -175,6 +182,31 @@ void PackedLinear::apply_few_rows(const float* x, float* y, int64_t rows, int64_
     }
   }
 #endif
+  // One row's last panels (a range that is not a multiple of three or two, e.g. a thread's share
+  // or a 128-wide key projection's 4 panels): one panel at a time, kRemainderDepth depth steps
+  // at once so 2 x kRemainderDepth accumulator chains hide the add latency, where the general
+  // loop's 2 chains waited on it every step (about 3x slower per byte in wasm).
+  for (; rows == 1 && p < panel_end; ++p) {
+    constexpr int kSteps = kRemainderDepth;
+    const float* w = panels_.data() + p * in_ * kCols;
+    Vec lo[kSteps], hi[kSteps];
+    for (int t = 0; t < kSteps; ++t) lo[t] = hi[t] = Vec(0.0f);
+    int64_t k = 0;
+    for (; k + kSteps <= in_; k += kSteps, w += kSteps * kCols) {
+      for (int t = 0; t < kSteps; ++t) {
+        const Vec xk = simd::splat(x[k + t]);
+        lo[t] = simd::fmadd(xk, simd::load(w + t * kCols), lo[t]);
+        hi[t] = simd::fmadd(xk, simd::load(w + t * kCols + kW), hi[t]);
+      }
+    }
+    for (; k < in_; ++k, w += kCols) {
+      const Vec xk = simd::splat(x[k]);
+      lo[0] = simd::fmadd(xk, simd::load(w), lo[0]);
+      hi[0] = simd::fmadd(xk, simd::load(w + kW), hi[0]);
+    }
+    for (int t = 1; t < kSteps; ++t) lo[0] += lo[t], hi[0] += hi[t];
+    store_row(0, p, lo[0], hi[0]);
+  }
   for (; p < panel_end; ++p) {  // the general case: every row against one panel
     const float* panel = panels_.data() + p * in_ * kCols;
     Vec acc[kRows][2];
