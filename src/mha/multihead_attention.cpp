@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "additive_mask.hpp"
 #include "errors.hpp"
@@ -120,25 +121,30 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   const bool decoding = L < kernels::decode_query_rows();  // the decode kernel, with its smaller scratch
   const int64_t scratch_floats = attention_scratch_floats_per_thread(c, L, S);
   std::lock_guard<std::mutex> workspace_lock(workspace_->mutex);
-  std::vector<float>& buffers = workspace_->buffers;
+  Workspace& workspace = *workspace_;
   // Natively the buffers stay for the next call. In wasm, freed memory stays in the heap
   // (no page faults to save), so the buffers go back and the heap stays flat between calls.
   struct ReleaseInWasm {
-    std::vector<float>& buffers;
+    Workspace& workspace;
     ~ReleaseInWasm() {
 #ifdef __EMSCRIPTEN__
-      std::vector<float>().swap(buffers);
+      workspace.buffers.reset();
+      workspace.size = 0;
 #endif
     }
-  } release_in_wasm{buffers};
+  } release_in_wasm{workspace};
   const int64_t widen_floats = widen ? S * (Dh + Dv) : 0;
   const size_t needed = static_cast<size_t>(B * L * (QD + AD) + B * projected_keys * (KV + VKV) +
                                             threads * (scratch_floats + widen_floats));
-  if (buffers.size() < needed) {
-    buffers.clear();  // grow without copying the old contents
-    buffers.resize(needed);
+  if (workspace.size < needed) {
+    workspace.buffers.reset();  // grow without copying the old contents
+    workspace.buffers.reset(new float[needed]);
+    workspace.size = needed;
   }
-  float* const q = buffers.data();
+#ifdef MHA_POISON_WORKSPACE
+  std::fill(workspace.buffers.get(), workspace.buffers.get() + workspace.size, std::numeric_limits<float>::quiet_NaN());
+#endif
+  float* const q = workspace.buffers.get();
   float* const k = q + B * L * QD;
   float* const v = k + B * projected_keys * KV;
   float* const attended = v + B * projected_keys * VKV;

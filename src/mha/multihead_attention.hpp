@@ -71,10 +71,13 @@ class MultiheadAttention {
   std::shared_ptr<ThreadPool> pool_;
   // Buffers forward() reuses from call to call natively (projections, attended values,
   // per-thread kernel scratch): fresh multi-megabyte allocations each call cost page faults.
-  // Calls on one layer from several threads take turns.
+  // Calls on one layer from several threads take turns. Uninitialized (no std::vector zero
+  // fill): every stage writes its part before reading it, as natively, where a call finds the
+  // previous call's values here.
   struct Workspace {
     std::mutex mutex;
-    std::vector<float> buffers;
+    std::unique_ptr<float[]> buffers;
+    size_t size = 0;
   };
   std::unique_ptr<Workspace> workspace_ = std::make_unique<Workspace>();
 };
