@@ -19,3 +19,5 @@ node bench/variants.mjs
 # weights exceed the last-level cache, as a real model's do), per layer.
 node --no-liftoff bench/decode.mjs
 node --no-liftoff bench/decode.mjs --layers=8
+# Prefill through a KV cache against forward(x, { causal: true }) on the same shapes (target: within 5%).
+node bench/prefill-cache.mjs
