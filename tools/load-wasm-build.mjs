@@ -19,6 +19,9 @@ export async function loadBuild(name) {
     // (src/mha/wasm_threads_pre.js).
     args.nodeWorkerThreads = await import('node:worker_threads');
     args.hardwareConcurrency = os.availableParallelism();
+    // As the package's Node loader (bindings/js/platform.node.js): Emscripten's browser glue warns
+    // once that the main thread blocks on its workers, which is how a forward call waits in Node.
+    args.printErr = (text) => text.startsWith('Blocking on the main thread') || console.error(text);
   }
   const module = await createMhaModule(args);
   const MultiHeadAttention = defineMultiHeadAttention(module);
