@@ -2,6 +2,7 @@
 // with every mask kind, weights, query blocks (first_query) and NaN in blocked keys.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -50,6 +51,28 @@ TEST(PackedLinear, RowRangesComposeToTheWholeProduct) {
   packed.apply(x.data(), pieces.data(), 0, 17);
   packed.apply(x.data(), pieces.data(), 17, rows);
   EXPECT_EQ(whole, pieces);
+}
+
+// The layer splits a projection's rows into tasks of rows_per_task rows, which the pool hands
+// out one by one: with tasks taken in turn, the busiest thread gets at most 5% more than an even
+// share (512 rows on 2 threads used to be 5 x 120 rows: 272 against 256).
+TEST(PackedLinear, RowTasksBalanceThreads) {
+  const int64_t tile_rows = mha::kernels::PackedLinear::few_rows();
+  for (int threads : {2, 3, 4}) {
+    for (int64_t rows : {512, 1000, 1536, 2048, 4096}) {
+      const int64_t step = mha::kernels::PackedLinear::rows_per_task(rows, threads);
+      SCOPED_TRACE(testing::Message() << "rows=" << rows << " threads=" << threads << " step=" << step);
+      EXPECT_EQ(step % tile_rows, 0);
+      EXPECT_LE(step, 120);
+      EXPECT_GE((rows + step - 1) / step, 2 * threads);
+      std::vector<int64_t> load(threads, 0);
+      for (int64_t first = 0, task = 0; first < rows; first += step, ++task) load[task % threads] += std::min(step, rows - first);
+      EXPECT_LE(*std::max_element(load.begin(), load.end()), 1.05 * static_cast<double>(rows) / threads);
+    }
+  }
+  // One thread: two tasks of half the rows, at most 120 each.
+  EXPECT_EQ(mha::kernels::PackedLinear::rows_per_task(128, 1), 64);
+  EXPECT_EQ(mha::kernels::PackedLinear::rows_per_task(2048, 1), 120);
 }
 
 TEST(PackedLinear, FewRowsMatchReferenceAndPanelRangesCompose) {

@@ -12,6 +12,16 @@
 // pointer (QueryBlock::q, accumulate's p stride; V8 had an lea per broadcast). Without the exp
 // at all it would take 23.3 ms.
 //
+// The per-stage profile (`bash bench/kernels/profile-flash.sh [commit]`: the kernel benchmark
+// built from copies of this file with stages compiled out, interleaved, 3 rounds; ms), before
+// (97d131b's parent) and after those two changes, on one VM in one session:
+//                    full         no P.V       no exp       neither      scores only
+//   before           24.5-25.7    14.2-14.7    22.0-22.2    11.4-12.0    11.0-11.1
+//   after            23.0-23.8    13.2-13.4    21.4-21.7    11.4-12.2    10.9-10.9
+// so Q.K^T ~10.9 ms and P.V ~9.8-10.4 ms (each at about the GEMM's rate), the exp 2.5-3.5 ->
+// 1.6-2.1 ms, the rest of the softmax bookkeeping ~0.5 ms: the head runs at 45-47 GFLOPS, and
+// what remains above the two products is the exp and its bookkeeping (~10%).
+//
 // The score step of the variants (softcap, ALiBi, sliding window; score_epilogue.hpp) runs in
 // one place, epilogue(), and only on tiles that need it; key tiles that no row of a query block
 // may see (causal, sliding window) are never visited. A sink logit starts each row's running

@@ -54,14 +54,24 @@ PackedLinear::PackedLinear(const float* weight, const float* bias, int64_t out_f
   }
 }
 
-// At least two tasks per thread, at most kMaxRowBlock rows each, and as many tasks as make a
-// multiple of the thread count: the pool hands tasks out one by one, so with 512 rows on 2
-// threads, 5 tasks of 120 rows (the cap alone) left one thread 272 rows against 240; 6 tasks of
-// 88 leave 264 against 248.
+// One thread: two tasks (or more, of at most kMaxRowBlock rows, so a task's x rows stay in L2).
+// Several: the pool hands tasks out one by one, so a call lasts about ceil(tasks / threads)
+// tasks; the step (a multiple of the tile rows, at most kMaxRowBlock) that makes that least, at
+// least two tasks per thread where the rows allow. 512 rows on 2 threads: 8 x 64 rows, 256 per
+// thread, where the cap alone (5 x 120) left one thread 272 and the other 240.
 int64_t PackedLinear::rows_per_task(int64_t rows, int threads) {
-  const int64_t by_cap = (rows + kMaxRowBlock - 1) / kMaxRowBlock;
-  const int64_t tasks = round_up(std::max<int64_t>(2 * threads, by_cap), threads);
-  return std::clamp(round_up((rows + tasks - 1) / tasks, kRows), int64_t{kRows}, kMaxRowBlock);
+  if (threads <= 1) return std::clamp(round_up((rows + 1) / 2, kRows), int64_t{kRows}, kMaxRowBlock);
+  int64_t best = kRows, best_span = -1;
+  for (int64_t step = kRows; step <= kMaxRowBlock; step += kRows) {
+    const int64_t tasks = (rows + step - 1) / step;
+    if (step > kRows && tasks < 2 * threads) break;  // larger steps only make fewer tasks
+    // The busiest thread's rows, tasks taken in turn: ceil(tasks / threads) whole ones, unless
+    // it is the only thread with that many and its last is the short final task.
+    const int64_t rounds = (tasks + threads - 1) / threads, last = rows - (tasks - 1) * step;
+    const int64_t span = tasks % threads == 1 ? (rounds - 1) * step + last : rounds * step;
+    if (best_span < 0 || span <= best_span) best = step, best_span = span;  // ties: the larger step
+  }
+  return best;
 }
 
 void PackedLinear::apply(const float* x, float* y, int64_t row_begin, int64_t row_end) const {
