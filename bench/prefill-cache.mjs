@@ -59,7 +59,7 @@ for (let pass = 1; pass <= PASSES; pass++) {
 }
 
 console.log(`\n#### Prefill through a KV cache vs forward(x, { causal: true }), wasm (median of ${PASSES} passes)\n`);
-console.log(`| shape | 1 thread forward ms | prefill ms | prefill / forward | ${THREADS} threads forward ms | prefill ms | prefill / forward | largest |diff| |`);
+console.log(`| shape | 1 thread forward ms | prefill ms | prefill / forward | ${THREADS} threads forward ms | prefill ms | prefill / forward | largest difference |`);
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
 for (const s of shapes) {
   const one = cells[`${label(s)} 1`], n = cells[`${label(s)} ${THREADS}`];
