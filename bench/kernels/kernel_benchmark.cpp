@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mha/kernels/attention_kernel.hpp"
@@ -32,6 +33,17 @@ double report(const char* kernel, const char* shape, double flops, const std::fu
   }
   std::printf("| %s | %s | %.3f | %.1f |\n", kernel, shape, best * 1e3, flops / best * 1e-9);
   return best;
+}
+
+// One row through PackedLinear::apply_few_rows against K x N weights, and the rate it reads them.
+void report_gemv(const char* kernel, int64_t K, int64_t N, unsigned seed, const char* what) {
+  const auto w = uniform(N * K, seed, 0.05f), b = uniform(N, seed + 1, 0.1f), x = uniform(K, seed + 2, 0.5f);
+  std::vector<float> y(N);
+  const mha::kernels::PackedLinear linear(w.data(), b.data(), N, K);
+  const std::string shape = "1 x " + std::to_string(K) + " x " + std::to_string(N);
+  const double s = report(kernel, shape.c_str(), 2.0 * K * N,
+                          [&] { linear.apply_few_rows(x.data(), y.data(), 1, 0, linear.num_panels()); });
+  std::printf("| (GEMV %s) | %.1f GB/s | | |\n", what, 4.0 * K * N / s * 1e-9);
 }
 
 // One head of L = S keys and head dim Dh, contiguous rows, with its own scratch.
@@ -65,26 +77,11 @@ int main() {
     report("projection GEMM (PackedLinear::apply)", "512 x 512 x 512", 2.0 * M * K * N,
            [&] { linear.apply(x.data(), y.data(), 0, M); });
   }
-  {
-    // Decoding's projection: one row against 2048 x 2048 weights (16 MiB, streamed from memory).
-    const int64_t K = 2048, N = 2048;
-    const auto w = uniform(N * K, 7, 0.05f), b = uniform(N, 8, 0.1f), x = uniform(K, 9, 0.5f);
-    std::vector<float> y(N);
-    const mha::kernels::PackedLinear linear(w.data(), b.data(), N, K);
-    const double s = report("projection GEMV, one row (PackedLinear::apply_few_rows)", "1 x 2048 x 2048", 2.0 * K * N,
-                            [&] { linear.apply_few_rows(x.data(), y.data(), 1, 0, linear.num_panels()); });
-    std::printf("| (GEMV weights streamed) | %.1f GB/s | | |\n", 4.0 * K * N / s * 1e-9);
-  }
-  {
-    // A Qwen-like key projection (896 -> 128: 4 panels, three together and one alone), from cache.
-    const int64_t K = 896, N = 128;
-    const auto w = uniform(N * K, 10, 0.05f), b = uniform(N, 11, 0.1f), x = uniform(K, 12, 0.5f);
-    std::vector<float> y(N);
-    const mha::kernels::PackedLinear linear(w.data(), b.data(), N, K);
-    const double s = report("projection GEMV, one row, 4 panels", "1 x 896 x 128", 2.0 * K * N,
-                            [&] { linear.apply_few_rows(x.data(), y.data(), 1, 0, linear.num_panels()); });
-    std::printf("| (GEMV weights read) | %.1f GB/s | | |\n", 4.0 * K * N / s * 1e-9);
-  }
+  // Decoding's projection: one row against 2048 x 2048 weights (16 MiB, streamed from memory).
+  report_gemv("projection GEMV, one row (PackedLinear::apply_few_rows)", 2048, 2048, 7, "weights streamed");
+  // A Qwen-like key projection (896 -> 128, from cache): in wasm 16 panels of 8 columns, five
+  // threes and one alone (apply_few_rows' remainder loop).
+  report_gemv("projection GEMV, one row, a key projection", 896, 128, 10, "weights read");
   {
     const int64_t L = 2048, S = 2048, Dh = 64;
     Head head(L, Dh);
