@@ -73,7 +73,7 @@ class MultiheadAttention {
   // per-thread kernel scratch): fresh multi-megabyte allocations each call cost page faults.
   // Calls on one layer from several threads take turns. Uninitialized (no std::vector zero
   // fill): every stage writes its part before reading it, as natively, where a call finds the
-  // previous call's values here.
+  // previous call's values here (the sanitizer builds fill it with NaN first, to check).
   struct Workspace {
     std::mutex mutex;
     std::unique_ptr<float[]> buffers;

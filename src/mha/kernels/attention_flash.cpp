@@ -19,7 +19,7 @@
 //   before           24.5-25.7    14.2-14.7    22.0-22.2    11.4-12.0    11.0-11.1
 //   after            23.0-23.8    13.2-13.4    21.4-21.7    11.4-12.2    10.9-10.9
 // so Q.K^T ~10.9 ms and P.V ~9.8-10.4 ms (each at about the GEMM's rate), the exp 2.5-3.5 ->
-// 1.6-2.1 ms, the rest of the softmax bookkeeping ~0.5 ms: the head runs at 45-47 GFLOPS, and
+// 1.6-2.1 ms, the rest of the softmax bookkeeping ~0.5 ms: the head runs at 44-48 GFLOPS, and
 // what remains above the two products is the exp and its bookkeeping (~10%).
 //
 // The score step of the variants (softcap, ALiBi, sliding window; score_epilogue.hpp) runs in

@@ -197,8 +197,8 @@ void PackedLinear::apply_few_rows(const float* x, float* y, int64_t rows, int64_
     }
   }
 #endif
-  // One row's last panels (a range that is not a multiple of three or two, e.g. a thread's share
-  // or a 128-wide key projection's 4 panels): one panel at a time, kRemainderDepth depth steps
+  // One row's last panels (a range that is not a multiple of three or two: a thread's share, or
+  // a 128-wide key projection's 16 wasm panels): one panel at a time, kRemainderDepth depth steps
   // at once so 2 x kRemainderDepth accumulator chains hide the add latency, where the general
   // loop's 2 chains waited on it every step (about 3x slower per byte in wasm).
   for (; rows == 1 && p < panel_end; ++p) {
