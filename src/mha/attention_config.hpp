@@ -40,6 +40,7 @@ struct AttentionConfig {
   std::vector<float> alibi_slopes;  // [H]: ALiBi with these slopes
   std::optional<float> softcap;     // scores -> c * tanh(scores / c)
   bool sinks = false;               // a learned sink logit per head (state-dict entry 'sinks' [H])
+  float dropout = 0.0f;             // attention dropout probability in [0, 1), training calls only
 };
 
 // A config with every default filled in and every rule checked.
@@ -52,6 +53,7 @@ struct ResolvedConfig {
   std::vector<float> alibi_slopes;  // [H], or empty = no ALiBi
   float softcap;                   // 0 = none
   bool sinks;
+  float dropout;                   // 0 = none
 
   int64_t q_dim() const { return num_heads * head_dim; }               // rows of the q projection
   int64_t kv_dim() const { return num_kv_heads * head_dim; }           // rows of the k projection
@@ -140,6 +142,9 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
     r.softcap = *c.softcap;
   }
   r.sinks = c.sinks;
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f))
+    throw range_error("dropout must be a number in [0, 1), got " + number_text(c.dropout));
+  r.dropout = c.dropout;
   return r;
 }
 

@@ -37,6 +37,10 @@ struct ForwardOptions {
   // cache first appends the call's L tokens, which sit after the cached ones (causal implied);
   // a cross cache is read as is. Masks then cover the cache's keys.
   KvCache* cache = nullptr;
+  // Training: dropout (config.dropout > 0) applies only when training is true, its mask keyed
+  // by `seed` (and batch row, head, query, key).
+  bool training = false;
+  uint64_t seed = 0;
 };
 
 struct ForwardPlan {

@@ -16,6 +16,19 @@
 
 namespace mha {
 
+// What a forward pass with grad keeps for its backward pass (saved_forward.hpp): copies of the
+// inputs, masks and positions, the projected and rotated q, k, v, the attended values and each
+// row's log-sum-exp. O((L + S) x features), never L x S.
+struct SavedForward;
+
+// dLoss/d everything a forward pass read that can learn or carries a gradient.
+struct Gradients {
+  std::vector<float> query;  // query's shape; with self-attention the sum of its three uses
+  std::vector<float> key, value;  // key's and value's shapes; empty when forward got none
+  Shape query_shape, key_shape, value_shape;
+  AttentionParameters params;  // the parameters' layout; biases / sinks empty where the layer has none
+};
+
 struct ForwardResult {
   std::vector<float> output;   // output_shape
   Shape output_shape;
@@ -44,6 +57,15 @@ class MultiheadAttention {
   // key and value may be empty TensorRefs for self-attention.
   ForwardResult forward(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                         const ForwardOptions& options = {}) const;
+
+  // Training: forward() that also returns what backward() needs (options.cache must be null;
+  // options.training with config.dropout > 0 applies dropout with options.seed).
+  struct TrainingForward;
+  TrainingForward forward_for_training(const TensorRef& query, const TensorRef& key, const TensorRef& value,
+                                       const ForwardOptions& options) const;
+  // d_output: dLoss/dOutput, the forward's output shape. Throws when the layer's weights changed
+  // since that forward (load_state_dict).
+  Gradients backward(const SavedForward& saved, const float* d_output) const;
 
   // A KV cache for this layer (kv_cache.hpp): batch rows of up to `capacity` tokens.
   std::unique_ptr<KvCache> create_cache(int64_t batch, int64_t capacity, CacheDtype dtype) const {
@@ -80,6 +102,11 @@ class MultiheadAttention {
     size_t size = 0;
   };
   std::unique_ptr<Workspace> workspace_ = std::make_unique<Workspace>();
+};
+
+struct MultiheadAttention::TrainingForward {
+  ForwardResult result;
+  std::unique_ptr<SavedForward> saved;
 };
 
 }  // namespace mha

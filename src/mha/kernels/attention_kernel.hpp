@@ -7,6 +7,17 @@
 
 namespace mha::kernels {
 
+// Attention dropout (training only): probability p of zeroing a probability, the kept ones
+// scaled by 1 / (1 - p). Whether key j is kept for query row i comes from a counter-based
+// generator (dropout.hpp: Philox) keyed by (seed, stream, i, j), so the backward pass
+// regenerates the same mask and no L x S mask is ever stored. stream = batch row * H + head.
+struct DropoutArgs {
+  float p = 0.0f;  // 0: off
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+  bool active() const { return p > 0.0f; }
+};
+
 struct AttentionHeadArgs {
   const float* q;  // [L, Dh], row stride q_stride
   const float* k;  // [S, Dh], row stride k_stride
@@ -33,7 +44,51 @@ struct AttentionHeadArgs {
   // flash kernel's packed keys and values take attention_scratch_floats(args) floats, the decode
   // kernel's scores attention_decode_scratch_floats(args, count) (in heads[0] of the group).
   float* scratch = nullptr;
+  // Training. lse: optional [L] output, row i's log-sum-exp of its final scores (the sink
+  // included), -inf for a row with every key blocked: what the backward pass needs to recompute
+  // the probabilities. dropout: applied to the probabilities after the softmax's sum (the
+  // weights returned are after dropout, as PyTorch's); query row i is row first_query + i.
+  float* lse = nullptr;
+  DropoutArgs dropout;
 };
+
+// The backward pass of one head over a range of its keys (FlashAttention-2's backward):
+// recomputes each probability from q, k and lse, then
+//   dV[j] += sum_i P~[i][j] dO[i]             (P~: after dropout)
+//   dP[i][j] = dO[i] . V[j]  (times the dropout factor of (i, j))
+//   dS[i][j] = P[i][j] (dP[i][j] - D[i]),  D[i] = dO[i] . O[i]
+//   through the score step (score_epilogue.hpp: softcap's derivative; ALiBi and masks add constants)
+//   dQ[i] += scale * sum_j dS[i][j] K[j],   dK[j] += scale * sum_i dS[i][j] Q[i]
+//   d_sink += -sum_i P_sink[i] D[i]
+// Only keys key_begin .. key_end-1 are visited, so threads can split a head's keys; dQ, dK, dV
+// and d_sink are accumulated (+=): the caller zeroes them and may add several heads (a GQA
+// group) into one dK / dV. A blocked (i, j) contributes nothing and its k or v is never read
+// (NaN there reaches no gradient); a row with every key blocked (lse = -inf) gives zero
+// gradients.
+struct AttentionBackwardArgs {
+  AttentionHeadArgs forward;  // the forward call's args: q, k, v, sizes, scale, causal, epilogue,
+                              // masks, first_query, dropout; `out` = O, the forward's output rows
+                              // (out_stride); weights, lse and scratch are not read
+  const float* lse;           // [L] from the forward call
+  const float* d_out;         // dO [L, Dv], row stride d_out_stride
+  float* d_q;                 // [L, Dh] +=, row stride d_q_stride
+  float* d_k;                 // [S, Dh] +=, row stride d_k_stride (rows key_begin.. are written)
+  float* d_v;                 // [S, Dv] +=, row stride d_v_stride
+  int64_t d_out_stride, d_q_stride, d_k_stride, d_v_stride;
+  float* d_sink = nullptr;    // += this head's sink gradient (when the epilogue has a sink)
+  int64_t key_begin = 0, key_end = -1;  // -1: key_len
+  // Optional scratch of attention_backward_scratch_floats(args) floats; null: the kernel allocates.
+  float* scratch = nullptr;
+};
+
+// Floats of scratch attention_head_backward needs for these args: O((keys + block) * head sizes).
+int64_t attention_backward_scratch_floats(const AttentionBackwardArgs& args);
+
+// The contract stated plainly (attention_backward_reference.cpp): one row at a time.
+void attention_head_backward_reference(const AttentionBackwardArgs& args);
+
+// The fast kernel (attention_backward_flash.cpp): key blocks outer, query blocks inner, SIMD tiles.
+void attention_head_backward(const AttentionBackwardArgs& args);
 
 // Query rows the flash kernel takes together. Callers that split a head's rows between threads
 // split at multiples of it, so every row meets the same neighbours (and rounding) at any thread count.
