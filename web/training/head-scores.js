@@ -36,3 +36,27 @@ export function inductionScores(weights, B, H, L) {
     for (let query = period + 1; query <= 2 * period; query++) add(query, query - period + 1);
   });
 }
+
+// A head's role from its scores, with tools/train_demo_model.py's thresholds (a score is "high"
+// when it clearly beats what spreading attention would give; bos: almost all).
+const ROLES = [
+  ['induction', 0.25, 'induction: attends to the token after an earlier occurrence of the current token (copies what came next)'],
+  ['bracket', 0.25, 'bracket matching: before a closing bracket, attends to the open bracket it closes'],
+  ['previousToken', 0.35, 'previous token: attends to the token just before'],
+  ['bos', 0.6, 'resting: attends mostly to <bos> (a no-op)'],
+];
+const ROLE_NAMES = { induction: 'induction', bracket: 'bracket', previousToken: 'previous_token', bos: 'bos' };
+
+/** heads.json-style descriptions ({ layer, head, role, description, scores }) of measured head scores. */
+export function describeHeads(headScores) {
+  return headScores.map(({ layer, head, ...scores }) => {
+    const [name, threshold, description] = ROLES.reduce((best, role) => (scores[role[0]] / role[1] > scores[best[0]] / best[1] ? role : best));
+    const high = scores[name] >= threshold;
+    return {
+      layer, head,
+      role: high ? ROLE_NAMES[name] : 'mixed',
+      description: high ? description : 'mixed: no single pattern stands out',
+      scores: Object.fromEntries(Object.entries(scores).map(([k, v]) => [ROLE_NAMES[k], v])),
+    };
+  });
+}
