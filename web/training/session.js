@@ -101,6 +101,8 @@ export class TrainingSession {
       }
     } finally {
       this.running = false;
+      // A paused (or finished) run's held-out figures are of the step it stopped at.
+      if (this.evaluation?.step !== trainer.step) this.#evaluate(pending);
       post(true);
     }
     return this.status();
