@@ -18,11 +18,15 @@ export function softmaxCrossEntropy(logits, targets, N, V, { gradient = true } =
     let max = -Infinity;
     for (let v = 0; v < V; v++) max = Math.max(max, logits[row + v]);
     let sum = 0;
-    for (let v = 0; v < V; v++) sum += Math.exp(logits[row + v] - max);
-    const logSum = Math.log(sum) + max;
-    total += logSum - logits[row + target];
+    for (let v = 0; v < V; v++) {
+      const e = Math.exp(logits[row + v] - max);
+      if (dLogits) dLogits[row + v] = e;
+      sum += e;
+    }
+    total += Math.log(sum) + max - logits[row + target];
     if (dLogits) {
-      for (let v = 0; v < V; v++) dLogits[row + v] = Math.exp(logits[row + v] - logSum) / N;
+      const scale = 1 / (sum * N);
+      for (let v = 0; v < V; v++) dLogits[row + v] *= scale;
       dLogits[row + target] -= 1 / N;
     }
   }

@@ -8,8 +8,17 @@ export function matmulTransposedB(A, B, C, M, N, K, accumulate = false) {
     const a = i * K;
     for (let j = 0; j < N; j++) {
       const b = j * K;
-      let sum = 0;
-      for (let k = 0; k < K; k++) sum += A[a + k] * B[b + k];
+      // Four partial sums: shorter dependency chains for the JIT.
+      let s0 = 0; let s1 = 0; let s2 = 0; let s3 = 0;
+      let k = 0;
+      for (; k + 3 < K; k += 4) {
+        s0 += A[a + k] * B[b + k];
+        s1 += A[a + k + 1] * B[b + k + 1];
+        s2 += A[a + k + 2] * B[b + k + 2];
+        s3 += A[a + k + 3] * B[b + k + 3];
+      }
+      for (; k < K; k++) s0 += A[a + k] * B[b + k];
+      const sum = (s0 + s1) + (s2 + s3);
       C[i * N + j] = accumulate ? C[i * N + j] + sum : sum;
     }
   }
