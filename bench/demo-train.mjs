@@ -5,7 +5,8 @@
 // training (frame gaps, and the delay from a key press in the probe box to the next frame);
 // (3) with --phase-change, per seed: the wall time and step from pressing Train until layer 1's
 // best induction score on held-out repeated blocks passes 0.3.
-//   node bench/demo-train.mjs [--steps=150] [--seeds=1,2,3] [--phase-change] [--limit=300]
+// --screenshot=FILE saves the page (curves, heads) just after the first seed's phase change.
+//   node bench/demo-train.mjs [--steps=150] [--seeds=1,2,3] [--phase-change] [--limit=300] [--screenshot=docs/train-screenshot.png]
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 
@@ -86,6 +87,12 @@ async function phaseChange(seed) {
       const t = await page.evaluate(() => window.__mhaDemo.getState().training);
       const seconds = (Date.now() - started) / 1000;
       if (t.headScores.length && bestInduction(t) > 0.3) {
+        if (args.screenshot && seed === SEEDS[0]) {
+          // A few more evaluations onto the curves, then the picture (training keeps running).
+          await page.waitForFunction((step) => window.__mhaDemo.getState().training.evaluatedAt >= step, t.evaluatedAt + 100, { timeout: 0, polling: 250 });
+          await page.evaluate(() => window.__mhaDemo.nextRender());
+          await page.screenshot({ path: args.screenshot, fullPage: false });
+        }
         return { seed, seconds, step: t.evaluatedAt, induction: bestInduction(t), heldOutLoss: t.heldOutLoss, backend: t.backend, tokensPerSecond: t.tokensPerSecond };
       }
       if (seconds > LIMIT_S) return { seed, seconds: null, step: t.step, induction: bestInduction(t), heldOutLoss: t.heldOutLoss, backend: t.backend, tokensPerSecond: t.tokensPerSecond, note: `not reached in ${LIMIT_S} s` };

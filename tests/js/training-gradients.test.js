@@ -184,7 +184,7 @@ test('Trainer: an ablated head contributes nothing (its out_proj columns are zer
 });
 
 test('mha-wasm\'s backward and the reference attention\'s give the same gradients (skipped until the build has a backward)', async (t) => {
-  const mha = await init();
+  const mha = await init({ threads: 1 });
   const [B, L, E, H] = [2, 6, 8, 2];
   const reference = referenceLayer(E, H, 30);
   const wasm = new mha.MultiHeadAttention({ embedDim: E, numHeads: H });

@@ -20,7 +20,7 @@ import { unembed, unembedBackward } from './unembedding.js';
 const HELD_OUT_SEED = 1235;
 const INDUCTION_SEQUENCES = 16;
 
-/** True when this mha-wasm build can run an attention layer's backward pass. */
+/** True when this mha-wasm build can run a (loaded) attention layer's backward pass. */
 function hasBackward(layer, E) {
   try {
     const r = layer.forward({ data: new Float32Array(2 * E), shape: [2, E] }, null, null, { causal: true, grad: true });
@@ -60,12 +60,13 @@ export class Trainer {
       for (let l = 0; l < numLayers; l++) {
         this.#layers.push(mha ? new mha.MultiHeadAttention({ embedDim: E, numHeads: H }) : new ReferenceAttention({ embedDim: E, numHeads: H }));
       }
+      this.#loadLayers();
       this.backend = mha && hasBackward(this.#layers[0], E) ? 'mha-wasm' : 'javascript';
       if (mha && this.backend === 'javascript') {
         for (const layer of this.#layers) layer.dispose();
         this.#layers = Array.from({ length: numLayers }, () => new ReferenceAttention({ embedDim: E, numHeads: H }));
+        this.#loadLayers();
       }
-      this.#loadLayers();
     } catch (error) {
       this.dispose();
       throw error;
