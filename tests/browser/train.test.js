@@ -44,6 +44,7 @@ test('startTraining resolves once training runs; the loss falls and the held-out
   assert.ok(later.heldOutLoss < initial.heldOutLoss - 0.8, `held-out loss ${initial.heldOutLoss} -> ${later.heldOutLoss}`);
   assert.ok(later.loss < 3.5, `training loss ${later.loss}`);
   assert.ok(later.tokensPerSecond > 0 && later.step > initial.step);
+  assert.equal(later.backend, 'mha-wasm', 'the attention layers train with mha-wasm\'s backward');
   assert.notDeepEqual(later.headScores, initial.headScores);
   // The page drew the probe text's heads from the model being trained.
   const s = await page.evaluate(() => window.__mhaDemo.getState());

@@ -6,7 +6,7 @@ import { DEFAULT_PROBE } from '../training/session.js';
 
 const SCORE_NAMES = { induction: 'induction', previousToken: 'previous token', bracket: 'bracket', bos: 'bos' };
 const HEAD_COLORS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
-const CHART_HEIGHT = 220;
+const CHART_HEIGHT = 200;
 
 export class TrainMode {
   #worker;
@@ -251,7 +251,7 @@ export class TrainMode {
   }
 
   #chartWidth() {
-    return Math.max(280, Math.floor((this.#$('train-charts').clientWidth - 24) / 2));
+    return Math.max(280, Math.floor((this.#$('train-charts').clientWidth - 60) / 2));
   }
 
   #redrawCharts() {
@@ -278,7 +278,7 @@ export class TrainMode {
       this.#charts?.scores.destroy();
       const loss = new UPlot({
         title: 'loss', width, height: CHART_HEIGHT, scales: { x: { time: false } },
-        series: [{ label: 'step' }, { label: 'training', stroke: '#888', width: 1 },
+        series: [{ label: 'step' }, { label: 'training', stroke: '#888', width: 1, points: { show: false } },
           { label: 'held-out', stroke: '#d62728', width: 2, spanGaps: true, points: { show: false } }],
         axes: [{}, { size: 40 }],
       }, lossData, this.#$('train-loss-chart'));
