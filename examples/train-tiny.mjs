@@ -1,7 +1,7 @@
 // Trains the demo's attention-only model headless, with the same trainer as the page's Train mode
 // (web/training/trainer.js), and prints the loss, the held-out loss and the head scores every N
 // steps. The same seed and settings give the same numbers as the page.
-//   node examples/train-tiny.mjs [--steps 1500] [--every 100] [--seed 1] [--lr 0.003] [--batch 16]
+//   node examples/train-tiny.mjs [--steps 1000] [--every 100] [--seed 1] [--lr 0.01] [--batch 16]
 //                                [--seq-len 64] [--schedule constant|onecycle] [--javascript] [--json]
 // --javascript trains with the JavaScript reference attention instead of mha-wasm's backward.
 import { readFile } from 'node:fs/promises';
@@ -12,7 +12,7 @@ import { Trainer } from '../web/training/trainer.js';
 
 const { values: args } = parseArgs({
   options: {
-    steps: { type: 'string', default: '1500' },
+    steps: { type: 'string', default: '1000' },
     every: { type: 'string', default: '100' },
     seed: { type: 'string', default: '1' },
     lr: { type: 'string' },

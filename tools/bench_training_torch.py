@@ -5,7 +5,7 @@ rate after a linear warm-up, batch 16 x 64 tokens, every second batch at a rando
 on train_demo_model.py's own generated data, one thread. Prints one JSON line:
 { tokensPerSecond, msPerStep, steps, threads, blas, curve: [[step, loss, best layer-1 induction]] }.
   /usr/bin/python3 tools/bench_training_torch.py [steps] [eval_every]
-BENCH_LR (default 3e-3) and BENCH_OFFSETS=0 (no position offsets) change the settings.
+BENCH_LR (default 1e-2, the page's default) and BENCH_OFFSETS=0 (no position offsets) change the settings.
 With eval_every > 0 it also measures layer 1's induction score (train_demo_model.head_scores' data)
 every eval_every steps, outside the timed part.
 """
@@ -37,7 +37,7 @@ def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     eval_every = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     batch, seq_len, warmup = 16, demo.SEQ_LEN, 50
-    lr = float(os.environ.get('BENCH_LR', '3e-3'))
+    lr = float(os.environ.get('BENCH_LR', '1e-2'))
     offsets = os.environ.get('BENCH_OFFSETS', '1') == '1'
     torch.set_num_threads(1)
     torch.manual_seed(1)

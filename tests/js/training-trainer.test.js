@@ -69,7 +69,7 @@ test('SequenceSource: <bos> first, seqLen tokens; the user\'s text is cut into w
 test('checkSettings: defaults, and errors that name the setting', () => {
   const s = checkSettings({ seed: 9 });
   assert.equal(s.seed, 9);
-  assert.equal(s.learningRate, 3e-3);
+  assert.equal(s.learningRate, 1e-2);
   assert.deepEqual([s.batchSize, s.seqLen, s.dModel, s.numHeads, s.numLayers], [16, 64, 64, 4, 2]);
   assert.throws(() => checkSettings({ batchSize: 0 }), /settings\.batchSize must be an integer in \[1, 128\], got 0/);
   assert.throws(() => checkSettings({ seqLen: 1000 }), /settings\.seqLen must be an integer in \[8, 256\], got 1000/);

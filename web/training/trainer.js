@@ -127,9 +127,10 @@ export class Trainer {
       const r = layer.forward({ data: x, shape: [B, T, E] }, null, null,
         { causal: true, ...(grad ? { grad: true } : {}), ...(needWeights ? { needWeights: true, averageWeights: false } : {}) });
       saved.push(r);
-      const next = new Float32Array(x.length);
-      for (let i = 0; i < x.length; i++) next[i] = x[i] + r.output.data[i];
-      if (needWeights) layers.push({ weights: r.weights.data, output: r.output.data });
+      if (needWeights) layers.push({ weights: r.weights.data, output: r.output.data.slice() });
+      // The residual add, into the layer's output (a fresh copy out of the wasm heap).
+      const next = r.output.data;
+      for (let i = 0; i < x.length; i++) next[i] += x[i];
       x = next;
     }
     return { x, saved, layers };
