@@ -545,6 +545,7 @@ const trainMode = new TrainMode({
     accept(result);
   },
   message: showMessage,
+  download,
   status: () => { if (state.source === 'train') renderStatus(); },
   onWeights: (info) => {
     // The worker's default model is now the trained one: its heads' roles come from the scores measured here.

@@ -15,6 +15,7 @@ export class TrainMode {
   #message;
   #onWeights;  // (info) => main.js: the worker's default model is now the trained one
   #onStatus;   // () => main.js redraws the status line
+  #download;   // (name, blob) => main.js saves a file
   #uPlot = null;
   #charts = null;  // { loss, scores }
   #curves = { steps: [], losses: [], evaluations: [] };
@@ -25,13 +26,14 @@ export class TrainMode {
   status = null;  // the worker's latest status (session.js status())
   selected = { layer: 0, head: 0 };
 
-  constructor({ worker, $, show, message, status, onWeights }) {
+  constructor({ worker, $, show, message, status, onWeights, download }) {
     this.#worker = worker;
     this.#$ = $;
     this.#show = show;
     this.#message = message;
     this.#onWeights = onWeights;
     this.#onStatus = status;
+    this.#download = download;
     $('train-probe').value = DEFAULT_PROBE;
     $('train-start').addEventListener('click', () => this.toggle().catch((e) => this.#message(e.message)));
     $('train-reset').addEventListener('click', () => this.reset().catch((e) => this.#message(e.message)));
@@ -164,16 +166,6 @@ export class TrainMode {
       x += c.width;
     }
     return new Promise((resolve) => out.toBlob(resolve, 'image/png'));
-  }
-
-  #download(name, blob) {
-    const link = document.createElement('a');
-    link.href = URL.createObjectURL(blob);
-    link.download = name;
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(link.href), 1000);
   }
 
   async #probe() {
