@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { init } from '../../bindings/js/index.js';
 import { softmaxCrossEntropy } from '../../web/training/cross-entropy.js';
 import { embed, embedBackward } from '../../web/training/embedding.js';
+import { matmul, matmulTransposedA, matmulTransposedB } from '../../web/training/matmul.js';
 import { ReferenceAttention } from '../../web/training/reference-attention.js';
 import { Trainer } from '../../web/training/trainer.js';
 import { unembed, unembedBackward } from '../../web/training/unembedding.js';
@@ -40,6 +41,25 @@ function checkGradient(name, x, analytic, f, { h = 1e-2, tolerance = 2e-2, count
 
 /** sum(out * probe) in float64: a scalar whose gradient with respect to out is `probe`. */
 const dot = (a, b) => a.reduce((s, v, i) => s + v * b[i], 0);
+
+test('matmul, matmulTransposedA, matmulTransposedB equal the textbook triple loop (sizes not multiples of 4, accumulate)', () => {
+  const [M, N, K] = [5, 7, 9];
+  const A = seededFloats(M * K, 40);
+  const At = Float32Array.from({ length: K * M }, (_, x) => A[(x % M) * K + Math.floor(x / M)]);  // [K, M]
+  const B = seededFloats(K * N, 41);
+  const Bt = Float32Array.from({ length: N * K }, (_, x) => B[(x % K) * N + Math.floor(x / K)]);  // [N, K]
+  const want = new Float64Array(M * N);
+  for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) for (let k = 0; k < K; k++) want[i * N + j] += A[i * K + k] * B[k * N + j];
+  const start = seededFloats(M * N, 42);
+  for (const [name, f, a, b] of [['matmul', matmul, A, B], ['matmulTransposedA', matmulTransposedA, At, B], ['matmulTransposedB', matmulTransposedB, A, Bt]]) {
+    const fresh = f(a, b, new Float32Array(M * N).fill(9), M, N, K);
+    const added = f(a, b, start.slice(), M, N, K, true);
+    want.forEach((v, i) => {
+      assert.ok(Math.abs(fresh[i] - v) < 1e-5, `${name}[${i}]: ${fresh[i]} vs ${v}`);
+      assert.ok(Math.abs(added[i] - (v + start[i])) < 1e-5, `${name} accumulate [${i}]`);
+    });
+  }
+});
 
 test('softmaxCrossEntropy: the loss is PyTorch\'s mean cross-entropy and its gradient matches finite differences', () => {
   const N = 5;
