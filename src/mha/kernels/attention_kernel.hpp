@@ -112,7 +112,8 @@ void attention_head_reference(const AttentionHeadArgs& args);
 void attention_head_flash(const AttentionHeadArgs& args);
 
 // For a few query rows (decoding, attention_decode.cpp): reads the keys and values in place,
-// with no repacking. Same contract.
+// with no repacking. Same contract, except training's: lse and dropout are not supported (they
+// are ignored); the layer sends training calls to attention_head_flash whatever their rows.
 void attention_head_decode(const AttentionHeadArgs& args);
 
 // The same for `count` heads that share their keys and values (a GQA group), which are read
