@@ -90,6 +90,9 @@ int64_t attention_backward_scratch_floats(const AttentionBackwardArgs& args);
 void attention_head_backward_reference(const AttentionBackwardArgs& args);
 
 // The fast kernel (attention_backward_flash.cpp): key blocks outer, query blocks inner, SIMD tiles.
+void attention_head_backward_flash(const AttentionBackwardArgs& args);
+
+// The fastest backward kernel this build has (attention_head_backward_flash).
 void attention_head_backward(const AttentionBackwardArgs& args);
 
 // Query rows the flash kernel takes together. Callers that split a head's rows between threads
