@@ -1,7 +1,7 @@
 // The oracle's backward pass (eigen_oracle.hpp: oracle::backward) against central finite
 // differences of its own float64 forward pass, on small random configurations of every option
-// (oracle_trial.hpp's draw() at small sizes, dropout through a fixed keep mask), for every entry
-// of every input and parameter. Loss = sum(output * G), G random in [-1, 1].
+// (oracle_trial.hpp's draw() at small sizes; dropout with the kernels' mask at the call's seed),
+// for every entry of every input and parameter. Loss = sum(output * G), G random in [-1, 1].
 //
 // Tolerance: the central difference (f(x + h) - f(x - h)) / 2h with h = 1e-5 errs by
 // h^2/6 * f''' (~1e-10 here) plus the loss's rounding, ~1e-16 * |loss| / h (~1e-11), so
@@ -27,19 +27,6 @@ using namespace oracle_trial;
 
 constexpr double kStep = 1e-5;
 constexpr double kTolerance = 1e-6;
-
-// A fixed pseudo-random keep mask for dropout (splitmix64 of the position): any mask will do to
-// check the oracle's own calculus; the kernels' generator is checked in oracle_backward_test.cpp.
-oracle::Dropout hashed_dropout(double p, uint64_t seed) {
-  return {p, [p, seed](int64_t b, int64_t h, int64_t i, int64_t j) {
-            uint64_t z = seed ^ (static_cast<uint64_t>(b) * 0x9E3779B97F4A7C15ull) ^
-                         (static_cast<uint64_t>(h) << 40) ^ (static_cast<uint64_t>(i) << 20) ^ static_cast<uint64_t>(j);
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-            z ^= z >> 31;
-            return static_cast<double>(z >> 11) * 0x1.0p-53 >= p;
-          }};
-}
 
 // How many of the run's configurations used each option: every one must appear.
 struct Coverage {
@@ -77,7 +64,7 @@ std::string run_trial(uint32_t seed, Coverage& coverage, int& checked, double& w
   oracle::Parameters p = oracle::to_doubles(layer->parameters());
   oracle::Inputs in = oracle::to_doubles(c, B, L, S, t.query.data(), t.cross ? t.key.data() : nullptr,
                                          t.cross ? t.value.data() : nullptr);
-  const oracle::Dropout dropout = t.options.training ? hashed_dropout(c.dropout, t.options.seed) : oracle::Dropout{};
+  const oracle::Dropout dropout = layer_dropout(t, c);  // the kernels' mask: the seeded forward is what is differentiated
   coverage.add(t, c, dropout.active());
   std::vector<double> G(static_cast<size_t>(B * L * c.output_dim));
   for (double& g : G) g = std::uniform_real_distribution<double>(-1, 1)(r.rng);

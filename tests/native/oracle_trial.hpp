@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "eigen_oracle.hpp"
+#include "mha/kernels/dropout.hpp"
 #include "mha/multihead_attention.hpp"
 
 namespace oracle_trial {
@@ -175,6 +176,19 @@ std::string compare(const std::string& what, const Ours* ours, const std::vector
       return what + "[" + std::to_string(i) + "]: " + std::to_string(g) + " vs oracle " + std::to_string(w);
   }
   return "";
+}
+
+// The dropout a trial's call applies, for the oracle: the kernels' own mask (dropout.hpp, keyed
+// by the call's seed, stream b * H + h, query row i, key j), or none unless the call trains with
+// config.dropout > 0.
+inline oracle::Dropout layer_dropout(const Trial& t, const mha::ResolvedConfig& c) {
+  if (!t.options.training || c.dropout == 0.0f) return {};
+  const float p = c.dropout;
+  const uint64_t seed = t.options.seed;
+  const int64_t H = c.num_heads;
+  return {p, [p, seed, H](int64_t b, int64_t h, int64_t i, int64_t j) {
+            return mha::kernels::keep({p, seed, static_cast<uint64_t>(b * H + h)}, i, j);
+          }};
 }
 
 inline int env_int(const char* name, int fallback) {
