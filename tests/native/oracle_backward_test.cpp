@@ -49,7 +49,7 @@ std::string compare_gradient(const std::string& what, const std::vector<float>& 
 }
 
 // One configuration; an empty string when the layer agrees with the oracle.
-std::string run_trial(uint32_t seed, Tally& tally) {
+std::string run_trial(uint32_t seed, Tally& tally, std::string& description) {
   Random r(seed);
   Trial t = draw(r);
   t.cached = false;  // no cache in training: a cached draw runs as causal self-attention
@@ -59,6 +59,7 @@ std::string run_trial(uint32_t seed, Tally& tally) {
   const double tolerance =
       4e-7 * static_cast<double>(c.embed_dim + c.kdim + c.vdim + H * (c.head_dim + c.value_head_dim) + c.output_dim +
                                  L + S + B * (L + S) + 16);
+  description = describe(t, c);
   const oracle::Dropout dropout = layer_dropout(t, c);
   tally.dropout += dropout.active();
   tally.two_threads += t.threads > 1;
@@ -115,25 +116,25 @@ std::string run_trial(uint32_t seed, Tally& tally) {
 TEST(EigenOracle, RandomConfigurationsGradientsAgree) {
   const int configs = env_int("MHA_ORACLE_BACKWARD_CONFIGS", 3000);
   const uint32_t first = static_cast<uint32_t>(env_int("MHA_ORACLE_SEED", 1));
-  int failures = 0;
+  int failures = 0, run = 0;
   Tally tally;
-  for (int i = 0; i < configs && failures < 5; ++i) {
-    const uint32_t seed = first + static_cast<uint32_t>(i);
-    std::string error;
+  for (; run < configs && failures < 5; ++run) {
+    const uint32_t seed = first + static_cast<uint32_t>(run);
+    std::string error, description;
     try {
-      error = run_trial(seed, tally);
+      error = run_trial(seed, tally, description);
     } catch (const std::exception& x) {
       error = std::string("threw: ") + x.what();
     }
     if (!error.empty()) {
       ++failures;
       ADD_FAILURE() << "seed " << seed << " (replay: MHA_ORACLE_SEED=" << seed
-                    << " MHA_ORACLE_BACKWARD_CONFIGS=1): " << error;
+                    << " MHA_ORACLE_BACKWARD_CONFIGS=1; " << description << "): " << error;
     }
   }
   std::printf("[ oracle   ] %d random configurations: forward_for_training + backward against the float64 Eigen "
               "oracle's gradients (%d with dropout, %d on 2 threads; largest error %.2f of the tolerance; seeds %u..%u)\n",
-              configs, tally.dropout, tally.two_threads, tally.worst, first, first + static_cast<uint32_t>(configs) - 1);
+              run, tally.dropout, tally.two_threads, tally.worst, first, first + static_cast<uint32_t>(run) - 1);
 }
 
 }  // namespace

@@ -165,6 +165,33 @@ inline std::unique_ptr<mha::MultiheadAttention> layer_for(const Trial& t, Random
   return layer;
 }
 
+// A configuration in one line, for a failure's message.
+inline std::string describe(const Trial& t, const mha::ResolvedConfig& c) {
+  const auto mask = [](const mha::MaskRef& m) { return m.type == mha::MaskType::kBool ? "bool" : "float"; };
+  std::string s = "B " + std::to_string(t.B) + (t.batched ? "" : " (unbatched)") + ", L " + std::to_string(t.L) +
+                  ", S " + std::to_string(t.S) + ", E " + std::to_string(c.embed_dim) + ", H " +
+                  std::to_string(c.num_heads) + "/" + std::to_string(c.num_kv_heads) + " kv, Dh " +
+                  std::to_string(c.head_dim) + ", Dv " + std::to_string(c.value_head_dim) + ", out " +
+                  std::to_string(c.output_dim) + (t.cross ? ", cross kdim " + std::to_string(c.kdim) + " vdim " +
+                                                                std::to_string(c.vdim)
+                                                          : ", self");
+  if (!c.bias) s += ", no bias";
+  if (t.options.causal) s += ", causal";
+  if (t.options.key_padding_mask.present()) s += std::string(", key_padding_mask ") + mask(t.options.key_padding_mask);
+  if (t.options.attn_mask.present())
+    s += std::string(", attn_mask ") + mask(t.options.attn_mask) + (t.am_per_head ? " per head" : "");
+  if (c.rotary.dim) s += ", rotary " + std::to_string(c.rotary.dim) + (c.rotary.interleaved ? " pairs" : " halves");
+  if (t.options.positions) s += " at positions";
+  if (c.sliding_window) s += ", window " + std::to_string(c.sliding_window);
+  if (!c.alibi_slopes.empty()) s += ", ALiBi";
+  if (c.softcap > 0) s += ", softcap " + mha::number_text(c.softcap);
+  if (c.sinks) s += ", sinks";
+  if (c.dropout > 0) s += std::string(", dropout ") + mha::number_text(c.dropout) + (t.options.training ? "" : " (not training)");
+  if (t.options.need_weights) s += t.options.average_weights ? ", weights averaged" : ", weights per head";
+  if (t.threads > 1) s += ", " + std::to_string(t.threads) + " threads";
+  return s;
+}
+
 // Compares ours (float) with the oracle (double): |ours - oracle| <= scale * (1 + |oracle|) for
 // each entry; returns an empty string or the first mismatch.
 template <typename Ours>
