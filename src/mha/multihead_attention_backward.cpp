@@ -105,7 +105,7 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
   const TensorRef saved_query{s.query.data(), s.query_shape};
   const TensorRef saved_key = key.present() ? TensorRef{s.key.data(), s.key_shape} : TensorRef{};
   const TensorRef saved_value = key.present() ? TensorRef{s.value.data(), s.value_shape} : TensorRef{};
-  run_forward(p, saved_query, saved_key, saved_value, s.options(), r.output.data(),
+  run_forward(p, saved_query, saved_key, saved_value, options, r.output.data(),
               options.need_weights ? r.weights.data() : nullptr, &s);
   t.saved = std::move(saved);
   return t;
