@@ -110,4 +110,34 @@ for (const build of builds) {
   });
 }
 
+describe('masked keys and blocked rows get exactly zero gradients, never NaN', () => {
+  /** The [B, S, D] rows of `data` whose key is padded (keyPaddingMask [B, S] true). */
+  const paddedRows = (data, mask, D) => [...mask].flatMap((padded, j) => (padded ? [...data.subarray(j * D, (j + 1) * D)] : []));
+  for (const build of builds) {
+    test(build.label, () => {
+      build.use();
+      for (const name of ['grad_fully_padded_batch', 'grad_nan_at_padded_keys']) {
+        const c = gradientCases.find((x) => x.name === name);
+        const t = c.tensors;
+        const layer = new build.MultiHeadAttention(layerConfig(c)).loadStateDict(c.stateDict);
+        const g = layer.forward(t.query, t.key, t.value, caseOptions(c, { grad: true })).backward(t.gradOutput);
+        layer.dispose();
+        const mask = t.keyPaddingMask.data;
+        assert.ok(mask.some((m) => m) && mask.some((m) => !m));
+        for (const input of ['key', 'value']) {
+          const rows = paddedRows(g[input].data, mask, g[input].shape.at(-1));
+          assert.ok(rows.every((v) => v === 0), `${name}: d${input} at padded keys: ${rows.filter((v) => v !== 0).slice(0, 3)}`);
+        }
+        for (const values of [g.query.data, g.key.data, g.value.data, ...Object.values(g.params)]) {
+          assert.ok(values.every(Number.isFinite), `${name}: a gradient has NaN or Inf`);
+        }
+        if (name === 'grad_fully_padded_batch') {  // batch 0 sees no key: its queries get no gradient
+          const [, L, E] = g.query.shape;
+          assert.ok(g.query.data.subarray(0, L * E).every((v) => v === 0));
+        }
+      }
+    });
+  }
+});
+
 after(() => console.log(`# largest gradient error: ${worstRatio.toFixed(3)} of the bound (${worstAt})`));
