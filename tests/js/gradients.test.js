@@ -24,6 +24,12 @@ function expectGradient(got, want, c, what) {
     + `(off by ${e.absolute.toExponential(3)}, ${e.ratio.toFixed(1)}x the bound)`);
 }
 
+/** Elements of a and b further apart than 8 float32 ulps of the largest |b|. */
+function roundingApart(a, b) {
+  const ulps8 = 8 * 2 ** -23 * b.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  return a.length !== b.length ? Math.max(a.length, b.length) : a.filter((v, i) => !(Math.abs(v - b[i]) <= ulps8)).length;
+}
+
 test(`the gradient fixtures cover at least 30 configurations (${gradientCases.length})`, () => {
   assert.ok(gradientCases.length >= 30);
   // Every option of the issue's list appears in some case.
@@ -65,9 +71,12 @@ for (const build of builds) {
         try {
           const plain = layer.forward(t.query, t.key ?? null, t.value ?? null, caseOptions(c));
           const r = layer.forward(t.query, t.key ?? null, t.value ?? null, caseOptions(c, { grad: true }));
-          // grad: true changes nothing in what forward returns (no dropout here).
-          assert.deepEqual(r.output, plain.output);
-          assert.deepEqual(r.weights, plain.weights);
+          // grad: true changes nothing in what forward returns (no dropout here) but float32 rounding:
+          // inference takes the decode kernel for a few query rows, training the flash kernel.
+          assert.deepEqual(r.output.shape, plain.output.shape);
+          assert.equal(roundingApart(r.output.data, plain.output.data), 0, 'output apart from the plain forward\'s');
+          assert.deepEqual(r.weights?.shape, plain.weights?.shape);
+          if (plain.weights) assert.equal(roundingApart(r.weights.data, plain.weights.data), 0, 'weights apart from the plain forward\'s');
           const out = worstError(r.output.data, t.output.data, tolerance);
           assert.ok(out.ratio <= 1, `output[${out.index}] off by ${out.absolute}`);
           if (c.options.needWeights) {

@@ -47,6 +47,16 @@ void expect_gradient_close(const std::vector<float>& got, const std::vector<floa
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.size() << " elements out of tolerance";
 }
 
+// Elements of a and b further apart than 8 float32 ulps of the largest |b|.
+int rounding_apart(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return static_cast<int>(std::max(a.size(), b.size()));
+  float largest = 0;
+  for (float x : b) largest = std::max(largest, std::fabs(x));
+  int apart = 0;
+  for (size_t i = 0; i < a.size(); ++i) apart += !(std::fabs(a[i] - b[i]) <= 8 * std::ldexp(largest, -23));
+  return apart;
+}
+
 class GradientParity : public ::testing::TestWithParam<std::tuple<size_t, int>> {};
 
 TEST_P(GradientParity, MatchesAutograd) {
@@ -60,11 +70,14 @@ TEST_P(GradientParity, MatchesAutograd) {
 
   auto trained = layer.forward_for_training(c.ref("query"), c.ref("key"), c.ref("value"), c.options());
   ASSERT_TRUE(trained.saved);
-  // Without dropout the training forward is the inference forward, to the bit.
+  // Without dropout the training forward is the inference forward, to float32 rounding: inference
+  // takes the decode kernel for a few query rows, training always the flash kernel (it keeps the
+  // log-sum-exps), so the last bits may differ; a few ulps of the tensor's scale, no more.
   const mha::ForwardResult plain = layer.forward(c.ref("query"), c.ref("key"), c.ref("value"), c.options());
   EXPECT_EQ(trained.result.output_shape, c.tensors.at("output").shape);
-  EXPECT_EQ(trained.result.output, plain.output);
-  EXPECT_EQ(trained.result.weights, plain.weights);
+  EXPECT_EQ(trained.result.weights_shape, plain.weights_shape);
+  EXPECT_EQ(rounding_apart(trained.result.output, plain.output), 0) << "output";
+  EXPECT_EQ(rounding_apart(trained.result.weights, plain.weights), 0) << "weights";
 
   const fixtures::Tensor& g_out = c.tensors.at("gradOutput");
   ASSERT_EQ(g_out.shape, trained.result.output_shape);
