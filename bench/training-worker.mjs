@@ -33,7 +33,8 @@ async function implementation() {
         const grads = r.backward(dOut);
         return { dx: grads.query.data, dWo: grads.params['out_proj.weight'] };
       },
-      memoryMB: () => module.HEAPF32.buffer.byteLength / 2 ** 20,
+      // The module's memory only grows: its size after the runs is the most they needed.
+      memoryMB: () => (module.wasmMemory?.buffer ?? module.HEAP8.buffer).byteLength / 2 ** 20,
     };
   }
   if (impl === 'tfjs-wasm' || impl === 'tfjs-cpu') {
