@@ -54,7 +54,12 @@ export class Trainer {
     this.ablated = new Set();  // "layer:head"
     this.#positions = sinusoidalPositions(Math.max(positionOffsets ? maxPosition : 0, seqLen) + seqLen, E);
     const dataRng = new Random(seed + 0x9e3779b9);
-    this.#source = new SequenceSource({ vocab, rng: dataRng, seqLen, mix: this.settings.mix, text: this.settings.text });
+    // The user's own text: its last tenth is held out (when that is at least a sequence long).
+    const { text } = this.settings;
+    const split = text !== null && text.length - Math.floor(text.length * 0.9) >= seqLen ? Math.floor(text.length * 0.9) : null;
+    const trainingText = text === null || split === null ? text : text.slice(0, split);
+    const heldOutText = text === null || split === null ? text : text.slice(split);
+    this.#source = new SequenceSource({ vocab, rng: dataRng, seqLen, mix: this.settings.mix, text: trainingText });
     this.#offsets = new Random(seed + 0x7f4a7c15);
     try {
       for (let l = 0; l < numLayers; l++) {
@@ -72,7 +77,7 @@ export class Trainer {
       throw error;
     }
     const heldOutRng = new Random(HELD_OUT_SEED);
-    const heldOutSource = new SequenceSource({ vocab, rng: heldOutRng, seqLen, mix: this.settings.mix });
+    const heldOutSource = new SequenceSource({ vocab, rng: heldOutRng, seqLen, mix: this.settings.mix, text: heldOutText });
     this.#heldOut = {
       text: heldOutSource.batch(32),
       induction: repeatedBlocks(vocab, heldOutRng, INDUCTION_SEQUENCES),
