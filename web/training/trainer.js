@@ -205,6 +205,7 @@ export class Trainer {
   trainStep(batch = this.nextBatch()) {
     const { batchSize: B, seqLen: S } = this.settings;
     const { loss, grads } = this.lossAndGradients(batch.ids, B, S, batch.offsets);
+    clipGradients(grads, this.settings.clipGradNorm);
     const { lr, beta1 } = this.schedule();
     this.optimizer.step(grads, lr, beta1);
     this.step += 1;
@@ -262,4 +263,17 @@ export class Trainer {
     for (const layer of this.#layers) layer.dispose();
     this.#layers = [];
   }
+}
+
+/**
+ * Scales all gradients down so their global L2 norm is at most maxNorm (PyTorch's
+ * clip_grad_norm_: factor maxNorm / (norm + 1e-6) when below 1). Returns the norm before.
+ */
+export function clipGradients(grads, maxNorm) {
+  let sum = 0;
+  for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) sum += g[i] * g[i];
+  const norm = Math.sqrt(sum);
+  const factor = maxNorm / (norm + 1e-6);
+  if (maxNorm > 0 && factor < 1) for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] *= factor;
+  return norm;
 }
