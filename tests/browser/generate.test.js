@@ -1,7 +1,7 @@
 // The demo's Generate mode in Debian's Chromium: the text it writes with and without the KV cache,
 // against the package in Node; Stop; typing stops it and an edit truncates the cache to the
 // unchanged prefix; the page answers input while generating. Saves build/generate-screenshot.png
-// mid-generation (UPDATE_SCREENSHOT=1: docs/generate-screenshot.png, the README's).
+// mid-generation (UPDATE_SCREENSHOT=1: docs/generate-screenshot.png, docs/demo.md's).
 import assert from 'node:assert/strict';
 import { mkdir, readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
