@@ -45,9 +45,9 @@ node tests/package/readme-examples.mjs README.md "$APP"
 (cd "$APP" && node "$ROOT/tests/package/check-first-program.mjs")
 
 echo "--- the shipped examples run from the installed package, and from a copy in the project"
-(cd "$APP" && node node_modules/mha-wasm/examples/node-example.mjs | head -n 1)
+(cd "$APP" && node node_modules/mha-wasm/examples/node-example.mjs | sed -n 1p)
 cp "$APP/node_modules/mha-wasm/examples/node-example.mjs" "$APP/copied-example.mjs"
-(cd "$APP" && node copied-example.mjs | head -n 1)
+(cd "$APP" && node copied-example.mjs | sed -n 1p)
 (cd "$APP" && node node_modules/mha-wasm/examples/generate.mjs "the kelu sat" 20 | grep -x 'the same tokens both ways')
 (cd "$APP" && node node_modules/mha-wasm/examples/sentiment.mjs "the film was not good at all" | grep -F ': negative')
 
