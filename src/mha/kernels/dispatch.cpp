@@ -13,6 +13,8 @@ void linear(const LinearArgs& a) {
 
 void attention_head(const AttentionHeadArgs& args) { attention_head_flash(args); }
 
+void attention_head_backward(const AttentionBackwardArgs& args) { attention_head_backward_flash(args); }
+
 int64_t decode_query_rows() { return simd::kTileRows; }
 
 }  // namespace mha::kernels
