@@ -68,6 +68,16 @@ export interface AttentionConfig {
   softcap?: number;
   /** A learned sink logit per head joins each softmax's denominator (gpt-oss); state-dict entry `sinks` [numHeads]. */
   sinks?: boolean;
+  /**
+   * Attention dropout probability in [0, 1) (PyTorch's and Keras' `dropout`), applied to the
+   * probabilities in calls with `training: true` only, the kept ones scaled by 1 / (1 - p). Default 0.
+   */
+  dropout?: number;
+  /**
+   * Where the layer's dropout seeds start: a training call without its own `seed` takes the next
+   * one (0 to 2^53 - 1). Default: a random start, so unseeded runs differ (as PyTorch's).
+   */
+  seed?: number;
 }
 
 /** The configuration with every default filled in; the variants appear only when the layer has them. */
@@ -89,6 +99,8 @@ export interface ResolvedConfig {
   alibiSlopes?: number[];
   softcap?: number;
   sinks?: true;
+  /** Present when the layer has dropout. */
+  dropout?: number;
 }
 
 /** Options of {@link MultiHeadAttention.forward}; every one is optional. */
@@ -124,6 +136,57 @@ export interface ForwardOptions {
    * cache: keyPaddingMask [B, cache length after the call], attnMask [L, that length].
    */
   cache?: KvCache;
+  /**
+   * Keep what {@link TrainingResult.backward} needs (the result then has `backward` and
+   * `release`). Not with `cache`, `out` or `weightsOut`. Default false.
+   */
+  grad?: boolean;
+  /** Apply the layer's dropout (config `dropout`) in this call. Default false (inference). */
+  training?: boolean;
+  /** Dropout's seed for this call (0 to 2^53 - 1); default: the layer's next seed. Same seed, same mask. */
+  seed?: number;
+  /** With needWeights under dropout: the probabilities before dropout (Keras) instead of after (PyTorch). */
+  weightsBeforeDropout?: boolean;
+}
+
+/** {@link ForwardOptions} of a call that keeps its state for a backward pass. */
+export interface GradForwardOptions extends ForwardOptions {
+  grad: true;
+  cache?: undefined;
+  out?: undefined;
+  weightsOut?: undefined;
+}
+
+/** Gradients of a loss, from {@link TrainingResult.backward}. */
+export interface Gradients {
+  /** dLoss/dQuery, the query's shape. In self-attention (key = value = null) the sum of its three uses. */
+  query: Tensor<Float32Array>;
+  /** dLoss/dKey, or null when forward got key = null. */
+  key: Tensor<Float32Array> | null;
+  /** dLoss/dValue, or null when forward got value = null. */
+  value: Tensor<Float32Array> | null;
+  /** dLoss/d each parameter, keyed and sized exactly as the layer's stateDictShapes() (sinks included). */
+  params: Record<string, Float32Array>;
+}
+
+/** What {@link MultiHeadAttention.forward} returns with `grad: true`. */
+export interface TrainingResult extends ForwardResult {
+  /**
+   * dLoss/d(inputs, parameters) given dLoss/dOutput (`dOut`, the output's shape). Call once.
+   * @throws {Error} when called twice, after release() or after the layer's dispose();
+   *   {TypeError | RangeError} for a dOut of the wrong kind or size.
+   */
+  backward(dOut: Tensor<Float32Array>): Gradients;
+  /** Frees what forward kept, without a backward (a no-op after backward). */
+  release(): void;
+  /** True once backward() or release() ran. */
+  readonly released: boolean;
+}
+
+/** Options of {@link MultiHeadAttention.initialize}. */
+export interface InitializeOptions {
+  /** 0 to 2^32 - 1 (default 0): the same seed gives the same weights in every build. */
+  seed?: number;
 }
 
 /** Options of {@link MultiHeadAttention.createCache}. */
@@ -196,10 +259,19 @@ export interface MultiHeadAttention {
    */
   loadStateDict(stateDict: StateDict): this;
   /**
+   * Fresh weights as PyTorch initializes nn.MultiheadAttention: xavier_uniform_ in_proj weights,
+   * zero biases (and sinks), out_proj.weight as nn.Linear's U(-1/sqrt(in), 1/sqrt(in)); seeded.
+   */
+  initialize(options?: InitializeOptions): this;
+  /** Copies of the current weights, keyed as stateDictShapes(). @throws {TypeError} before any weights. */
+  stateDict(): Record<string, Float32Array>;
+  /**
    * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
    * A query row with every key masked gives zero attention: its output is out_proj.bias.
+   * With `grad: true` the result also has backward() and release().
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
+  forward(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: GradForwardOptions): TrainingResult;
   forward(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: ForwardOptions): ForwardResult;
   /**
    * A KV cache for decoding with this layer (memory checked against the budget and taken now).
@@ -251,6 +323,10 @@ export interface KerasConfig {
   keyInputDim?: number;
   /** The value's feature size (default queryDim). */
   valueInputDim?: number;
+  /** Dropout on the attention scores in calls with `training: true` (Keras' dropout). Default 0. */
+  dropout?: number;
+  /** Where the dropout seeds start (see AttentionConfig.seed). */
+  seed?: number;
 }
 
 /** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
@@ -259,13 +335,17 @@ export interface KerasCallOptions {
   attentionMask?: Tensor<Uint8Array> | Tensor<Float32Array> | Tensor<Int32Array>;
   /** Query i attends to keys j <= i, combined with attentionMask by AND. */
   useCausalMask?: boolean;
-  /** Also return the per-head scores [B, H, T, S]. */
+  /** Also return the per-head scores [B, H, T, S] (before dropout, as Keras'). */
   returnAttentionScores?: boolean;
+  /** Apply dropout (Keras' training argument). Default false. */
+  training?: boolean;
+  /** Dropout's seed for this call. */
+  seed?: number;
 }
 
 /** Keras' MultiHeadAttention on this package's core (bindings/js/keras.js). */
 export interface KerasMultiHeadAttention {
-  readonly config: Required<KerasConfig>;
+  readonly config: Required<Omit<KerasConfig, 'seed'>>;
   /** The PyTorch-style layer underneath. */
   readonly layer: MultiHeadAttention;
   /** Keras' weight names and shapes, in the order of get_weights(). */

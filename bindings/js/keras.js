@@ -7,8 +7,9 @@ import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
 
-const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim'];
-const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores'];
+const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
+  'dropout', 'seed'];
+const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed'];
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -47,11 +48,14 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         queryDim: config.queryDim,
         keyInputDim: config.keyInputDim ?? valueInputDim,
         valueInputDim,
+        dropout: config.dropout ?? 0,
       });
       const c = this.#config;
       this.#layer = new MultiHeadAttention({
         embedDim: c.queryDim, numHeads: c.numHeads, kdim: c.keyInputDim, vdim: c.valueInputDim, bias: c.useBias,
         headDim: c.keyDim, valueHeadDim: c.valueDim, outputDim: c.outputShape,
+        ...(config.dropout !== undefined ? { dropout: config.dropout } : {}),
+        ...(config.seed !== undefined ? { seed: config.seed } : {}),
       });
     }
 
@@ -125,7 +129,8 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
     /**
      * call(query [B, T, queryDim], value [B, S, valueInputDim], key = value [B, S, keyInputDim],
      * { attentionMask: [B, T, S] (or [T, S], or [B, S] per batch row), 1 / true = attend;
-     *   useCausalMask; returnAttentionScores }) -> { output [B, T, outputShape], scores [B, H, T, S] | null }.
+     *   useCausalMask; returnAttentionScores; training (dropout on, with the constructor's dropout);
+     *   seed (dropout's) }) -> { output [B, T, outputShape], scores [B, H, T, S] | null } (scores before dropout, as Keras').
      * A query row that may attend to nothing gives zeros (as Keras 3; the tfjs-layers port differs).
      */
     call(query, value, key = null, options = {}) {
@@ -137,9 +142,12 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
       checkBoolean('useCausalMask', options.useCausalMask);
       checkBoolean('returnAttentionScores', options.returnAttentionScores);
       const mask = this.#masks(options.attentionMask, query, value);
+      // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
       const { output, weights } = this.#layer.forward(query, key ?? value, value, {
         ...mask, causal: options.useCausalMask ?? false,
         needWeights: options.returnAttentionScores ?? false, averageWeights: false,
+        training: options.training ?? false, weightsBeforeDropout: true,
+        ...(options.seed !== undefined ? { seed: options.seed } : {}),
       });
       return { output, scores: weights };
     }

@@ -2,6 +2,8 @@
 import { cacheHandleOf, KvCache } from './cache.js';
 import { throwHandleError } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
+import { initialStateDict } from './initialize.js';
+import { TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
@@ -9,10 +11,12 @@ import {
 const CONFIG_KEYS = [
   'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
+  'dropout', 'seed',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const OPTION_KEYS = [
   'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
+  'grad', 'training', 'seed', 'weightsBeforeDropout',
 ];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 const MASK_KINDS = [Uint8Array, Float32Array];
@@ -51,6 +55,15 @@ function checkVariants(config) {
   }
   checkBoolean('sinks', config.sinks);
   return { ...config, ...(alibiSlopes ? { alibiSlopes } : {}) };
+}
+
+/** A dropout seed: an integer from 0 to 2^53 - 1. */
+function checkSeed(name, value) {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${describe(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(`${name} must be an integer from 0 to 2^53 - 1, got ${value}`);
+  }
 }
 
 function tensorForCore(scope, tensor) {
@@ -104,6 +117,8 @@ export function defineMultiHeadAttention(module) {
   return class MultiHeadAttention {
     #handle;
     #caches = new Set();  // alive caches this layer made; dispose() frees them
+    #trainingResults = new Set();  // forward results with grad still holding state; dispose() frees them
+    #nextSeed;  // dropout's seed for the next training call that gives none
 
     constructor(config) {
       checkPlainObject('MultiHeadAttention: config', config);
@@ -117,7 +132,14 @@ export function defineMultiHeadAttention(module) {
       if (config.scale !== undefined && (typeof config.scale !== 'number' || !Number.isFinite(config.scale))) {
         throw new RangeError(`scale must be a finite number, got ${describe(config.scale)}`);
       }
-      const handle = new module.LayerHandle(checkVariants(config));
+      if (config.dropout !== undefined && typeof config.dropout !== 'number') {
+        throw new TypeError(`dropout must be a number in [0, 1), got ${describe(config.dropout)}`);
+      }
+      checkSeed('seed', config.seed);
+      // Unseeded layers draw a different dropout sequence each run, as PyTorch's do.
+      this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
+      const { seed, ...coreConfig } = config;
+      const handle = new module.LayerHandle(checkVariants(coreConfig));
       if (handle.lastErrorKind() !== 0) {
         try {
           throwHandleError(handle, 'MultiHeadAttention');
@@ -142,6 +164,33 @@ export function defineMultiHeadAttention(module) {
     /** The state-dict keys this layer takes, with their PyTorch shapes. */
     stateDictShapes() {
       return this.#live('stateDictShapes').stateDictShapes();
+    }
+
+    /**
+     * Fresh weights as PyTorch initializes nn.MultiheadAttention (xavier_uniform_ in_proj, zero
+     * biases, out_proj as nn.Linear), from `seed` (default 0). Returns the layer.
+     */
+    initialize(options = {}) {
+      this.#live('initialize');
+      checkPlainObject('initialize: options', options);
+      checkKnownKeys('initialize options', options, ['seed']);
+      if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isInteger(options.seed)
+        || options.seed < 0 || options.seed > 0xffffffff)) {
+        throw new RangeError(`initialize: seed must be an integer from 0 to 2^32 - 1, got ${describe(options.seed)}`);
+      }
+      return this.loadStateDict(initialStateDict(this.stateDictShapes(), options.seed ?? 0));
+    }
+
+    /** Copies of the current weights, keyed as stateDictShapes() (what loadStateDict takes). */
+    stateDict() {
+      const handle = this.#live('stateDict');
+      const entries = handle.stateDict();
+      if (entries === null) throw new TypeError('stateDict: the layer has no weights yet; call loadStateDict() or initialize() first');
+      try {
+        return Object.fromEntries(entries.map((e) => [e.name, copyOutFloats(module, e.ptr, e.length)]));
+      } finally {
+        handle.releaseStateDict();
+      }
     }
 
     /** True until dispose() is called. */
@@ -231,12 +280,24 @@ export function defineMultiHeadAttention(module) {
       checkTensor('value', value, { expected: '[B, S, vdim]', optional: true });
       checkPlainObject('forward: options', options);
       checkKnownKeys('forward options', options, OPTION_KEYS);
-      for (const flag of ['causal', 'needWeights', 'averageWeights']) checkBoolean(flag, options[flag]);
+      for (const flag of ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout']) {
+        checkBoolean(flag, options[flag]);
+      }
+      checkSeed('seed', options.seed);
+      if (options.grad && options.cache != null) {
+        throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
+          + 'pass the whole sequence without a cache)');
+      }
+      if (options.grad && (options.out != null || options.weightsOut != null)) {
+        throw new TypeError(`${options.out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
+      }
       const keyPaddingMask = checkTensor('keyPaddingMask', options.keyPaddingMask, { kinds: MASK_KINDS, optional: true });
       const attnMask = checkTensor('attnMask', options.attnMask, { kinds: MASK_KINDS, optional: true });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
 
+      // A training call without a seed takes the layer's next one (dropout's mask depends on it).
+      const seed = options.training ? (options.seed ?? this.#nextSeed++) : 0;
       const request = (toCore) => ({
         query: toCore(query),
         key: toCore(key),
@@ -248,6 +309,10 @@ export function defineMultiHeadAttention(module) {
         causal: options.causal ?? false,
         needWeights: options.needWeights ?? false,
         averageWeights: options.averageWeights ?? true,
+        grad: options.grad ?? false,
+        training: options.training ?? false,
+        seed,
+        weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       });
       // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
       if (!handle.checkForward(request(shapeForCore))) throwHandleError(handle, 'forward');
@@ -257,6 +322,7 @@ export function defineMultiHeadAttention(module) {
       }
       const weightsOut = options.weightsOut == null ? null
         : checkOutBuffer(module, 'weightsOut', options.weightsOut, handle.plannedWeightsShape());
+      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value });
       const scope = new HeapScope(module);
       try {
         const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)));
@@ -274,10 +340,39 @@ export function defineMultiHeadAttention(module) {
       }
     }
 
+    #forwardForTraining(handle, request, inputs) {
+      const scope = new HeapScope(module);
+      let saved = null;
+      try {
+        saved = handle.forwardForTraining(request((tensor) => tensorForCore(scope, tensor)));
+        if (!saved) throwHandleError(handle, 'forward');
+        const outputShape = handle.outputShape();
+        const count = (shape) => shape.reduce((n, d) => n * d, 1);
+        const output = { data: copyOutFloats(module, handle.outputPtr(), count(outputShape)), shape: outputShape };
+        const weightsShape = handle.weightsShape();
+        const weights = weightsShape && { data: copyOutFloats(module, handle.weightsPtr(), count(weightsShape)), shape: weightsShape };
+        const owner = {
+          module,
+          handle: (method) => this.#live(method),
+          onDone: (r) => this.#trainingResults.delete(r),
+          inputShapes: { query: inputs.query.shape, key: inputs.key?.shape, value: inputs.value?.shape },
+        };
+        const result = new TrainingResult(saved, owner, output, weights);
+        saved = null;  // the result owns it now
+        this.#trainingResults.add(result);
+        return result;
+      } finally {
+        saved?.delete();
+        handle.releaseResult();
+        scope.free();
+      }
+    }
+
     /** Frees the layer's wasm memory. Safe to call more than once. */
     dispose() {
       if (this.#handle) {
         for (const cache of [...this.#caches]) cache.dispose();
+        for (const result of [...this.#trainingResults]) result.layerDisposed();
         leakedLayers.unregister(this);
         this.#handle.delete();
         this.#handle = null;
