@@ -174,9 +174,9 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
     // Keras' attention axes for an input of `rank`: the attended axes and the other (batch-like) ones.
     #axes(rank) {
       const inner = Array.from({ length: rank - 2 }, (_, i) => i + 1);
-      const attended = this.attentionAxes ? this.attentionAxes.map((a) => (a < 0 ? a + rank - 1 : a)) : inner;
+      const attended = this.attentionAxes ?? inner;
       for (const a of attended) {
-        if (!inner.includes(a)) throw new RangeError(`MultiHeadAttention: attentionAxes ${JSON.stringify(this.attentionAxes)} must name axes between 1 and ${rank - 2} (not the batch or features) of a rank-${rank} input`);
+        if (!inner.includes(a)) throw new RangeError(`MultiHeadAttention.apply: attentionAxes ${JSON.stringify(this.attentionAxes)} must name axes between 1 and ${rank - 2} (not the batch or features) of a rank-${rank} input`);
       }
       return { attended, batch: [0, ...inner.filter((a) => !attended.includes(a))] };
     }
@@ -203,7 +203,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
       }
       const { batch, attended } = this.#axes(rank);
-      if (attended.length === rank - 2 && batch.length === 1) return this.#attend3d(query, value, key, attentionMask, options);
+      if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
       if (attentionMask || options.useCausalMask) {
         throw new Error('MultiHeadAttention.call: attentionMask and useCausalMask are not supported together with attentionAxes other than all inner axes');
       }
