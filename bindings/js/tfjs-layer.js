@@ -8,7 +8,8 @@ const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'v
   'attention_output/kernel', 'attention_output/bias'];
 const CALL_KEYS = ['value', 'key', 'attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'mask',
   'attentionInputs'];
-const INPUT_ROLES = ['query', 'value', 'key', 'attentionMask'];
+// Roles of the layer's input list (one word each: tfjs-layers snake-cases a saved model's call arguments).
+const INPUT_ROLES = ['query', 'value', 'key', 'mask'];
 
 /** [rows, cols] row-major -> [cols, rows]. */
 function transpose(data, rows, cols) {
@@ -107,7 +108,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         list = [inputs, value];
         roles = ['query', 'value'];
         if (key != null) { list.push(key); roles.push('key'); }
-        if (attentionMask != null) { list.push(attentionMask); roles.push('attentionMask'); }
+        if (attentionMask != null) { list.push(attentionMask); roles.push('mask'); }
       }
       if (list.length !== roles.length || list.some((t) => !isTensorLike(t))) {
         throw new TypeError(`MultiHeadAttention.apply: expected tensors for ${roles.join(', ')}, got ${list.length} inputs`);
@@ -191,7 +192,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         training: kwargs.training === true,
       };
       this.#releasePending();
-      return this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.attentionMask ?? null, options);
+      return this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.mask ?? null, options);
     }
 
     // Attention over Keras' attention axes: the other axes fold into the batch, the attended ones
