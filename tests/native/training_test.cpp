@@ -93,13 +93,13 @@ TEST(Parameters, StateDictFromParametersRoundTrips) {
 }
 
 // A small layer with every variant that has a gradient path of its own.
-struct Setup {
+struct TestLayer {
   std::unique_ptr<mha::MultiheadAttention> layer;
   std::vector<std::vector<float>> weights;
 };
 
-Setup make_layer(mha::AttentionConfig config, unsigned seed) {
-  Setup s;
+TestLayer make_layer(mha::AttentionConfig config, unsigned seed) {
+  TestLayer s;
   s.layer = std::make_unique<mha::MultiheadAttention>(config);
   mha::StateDict sd;
   for (const auto& [key, shape] : mha::state_dict_layout(s.layer->config())) {
@@ -135,7 +135,7 @@ double loss_of(const std::vector<float>& output, const std::vector<float>& g) {
 // Central differences of the layer's own float32 forward: a check of the stages' wiring (the
 // kernels' formulas are checked tightly against the float64 oracle and PyTorch elsewhere).
 TEST(LayerBackward, MatchesFiniteDifferencesOfItsForward) {
-  Setup s = make_layer(variant_config(), 20);
+  TestLayer s = make_layer(variant_config(), 20);
   const int64_t B = 2, L = 5;
   auto x = random_vector(B * L * 12, 7);
   mha::ForwardOptions o;
@@ -187,7 +187,7 @@ TEST(LayerBackward, CrossAttentionGivesKeyAndValueGradients) {
   c.num_heads = 2;
   c.kdim = 5;
   c.vdim = 3;
-  Setup s = make_layer(c, 30);
+  TestLayer s = make_layer(c, 30);
   auto q = random_vector(2 * 3 * 8, 1), k = random_vector(2 * 4 * 5, 2), v = random_vector(2 * 4 * 3, 3);
   const auto g = random_vector(2 * 3 * 8, 4);
   const auto loss = [&] {
@@ -216,13 +216,13 @@ TEST(LayerBackward, CrossAttentionGivesKeyAndValueGradients) {
 
 TEST(LayerBackward, SameBitsRunToRunAndCloseAcrossThreadCounts) {
   mha::AttentionConfig c = variant_config();
-  Setup one = make_layer(c, 40), two = make_layer(c, 40);
+  TestLayer one = make_layer(c, 40), two = make_layer(c, 40);
   two.layer->set_thread_pool(std::make_shared<mha::ThreadPool>(2));
   const int64_t B = 1, L = 300;
   const auto x = random_vector(B * L * 12, 5), g = random_vector(B * L * 7, 6);
   mha::ForwardOptions o;
   o.causal = true;
-  const auto run = [&](Setup& s) {
+  const auto run = [&](TestLayer& s) {
     auto t = s.layer->forward_for_training({x.data(), {B, L, 12}}, {}, {}, o);
     return s.layer->backward(*t.saved, g.data());
   };
@@ -236,7 +236,7 @@ TEST(LayerBackward, SameBitsRunToRunAndCloseAcrossThreadCounts) {
 }
 
 TEST(LayerBackward, RefusesACacheAndChangedWeights) {
-  Setup s = make_layer(variant_config(), 50);
+  TestLayer s = make_layer(variant_config(), 50);
   const auto x = random_vector(3 * 12, 1);
   auto cache = s.layer->create_cache(1, 8, mha::CacheDtype::kF32);
   mha::ForwardOptions with_cache;

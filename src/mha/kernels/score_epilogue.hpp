@@ -51,4 +51,12 @@ inline float transform_score(const ScoreEpilogue& e, float s, int64_t i, int64_t
   return s;
 }
 
+// d(transform_score)/d(scaled score), given the score after softcap (before ALiBi): softcap's
+// derivative 1 - tanh^2 = 1 - (capped / c)^2; ALiBi adds a constant. The backward passes'.
+inline float score_step_derivative(const ScoreEpilogue& e, float capped) {
+  if (e.softcap <= 0.0f) return 1.0f;
+  const float t = capped / e.softcap;
+  return 1.0f - t * t;
+}
+
 }  // namespace mha::kernels
