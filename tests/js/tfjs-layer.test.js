@@ -10,7 +10,7 @@ import { mhaTfjs } from '../../bindings/js/tfjs.js';
 import { KerasReference, tf } from './keras-reference.js';
 import { seededFloats } from './seeded.js';
 
-const { MultiHeadAttention, multiHeadAttention } = await mhaTfjs(tf);
+const { MultiHeadAttention, multiHeadAttention } = await mhaTfjs(tf, { threads: 1 });
 const OUTPUT = { absolute: 1e-5, relative: 1e-4 };
 const GRADIENT = { absolute: 1e-5, relative: 1e-3 };
 
