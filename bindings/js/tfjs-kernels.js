@@ -93,10 +93,21 @@ function conv2DBackpropFilter(tf, previous) {
               if (iw < 0 || iw >= inWidth) continue;
               const xAt = ((b * inHeight + ih) * inWidth + iw) * inChannels;
               const tapAt = (kh * filterWidth + kw) * inChannels * outChannels;
-              for (let ci = 0; ci < inChannels; ci++) {
-                const xv = xs[xAt + ci];
-                if (xv === 0) continue;
-                const row = tapAt + ci * outChannels;
+              // Four input channels per pass over the dy row: one dy load feeds four accumulations.
+              let ci = 0;
+              for (; ci + 4 <= inChannels; ci += 4) {
+                const x0 = xs[xAt + ci], x1 = xs[xAt + ci + 1], x2 = xs[xAt + ci + 2], x3 = xs[xAt + ci + 3];
+                const r0 = tapAt + ci * outChannels, r1 = r0 + outChannels, r2 = r1 + outChannels, r3 = r2 + outChannels;
+                for (let co = 0; co < outChannels; co++) {
+                  const d = dys[dyAt + co];
+                  dW[r0 + co] += x0 * d;
+                  dW[r1 + co] += x1 * d;
+                  dW[r2 + co] += x2 * d;
+                  dW[r3 + co] += x3 * d;
+                }
+              }
+              for (; ci < inChannels; ci++) {
+                const xv = xs[xAt + ci], row = tapAt + ci * outChannels;
                 for (let co = 0; co < outChannels; co++) dW[row + co] += xv * dys[dyAt + co];
               }
             }
