@@ -11,7 +11,7 @@ const VOCAB = 16;        // token 0 is the marker, 1..15 are content
 const LENGTH = 12;       // tokens per sequence
 const FEATURES = 2 * VOCAB;  // each position: one-hot of its token and of the previous token
 const BATCH = 32;
-const STEPS = 400;
+const STEPS = 200;
 
 let state = 12345;  // a small seeded generator, so every run prints the same losses
 const random = () => {
@@ -92,7 +92,7 @@ for (let s = 1; s <= STEPS; s++) {
   step({ ...g.params, readout: dReadout });
   const { readout, ...weights } = params;
   layer.loadStateDict(weights);
-  if (s % 50 === 0 || s === 1) {
+  if (s % 25 === 0 || s === 1) {
     console.log(`step ${String(s).padStart(3)}  loss ${loss.toFixed(4)}  accuracy ${(correct / BATCH).toFixed(2)}`);
   }
 }

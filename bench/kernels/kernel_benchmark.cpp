@@ -1,5 +1,5 @@
 // The two micro-kernels on their own, one thread: the projection GEMM (PackedLinear) and the
-// flash-attention kernel of one head. Built for wasm and natively by bench/kernels/run.sh
+// flash-attention kernel of one head, forward and backward. Built for wasm and natively by bench/kernels/run.sh
 // (`npm run bench:kernels`); prints one row per kernel: shape, ms (best of 15 after warm-up), GFLOPS.
 #include <algorithm>
 #include <chrono>
@@ -65,6 +65,35 @@ struct Head {
   }
 };
 
+// The backward pass of one head (attention_head_backward_flash): the forward's output and lse,
+// a gradient dO, and dQ, dK, dV (zeroed before each run, as the layer does).
+struct HeadBackward {
+  Head head;
+  std::vector<float> lse, d_out, d_q, d_k, d_v, scratch;
+  mha::kernels::AttentionBackwardArgs b{};
+  HeadBackward(int64_t L, int64_t Dh, bool causal) : head(L, Dh), lse(L), d_out(uniform(L * Dh, 7, 1.0f)),
+                                                      d_q(L * Dh), d_k(L * Dh), d_v(L * Dh) {
+    head.a.causal = causal;
+    head.a.lse = lse.data();
+    mha::kernels::attention_head_flash(head.a);
+    b.forward = head.a;
+    b.lse = lse.data();
+    b.d_out = d_out.data();
+    b.d_q = d_q.data();
+    b.d_k = d_k.data();
+    b.d_v = d_v.data();
+    b.d_out_stride = b.d_q_stride = b.d_k_stride = b.d_v_stride = Dh;
+    scratch.resize(mha::kernels::attention_backward_scratch_floats(b));
+    b.scratch = scratch.data();
+  }
+  void run() {
+    std::fill(d_q.begin(), d_q.end(), 0.0f);
+    std::fill(d_k.begin(), d_k.end(), 0.0f);
+    std::fill(d_v.begin(), d_v.end(), 0.0f);
+    mha::kernels::attention_head_backward_flash(b);
+  }
+};
+
 }  // namespace
 
 int main() {
@@ -87,6 +116,16 @@ int main() {
     Head head(L, Dh);
     report("flash attention, one head (attention_head_flash)", "L = S = 2048, head dim 64", 4.0 * L * S * Dh,
            [&] { mha::kernels::attention_head_flash(head.a); });
+  }
+  {
+    // The backward pass: 10 L S Dh flops (S = Q K^T and dP = dO V^T recomputed, then dV, dK, dQ).
+    const int64_t L = 2048, Dh = 64;
+    HeadBackward full(L, Dh, false);
+    report("flash attention backward, one head (attention_head_backward_flash)", "L = S = 2048, head dim 64",
+           10.0 * L * L * Dh, [&] { full.run(); });
+    HeadBackward causal(L, Dh, true);
+    report("flash attention backward, one head, causal", "L = S = 2048, head dim 64", 10.0 * Dh * L * (L + 1) / 2,
+           [&] { causal.run(); });
   }
   {
     // The sliding window skips whole key tiles: causal L = 4096 against a window of 512 keys.

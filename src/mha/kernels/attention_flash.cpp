@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "attention_kernel.hpp"
+#include "dropout.hpp"
 #include "fast_exp.hpp"
 #include "simd.hpp"
 
@@ -95,6 +96,7 @@ struct QueryBlock {
   int64_t first, rows;              // index of row 0 among the call's rows; valid rows
   int64_t key_begin;                // first key of the first tile visited (a multiple of kCols)
   std::vector<float> max, sum;      // m and l per row
+  std::vector<char> seen;           // (lse only) whether some key was not blocked for the row
   std::vector<float> acc;           // [kQueryBlock][Dp] unnormalized output
   std::vector<float> scores;        // [kQueryBlock][stride] masked scores, then probabilities
   int64_t stride;                   // kKeyTile, or Sp when weights keep the whole row
@@ -106,13 +108,14 @@ struct QueryBlock {
 
 class FlashAttention {
  public:
-  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), e_(epilogue_of(a)), h_(a) {}
+  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), e_(epilogue_of(a)), h_(a), dropout_(a.dropout) {}
 
   void run() {
     QueryBlock b;
     b.stride = a_.weights ? h_.Sp : kKeyTile;
     b.max.resize(kQueryBlock);
     b.sum.resize(kQueryBlock);
+    b.seen.resize(kQueryBlock);
     b.acc.resize(static_cast<size_t>(kQueryBlock * h_.Dp));
     b.scores.resize(static_cast<size_t>(kQueryBlock * b.stride));
     b.q.resize(static_cast<size_t>(kQueryBlock * h_.Dh));
@@ -123,6 +126,7 @@ class FlashAttention {
       std::fill(b.max.begin(), b.max.end(), e_.sink);
       std::fill(b.sum.begin(), b.sum.end(), e_.has_sink() ? 1.0f : 0.0f);
       std::fill(b.acc.begin(), b.acc.end(), 0.0f);
+      std::fill(b.seen.begin(), b.seen.end(), 0);
       // Keys no row of the block may see (causal, sliding window) are skipped whole: the first
       // row sees the earliest keys, the last row the latest.
       const int64_t position = a_.first_query + b.first;
@@ -156,8 +160,11 @@ class FlashAttention {
 
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * b.stride;
-      const float m_old = b.max[r0 + r];
-      float m_new = std::max(m_old, simd::hmax(tile_max[r]));  // NaN scores are left out of the max...
+      const float m_old = b.max[r0 + r], row_max = simd::hmax(tile_max[r]);
+      float m_new = std::max(m_old, row_max);  // NaN scores are left out of the max...
+      // lse: a row whose keys are all blocked gets -inf, even with a sink (its max is the sink's).
+      if (a_.lse && !b.seen[r0 + r])
+        b.seen[r0 + r] = row_max != kNegInf || !std::all_of(sr, sr + padded_keys, [](float x) { return x == kNegInf; });
       // With weights the masked scores stay in the row for finish(); p goes to a tile buffer.
       float* pr = a_.weights ? tile_probabilities_.data() + r * kKeyTile : sr;
       if (m_new == kNegInf) {
@@ -178,6 +185,8 @@ class FlashAttention {
       }
       b.max[r0 + r] = m_new;
       b.sum[r0 + r] = b.sum[r0 + r] * correction + simd::hsum(vsum);
+      // Training: dropout after the sum (the denominator counts every probability).
+      if (a_.dropout.active()) dropout_.apply(a_.first_query + b.first + r0 + r, j0, keys, pr);
       if (correction != 1.0f) {
         float* acc = b.acc.data() + (r0 + r) * h_.Dp;
         const Vec c(correction);
@@ -360,14 +369,15 @@ class FlashAttention {
     }
   }
 
-  // out = acc / l (zeros for rows with every key blocked); weights += factor * softmax row,
-  // over the keys the block visited (the rest of the row stays 0).
-  void finish(const QueryBlock& b) const {
+  // out = acc / l (zeros for rows with every key blocked); lse = m + log l; weights += factor *
+  // softmax row (after dropout), over the keys the block visited (the rest of the row stays 0).
+  void finish(const QueryBlock& b) {
     for (int64_t r = 0; r < b.rows; ++r) {
       const int64_t i = b.first + r;
       float* out = a_.out + i * a_.out_stride;
       const bool blocked = b.max[r] == kNegInf;
       const float inv_sum = blocked ? 0.0f : 1.0f / b.sum[r];
+      if (a_.lse) a_.lse[i] = b.seen[r] ? b.max[r] + std::log(b.sum[r]) : kNegInf;
       const float* acc = b.acc.data() + r * h_.Dp;
       for (int64_t d = 0; d < h_.Dv; ++d) out[d] = acc[d] * inv_sum;
       if (!a_.weights || blocked) continue;
@@ -377,6 +387,10 @@ class FlashAttention {
       const KeyRange visible = visible_keys(e_, a_.first_query + i, h_.S);
       if (visible.begin == visible.end) continue;  // only a sink: zero weights
       const int64_t key_end = visible.end;
+      if (a_.dropout.active()) {  // each probability times its dropout factor, lane by lane
+        weights_with_dropout(sr, w, a_.first_query + i, b.key_begin, key_end, b.max[r], inv_sum);
+        continue;
+      }
       int64_t j = b.key_begin;
       for (; j + kW <= key_end; j += kW)
         simd::store(w + j, simd::fmadd(factor, fast_exp(simd::load(sr + j) - m), simd::load(w + j)));
@@ -388,9 +402,26 @@ class FlashAttention {
     }
   }
 
+  // w[j] += factor * p[j] * dropout factor, for keys key_begin .. key_end-1 of the row at
+  // `position`, p[j] = exp(sr[j] - m) * inv_sum.
+  void weights_with_dropout(const float* sr, float* w, int64_t position, int64_t key_begin, int64_t key_end, float m,
+                            float inv_sum) {
+    row_factors_.resize(static_cast<size_t>(key_end - key_begin + kW));
+    dropout_.factors(position, key_begin, key_end - key_begin, row_factors_.data());
+    alignas(64) float lanes[kW];
+    const Vec vm(m);
+    for (int64_t j = key_begin; j < key_end; j += kW) {
+      simd::store(lanes, fast_exp(simd::load(sr + j) - vm));
+      for (int64_t t = 0; t < kW && j + t < key_end; ++t)
+        w[j + t] += a_.weights_factor * (lanes[t] * inv_sum * row_factors_[j + t - key_begin]);
+    }
+  }
+
   const AttentionHeadArgs& a_;
   const ScoreEpilogue e_;  // a_.epilogue with a_.causal
   PackedHead h_;
+  const DropoutMask dropout_;
+  std::vector<float> row_factors_;  // weights_with_dropout's dropout factors
   std::vector<int64_t> fast_keys_, guarded_keys_;
   std::vector<float> tile_probabilities_ = std::vector<float>(static_cast<size_t>(kRows * kKeyTile));
 };
@@ -406,8 +437,10 @@ int64_t attention_scratch_floats(const AttentionHeadArgs& args) {
 void attention_head_flash(const AttentionHeadArgs& args) {
   if (args.query_len <= 0) return;
   if (args.key_len <= 0) {  // nothing to attend to: every row is fully blocked
-    for (int64_t i = 0; i < args.query_len; ++i)
+    for (int64_t i = 0; i < args.query_len; ++i) {
       std::fill(args.out + i * args.out_stride, args.out + i * args.out_stride + value_head_dim(args), 0.0f);
+      if (args.lse) args.lse[i] = kNegInf;
+    }
     return;
   }
   FlashAttention(args).run();

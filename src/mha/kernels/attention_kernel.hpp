@@ -62,7 +62,8 @@ struct AttentionHeadArgs {
 //   d_sink += -sum_i P_sink[i] D[i]
 // Only keys key_begin .. key_end-1 are visited, so threads can split a head's keys; dQ, dK, dV
 // and d_sink are accumulated (+=): the caller zeroes them and may add several heads (a GQA
-// group) into one dK / dV. A blocked (i, j) contributes nothing and its k or v is never read
+// group) into one dK / dV. Calls on pieces of one head's keys all add to dQ (threads need their
+// own dQ, summed afterwards); the sink's gradient is added by the piece with key_begin = 0 only. A blocked (i, j) contributes nothing and its k or v is never read
 // (NaN there reaches no gradient); a row with every key blocked (lse = -inf) gives zero
 // gradients.
 struct AttentionBackwardArgs {
@@ -75,19 +76,23 @@ struct AttentionBackwardArgs {
   float* d_k;                 // [S, Dh] +=, row stride d_k_stride (rows key_begin.. are written)
   float* d_v;                 // [S, Dv] +=, row stride d_v_stride
   int64_t d_out_stride, d_q_stride, d_k_stride, d_v_stride;
-  float* d_sink = nullptr;    // += this head's sink gradient (when the epilogue has a sink)
+  float* d_sink = nullptr;    // += this head's sink gradient (with a sink, when key_begin = 0)
   int64_t key_begin = 0, key_end = -1;  // -1: key_len
   // Optional scratch of attention_backward_scratch_floats(args) floats; null: the kernel allocates.
   float* scratch = nullptr;
 };
 
-// Floats of scratch attention_head_backward needs for these args: O((keys + block) * head sizes).
+// Floats of scratch attention_head_backward needs for these args: O((L + block) * head sizes)
+// (the queries packed once per call, one key block at a time). L = S = 2048, Dh = Dv = 64: ~2.7 MB.
 int64_t attention_backward_scratch_floats(const AttentionBackwardArgs& args);
 
 // The contract stated plainly (attention_backward_reference.cpp): one row at a time.
 void attention_head_backward_reference(const AttentionBackwardArgs& args);
 
 // The fast kernel (attention_backward_flash.cpp): key blocks outer, query blocks inner, SIMD tiles.
+void attention_head_backward_flash(const AttentionBackwardArgs& args);
+
+// The fastest backward kernel this build has (attention_head_backward_flash).
 void attention_head_backward(const AttentionBackwardArgs& args);
 
 // Query rows the flash kernel takes together. Callers that split a head's rows between threads
@@ -112,7 +117,8 @@ void attention_head_reference(const AttentionHeadArgs& args);
 void attention_head_flash(const AttentionHeadArgs& args);
 
 // For a few query rows (decoding, attention_decode.cpp): reads the keys and values in place,
-// with no repacking. Same contract.
+// with no repacking. Same contract, except training's: lse and dropout are not supported (they
+// are ignored); the layer sends training calls to attention_head_flash whatever their rows.
 void attention_head_decode(const AttentionHeadArgs& args);
 
 // The same for `count` heads that share their keys and values (a GQA group), which are read

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "attention_kernel.hpp"
+#include "dropout.hpp"
 
 namespace mha::kernels {
 
@@ -12,6 +13,7 @@ void attention_head_reference(const AttentionHeadArgs& a) {
   ScoreEpilogue e = a.epilogue;
   e.causal = a.causal;
   const int64_t S = a.key_len, Dh = a.head_dim, Dv = a.value_head_dim > 0 ? a.value_head_dim : a.head_dim;
+  const DropoutMask dropout(a.dropout);
   std::vector<float> scores(S);  // one row at a time: memory O(S), never O(L*S)
   for (int64_t i = 0; i < a.query_len; ++i) {
     const int64_t position = a.first_query + i;
@@ -36,23 +38,31 @@ void attention_head_reference(const AttentionHeadArgs& a) {
       if (scores[j] > row_max) row_max = scores[j];
     }
     for (int64_t d = 0; d < Dv; ++d) out[d] = 0.0f;
-    if (!any_key) continue;  // every key blocked: zero result, zero weights
+    if (!any_key) {  // every key blocked: zero result, zero weights
+      if (a.lse) a.lse[i] = kNegInf;
+      continue;
+    }
 
     float sum = e.has_sink() ? std::exp(e.sink - row_max) : 0.0f;
     for (int64_t j = 0; j < S; ++j) {
       scores[j] = scores[j] == kNegInf ? 0.0f : std::exp(scores[j] - row_max);
       sum += scores[j];
     }
+    if (a.lse) a.lse[i] = row_max + std::log(sum);
     const float inv_sum = 1.0f / sum;
     for (int64_t j = 0; j < S; ++j) {
+      scores[j] *= inv_sum;  // the probability, then (training) after dropout
+      if (a.dropout.active()) scores[j] = dropout.keep(position, j) ? scores[j] * dropout.scale() : 0.0f;
+    }
+    for (int64_t j = 0; j < S; ++j) {
       if (scores[j] == 0.0f) continue;
-      const float p = scores[j] * inv_sum;
+      const float p = scores[j];
       const float* v = a.v + j * a.v_stride;
       for (int64_t d = 0; d < Dv; ++d) out[d] += p * v[d];
     }
     if (a.weights) {
       float* w = a.weights + i * S;
-      for (int64_t j = 0; j < S; ++j) w[j] += a.weights_factor * (scores[j] * inv_sum);
+      for (int64_t j = 0; j < S; ++j) w[j] += a.weights_factor * scores[j];
     }
   }
 }

@@ -13,9 +13,7 @@ void linear(const LinearArgs& a) {
 
 void attention_head(const AttentionHeadArgs& args) { attention_head_flash(args); }
 
-// Until the fast backward kernel lands: the reference, which needs no scratch.
-void attention_head_backward(const AttentionBackwardArgs& args) { attention_head_backward_reference(args); }
-int64_t attention_backward_scratch_floats(const AttentionBackwardArgs&) { return 0; }
+void attention_head_backward(const AttentionBackwardArgs& args) { attention_head_backward_flash(args); }
 
 int64_t decode_query_rows() { return simd::kTileRows; }
 

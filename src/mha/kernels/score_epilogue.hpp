@@ -6,7 +6,8 @@
 //     ->  softmax, with an optional sink logit in the denominator
 //
 // i and j are absolute positions: query row r of a call is at first_query + r (so a KV cache
-// puts its new queries after the cached keys), key j at j. Both kernels call these functions;
+// puts its new queries after the cached keys), key j at j. Both kernels call these functions
+// (and both backward kernels transform_score_derivative);
 // the flash kernel also uses visible_keys() to skip whole key tiles (causal, sliding window).
 #pragma once
 
@@ -51,12 +52,15 @@ inline float transform_score(const ScoreEpilogue& e, float s, int64_t i, int64_t
   return s;
 }
 
-// d(transform_score)/d(scaled score), given the score after softcap (before ALiBi): softcap's
-// derivative 1 - tanh^2 = 1 - (capped / c)^2; ALiBi adds a constant. The backward passes'.
-inline float score_step_derivative(const ScoreEpilogue& e, float capped) {
-  if (e.softcap <= 0.0f) return 1.0f;
-  const float t = capped / e.softcap;
-  return 1.0f - t * t;
+// The score step's derivative (the backward pass: dS of the scaled score = dS of the final
+// score times this), given `capped` = c * tanh(s / c), the score after softcap and before ALiBi
+// (s itself without softcap): d(c tanh(s / c))/ds = 1 - tanh^2 = 1 - (capped / c)^2. ALiBi and the
+// masks add constants (derivative 1). T: float (the reference) or a SIMD vector (the flash kernel).
+template <class T>
+inline T transform_score_derivative(const ScoreEpilogue& e, T capped) {
+  if (!(e.softcap > 0.0f)) return T(1.0f);
+  const T y = capped * T(1.0f / e.softcap);
+  return T(1.0f) - y * y;
 }
 
 }  // namespace mha::kernels
