@@ -214,7 +214,7 @@ TEST(LayerBackward, CrossAttentionGivesKeyAndValueGradients) {
   }
 }
 
-TEST(LayerBackward, SameBitsRunToRunAndCloseAcrossThreadCounts) {
+TEST(Threads, BackwardSameBitsRunToRunAndCloseAcrossThreadCounts)  // (Threads.*: the tsan stage runs it) {
   mha::AttentionConfig c = variant_config();
   TestLayer one = make_layer(c, 40), two = make_layer(c, 40);
   two.layer->set_thread_pool(std::make_shared<mha::ThreadPool>(2));
