@@ -14,7 +14,18 @@
 // forced to 0 where P = 0 (so dO . v_j = NaN reaches nothing), and dQ += dS K takes a guarded
 // per-key path when a key block holds a non-finite k.
 //
-// Where the time goes: see the measurements at the end of this comment block (kernel benchmark).
+// Where the time goes (one head, L = S = 2048, Dh = Dv = 64, wasm SIMD, one thread; the best of 7
+// calls' CPU time, on a machine loaded by other jobs, so ratios matter: copies of this file built
+// with one stage compiled out, 3 rounds each): the whole pass 59.7-62.0 ms (43-45 GFLOPS; the
+// forward kernel 26.4-27.0 ms, 40 GFLOPS, in the same session), and without
+//     S = Q K^T      49.3-55.0 ms  (so ~10 ms)      dV and dK     36.0-37.6 ms  (~24 ms, 12 each)
+//     dP and dS      48.8-50.2 ms  (~11 ms)          dQ            50.0-50.8 ms  (~10 ms)
+//     the exp        58.7-63.6 ms  (within noise)
+// so each of the five products runs at about the GEMM's rate (0.54 GFLOP in 10-12 ms: 45-54
+// GFLOPS, the 128-bit machine's limit without FMA), and the packing, the score step and the
+// element-wise dS take the remaining ~5 ms (~9%). Natively (AVX-512, 16 lanes): 16.3-20.5 ms,
+// 130-165 GFLOPS, against the forward's 135-160 in the same runs. The causal head skips the
+// pairs of blocks above the diagonal and runs at the same rate.
 #include <algorithm>
 #include <cmath>
 #include <limits>
