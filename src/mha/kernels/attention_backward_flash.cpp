@@ -35,6 +35,7 @@
 #include "attention_kernel.hpp"
 #include "dropout.hpp"
 #include "fast_exp.hpp"
+#include "score_epilogue_simd.hpp"
 #include "simd.hpp"
 
 namespace mha::kernels {
@@ -240,39 +241,11 @@ class FlashBackward {
            j0 + keys > visible_keys(e_, position(i0), a_.key_len).end;
   }
 
-  // The score step on row i's scores sr of keys j0..: softcap (its derivative into gr) and ALiBi,
-  // the key bias, the attention mask and the visible range (the forward kernel's epilogue).
+  // The score step on row i's scores sr of keys j0.. (score_epilogue_simd.hpp, as in the forward
+  // kernel), softcap's derivative into gr.
   void epilogue_row(float* sr, float* gr, int64_t i, int64_t j0, int64_t keys) const {
-    const int64_t pos = position(i);
-    if (e_.transforms_scores()) {
-      const Vec cap(e_.softcap), inv_cap(e_.softcap > 0.0f ? 1.0f / e_.softcap : 0.0f), one(1.0f), minus_two(-2.0f);
-      const Vec slope(e_.alibi_slope), lanes = simd::iota();
-      for (int64_t j = 0; j < kKeyBlock; j += kW) {
-        Vec s = simd::load(sr + j);
-        if (e_.softcap > 0.0f) {
-          const Vec y = s * inv_cap, e = fast_exp(minus_two * simd::abs(y));
-          s = cap * simd::copysign((one - e) / (one + e), y);
-          simd::store(gr + j, transform_score_derivative(e_, s));
-        }
-        if (e_.alibi_slope != 0.0f) {
-          const Vec distance = simd::abs(Vec(static_cast<float>(pos - j0 - j)) - lanes);
-          s = s - slope * distance;
-        }
-        simd::store(sr + j, s);
-      }
-    }
-    const Vec neg_inf(kNegInf);
-    for (int64_t j = 0; j < kKeyBlock; j += kW) {
-      const Vec bias = simd::load(key_bias_ + j);
-      simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) + bias));
-    }
-    if (a_.attn_bias) {
-      const float* ab = a_.attn_bias + i * a_.key_len + j0;
-      for (int64_t j = 0; j < keys; ++j) sr[j] = ab[j] == kNegInf ? kNegInf : sr[j] + ab[j];
-    }
-    const KeyRange visible = visible_keys(e_, pos, a_.key_len);
-    for (int64_t j = 0; j < std::min(kKeyBlock, visible.begin - j0); ++j) sr[j] = kNegInf;
-    for (int64_t j = std::max<int64_t>(0, visible.end - j0); j < kKeyBlock; ++j) sr[j] = kNegInf;
+    score_epilogue_row(e_, sr, kKeyBlock, position(i), j0, keys, a_.key_len, key_bias_,
+                       a_.attn_bias ? a_.attn_bias + i * a_.key_len + j0 : nullptr, gr);
   }
 
   // Query rows i0 .. i0+kQueryBlock-1 against the packed key block.
