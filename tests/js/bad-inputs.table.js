@@ -18,6 +18,15 @@ const kvStateDict = () => ({
   q_proj_weight: f32(64), k_proj_weight: f32(32), v_proj_weight: f32(64), in_proj_bias: f32(24),
   'out_proj.weight': f32(64), 'out_proj.bias': f32(8),
 });
+/** Runs use(r, layer) on a forward result with grad: true, then releases it (a failed backward keeps it). */
+function withGrad(layer, use) {
+  const r = layer.forward(x(1, 2), null, null, { grad: true });
+  try {
+    use(r, layer);
+  } finally {
+    r.release();
+  }
+}
 const safetensors = () => writeSafetensors({ w: { data: f32(4), shape: [2, 2] } });
 /** A valid one-tensor file whose header is replaced by `header` (a JSON-able object or raw text). */
 function withHeader(header) {
@@ -45,7 +54,7 @@ export const ROWS = [
   { input: 'vdim NaN', call: (t) => t.make({ embedDim: 8, numHeads: 2, vdim: NaN }), error: RangeError, message: 'vdim must be an integer >= 1, got NaN' },
   { input: 'numKvHeads does not divide numHeads', call: (t) => t.make({ embedDim: 16, numHeads: 4, numKvHeads: 3 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (3) must divide numHeads (4)' },
   { input: 'numKvHeads larger than numHeads', call: (t) => t.make({ embedDim: 8, numHeads: 2, numKvHeads: 4 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (4) must divide numHeads (2)' },
-  { input: 'unknown config key', call: (t) => t.make({ embedDim: 8, numHeads: 2, heads: 2 }), error: TypeError, message: 'MultiHeadAttention config: unknown option \'heads\'; known options: embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale, headDim, valueHeadDim, outputDim, rotary, slidingWindow, alibi, alibiSlopes, softcap, sinks' },
+  { input: 'unknown config key', call: (t) => t.make({ embedDim: 8, numHeads: 2, heads: 2 }), error: TypeError, message: 'MultiHeadAttention config: unknown option \'heads\'; known options: embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale, headDim, valueHeadDim, outputDim, rotary, slidingWindow, alibi, alibiSlopes, softcap, sinks, dropout, seed' },
   { input: 'bias not a boolean', call: (t) => t.make({ embedDim: 8, numHeads: 2, bias: 1 }), error: TypeError, message: 'bias must be a boolean, got number 1' },
   { input: 'scale Infinity', call: (t) => t.make({ embedDim: 8, numHeads: 2, scale: Infinity }), error: RangeError, message: 'scale must be a finite number, got number Infinity' },
   // ---- the variants of today's models (free head sizes, rotary, window, ALiBi, softcap, sinks) ----
@@ -142,7 +151,7 @@ export const ROWS = [
   // ---- forward: options and masks ----
   { input: 'options passed in place of key', call: (t) => t.layer.forward(x(1, 2), { causal: true }), error: TypeError, message: 'key must be { data, shape } or null; to pass options for self-attention call forward(query, null, null, options)' },
   { input: 'options a number', call: (t) => t.layer.forward(x(1, 2), null, null, 5), error: TypeError, message: 'forward: options must be an object, got number 5' },
-  { input: 'unknown forward option', call: (t) => t.layer.forward(x(1, 2), null, null, { need_weights: true }), error: TypeError, message: 'forward options: unknown option \'need_weights\'; known options: causal, keyPaddingMask, attnMask, needWeights, averageWeights, positions, out, weightsOut, cache' },
+  { input: 'unknown forward option', call: (t) => t.layer.forward(x(1, 2), null, null, { need_weights: true }), error: TypeError, message: 'forward options: unknown option \'need_weights\'; known options: causal, keyPaddingMask, attnMask, needWeights, averageWeights, positions, out, weightsOut, cache, grad, training, seed, weightsBeforeDropout' },
   { input: 'causal a string', call: (t) => t.layer.forward(x(1, 2), null, null, { causal: 'yes' }), error: TypeError, message: 'causal must be a boolean, got string yes' },
   { input: 'needWeights a number', call: (t) => t.layer.forward(x(1, 2), null, null, { needWeights: 1 }), error: TypeError, message: 'needWeights must be a boolean, got number 1' },
   { input: 'averageWeights null', call: (t) => t.layer.forward(x(1, 2), null, null, { averageWeights: null }), error: TypeError, message: 'averageWeights must be a boolean, got null' },
@@ -166,6 +175,38 @@ export const ROWS = [
   { input: 'forward on a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.forward(x(1, 2)); }, error: TypeError, message: 'MultiHeadAttention.forward: this layer was disposed' },
   { input: 'loadStateDict on a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.loadStateDict(stateDict()); }, error: TypeError, message: 'MultiHeadAttention.loadStateDict: this layer was disposed' },
   { input: 'config of a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); return l.config; }, error: TypeError, message: 'MultiHeadAttention.config: this layer was disposed' },
+
+  // ---- training: grad, dropout, backward, initialize, stateDict ----
+  { input: 'grad not a boolean', call: (t) => t.layer.forward(x(1, 2), null, null, { grad: 1 }), error: TypeError, message: 'grad must be a boolean, got number 1' },
+  { input: 'training not a boolean', call: (t) => t.layer.forward(x(1, 2), null, null, { training: 'yes' }), error: TypeError, message: 'training must be a boolean, got string yes' },
+  { input: 'weightsBeforeDropout null', call: (t) => t.layer.forward(x(1, 2), null, null, { weightsBeforeDropout: null }), error: TypeError, message: 'weightsBeforeDropout must be a boolean, got null' },
+  { input: 'forward seed negative', call: (t) => t.layer.forward(x(1, 2), null, null, { training: true, seed: -1 }), error: RangeError, message: 'seed must be an integer from 0 to 2^53 - 1, got -1' },
+  { input: 'forward seed a fraction', call: (t) => t.layer.forward(x(1, 2), null, null, { training: true, seed: 1.5 }), error: RangeError, message: 'seed must be an integer from 0 to 2^53 - 1, got 1.5' },
+  { input: 'forward seed a string', call: (t) => t.layer.forward(x(1, 2), null, null, { training: true, seed: '7' }), error: TypeError, message: 'seed must be a number, got string 7' },
+  { input: 'config seed negative', call: (t) => t.make({ embedDim: E, numHeads: H, seed: -3 }), error: RangeError, message: 'seed must be an integer from 0 to 2^53 - 1, got -3' },
+  { input: 'dropout a string', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: '0.1' }), error: TypeError, message: 'dropout must be a number in [0, 1), got string 0.1' },
+  { input: 'dropout 1', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: 1 }), error: RangeError, message: 'MultiHeadAttention: dropout must be a number in [0, 1), got 1' },
+  { input: 'dropout negative', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: -0.1 }), error: RangeError, message: 'MultiHeadAttention: dropout must be a number in [0, 1), got -0.1' },
+  { input: 'dropout NaN', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: NaN }), error: RangeError, message: 'MultiHeadAttention: dropout must be a number in [0, 1), got nan' },
+  { input: 'grad with a cache', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }).loadStateDict(stateDict()); l.forward(x(1, 1), null, null, { grad: true, cache: l.createCache({ capacity: 4 }) }); }, error: TypeError, message: 'grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: pass the whole sequence without a cache)' },
+  { input: 'grad with an out buffer', call: (t) => t.layer.forward(x(1, 2), null, null, { grad: true, out: f32(16) }), error: TypeError, message: 'out: not with grad: true (the result keeps its own buffers)' },
+  { input: 'backward twice', call: (t) => { const r = t.layer.forward(x(1, 2), null, null, { grad: true }); r.backward(x(1, 2)); r.backward(x(1, 2)); }, error: Error, message: 'backward: already called for this forward pass (call forward again)' },
+  { input: 'backward after release()', call: (t) => { const r = t.layer.forward(x(1, 2), null, null, { grad: true }); r.release(); r.backward(x(1, 2)); }, error: Error, message: 'backward: this forward pass was released (release() frees what backward needs)' },
+  { input: 'backward after the layer\'s dispose()', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }).loadStateDict(stateDict()); const r = l.forward(x(1, 2), null, null, { grad: true }); l.dispose(); r.backward(x(1, 2)); }, error: Error, message: 'backward: the layer that made this forward pass was disposed' },
+  { input: 'backward after loadStateDict changed the weights', call: (t) => withGrad(t.make({ embedDim: E, numHeads: H }).loadStateDict(stateDict()), (r, l) => { l.loadStateDict(stateDict()); r.backward(x(1, 2)); }), error: TypeError, message: 'backward: the layer\'s weights changed since this forward pass (loadStateDict); run forward again with the new weights' },
+  { input: 'dOut data shorter than the output', call: (t) => withGrad(t.layer, (r) => r.backward({ data: f32(15), shape: [1, 2, 8] })), error: RangeError, message: 'backward: dOut: shape [1, 2, 8] needs 16 elements, but data has 15' },
+  { input: 'dOut shape not the output\'s', call: (t) => withGrad(t.layer, (r) => r.backward({ data: f32(16), shape: [2, 8] })), error: RangeError, message: 'backward: dOut: expected the output\'s shape [1, 2, 8], got [2, 8]' },
+  { input: 'dOut data a Float64Array', call: (t) => withGrad(t.layer, (r) => r.backward({ data: new Float64Array(16), shape: [1, 2, 8] })), error: TypeError, message: 'backward: dOut must be { data: Float32Array, shape: [1, 2, 8] } (dLoss/dOutput), got data a Float64Array' },
+  { input: 'dOut a bare Float32Array', call: (t) => withGrad(t.layer, (r) => r.backward(f32(16))), error: TypeError, message: 'backward: dOut must be { data: Float32Array, shape: [1, 2, 8] } (dLoss/dOutput), got a Float32Array' },
+  { input: 'dOut missing', call: (t) => withGrad(t.layer, (r) => r.backward()), error: TypeError, message: 'backward: dOut must be { data: Float32Array, shape: [1, 2, 8] } (dLoss/dOutput), got undefined' },
+  { input: 'initialize options a number', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize(5), error: TypeError, message: 'initialize: options must be an object, got number 5' },
+  { input: 'initialize unknown option', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ sed: 1 }), error: TypeError, message: 'initialize options: unknown option \'sed\'; known options: seed' },
+  { input: 'initialize seed negative', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ seed: -1 }), error: RangeError, message: 'initialize: seed must be an integer from 0 to 2^32 - 1, got number -1' },
+  { input: 'initialize seed above 2^32 - 1', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ seed: 2 ** 32 }), error: RangeError, message: 'initialize: seed must be an integer from 0 to 2^32 - 1, got number 4294967296' },
+  { input: 'initialize seed a string', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ seed: '1' }), error: TypeError, message: 'initialize: seed must be a number, got string 1' },
+  { input: 'initialize on a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.initialize({ seed: 1 }); }, error: TypeError, message: 'MultiHeadAttention.initialize: this layer was disposed' },
+  { input: 'stateDict before any weights', call: (t) => t.make({ embedDim: E, numHeads: H }).stateDict(), error: TypeError, message: 'stateDict: the layer has no weights yet; call loadStateDict() or initialize() first' },
+  { input: 'stateDict of a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.stateDict(); }, error: TypeError, message: 'MultiHeadAttention.stateDict: this layer was disposed' },
 
   // ---- weights files (.safetensors) ----
   { input: 'safetensors: not bytes', call: () => readSafetensors('file.safetensors'), error: TypeError, message: 'readSafetensors: bytes must be a Uint8Array or an ArrayBuffer, got string file.safetensors' },
