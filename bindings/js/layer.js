@@ -186,8 +186,10 @@ export function defineMultiHeadAttention(module) {
       this.#live('initialize');
       checkPlainObject('initialize: options', options);
       checkKnownKeys('options', options, ['seed']);
-      if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isInteger(options.seed)
-        || options.seed < 0 || options.seed > 0xffffffff)) {
+      if (options.seed !== undefined && typeof options.seed !== 'number') {
+        throw new TypeError(`initialize: seed must be a number, got ${describe(options.seed)}`);
+      }
+      if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0 || options.seed > 0xffffffff)) {
         throw new RangeError(`initialize: seed must be an integer from 0 to 2^32 - 1, got ${describe(options.seed)}`);
       }
       return this.loadStateDict(initialStateDict(this.stateDictShapes(), options.seed ?? 0));

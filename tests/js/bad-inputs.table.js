@@ -29,6 +29,16 @@ function withHeader(header) {
   return file;
 }
 
+/** Runs use(r, layer) on a forward result with grad: true, then releases it (a failed backward keeps it). */
+function withGrad(layer, use) {
+  const r = layer.forward(x(1, 2), null, null, { grad: true });
+  try {
+    use(r, layer);
+  } finally {
+    r.release();
+  }
+}
+
 export const ROWS = [
   // ---- the layer's configuration ----
   { input: 'config is a number', call: (t) => t.make(8), error: TypeError, message: 'MultiHeadAttention: config must be an object, got number 8' },
@@ -196,4 +206,35 @@ export const ROWS = [
   { input: 'safetensors: offsets disagree with dtype and shape', call: () => readSafetensors(withHeader({ w: { dtype: 'F16', shape: [4], data_offsets: [0, 16] } })), error: RangeError, message: 'readSafetensors: tensor \'w\': dtype F16 and shape [4] need 8 bytes, but data_offsets [0,16] span 16' },
   { input: 'safetensors: overlapping tensors', call: () => readSafetensors(withHeader({ a: { dtype: 'F32', shape: [4], data_offsets: [0, 16] }, b: { dtype: 'F32', shape: [2], data_offsets: [8, 16] } })), error: RangeError, message: 'readSafetensors: tensor \'b\' (bytes 8..16) overlaps tensor \'a\' (bytes 0..16)' },
   { input: 'safetensors: weights stored as integers', call: () => stateDictFromSafetensors(withHeader({ w: { dtype: 'I32', shape: [4], data_offsets: [0, 16] } })), error: TypeError, message: 'stateDictFromSafetensors: tensor \'w\' has dtype I32; weights must be one of F32, F16, BF16, F64' },
+  // ---- training: grad, dropout, backward, initialize, stateDict ----
+  { input: 'grad not a boolean', call: (t) => t.layer.forward(x(1, 2), null, null, { grad: 1 }), error: TypeError, message: 'forward: grad must be a boolean, got number 1' },
+  { input: 'training not a boolean', call: (t) => t.layer.forward(x(1, 2), null, null, { training: 'yes' }), error: TypeError, message: 'forward: training must be a boolean, got string yes' },
+  { input: 'weightsBeforeDropout null', call: (t) => t.layer.forward(x(1, 2), null, null, { weightsBeforeDropout: null }), error: TypeError, message: 'forward: weightsBeforeDropout must be a boolean, got null' },
+  { input: 'forward seed negative', call: (t) => t.layer.forward(x(1, 2), null, null, { training: true, seed: -1 }), error: RangeError, message: 'forward: seed must be an integer from 0 to 2^53 - 1, got -1' },
+  { input: 'forward seed a fraction', call: (t) => t.layer.forward(x(1, 2), null, null, { training: true, seed: 1.5 }), error: RangeError, message: 'forward: seed must be an integer from 0 to 2^53 - 1, got 1.5' },
+  { input: 'forward seed a string', call: (t) => t.layer.forward(x(1, 2), null, null, { training: true, seed: '7' }), error: TypeError, message: 'forward: seed must be a number, got string 7' },
+  { input: 'config seed negative', call: (t) => t.make({ embedDim: E, numHeads: H, seed: -3 }), error: RangeError, message: 'MultiHeadAttention: seed must be an integer from 0 to 2^53 - 1, got -3' },
+  { input: 'dropout a string', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: '0.1' }), error: TypeError, message: 'MultiHeadAttention: dropout must be a number in [0, 1), got string 0.1' },
+  { input: 'dropout 1', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: 1 }), error: RangeError, message: 'MultiHeadAttention: dropout must be a number in [0, 1), got 1' },
+  { input: 'dropout negative', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: -0.1 }), error: RangeError, message: 'MultiHeadAttention: dropout must be a number in [0, 1), got -0.1' },
+  { input: 'dropout NaN', call: (t) => t.make({ embedDim: E, numHeads: H, dropout: NaN }), error: RangeError, message: 'MultiHeadAttention: dropout must be a number in [0, 1), got nan' },
+  { input: 'grad with a cache', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }).loadStateDict(stateDict()); l.forward(x(1, 1), null, null, { grad: true, cache: l.createCache({ capacity: 4 }) }); }, error: TypeError, message: 'forward: grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: pass the whole sequence without a cache)' },
+  { input: 'grad with an out buffer', call: (t) => t.layer.forward(x(1, 2), null, null, { grad: true, out: f32(16) }), error: TypeError, message: 'forward: out: not with grad: true (the result keeps its own buffers)' },
+  { input: 'backward twice', call: (t) => { const r = t.layer.forward(x(1, 2), null, null, { grad: true }); r.backward(x(1, 2)); r.backward(x(1, 2)); }, error: Error, message: 'backward: already called for this forward pass (call forward again)' },
+  { input: 'backward after release()', call: (t) => { const r = t.layer.forward(x(1, 2), null, null, { grad: true }); r.release(); r.backward(x(1, 2)); }, error: Error, message: 'backward: this forward pass was released (release() frees what backward needs)' },
+  { input: 'backward after the layer\'s dispose()', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }).loadStateDict(stateDict()); const r = l.forward(x(1, 2), null, null, { grad: true }); l.dispose(); r.backward(x(1, 2)); }, error: Error, message: 'backward: the layer that made this forward pass was disposed' },
+  { input: 'backward after loadStateDict changed the weights', call: (t) => withGrad(t.make({ embedDim: E, numHeads: H }).loadStateDict(stateDict()), (r, l) => { l.loadStateDict(stateDict()); r.backward(x(1, 2)); }), error: TypeError, message: 'backward: the layer\'s weights changed since this forward pass (loadStateDict); run forward again with the new weights' },
+  { input: 'dOut data shorter than the output', call: (t) => withGrad(t.layer, (r) => r.backward({ data: f32(15), shape: [1, 2, 8] })), error: RangeError, message: 'backward: dOut: shape [1, 2, 8] needs 16 elements, but data has 15' },
+  { input: 'dOut shape not the output\'s', call: (t) => withGrad(t.layer, (r) => r.backward({ data: f32(16), shape: [2, 8] })), error: RangeError, message: 'backward: dOut: expected the output\'s shape [1, 2, 8], got [2, 8]' },
+  { input: 'dOut data a Float64Array', call: (t) => withGrad(t.layer, (r) => r.backward({ data: new Float64Array(16), shape: [1, 2, 8] })), error: TypeError, message: 'backward: dOut must be { data: Float32Array, shape: [1, 2, 8] } (dLoss/dOutput), got data a Float64Array' },
+  { input: 'dOut a bare Float32Array', call: (t) => withGrad(t.layer, (r) => r.backward(f32(16))), error: TypeError, message: 'backward: dOut must be { data: Float32Array, shape: [1, 2, 8] } (dLoss/dOutput), got a Float32Array' },
+  { input: 'dOut missing', call: (t) => withGrad(t.layer, (r) => r.backward()), error: TypeError, message: 'backward: dOut must be { data: Float32Array, shape: [1, 2, 8] } (dLoss/dOutput), got undefined' },
+  { input: 'initialize options a number', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize(5), error: TypeError, message: 'initialize: options must be an object, got number 5' },
+  { input: 'initialize unknown option', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ sed: 1 }), error: TypeError, message: 'initialize: options: unknown option \'sed\'; known options: seed' },
+  { input: 'initialize seed negative', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ seed: -1 }), error: RangeError, message: 'initialize: seed must be an integer from 0 to 2^32 - 1, got number -1' },
+  { input: 'initialize seed above 2^32 - 1', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ seed: 2 ** 32 }), error: RangeError, message: 'initialize: seed must be an integer from 0 to 2^32 - 1, got number 4294967296' },
+  { input: 'initialize seed a string', call: (t) => t.make({ embedDim: E, numHeads: H }).initialize({ seed: '1' }), error: TypeError, message: 'initialize: seed must be a number, got string 1' },
+  { input: 'initialize on a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.initialize({ seed: 1 }); }, error: TypeError, message: 'MultiHeadAttention.initialize: this layer was disposed' },
+  { input: 'stateDict before any weights', call: (t) => t.make({ embedDim: E, numHeads: H }).stateDict(), error: TypeError, message: 'stateDict: the layer has no weights yet; call loadStateDict() or initialize() first' },
+  { input: 'stateDict of a disposed layer', call: (t) => { const l = t.make({ embedDim: E, numHeads: H }); l.dispose(); l.stateDict(); }, error: TypeError, message: 'MultiHeadAttention.stateDict: this layer was disposed' },
 ];
