@@ -5,7 +5,7 @@ import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.j
 import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
 import { checkMask } from './masks.js';
-import { TrainingResult } from './training.js';
+import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
@@ -129,7 +129,7 @@ export function defineMultiHeadAttention(module) {
   return nameErrorsByCall(class MultiHeadAttention {
     #handle;
     #caches = new Set();  // alive caches this layer made; dispose() frees them
-    #trainingResults = new Set();  // forward results with grad still holding state; dispose() frees them
+    #trainingRecords = new Set();  // saved states of forward results with grad not yet freed; dispose() frees them
     #nextSeed;  // dropout's seed for the next training call that gives none
 
     constructor(config) {
@@ -369,12 +369,13 @@ export function defineMultiHeadAttention(module) {
         const owner = {
           module,
           handle: (method) => this.#live(method),
-          onDone: (r) => this.#trainingResults.delete(r),
+          onFree: (r) => this.#trainingRecords.delete(r),
           inputShapes: { query: inputs.query.shape, key: inputs.key?.shape, value: inputs.value?.shape },
         };
-        const result = new TrainingResult(saved, owner, output, weights);
-        saved = null;  // the result owns it now
-        this.#trainingResults.add(result);
+        const record = trainingRecord(saved, owner);
+        saved = null;  // the record owns it now
+        this.#trainingRecords.add(record);
+        const result = new TrainingResult(record, output, weights);
         return result;
       } finally {
         saved?.delete();
@@ -387,7 +388,7 @@ export function defineMultiHeadAttention(module) {
     dispose() {
       if (this.#handle) {
         for (const cache of [...this.#caches]) cache.dispose();
-        for (const result of [...this.#trainingResults]) result.layerDisposed();
+        for (const record of [...this.#trainingRecords]) freeRecord(record, 'disposed');
         leakedLayers.unregister(this);
         this.#handle.delete();
         this.#handle = null;
