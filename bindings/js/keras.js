@@ -3,12 +3,13 @@
 // its weight layouts (EinsumDense kernels [in, H, keyDim], output [H, valueDim, out]), its scale
 // 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
 // happens once in setWeights, the mask inversion per call; the math is the core's.
+import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
-  'dropout', 'seed'];
+  'dropout', 'seed', 'attentionAxes'];
 const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed'];
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
@@ -19,6 +20,16 @@ function transpose(data, rows, cols) {
   const out = new Float32Array(rows * cols);
   for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = data[i * cols + j];
   return out;
+}
+
+/** attentionAxes: undefined/null (all inner axes), an integer or a non-empty list of integers. */
+function checkAttentionAxes(axes) {
+  if (axes === undefined || axes === null) return null;
+  const list = [axes].flat();
+  if (list.length === 0 || list.some((a) => !Number.isInteger(a))) {
+    throw new TypeError(`attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(axes)}`);
+  }
+  return Object.freeze(list);
 }
 
 /** Makes the KerasMultiHeadAttention class over a loaded build's MultiHeadAttention. */
@@ -49,6 +60,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         keyInputDim: config.keyInputDim ?? valueInputDim,
         valueInputDim,
         dropout: config.dropout ?? 0,
+        attentionAxes: checkAttentionAxes(config.attentionAxes),
       });
       const c = this.#config;
       this.#layer = new MultiHeadAttention({
@@ -138,6 +150,14 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
       checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
       checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
       checkPlainObject('call: options', options);
+      if (query.shape.length > 3 || this.#config.attentionAxes) {
+        const layout = attentionLayout(query.shape.length, this.#config.attentionAxes, 'call');
+        if (query.shape.length > 3) return this.#callOverAxes(query, value, key, options, layout);
+      }
+      return this.#call3d(query, value, key, options);
+    }
+
+    #call3d(query, value, key, options) {
       checkKnownKeys('call options', options, CALL_KEYS);
       checkBoolean('useCausalMask', options.useCausalMask);
       checkBoolean('returnAttentionScores', options.returnAttentionScores);
@@ -150,6 +170,30 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         ...(options.seed !== undefined ? { seed: options.seed } : {}),
       });
       return { output, scores: weights };
+    }
+
+    // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the
+    // attended ones into the sequence; output and scores are unfolded to Keras' shapes.
+    #callOverAxes(query, value, key, options, layout) {
+      const rank = query.shape.length;
+      for (const [name, t] of Object.entries({ value, key })) {
+        if (t && t.shape.length !== rank) throw new RangeError(`call: ${name} must have the query's rank ${rank}, got shape [${t.shape.join(', ')}]`);
+        if (t && layout.batch.some((a) => t.shape[a] !== query.shape[a])) {
+          throw new RangeError(`call: ${name}'s non-attended axes [${layout.batch.map((a) => t.shape[a]).join(', ')}] must equal the query's [${layout.batch.map((a) => query.shape[a]).join(', ')}]`);
+        }
+      }
+      if (options.attentionMask != null || options.useCausalMask) {
+        throw new Error('call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3');
+      }
+      const fold = (t) => (t ? foldForAttention(t, layout) : null);
+      const { output, scores } = this.#call3d(fold(query), fold(value), fold(key), options);
+      const kept = layout.order.slice(0, -1).map((a) => query.shape[a]);
+      const unfolded = permute(output.data, [...kept, output.shape[2]], layout.inverse);
+      const at = (t, axes) => axes.map((a) => t.shape[a]);
+      return {
+        output: unfolded,
+        scores: scores && { data: scores.data, shape: [...at(query, layout.batch), this.#config.numHeads, ...at(query, layout.attended), ...at(value, layout.attended)] },
+      };
     }
 
     // Keras' attention_mask (1 = attend) as the core's blocking masks.
