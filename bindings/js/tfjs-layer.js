@@ -240,7 +240,9 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         const q = asCore(query), v = self ? null : asCore(value), k = self ? null : asCore(key ?? value);
         const result = this.#core.forward(q, k, v, {
           ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
-          ...(wantGradient ? { grad: true } : {}), ...(options.training && this.dropout > 0 ? { training: true } : {}),
+          ...(wantGradient ? { grad: true } : {}),
+          // Keras' scores are before dropout (its dropout layer follows the softmax).
+          ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
         });
         if (wantGradient) this.#pending.add(result);
         if (result.weights) scores = result.weights;
