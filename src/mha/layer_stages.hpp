@@ -87,6 +87,7 @@ struct AttentionStage {
   float* lse = nullptr;      // [B, H, L], or null
   float dropout = 0.0f;      // p when dropout applies in this call, else 0
   uint64_t seed = 0;
+  bool weights_before_dropout = false;
 
   // Query rows first .. first + rows - 1 of head h of batch row b, against keys k / values v
   // (row strides k_stride / v_stride).
@@ -118,6 +119,7 @@ struct AttentionStage {
     a.attn_bias = mask_rows ? mask_rows + first * S : nullptr;
     if (lse) a.lse = lse + (b * H + h) * L + first;
     if (dropout > 0.0f) a.dropout = {dropout, seed, static_cast<uint64_t>(b * H + h)};
+    a.weights_before_dropout = weights_before_dropout;
     return a;
   }
 };

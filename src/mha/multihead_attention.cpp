@@ -163,6 +163,7 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   if (saved) attention.lse = saved->lse.data();
   attention.dropout = dropout;
   attention.seed = options.seed;
+  attention.weights_before_dropout = options.weights_before_dropout;
   if (weights) std::fill(weights, weights + element_count(p.weights_shape), 0.0f);
   const bool heads_together = weights && options.average_weights;
   // Head h of batch row b, query rows first.., against key/value head kvh: the cache's

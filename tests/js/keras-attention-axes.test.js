@@ -56,7 +56,7 @@ for (const c of CASES) {
 
 test('attentionAxes errors name the call and the expected axes', () => {
   const make = (attentionAxes) => new mha.KerasMultiHeadAttention({ numHeads: 1, keyDim: 2, queryDim: 4, attentionAxes });
-  assert.throws(() => make('rows'), { name: 'TypeError', message: 'attentionAxes must be an integer or a non-empty list of integers, got "rows"' });
+  assert.throws(() => make('rows'), { name: 'TypeError', message: 'KerasMultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got "rows"' });
   const x = { data: new Float32Array(24), shape: [1, 2, 3, 4] };
   const layer = make([3]);
   assert.throws(() => layer.call(x, x), { name: 'RangeError', message: 'call: attentionAxes [3] must name axes between 1 and 2 (not the batch or features) of a rank-4 input' });

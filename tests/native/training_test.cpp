@@ -214,7 +214,7 @@ TEST(LayerBackward, CrossAttentionGivesKeyAndValueGradients) {
   }
 }
 
-TEST(LayerBackward, SameBitsRunToRunAndCloseAcrossThreadCounts) {
+TEST(Threads, BackwardSameBitsRunToRunAndCloseAcrossThreadCounts)  // (Threads.*: the tsan stage runs it) {
   mha::AttentionConfig c = variant_config();
   TestLayer one = make_layer(c, 40), two = make_layer(c, 40);
   two.layer->set_thread_pool(std::make_shared<mha::ThreadPool>(2));
@@ -258,6 +258,40 @@ TEST(LayerBackward, RefusesACacheAndChangedWeights) {
     FAIL() << "no error";
   } catch (const mha::ArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("weights changed since this forward pass"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Keras returns its scores before dropout, PyTorch after: weights_before_dropout chooses.
+TEST(LayerDropout, WeightsBeforeDropoutAreThePlainProbabilities) {
+  mha::AttentionConfig c;
+  c.embed_dim = 8;
+  c.num_heads = 2;
+  c.dropout = 0.5f;
+  TestLayer s = make_layer(c, 60);
+  for (int64_t L : {2, 9}) {  // a few rows (the decode kernel's size without training) and a block
+    const auto x = random_vector(L * 8, 9);
+    mha::ForwardOptions plain;
+    plain.need_weights = true;
+    plain.average_weights = false;
+    mha::ForwardOptions train = plain;
+    train.training = true;
+    train.seed = 3;
+    const auto want = s.layer->forward({x.data(), {1, L, 8}}, {}, {}, plain);
+    const auto after = s.layer->forward({x.data(), {1, L, 8}}, {}, {}, train);
+    train.weights_before_dropout = true;
+    const auto before = s.layer->forward({x.data(), {1, L, 8}}, {}, {}, train);
+    EXPECT_EQ(before.output, after.output);  // the same dropout either way
+    EXPECT_NE(after.output, want.output);
+    EXPECT_NE(after.weights, want.weights);
+    ASSERT_EQ(before.weights.size(), want.weights.size());
+    for (size_t i = 0; i < want.weights.size(); ++i) EXPECT_NEAR(before.weights[i], want.weights[i], 1e-6) << i;
+    // After dropout a weight is 0 or twice the plain one (p = 0.5).
+    for (size_t i = 0; i < want.weights.size(); ++i)
+      EXPECT_TRUE(after.weights[i] == 0.0f || std::abs(after.weights[i] - 2 * want.weights[i]) < 1e-6) << i;
   }
 }
 
