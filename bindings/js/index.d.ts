@@ -387,6 +387,13 @@ export interface KerasConfig {
   dropout?: number;
   /** Where the dropout seeds start (see AttentionConfig.seed). */
   seed?: number;
+  /**
+   * Keras' attention_axes: the axes of a [B, ..., features] input attended over (between 1 and
+   * rank - 2; default all of them); the other inner axes act as more batch. Scores are then
+   * [B, (other axes), H, (query's attended axes), (key's attended axes)]. Masks and the causal
+   * mask are not supported on inputs of rank > 3.
+   */
+  attentionAxes?: number | number[];
 }
 
 /** The Keras layer's arguments once it is built: every size known. */
