@@ -5,7 +5,7 @@
 // token was the marker, and copies that key's token.
 //
 //   node examples/train-copy.mjs            (about ten seconds; the loss falls from ln(15) = 2.7 to near 0)
-import { init } from '../bindings/js/index.js';
+import { init } from 'mha-wasm';
 
 const VOCAB = 16;        // token 0 is the marker, 1..15 are content
 const LENGTH = 12;       // tokens per sequence

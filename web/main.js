@@ -1,6 +1,6 @@
 // The demo page's controller: sends text (or the user's files) to the worker, keeps the latest
 // result, and draws every view from it. window.__mhaDemo is the documented hook tests use to read
-// the numbers behind the pictures (see the README's "Demo" section).
+// the numbers behind the pictures (see docs/demo.md).
 import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, prepareCanvas } from './heatmap.js';
 import { drawLines, MAX_ROWS } from './lines.js';
 import { FAMILY_PRESETS } from './custom-layer.js';

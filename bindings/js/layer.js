@@ -1,9 +1,11 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
-import { throwHandleError } from './errors.js';
+import { nameErrorsByCall, throwHandleError } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
+import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
-import { TrainingResult } from './training.js';
+import { checkMask } from './masks.js';
+import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
@@ -16,10 +18,9 @@ const CONFIG_KEYS = [
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const OPTION_KEYS = [
   'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
-  'grad', 'training', 'seed', 'weightsBeforeDropout',
+  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite',
 ];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
-const MASK_KINDS = [Uint8Array, Float32Array];
 
 /**
  * Type checks of the variant options (free head sizes, rotary, window, ALiBi, softcap, sinks);
@@ -30,11 +31,14 @@ function checkVariants(config) {
   for (const name of ['headDim', 'valueHeadDim', 'outputDim', 'slidingWindow']) {
     checkInteger(name, config[name], { optional: true });
   }
-  const { rotary } = config;
+  // rotary: true or {} rotates the whole head (a dim that does not fit is the core's error to name).
+  const rotary = config.rotary === true ? {} : config.rotary;
   if (rotary !== undefined) {
-    checkPlainObject('rotary', rotary);
+    if (rotary === null || typeof rotary !== 'object' || Array.isArray(rotary)) {
+      throw new TypeError(`rotary must be true (the whole head) or { dim, base, interleaved }, got ${describe(rotary)}`);
+    }
     checkKnownKeys('rotary', rotary, ROTARY_KEYS);
-    checkInteger('rotary.dim', rotary.dim);
+    checkInteger('rotary.dim', rotary.dim, { optional: true });
     if (rotary.base !== undefined && typeof rotary.base !== 'number') {
       throw new TypeError(`rotary.base must be a number, got ${describe(rotary.base)}`);
     }
@@ -54,7 +58,12 @@ function checkVariants(config) {
     throw new TypeError(`softcap must be a number, got ${describe(config.softcap)}`);
   }
   checkBoolean('sinks', config.sinks);
-  return { ...config, ...(alibiSlopes ? { alibiSlopes } : {}) };
+  const headDim = config.headDim ?? Math.floor(config.embedDim / config.numHeads);
+  return {
+    ...config,
+    ...(rotary ? { rotary: { ...rotary, dim: rotary.dim ?? headDim } } : {}),
+    ...(alibiSlopes ? { alibiSlopes } : {}),
+  };
 }
 
 /** A dropout seed: an integer from 0 to 2^53 - 1. */
@@ -112,17 +121,20 @@ const leakedLayers = new FinalizationRegistry((handle) => {
   handle.delete();
 });
 
-/** Makes the MultiHeadAttention class bound to one loaded wasm module. */
+/**
+ * Makes the MultiHeadAttention class bound to one loaded wasm module. Its errors start with the
+ * call that failed ('MultiHeadAttention: ...' from the constructor, 'forward: ...'): errors.js.
+ */
 export function defineMultiHeadAttention(module) {
-  return class MultiHeadAttention {
+  return nameErrorsByCall(class MultiHeadAttention {
     #handle;
     #caches = new Set();  // alive caches this layer made; dispose() frees them
-    #trainingResults = new Set();  // forward results with grad still holding state; dispose() frees them
+    #trainingRecords = new Set();  // saved states of forward results with grad not yet freed; dispose() frees them
     #nextSeed;  // dropout's seed for the next training call that gives none
 
     constructor(config) {
       checkPlainObject('MultiHeadAttention: config', config);
-      checkKnownKeys('MultiHeadAttention config', config, CONFIG_KEYS);
+      checkKnownKeys('config', config, CONFIG_KEYS);
       checkInteger('embedDim', config.embedDim);
       checkInteger('numHeads', config.numHeads);
       checkInteger('kdim', config.kdim, { optional: true });
@@ -173,9 +185,11 @@ export function defineMultiHeadAttention(module) {
     initialize(options = {}) {
       this.#live('initialize');
       checkPlainObject('initialize: options', options);
-      checkKnownKeys('initialize options', options, ['seed']);
-      if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isInteger(options.seed)
-        || options.seed < 0 || options.seed > 0xffffffff)) {
+      checkKnownKeys('options', options, ['seed']);
+      if (options.seed !== undefined && typeof options.seed !== 'number') {
+        throw new TypeError(`initialize: seed must be a number, got ${describe(options.seed)}`);
+      }
+      if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0 || options.seed > 0xffffffff)) {
         throw new RangeError(`initialize: seed must be an integer from 0 to 2^32 - 1, got ${describe(options.seed)}`);
       }
       return this.loadStateDict(initialStateDict(this.stateDictShapes(), options.seed ?? 0));
@@ -226,7 +240,7 @@ export function defineMultiHeadAttention(module) {
     createCache(options) {
       const handle = this.#live('createCache');
       checkPlainObject('createCache: options', options);
-      checkKnownKeys('createCache options', options, CACHE_KEYS);
+      checkKnownKeys('options', options, CACHE_KEYS);
       checkInteger('batch', options.batch, { optional: true });
       checkInteger('capacity', options.capacity);
       const dtype = options.dtype ?? 'f32';
@@ -243,8 +257,8 @@ export function defineMultiHeadAttention(module) {
 
     #setKeyValue(cache, key, value) {
       const handle = this.#live('setKeyValue');
-      checkTensor('key', key, { expected: '[B, S, kdim]' });
-      checkTensor('value', value, { expected: '[B, S, vdim]' });
+      checkTensor('setKeyValue: key', key, { expected: '[B, S, kdim]' });
+      checkTensor('setKeyValue: value', value, { expected: '[B, S, vdim]' });
       const scope = new HeapScope(module);
       try {
         if (!handle.setKeyValue(cacheHandleOf.get(cache), tensorForCore(scope, key), tensorForCore(scope, value))) {
@@ -279,8 +293,8 @@ export function defineMultiHeadAttention(module) {
       checkTensor('key', key, { expected: '[B, S, kdim]', optional: true });
       checkTensor('value', value, { expected: '[B, S, vdim]', optional: true });
       checkPlainObject('forward: options', options);
-      checkKnownKeys('forward options', options, OPTION_KEYS);
-      for (const flag of ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout']) {
+      checkKnownKeys('options', options, OPTION_KEYS);
+      for (const flag of ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout', 'checkFinite']) {
         checkBoolean(flag, options[flag]);
       }
       checkSeed('seed', options.seed);
@@ -291,8 +305,9 @@ export function defineMultiHeadAttention(module) {
       if (options.grad && (options.out != null || options.weightsOut != null)) {
         throw new TypeError(`${options.out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
       }
-      const keyPaddingMask = checkTensor('keyPaddingMask', options.keyPaddingMask, { kinds: MASK_KINDS, optional: true });
-      const attnMask = checkTensor('attnMask', options.attnMask, { kinds: MASK_KINDS, optional: true });
+      const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
+      const attnMask = checkMask('attnMask', options.attnMask);
+      if (options.checkFinite) checkFinite({ query, key, value }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
 
@@ -354,12 +369,13 @@ export function defineMultiHeadAttention(module) {
         const owner = {
           module,
           handle: (method) => this.#live(method),
-          onDone: (r) => this.#trainingResults.delete(r),
+          onFree: (r) => this.#trainingRecords.delete(r),
           inputShapes: { query: inputs.query.shape, key: inputs.key?.shape, value: inputs.value?.shape },
         };
-        const result = new TrainingResult(saved, owner, output, weights);
-        saved = null;  // the result owns it now
-        this.#trainingResults.add(result);
+        const record = trainingRecord(saved, owner);
+        saved = null;  // the record owns it now
+        this.#trainingRecords.add(record);
+        const result = new TrainingResult(record, output, weights);
         return result;
       } finally {
         saved?.delete();
@@ -372,7 +388,7 @@ export function defineMultiHeadAttention(module) {
     dispose() {
       if (this.#handle) {
         for (const cache of [...this.#caches]) cache.dispose();
-        for (const result of [...this.#trainingResults]) result.layerDisposed();
+        for (const record of [...this.#trainingRecords]) freeRecord(record, 'disposed');
         leakedLayers.unregister(this);
         this.#handle.delete();
         this.#handle = null;
@@ -383,5 +399,5 @@ export function defineMultiHeadAttention(module) {
     [disposeSymbol]() {
       this.dispose();
     }
-  };
+  }, 'MultiHeadAttention', ['initialize', 'stateDict', 'loadStateDict', 'createCache', 'forward']);
 }

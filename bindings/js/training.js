@@ -6,13 +6,14 @@ import { describe } from './validate.js';
 
 let warnedAboutLeak = false;
 /** A training result garbage-collected with its state still held: free it, and say so once. */
-const leakedResults = new FinalizationRegistry((saved) => {
+const leakedResults = new FinalizationRegistry((record) => {
+  if (record.state !== 'ready') return;
   if (!warnedAboutLeak) {
     warnedAboutLeak = true;
     console.warn('mha-wasm: a forward result with grad: true was garbage-collected before backward() or release(); '
       + 'its saved state was freed late. Call r.backward(dOut) or r.release() for every such result.');
   }
-  saved.delete();
+  freeRecord(record, 'collected');
 });
 
 function sameShape(a, b) {
@@ -20,20 +21,35 @@ function sameShape(a, b) {
 }
 
 /**
- * forward's result with grad: { output, weights, backward(dOut), release() }. `layer` is the
- * owning layer's private side: { module, handle(method), onDone(result) }.
+ * What a result and its layer share: the saved state's handle and where it stands ('ready',
+ * then 'done' after backward, 'released', 'disposed' with its layer, or 'collected'). The layer
+ * keeps records, not results, so a forgotten result can still be garbage-collected.
+ */
+export function trainingRecord(saved, owner) {
+  return { saved, owner, state: 'ready' };
+}
+
+/** Frees a record's saved state once; `state` says why. */
+export function freeRecord(record, state) {
+  if (record.state !== 'ready') return;
+  record.state = state;
+  record.saved.delete();
+  record.saved = null;
+  record.owner.onFree(record);
+}
+
+/**
+ * forward's result with grad: { output, weights, backward(dOut), release() }. The record's
+ * owner is the layer's private side: { module, handle(method), onFree(record), inputShapes }.
  */
 export class TrainingResult {
-  #saved;
-  #layer;
-  #state = 'ready';  // 'ready' | 'done' (backward ran) | 'released'
+  #record;
 
-  constructor(saved, layer, output, weights) {
-    this.#saved = saved;
-    this.#layer = layer;
+  constructor(record, output, weights) {
+    this.#record = record;
     this.output = output;
     this.weights = weights;
-    leakedResults.register(this, saved, this);
+    leakedResults.register(this, record, this);
   }
 
   /**
@@ -41,10 +57,12 @@ export class TrainingResult {
    * the output's shape). Call once.
    */
   backward(dOut) {
-    if (this.#state === 'done') throw new Error('backward: already called for this forward pass (call forward again)');
-    if (this.#state === 'disposed') throw new Error('backward: the layer that made this forward pass was disposed');
-    if (this.#state === 'released') throw new Error('backward: this forward pass was released (release() frees what backward needs)');
-    const handle = this.#layer.handle('backward');
+    const record = this.#record;
+    if (record.state === 'done') throw new Error('backward: already called for this forward pass (call forward again)');
+    if (record.state === 'disposed') throw new Error('backward: the layer that made this forward pass was disposed');
+    if (record.state === 'released') throw new Error('backward: this forward pass was released (release() frees what backward needs)');
+    const { owner } = record;
+    const handle = owner.handle('backward');
     const { shape } = this.output;
     const count = this.output.data.length;
     if (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Float32Array)) {
@@ -57,20 +75,20 @@ export class TrainingResult {
     if (dOut.data.length !== count) {
       throw new RangeError(`backward: dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
     }
-    const { module } = this.#layer;
+    const { module } = owner;
     const scope = new HeapScope(module);
     try {
-      if (!handle.backward(this.#saved, scope.copyIn(dOut.data))) throwHandleError(handle, 'backward');
-      const entries = handle.gradientEntries();
+      if (!handle.backward(record.saved, scope.copyIn(dOut.data))) throwHandleError(handle, 'backward');
       const copy = (e) => copyOutFloats(module, e.ptr, e.length);
-      const [query, key, value, ...params] = entries;
+      const [query, key, value, ...params] = handle.gradientEntries();
       const result = {
-        query: { data: copy(query), shape: [...this.#layer.inputShapes.query] },
-        key: key.length ? { data: copy(key), shape: [...this.#layer.inputShapes.key] } : null,
-        value: value.length ? { data: copy(value), shape: [...this.#layer.inputShapes.value] } : null,
+        query: { data: copy(query), shape: [...owner.inputShapes.query] },
+        key: key.length ? { data: copy(key), shape: [...owner.inputShapes.key] } : null,
+        value: value.length ? { data: copy(value), shape: [...owner.inputShapes.value] } : null,
         params: Object.fromEntries(params.map((e) => [e.name, copy(e)])),
       };
-      this.#free('done');
+      leakedResults.unregister(this);
+      freeRecord(record, 'done');
       return result;
     } finally {
       handle.releaseGradients();
@@ -80,25 +98,12 @@ export class TrainingResult {
 
   /** Frees what forward kept for backward, without a backward (a no-op after backward or a release). */
   release() {
-    if (this.#state === 'ready') this.#free('released');
-  }
-
-  /** Frees the saved state (the owning layer's dispose() calls it). */
-  #free(state) {
-    this.#state = state;
     leakedResults.unregister(this);
-    this.#saved.delete();
-    this.#saved = null;
-    this.#layer.onDone(this);
+    freeRecord(this.#record, 'released');
   }
 
-  /** Called by the owning layer's dispose(). */
-  layerDisposed() {
-    if (this.#state === 'ready') this.#free('released');
-    this.#state = 'disposed';
-  }
-
+  /** True once backward() or release() ran (or the layer was disposed). */
   get released() {
-    return this.#state !== 'ready';
+    return this.#record.state !== 'ready';
   }
 }
