@@ -193,7 +193,8 @@ inline RowPass forward_row(const mha::ResolvedConfig& c, const Parameters& p, in
 
 struct Result {
   std::vector<double> output;   // [B, L, outputDim]
-  std::vector<double> weights;  // [B, H, L, S] (per head, always; after dropout, as PyTorch's)
+  std::vector<double> weights;  // [B, H, L, S] (per head, always; after dropout, as PyTorch's, unless
+                                // options.weights_before_dropout, as Keras')
 };
 
 // One forward pass.
@@ -208,7 +209,8 @@ inline Result forward(const mha::ResolvedConfig& c, const Parameters& p, int64_t
     const RowPass f = forward_row(c, p, b, L, S, in, o, attn_mask_per_head, dropout);
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < L; ++i)
-        for (int64_t j = 0; j < S; ++j) r.weights[((b * H + h) * L + i) * S + j] = f.dropped[h](i, j);
+        for (int64_t j = 0; j < S; ++j)
+          r.weights[((b * H + h) * L + i) * S + j] = o.weights_before_dropout ? f.probs[h](i, j) : f.dropped[h](i, j);
     for (int64_t i = 0; i < L; ++i)
       for (int64_t d = 0; d < c.output_dim; ++d) r.output[(b * L + i) * c.output_dim + d] = f.out(i, d);
   }

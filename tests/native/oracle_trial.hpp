@@ -134,6 +134,7 @@ inline Trial draw(Random& r, const Limits& max = {}) {
   if (r.chance(0.3)) c.dropout = static_cast<float>(r.between(1, 9)) / 10.0f;
   o.training = r.chance(0.7);
   o.seed = (static_cast<uint64_t>(r.rng()) << 32) | r.rng();
+  o.weights_before_dropout = r.chance(0.3);  // Keras' weights
   return t;
 }
 
@@ -187,7 +188,9 @@ inline std::string describe(const Trial& t, const mha::ResolvedConfig& c) {
   if (c.softcap > 0) s += ", softcap " + mha::number_text(c.softcap);
   if (c.sinks) s += ", sinks";
   if (c.dropout > 0) s += std::string(", dropout ") + mha::number_text(c.dropout) + (t.options.training ? "" : " (not training)");
-  if (t.options.need_weights) s += t.options.average_weights ? ", weights averaged" : ", weights per head";
+  if (t.options.need_weights)
+    s += std::string(t.options.average_weights ? ", weights averaged" : ", weights per head") +
+         (t.options.weights_before_dropout ? " before dropout" : "");
   if (t.threads > 1) s += ", " + std::to_string(t.threads) + " threads";
   return s;
 }

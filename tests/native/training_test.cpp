@@ -214,7 +214,8 @@ TEST(LayerBackward, CrossAttentionGivesKeyAndValueGradients) {
   }
 }
 
-TEST(Threads, BackwardSameBitsRunToRunAndCloseAcrossThreadCounts)  // (Threads.*: the tsan stage runs it) {
+// In the Threads suite, which the ThreadSanitizer stage runs.
+TEST(Threads, BackwardSameBitsRunToRunAndCloseAcrossThreadCounts) {
   mha::AttentionConfig c = variant_config();
   TestLayer one = make_layer(c, 40), two = make_layer(c, 40);
   two.layer->set_thread_pool(std::make_shared<mha::ThreadPool>(2));
