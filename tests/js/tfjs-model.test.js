@@ -128,7 +128,7 @@ test("the layer's gradients equal central finite differences (every weight and i
   layer.dispose();
 });
 
-test('dropout applies only with training (model.fit)', () => {
+test('dropout applies only with training (model.fit), and scores are taken before it (Keras)', () => {
   const x = t([2, 4, 6], 9, 1);
   const plain = multiHeadAttention({ numHeads: 2, keyDim: 3 });
   const dropped = multiHeadAttention({ numHeads: 2, keyDim: 3, dropout: 0.5 });
@@ -138,8 +138,9 @@ test('dropout applies only with training (model.fit)', () => {
   const values = (layer, training) => layer.apply(x, { value: x, training, returnAttentionScores: true }).map((r) => Array.from(r.dataSync()));
   const [want, wantScores] = values(plain, false);
   assert.deepEqual(values(dropped, false), [want, wantScores]);
-  const [trained] = values(dropped, true);
+  const [trained, trainedScores] = values(dropped, true);
   assert.notDeepEqual(trained, want);
+  assert.deepEqual(trainedScores, wantScores);
   plain.dispose();
   dropped.dispose();
 });
