@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# `npm run bench`: installs the peers (bench/package.json, never part of npm test), builds the
-# wasm builds and the native Google Benchmark binary, then prints the tables (bench/run.mjs,
-# bench/variants.mjs, bench/decode.mjs).
+# `npm run bench`: installs the peers (bench/package.json and bench/debian-packages.txt, never
+# part of npm test), builds the wasm builds and the native Google Benchmark binary, then prints
+# the tables (bench/run.mjs, bench/variants.mjs, bench/decode.mjs, bench/training.mjs).
 # Extra arguments go to run.mjs, e.g. `npm run bench -- --shapes=0,3 --js=no`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --ignore-scripts: onnxruntime-node's install script only fetches optional CUDA binaries.
 npm ci --prefix bench --no-audit --no-fund --ignore-scripts
+bash tools/install-debian-packages.sh bench/debian-packages.txt
 bash tools/build-wasm.sh
 cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release > build/native-configure.log 2>&1 || { cat build/native-configure.log; exit 1; }
 cmake --build build/native -j2 --target mha_bench
@@ -21,3 +22,6 @@ node --no-liftoff bench/decode.mjs
 node --no-liftoff bench/decode.mjs --layers=8
 # Prefill through a KV cache against forward(x, { causal: true }) on the same shapes (target: within 5%).
 node bench/prefill-cache.mjs
+# Training: forward + backward against forward alone (wasm 1 and 2 threads, native), tfjs' wasm and
+# cpu backends and PyTorch (OpenBLAS) on the same step, L = S = 8192 in the wasm builds' memory.
+node bench/training.mjs

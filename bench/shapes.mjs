@@ -45,3 +45,43 @@ export function randomStateDict(layer, l = 0) {
   }
   return sd;
 }
+
+// The training table (bench/training.mjs): the self-attention shapes above and the Keras
+// tutorial's layer (batch 64 of 32 tokens, E 100, MultiHeadAttention(num_heads=4, key_dim=128):
+// head size 128, so the q/k/v projections have 512 rows and out_proj maps 512 back to 100).
+export const TRAINING_SHAPES = [
+  ...SHAPES.filter((s) => s.S === s.L).map((s) => ({ ...s, Dh: s.E / s.H })),
+  { B: 64, L: 32, S: 32, E: 100, H: 4, Dh: 128, name: 'Keras tutorial' },
+];
+
+export const trainingLabel = (s) => `${s.B}x${s.L}x${s.E}x${s.H}${s.Dh !== s.E / s.H ? `x${s.Dh}` : ''}${s.name ? ` (${s.name})` : ''}`;
+
+/**
+ * FLOPs of one self-attention forward and of its backward (issue 22): the projections (q, k, v:
+ * E -> H*Dh over L rows; out: H*Dh -> E) and 4·L·S·Dh per head for QKᵀ and PV; the backward
+ * recomputes the scores (QKᵀ), and computes dV, dP, dQ, dK: 10·L·S·Dh per head, and twice the
+ * projections (the gradient of the input and of the weight).
+ */
+export function trainingFlops({ B, L, S, E, H, Dh }) {
+  const projections = 2 * B * L * E * H * Dh * 2 + 2 * B * S * E * H * Dh * 2;
+  const attention = B * H * L * S * Dh;
+  return { forward: projections + 4 * attention, backward: 2 * projections + 10 * attention };
+}
+
+/**
+ * The training shapes' weights in PyTorch's separate-projection form (every peer can take it):
+ * q/k/v from one [3·H·Dh, E] block (so with Dh = E/H they equal benchWeights' in_proj_weight),
+ * in_proj_bias, out_proj [E, H·Dh] and its bias; scaled as benchWeights.
+ */
+export function trainingWeights({ E, H, Dh }) {
+  const qd = H * Dh, scale = (a, f) => a.map((x) => x * f);
+  const inProj = scale(randomArray(3 * qd * E, 1), 2 / Math.sqrt(E));
+  return {
+    q_proj_weight: inProj.subarray(0, qd * E),
+    k_proj_weight: inProj.subarray(qd * E, 2 * qd * E),
+    v_proj_weight: inProj.subarray(2 * qd * E),
+    in_proj_bias: scale(randomArray(3 * qd, 2), 0.1),
+    'out_proj.weight': scale(randomArray(E * qd, 3), 2 / Math.sqrt(qd)),
+    'out_proj.bias': scale(randomArray(E, 4), 0.1),
+  };
+}

@@ -13,6 +13,7 @@
 #include "mha/errors.hpp"
 #include "mha/memory_budget.hpp"
 #include "mha/multihead_attention.hpp"
+#include "mha/saved_forward.hpp"
 #include "mha/thread_pool.hpp"
 
 using emscripten::val;
@@ -105,6 +106,57 @@ CacheHandle* cache_of(const val& v) {
   return v.as<CacheHandle*>(emscripten::allow_raw_pointers());
 }
 
+// What a forward pass with grad kept for its backward pass (made by LayerHandle::forwardForTraining;
+// the JS wrapper deletes it after backward or on release()).
+class SavedForwardHandle {
+ public:
+  explicit SavedForwardHandle(std::unique_ptr<mha::SavedForward> saved) : saved_(std::move(saved)) {}
+  const mha::SavedForward& saved() const { return *saved_; }
+
+ private:
+  std::unique_ptr<mha::SavedForward> saved_;
+};
+
+using NamedFloats = std::vector<std::pair<std::string, std::vector<float>>>;
+
+// [{ name, ptr, length }] over named buffers the handle keeps (the JS wrapper copies them out).
+val entries_of(const NamedFloats& named) {
+  val list = val::array();
+  for (const auto& [name, data] : named) {
+    val e = val::object();
+    e.set("name", name);
+    e.set("ptr", static_cast<double>(reinterpret_cast<uintptr_t>(data.data())));
+    e.set("length", static_cast<double>(data.size()));
+    list.call<void>("push", e);
+  }
+  return list;
+}
+
+// Options every forward request shares (the JS wrapper checked their types).
+void read_options(const val& request, mha::ForwardOptions& o) {
+  o.causal = request["causal"].as<bool>();
+  o.need_weights = request["needWeights"].as<bool>();
+  o.average_weights = request["averageWeights"].as<bool>();
+  o.training = request["training"].as<bool>();
+  o.seed = static_cast<uint64_t>(request["seed"].as<double>());
+  o.weights_before_dropout = request["weightsBeforeDropout"].as<bool>();
+}
+
+// A forward request's tensors and options, pointing into the heap (the JS wrapper copied them in).
+struct ForwardRequest {
+  mha::TensorRef query, key, value;
+  mha::ForwardOptions options;
+
+  explicit ForwardRequest(const val& request)
+      : query(tensor_of(request["query"])), key(tensor_of(request["key"])), value(tensor_of(request["value"])) {
+    read_options(request, options);
+    options.key_padding_mask = mask_of(request["keyPaddingMask"]);
+    options.attn_mask = mask_of(request["attnMask"]);
+    positions_of(request["positions"], options);
+    if (CacheHandle* cache = cache_of(request["cache"])) options.cache = &cache->cache();
+  }
+};
+
 class LayerHandle {
  public:
   // config: the JS config after bindings/js/layer.js checked its types; absent keys take the
@@ -138,6 +190,7 @@ class LayerHandle {
         c.alibi_slopes = emscripten::convertJSArrayToNumberVector<float>(config["alibiSlopes"]);
       if (!config["softcap"].isUndefined()) c.softcap = static_cast<float>(config["softcap"].as<double>());
       c.sinks = !config["sinks"].isUndefined() && config["sinks"].as<bool>();
+      if (!config["dropout"].isUndefined()) c.dropout = static_cast<float>(config["dropout"].as<double>());
       layer_ = std::make_unique<mha::MultiheadAttention>(c);
       // Room for any rank up front, so the planned shapes never reallocate: the heap a handle
       // holds stays the same from call to call (tests/js/soak.test.js).
@@ -178,6 +231,7 @@ class LayerHandle {
     }
     if (c.softcap > 0) o.set("softcap", c.softcap);
     if (c.sinks) o.set("sinks", true);
+    if (c.dropout > 0) o.set("dropout", c.dropout);
     return o;
   }
 
@@ -212,22 +266,55 @@ class LayerHandle {
   bool forward(val request) {
     releaseResult();
     return guard([&] {
-      const mha::TensorRef q = tensor_of(request["query"]), k = tensor_of(request["key"]),
-                           v = tensor_of(request["value"]);
-      mha::ForwardOptions o;
-      o.causal = request["causal"].as<bool>();
-      o.need_weights = request["needWeights"].as<bool>();
-      o.average_weights = request["averageWeights"].as<bool>();
-      o.key_padding_mask = mask_of(request["keyPaddingMask"]);
-      o.attn_mask = mask_of(request["attnMask"]);
-      positions_of(request["positions"], o);
-      if (CacheHandle* cache = cache_of(request["cache"])) o.cache = &cache->cache();
-#ifdef __EMSCRIPTEN_PTHREADS__
-      layer_->set_thread_pool(current_pool());
-#endif
-      result_ = layer_->forward(q, k, v, o);
+      const ForwardRequest r(request);
+      use_module_pool();
+      result_ = layer_->forward(r.query, r.key, r.value, r.options);
     });
   }
+
+  // forward() that keeps what backward needs: the result as forward's, plus the saved state
+  // (null with lastError set on failure).
+  SavedForwardHandle* forwardForTraining(val request) {
+    releaseResult();
+    SavedForwardHandle* made = nullptr;
+    guard([&] {
+      const ForwardRequest r(request);  // (a cache is refused by forward_for_training)
+      use_module_pool();
+      auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options);
+      result_ = std::move(t.result);
+      made = new SavedForwardHandle(std::move(t.saved));
+    });
+    return made;
+  }
+
+  // The gradients for dLoss/dOutput at d_output (the forward's output shape; the JS wrapper
+  // checked its size), kept until releaseGradients(): gradientEntries() lists them.
+  bool backward(const SavedForwardHandle& saved, double d_output) {
+    releaseGradients();
+    return guard([&] {
+      use_module_pool();
+      mha::Gradients g = layer_->backward(saved.saved(), reinterpret_cast<const float*>(static_cast<uintptr_t>(d_output)));
+      gradients_.push_back({"query", std::move(g.query)});
+      gradients_.push_back({"key", std::move(g.key)});
+      gradients_.push_back({"value", std::move(g.value)});
+      for (auto& entry : mha::state_dict_from_parameters(layer_->config(), g.params)) gradients_.push_back(std::move(entry));
+    });
+  }
+
+  // [{ name, ptr, length }]: query, key, value (length 0 when forward had none), then the
+  // parameters' gradients keyed and ordered as the state dict.
+  val gradientEntries() const {
+    return entries_of(gradients_);
+  }
+  void releaseGradients() { NamedFloats().swap(gradients_); }
+
+  // Copies of the current weights: [{ name, ptr, length }] valid until the next call.
+  val stateDict() {
+    if (!layer_->has_weights()) return val::null();
+    state_dict_ = mha::state_dict_from_parameters(layer_->config(), layer_->parameters());
+    return entries_of(state_dict_);
+  }
+  void releaseStateDict() { NamedFloats().swap(state_dict_); }
 
   // Checks a forward request before the JS wrapper copies its inputs in: the shapes, then
   // whether the inputs and the call's buffers fit in the wasm memory still free. The request's
@@ -245,8 +332,7 @@ class LayerHandle {
       };
       const mha::TensorRef q = shape_only(request["query"]), k = shape_only(request["key"]), v = shape_only(request["value"]);
       mha::ForwardOptions o;
-      o.need_weights = request["needWeights"].as<bool>();
-      o.average_weights = request["averageWeights"].as<bool>();
+      read_options(request, o);
       o.key_padding_mask = mask_shape_only(request["keyPaddingMask"]);
       o.attn_mask = mask_shape_only(request["attnMask"]);
       if (CacheHandle* cache = cache_of(request["cache"])) {
@@ -265,7 +351,10 @@ class LayerHandle {
 #else
       const int threads = 1;
 #endif
-      mha::check_fits("the inputs and buffers", mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads),
+      const bool grad = request["grad"].as<bool>();
+      mha::check_fits("the inputs and buffers",
+                      grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
+                           : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads),
                       static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
@@ -303,6 +392,13 @@ class LayerHandle {
   void releaseResult() { result_ = mha::ForwardResult{}; }
 
  private:
+  // The threads build runs every layer on the module's pool (its size as setNumThreads left it).
+  void use_module_pool() {
+#ifdef __EMSCRIPTEN_PTHREADS__
+    layer_->set_thread_pool(current_pool());
+#endif
+  }
+
   template <typename F>
   bool guard(F&& f) {
     error_kind_ = kNone;
@@ -325,6 +421,7 @@ class LayerHandle {
 
   std::unique_ptr<mha::MultiheadAttention> layer_;
   mha::ForwardResult result_;
+  NamedFloats gradients_, state_dict_;
   mha::Shape planned_output_shape_, planned_weights_shape_;
   int error_kind_ = kNone;
   std::string error_;
@@ -344,6 +441,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("kind", &CacheHandle::kind)
       .function("truncate", &CacheHandle::truncate)
       .function("reset", &CacheHandle::reset);
+  emscripten::class_<SavedForwardHandle>("SavedForwardHandle");
   emscripten::class_<LayerHandle>("LayerHandle")
       .constructor<val>()
       .function("lastErrorKind", &LayerHandle::lastErrorKind)
@@ -353,6 +451,12 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("loadStateDict", &LayerHandle::loadStateDict)
       .function("checkLoadStateDict", &LayerHandle::checkLoadStateDict)
       .function("forward", &LayerHandle::forward)
+      .function("forwardForTraining", &LayerHandle::forwardForTraining, emscripten::allow_raw_pointers())
+      .function("backward", &LayerHandle::backward)
+      .function("gradientEntries", &LayerHandle::gradientEntries)
+      .function("releaseGradients", &LayerHandle::releaseGradients)
+      .function("stateDict", &LayerHandle::stateDict)
+      .function("releaseStateDict", &LayerHandle::releaseStateDict)
       .function("checkForward", &LayerHandle::checkForward)
       .function("createCache", &LayerHandle::createCache, emscripten::allow_raw_pointers())
       .function("setKeyValue", &LayerHandle::setKeyValue)

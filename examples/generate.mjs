@@ -4,7 +4,7 @@
 //   node examples/generate.mjs ["prompt"] [tokens]
 import { readFile } from 'node:fs/promises';
 
-import { init, readSafetensors } from '../bindings/js/index.js';
+import { init, readSafetensors } from 'mha-wasm';
 import { DemoModel, tokenize } from '../web/model.js';
 
 const prompt = process.argv[2] ?? 'the kelu sat on the mat. the kelu';

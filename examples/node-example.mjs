@@ -1,5 +1,5 @@
 // A small self-attention layer in Node: 2 heads over 4 tokens, with a causal mask.
-import { init } from '../bindings/js/index.js';
+import { init } from 'mha-wasm';
 
 const mha = await init();
 const E = 8, H = 2, L = 4;

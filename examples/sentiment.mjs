@@ -4,7 +4,7 @@
 //   node examples/sentiment.mjs ["the film was not good at all"]
 import { readFile } from 'node:fs/promises';
 
-import { init, readSafetensors } from '../bindings/js/index.js';
+import { init, readSafetensors } from 'mha-wasm';
 import { SentimentModel } from '../web/sentiment.js';
 
 const text = process.argv[2] ?? 'the film was not good at all';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the wasm module(s) into dist/ with Emscripten 3.1.6 (see README: Building).
+# Builds the wasm module(s) into dist/ with Emscripten 3.1.6 (see docs/contributing.md: Building by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=/usr/share/nodejs   # Emscripten's JS optimizer needs Debian's acorn

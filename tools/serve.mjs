@@ -18,6 +18,7 @@ export const MOUNTS = [
   ['/bindings/js/', join(ROOT, 'bindings', 'js')],
   ['/dist/', join(ROOT, 'dist')],
   ['/node_modules/wasm-feature-detect/', join(ROOT, 'node_modules', 'wasm-feature-detect')],
+  ['/node_modules/uplot/dist/', join(ROOT, 'node_modules', 'uplot', 'dist')],  // the Train mode's charts
   ['/', join(ROOT, 'web')],
 ];
 
@@ -45,6 +46,7 @@ const MIME_TYPES = {
  */
 export const BARE_IMPORTS = {
   'wasm-feature-detect': '/node_modules/wasm-feature-detect/dist/esm/index.js',
+  uplot: '/node_modules/uplot/dist/uPlot.esm.js',
   // The package's own subpath imports (package.json "imports", e.g. "#platform"): their browser target.
   ...Object.fromEntries(Object.entries(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).imports ?? {})
     .map(([name, target]) => [name, (typeof target === 'string' ? target : target.browser ?? target.default).replace(/^\./, '')])),

@@ -4,23 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mapfile -t PACKAGES < <(grep -v '^#' tools/debian-packages.txt | grep -v '^$')
-
-missing=()
-for p in "${PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${missing[*]}"
-  if [ "$(id -u)" = 0 ]; then
-    echo "setup: installing ${missing[*]}"
-    bash -c "$cmd"
-  else
-    echo "setup: missing Debian packages. Run as root:" >&2
-    echo "  sudo bash -c '$cmd'" >&2
-    exit 1
-  fi
-fi
+bash tools/install-debian-packages.sh tools/debian-packages.txt
 
 # Reinstall when package-lock.json changed since the last install.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -1,18 +1,19 @@
 // The demo page's controller: sends text (or the user's files) to the worker, keeps the latest
 // result, and draws every view from it. window.__mhaDemo is the documented hook tests use to read
-// the numbers behind the pictures (see the README's "Demo" section).
+// the numbers behind the pictures (see docs/demo.md).
 import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, prepareCanvas } from './heatmap.js';
 import { drawLines, MAX_ROWS } from './lines.js';
 import { FAMILY_PRESETS } from './custom-layer.js';
 import { WorkerClient } from './worker-client.js';
 import { GenerateMode } from './modes/generate.js';
 import { SentimentMode } from './modes/sentiment.js';
+import { TrainMode } from './modes/train.js';
 
 const $ = (id) => document.getElementById(id);
 const worker = new WorkerClient(new URL('./worker.js', import.meta.url));
 
 const state = {
-  source: 'default',      // 'default' model, the user's 'custom' layer, or the 'sentiment' classifier
+  source: 'default',      // 'default' model, the user's 'custom' layer, the 'sentiment' classifier, or the model being trained ('train')
   info: null,             // the worker's load result: build, vocab, heads, config
   result: null,           // the latest forward pass
   selected: { layer: 0, head: 0 },
@@ -76,6 +77,7 @@ const masks = () => ({ causal: state.result.causal, padding: state.result.paddin
 const shownHead = () => (state.mode === 'mean' ? 'mean' : state.selected.head);
 
 function headInfo(layer, head) {
+  if (state.source === 'train') return state.result.trainedHeads?.find((h) => h.layer === layer && h.head === head) ?? null;
   if (state.source !== 'default') return null;
   return state.info.heads.heads.find((h) => h.layer === layer && h.head === head) ?? null;
 }
@@ -86,7 +88,8 @@ function renderStatus() {
   const { build } = state.info;
   const { result } = state;
   const tokens = result ? `<b>${result.labels.length}</b> tokens · ` : '';
-  const timing = !result ? '' : result.generation ? generateMode.statusHtml(result.generation, state.renderMs)
+  const timing = state.source === 'train' ? trainMode.statusHtml()
+    : !result ? '' : result.generation ? generateMode.statusHtml(result.generation, state.renderMs)
     : `attention layers in wasm <b>${result.wasmMs.toFixed(2)} ms</b> · whole forward pass `
     + `<b>${result.totalMs.toFixed(2)} ms</b> · drawing <b>${state.renderMs.toFixed(0)} ms</b>`;
   $('status').innerHTML = `build <b>${build.name}</b> · SIMD <b>${build.simd ? 'on' : 'off'}</b> · threads <b>${build.threads ? `on (${build.numThreads ?? '?'})` : 'off'}</b>`
@@ -123,6 +126,7 @@ function tile(layer, head) {
   button.append(document.createElement('canvas'), caption);
   button.addEventListener('click', () => {
     state.selected = { layer, head };
+    trainMode.select(layer, head);
     state.focus = null;
     state.locked = false;
     render();
@@ -148,7 +152,8 @@ function renderGrid() {
   const { L, H } = layerShape();
   const { numKvHeads } = state.result.config;
   const perGroup = H / numKvHeads;
-  const layout = `${state.source} ${state.result.layers.length} ${H} ${numKvHeads}`;
+  const roles = state.source === 'train' ? state.result.trainedHeads?.map((h) => h.role).join() : '';
+  const layout = `${state.source} ${state.result.layers.length} ${H} ${numKvHeads} ${roles}`;
   if (layout !== gridLayout) {
     gridLayout = layout;
     $('grid').replaceChildren(...state.result.layers.map((_, layer) => {
@@ -393,11 +398,13 @@ function edited() {
 
 /** Switches the tabs and panels; the views then follow the source's next result. */
 function showSource(name) {
-  const sources = ['default', 'custom', 'sentiment'];
+  const sources = ['default', 'custom', 'sentiment', 'train'];
   selectTab(sources.map((s) => `source-${s}`), `source-${name}`);
   for (const s of sources) $(`${s}-panel`).hidden = s !== name;
   if (name !== 'custom') state.source = name;  // 'custom' takes over once a file is shown
   sentimentMode.active = name === 'sentiment';
+  if (name === 'train') trainMode.activate().catch((error) => showMessage(error.message));
+  else trainMode.deactivate();
 }
 
 function bindEvents() {
@@ -417,6 +424,11 @@ function bindEvents() {
     showSource('sentiment');
     showMessage(null);
     sentimentMode.run();
+  });
+  $('source-train').addEventListener('click', () => {
+    generateMode.stop();
+    showSource('train');
+    showMessage(null);
   });
   $('byo-family').addEventListener('change', () => applyFamily($('byo-family').value));
   $('custom-panel').addEventListener('submit', (event) => {
@@ -524,6 +536,24 @@ const sentimentMode = new SentimentMode({
   message: showMessage,
 });
 
+const trainMode = new TrainMode({
+  worker,
+  $,
+  show: (result) => {
+    if (state.source !== 'train') return;
+    state.meanCache = new Map();
+    accept(result);
+  },
+  message: showMessage,
+  download,
+  status: () => { if (state.source === 'train') renderStatus(); },
+  onWeights: (info) => {
+    // The worker's default model is now the trained one: its heads' roles come from the scores measured here.
+    state.info.heads = info.heads;
+    gridLayout = null;
+  },
+});
+
 // ---- the test hook ----
 
 function nextRender() {
@@ -574,6 +604,11 @@ window.__mhaDemo = {
       generation: generateMode.state(),
       /** Sentiment mode: { label, probability, words } of the sentence shown, or null. */
       sentiment: result?.sentiment ?? null,
+      /**
+       * Train mode: { running, step, steps, loss, heldOutLoss, tokensPerSecond, stepsPerSecond, trainingSeconds,
+       * headScores: [{ layer, head, previousToken, induction, bracket, bos }], ablated, backend, settings } or null.
+       */
+      training: trainMode.status ? structuredClone(trainMode.status) : null,
     };
   },
   /** Resolves when the running generation (if any) has ended and been drawn. */
@@ -595,6 +630,30 @@ window.__mhaDemo = {
   },
   /** Resolves after the next redraw. */
   nextRender,
+  /** Opens the Train tab and starts (or resumes) training with settings ({ seed, learningRate, batchSize, seqLen, steps, ... }); resolves once it runs. */
+  async startTraining(settings = {}) {
+    if (state.source !== 'train') $('source-train').click();
+    const fresh = trainMode.status === null || Object.keys(settings).some((k) => k !== 'learningRate' && k !== 'batchSize' && k !== 'steps');
+    await trainMode.start(settings, { reset: fresh && !trainMode.running });
+  },
+  /** Pauses training; resolves with getState().training once the worker has stopped. */
+  async pauseTraining() {
+    await trainMode.pause();
+    return structuredClone(trainMode.status);
+  },
+  /** Ablates (ablated false: restores) a head of the model being trained; resolves with the new training state. */
+  async ablateHead(layer, head, ablated = true) {
+    await trainMode.ablate(layer, head, ablated);
+    return structuredClone(trainMode.status);
+  },
+  /** The trained weights as .safetensors bytes (what Export .safetensors downloads), as a plain array. */
+  async trainedWeights() {
+    return Array.from(await trainMode.weightsFile());
+  },
+  /** "Use these weights in Generate": the default model becomes the trained one. */
+  async useTrainedWeights() {
+    return trainMode.useWeights();
+  },
 };
 
 window.__mhaDemo.ready = (async () => {

@@ -1,17 +1,21 @@
 // The page's Web Worker: owns the mha-wasm module and every forward pass, so typing never waits
-// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop' | 'sentiment', ... };
+// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop' | 'sentiment'
+// | 'train' | 'trainPause' | 'trainAblate' | 'trainProbe' | 'trainExport' | 'trainUse', ... };
 // out: { id, result } or { id, error } (the error's message is shown on the page), and for a
-// running 'generate' any number of { id, progress } first. Big arrays are transferred, not copied.
+// running 'generate' or 'train' any number of { id, progress } first. Big arrays are transferred, not copied.
 import { init, readSafetensors, stateDictFromSafetensors } from '../bindings/js/index.js';
 import { DemoModel, tokenize, topK } from './model.js';
 import { GenerationSession } from './generation.js';
 import { SentimentModel } from './sentiment.js';
 import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from './custom-layer.js';
+import { TrainingSession } from './training/session.js';
+import { describeHeads } from './training/head-scores.js';
 
 let mha;
 let model;
 let session;  // the generation state: one KV cache per layer, kept between Generate clicks
 let sentiment = null;  // the sentiment classifier, loaded on its first use
+let training = null;  // the Train mode's session (web/training/session.js), made on its first use
 
 /** The distinct buffers behind results' layers, to transfer (weights and output may share one). */
 const buffersOf = (layers) => [...new Set(layers.flatMap((l) => [l.weights.buffer, l.output.buffer]))];
@@ -169,13 +173,41 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   };
 }
 
-const handlers = { load, run, custom, generate, stop, sentiment: classify };
+/** The Train mode: the session owns the trainer; its loop yields to these messages between steps. */
+const trainingSession = () => (training ??= new TrainingSession({ mha, vocab: model.vocab }));
+const probeBuffers = (message) => (message.probe ? buffersOf(message.probe.layers) : []);
+
+/** "Use these weights": the trained model becomes the default model (the text box, Generate). */
+function useTrainedWeights() {
+  const { evaluation, trainer } = trainingSession();
+  if (!trainer) throw new Error('use weights: nothing trained yet');
+  const trained = new DemoModel(mha, readSafetensors(trainingSession().exportWeights()), model.vocab);
+  session.stop();
+  model.dispose();
+  model = trained;
+  session = new GenerationSession(model);
+  return {
+    step: trainer.step,
+    config: { embedDim: model.dModel, numHeads: model.numHeads, numKvHeads: model.numHeads, numLayers: model.numLayers },
+    heads: { heads: evaluation ? describeHeads(evaluation.headScores) : [] },
+  };
+}
+
+const handlers = {
+  load, run, custom, generate, stop, sentiment: classify,
+  train: (args, progress) => trainingSession().train(args, (message) => progress(message, probeBuffers(message)), yieldToMessages),
+  trainPause: () => trainingSession().pause(),
+  trainAblate: (args) => trainingSession().ablate(args),
+  trainProbe: ({ text }) => trainingSession().probe(text),
+  trainExport: () => ({ bytes: trainingSession().exportWeights() }),
+  trainUse: useTrainedWeights,
+};
 
 self.onmessage = async ({ data: { id, type, ...args } }) => {
   try {
     const progress = (message, transfer) => self.postMessage({ id, progress: message }, transfer);
     const result = await handlers[type](args, progress);
-    self.postMessage({ id, result }, buffersOf(result.layers ?? []));
+    self.postMessage({ id, result }, buffersOf(result.layers ?? result.probe?.layers ?? []));
   } catch (error) {
     self.postMessage({ id, error: { name: error?.name ?? 'Error', message: error?.message ?? String(error) } });
   }

@@ -2,6 +2,9 @@
 // per shape and thread count. bench/run.mjs runs it once per shape (so peak RSS is per shape)
 // with --benchmark_format=json; by hand:
 //   build/native/mha_bench --benchmark_filter='forward/1/128/128/512/8/1'
+// The training rows (bench/training.mjs): training_forward and training_step (forward with
+// what backward needs, then backward), args B, L, E, H, head size, threads:
+//   build/native/mha_bench --benchmark_filter='training_step/64/32/100/4/128/1'
 // Args: B, L, S, E, H, threads. GFLOPS counts 8*B*L*E^2 + 4*B*L*S*E (self: 4BLE^2 + 4BSE^2 ...
 // written for the general case: q/out projections over L rows, k/v over S rows).
 #include <Eigen/Dense>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "mha/multihead_attention.hpp"
+#include "mha/saved_forward.hpp"
 
 namespace {
 
@@ -32,6 +36,12 @@ std::vector<float> bench_array(size_t n, int64_t seed, double scale = 1.0) {
     x = static_cast<float>(static_cast<double>(static_cast<float>(static_cast<double>(s) / 2147483647 - 0.5)) * scale);
   }
   return v;
+}
+
+void report_memory(benchmark::State& state) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
 void forward(benchmark::State& state) {
@@ -63,9 +73,7 @@ void forward(benchmark::State& state) {
   }
   state.counters["checksum"] = checksum;  // out[0] + out[last], as bench/worker.mjs prints
   state.counters["GFLOPS"] = benchmark::Counter(forward_flops(B, L, S, E) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+  report_memory(state);
 }
 
 // The same forward pass as a C++ developer would write it with Eigen (float32): Eigen GEMMs for
@@ -141,10 +149,87 @@ void fma_peak(benchmark::State& state) {
   state.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void shapes(benchmark::internal::Benchmark* b) {
-  const std::vector<std::vector<int64_t>> list = {
-      {1, 128, 128, 512, 8}, {1, 512, 512, 768, 12}, {1, 2048, 2048, 512, 8},
-      {8, 64, 64, 256, 4},   {1, 4096, 4096, 256, 4}, {1, 256, 1024, 512, 8}};
+// The training table's layer (bench/shapes.mjs trainingWeights): self-attention with H heads of
+// size Dh, weights in the separate q/k/v form from one [3·H·Dh, E] block, scaled as benchWeights.
+struct TrainingSetup {
+  int64_t B, L, E, H, Dh;
+  std::vector<float> in_w, in_b, out_w, out_b, x, d_output;
+  std::unique_ptr<mha::MultiheadAttention> layer;
+
+  explicit TrainingSetup(const benchmark::State& state)
+      : B(state.range(0)), L(state.range(1)), E(state.range(2)), H(state.range(3)), Dh(state.range(4)) {
+    const int64_t qd = H * Dh;
+    mha::AttentionConfig config;
+    config.embed_dim = E;
+    config.num_heads = H;
+    if (qd != E) config.head_dim = Dh;
+    layer = std::make_unique<mha::MultiheadAttention>(config);
+    in_w = bench_array(3 * qd * E, 1, 2 / std::sqrt(static_cast<double>(E)));
+    in_b = bench_array(3 * qd, 2, 0.1);
+    out_w = bench_array(E * qd, 3, 2 / std::sqrt(static_cast<double>(qd)));
+    out_b = bench_array(E, 4, 0.1);
+    layer->load_state_dict({{"q_proj_weight", {in_w.data(), qd * E}},
+                            {"k_proj_weight", {in_w.data() + qd * E, qd * E}},
+                            {"v_proj_weight", {in_w.data() + 2 * qd * E, qd * E}},
+                            {"in_proj_bias", {in_b.data(), 3 * qd}},
+                            {"out_proj.weight", {out_w.data(), E * qd}},
+                            {"out_proj.bias", {out_b.data(), E}}});
+    const int threads = static_cast<int>(state.range(5));
+    if (threads > 1) layer->set_thread_pool(std::make_shared<mha::ThreadPool>(threads));
+    x = bench_array(B * L * E, 11);
+    d_output = bench_array(B * L * E, 13);  // G of loss = sum(output * G)
+  }
+  mha::TensorRef input() const { return {x.data(), {B, L, E}}; }
+
+  // Forward FLOPs: the four projections and 4·L·S·Dh per head; backward: twice the projections
+  // and 10·L·S·Dh per head (issue 22's count, the scores recomputed).
+  double projection_flops() const { return 8.0 * B * L * E * H * Dh; }
+  double attention_flops() const { return static_cast<double>(B) * H * L * L * Dh; }
+  double forward_flops() const { return projection_flops() + 4 * attention_flops(); }
+  double backward_flops() const { return 2 * projection_flops() + 10 * attention_flops(); }
+};
+
+// The training table's "forward alone": the same layer's plain forward pass.
+void training_forward(benchmark::State& state) {
+  TrainingSetup t(state);
+  for (int i = 0; i < 2; ++i) benchmark::DoNotOptimize(t.layer->forward(t.input(), {}, {}).output.data());
+  for (auto _ : state) {
+    mha::ForwardResult r = t.layer->forward(t.input(), {}, {});
+    benchmark::DoNotOptimize(r.output.data());
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(t.forward_flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  report_memory(state);
+}
+
+// One training step of the layer: forward with what backward needs, then the gradients of the
+// input and of every parameter for dLoss/dOutput = G.
+void training_step(benchmark::State& state) {
+  TrainingSetup t(state);
+  const mha::ForwardOptions options;
+  const auto step = [&] {
+    mha::MultiheadAttention::TrainingForward f = t.layer->forward_for_training(t.input(), {}, {}, options);
+    return t.layer->backward(*f.saved, t.d_output.data());
+  };
+  for (int i = 0; i < 2; ++i) benchmark::DoNotOptimize(step().query.data());
+  double d_x_sum = 0, d_out_weight_sum = 0;
+  for (auto _ : state) {
+    mha::Gradients g = step();
+    benchmark::DoNotOptimize(g.query.data());
+    d_x_sum = 0;
+    for (float v : g.query) d_x_sum += v;
+    d_out_weight_sum = 0;
+    for (float v : g.params.out_weight) d_out_weight_sum += v;
+  }
+  // bench/training.mjs compares these with the other implementations' (sum(dx), sum(d out_proj.weight)).
+  state.counters["check_dx"] = d_x_sum;
+  state.counters["check_dwo"] = d_out_weight_sum;
+  state.counters["GFLOPS"] = benchmark::Counter((t.forward_flops() + t.backward_flops()) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  report_memory(state);
+}
+
+// Each shape once per thread count (the last argument).
+void with_threads(benchmark::internal::Benchmark* b, const std::vector<std::vector<int64_t>>& list) {
   for (int threads : {1, 2})
     for (auto s : list) {
       s.push_back(threads);
@@ -152,9 +237,22 @@ void shapes(benchmark::internal::Benchmark* b) {
     }
 }
 
+void training_shapes(benchmark::internal::Benchmark* b) {
+  // bench/shapes.mjs TRAINING_SHAPES: the self-attention shapes, then the Keras tutorial's layer.
+  with_threads(b, {{1, 128, 512, 8, 64}, {1, 512, 768, 12, 64}, {1, 2048, 512, 8, 64},
+                   {8, 64, 256, 4, 64},  {1, 4096, 256, 4, 64}, {64, 32, 100, 4, 128}});
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  with_threads(b, {{1, 128, 128, 512, 8}, {1, 512, 512, 768, 12}, {1, 2048, 2048, 512, 8},
+                   {8, 64, 64, 256, 4},   {1, 4096, 4096, 256, 4}, {1, 256, 1024, 512, 8}});
+}
+
 }  // namespace
 
 BENCHMARK(forward)->Apply(shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(eigen_forward)->Apply(shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(training_forward)->Apply(training_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(training_step)->Apply(training_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(fma_peak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

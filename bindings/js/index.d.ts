@@ -5,26 +5,35 @@
  */
 
 /** A dense row-major tensor. `data.length` must equal the product of `shape`. */
-export interface Tensor<T extends Float32Array | Uint8Array | Int32Array = Float32Array> {
+export interface Tensor<T extends ArrayLike<number | bigint | boolean> = Float32Array> {
   /** The elements, row-major (last dimension fastest). */
   data: T;
   /** Dimensions, outermost first, e.g. [B, L, E]. */
   shape: number[];
 }
 
+/** The data of a bool mask: any integer typed array (nonzero = true) or a plain `boolean[]`. */
+export type BoolMaskData =
+  | Uint8Array | Uint8ClampedArray | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
+  | BigInt64Array | BigUint64Array | boolean[];
+
+/** The data of a float mask, added to the scores: `Float32Array`, or `Float64Array` (rounded to float32). */
+export type FloatMaskData = Float32Array | Float64Array;
+
 /**
- * A mask. `Uint8Array` data is a bool mask (nonzero = true = blocked / ignored, PyTorch's meaning);
- * `Float32Array` data is added to the attention scores before the softmax (`-Infinity` blocks).
+ * A mask. Bool data ({@link BoolMaskData}) is true = blocked / ignored (PyTorch's meaning); float
+ * data ({@link FloatMaskData}) is added to the attention scores before the softmax (`-Infinity`
+ * blocks). Data other than `Uint8Array` and `Float32Array` is converted once per call.
  */
-export type Mask = Tensor<Uint8Array> | Tensor<Float32Array>;
+export type Mask = Tensor<BoolMaskData> | Tensor<FloatMaskData>;
 
 /**
  * Rotary position embedding on q and k after projection (Hugging Face apply_rotary_pos_emb,
  * ONNX RotaryEmbedding-23). Positions are 0-based token indices (or ForwardOptions.positions).
  */
 export interface RotaryConfig {
-  /** Features of each head that rotate, from the first: even, <= headDim (less = partial rotary). */
-  dim: number;
+  /** Features of each head that rotate, from the first: even, <= headDim (less = partial rotary). Default headDim. */
+  dim?: number;
   /** Frequency base: inv_freq_t = base^(-2t/dim). Default 10000. */
   base?: number;
   /** true: rotate adjacent pairs (GPT-J); false: rotate halves (GPT-NeoX, Llama rotate_half). Default false. */
@@ -53,8 +62,8 @@ export interface AttentionConfig {
   valueHeadDim?: number;
   /** Output feature size (Keras output_shape; default embedDim). */
   outputDim?: number;
-  /** Rotary position embedding on q and k. */
-  rotary?: RotaryConfig;
+  /** Rotary position embedding on q and k; `true` or `{}`: the whole head, base 10000. */
+  rotary?: RotaryConfig | true;
   /**
    * Sliding window of W keys: with causal, query i sees keys i-W+1 .. i (Mistral, FlashAttention
    * window_size=(W-1, 0)); without, keys with |i - j| < W (Keras). Keys outside are skipped, not just masked.
@@ -68,27 +77,52 @@ export interface AttentionConfig {
   softcap?: number;
   /** A learned sink logit per head joins each softmax's denominator (gpt-oss); state-dict entry `sinks` [numHeads]. */
   sinks?: boolean;
+  /**
+   * Attention dropout probability in [0, 1) (PyTorch's and Keras' `dropout`), applied to the
+   * probabilities in calls with `training: true` only, the kept ones scaled by 1 / (1 - p). Default 0.
+   */
+  dropout?: number;
+  /**
+   * Where the layer's dropout seeds start: a training call without its own `seed` takes the next
+   * one (0 to 2^53 - 1). Default: a random start, so unseeded runs differ (as PyTorch's).
+   */
+  seed?: number;
 }
 
 /** The configuration with every default filled in; the variants appear only when the layer has them. */
 export interface ResolvedConfig {
+  /** E, the query's feature size. */
   embedDim: number;
+  /** H, the number of query heads. */
   numHeads: number;
+  /** The key's feature size. */
   kdim: number;
+  /** The value's feature size. */
   vdim: number;
+  /** Whether the projections have biases. */
   bias: boolean;
+  /** Key/value heads (numHeads unless grouped-query). */
   numKvHeads: number;
   /** Query/key head size. */
   headDim: number;
+  /** The softmax scale in use. */
   scale: number;
+  /** Value head size. */
   valueHeadDim: number;
+  /** The output's feature size. */
   outputDim: number;
+  /** Rotary settings, every default filled in (absent without rotary). */
   rotary?: Required<RotaryConfig>;
+  /** The sliding window W (absent without one). */
   slidingWindow?: number;
   /** The slopes in use (BLOOM's when the config said alibi: true). */
   alibiSlopes?: number[];
+  /** The soft-capping value (absent without softcap). */
   softcap?: number;
+  /** Present (true) when the layer has attention sinks. */
   sinks?: true;
+  /** Present when the layer has dropout. */
+  dropout?: number;
 }
 
 /** Options of {@link MultiHeadAttention.forward}; every one is optional. */
@@ -99,7 +133,10 @@ export interface ForwardOptions {
   keyPaddingMask?: Mask;
   /** [L, S], or [B*numHeads, L, S] ([numHeads, L, S] unbatched). Bool: true = blocked. Float: added. */
   attnMask?: Mask;
-  /** Also return the attention probabilities. Default false (faster, less memory). */
+  /**
+   * Also return the attention probabilities. Default false (faster, less memory), unlike PyTorch's
+   * need_weights (default true). With `needWeights: true` the result's `weights` is typed non-null.
+   */
   needWeights?: boolean;
   /** With needWeights: average over heads ([B, L, S]) instead of per head ([B, H, L, S]). Default true. */
   averageWeights?: boolean;
@@ -124,6 +161,64 @@ export interface ForwardOptions {
    * cache: keyPaddingMask [B, cache length after the call], attnMask [L, that length].
    */
   cache?: KvCache;
+  /**
+   * Check every element of query, key, value and the float masks before running, and throw a
+   * RangeError naming the first NaN or Infinity (tensor, flat index, index per dimension). A float
+   * mask's -Infinity is allowed. Default false: a non-finite unmasked input spreads to its batch
+   * item's whole output (docs/api.md, "NaN and Infinity in the inputs").
+   */
+  checkFinite?: boolean;
+  /**
+   * Keep what {@link TrainingResult.backward} needs (the result then has `backward` and
+   * `release`). Not with `cache`, `out` or `weightsOut`. Default false.
+   */
+  grad?: boolean;
+  /** Apply the layer's dropout (config `dropout`) in this call. Default false (inference). */
+  training?: boolean;
+  /** Dropout's seed for this call (0 to 2^53 - 1); default: the layer's next seed. Same seed, same mask. */
+  seed?: number;
+  /** With needWeights under dropout: the probabilities before dropout (Keras) instead of after (PyTorch). */
+  weightsBeforeDropout?: boolean;
+}
+
+/** {@link ForwardOptions} of a call that keeps its state for a backward pass. */
+export interface GradForwardOptions extends ForwardOptions {
+  grad: true;
+  cache?: undefined;
+  out?: undefined;
+  weightsOut?: undefined;
+}
+
+/** Gradients of a loss, from {@link TrainingResult.backward}. */
+export interface Gradients {
+  /** dLoss/dQuery, the query's shape. In self-attention (key = value = null) the sum of its three uses. */
+  query: Tensor<Float32Array>;
+  /** dLoss/dKey, or null when forward got key = null. */
+  key: Tensor<Float32Array> | null;
+  /** dLoss/dValue, or null when forward got value = null. */
+  value: Tensor<Float32Array> | null;
+  /** dLoss/d each parameter, keyed and sized exactly as the layer's stateDictShapes() (sinks included). */
+  params: Record<string, Float32Array>;
+}
+
+/** What {@link MultiHeadAttention.forward} returns with `grad: true`. */
+export interface TrainingResult<O extends ForwardOptions = ForwardOptions> extends ForwardResult<O> {
+  /**
+   * dLoss/d(inputs, parameters) given dLoss/dOutput (`dOut`, the output's shape). Call once.
+   * @throws {Error} when called twice, after release() or after the layer's dispose();
+   *   {TypeError | RangeError} for a dOut of the wrong kind or size.
+   */
+  backward(dOut: Tensor<Float32Array>): Gradients;
+  /** Frees what forward kept, without a backward (a no-op after backward). */
+  release(): void;
+  /** True once backward() or release() ran. */
+  readonly released: boolean;
+}
+
+/** Options of {@link MultiHeadAttention.initialize}. */
+export interface InitializeOptions {
+  /** 0 to 2^32 - 1 (default 0): the same seed gives the same weights in every build. */
+  seed?: number;
 }
 
 /** Options of {@link MultiHeadAttention.createCache}. */
@@ -140,8 +235,11 @@ export interface CreateCacheOptions {
 export interface KvCache {
   /** Tokens held (per batch row). */
   readonly length: number;
+  /** The most tokens it can hold, fixed at creation. */
   readonly capacity: number;
+  /** Batch rows; every forward with the cache must have this batch. */
   readonly batch: number;
+  /** The element type the keys and values are stored in. */
   readonly dtype: 'f32' | 'f16';
   /** batch x numKvHeads x capacity x (headDim + valueHeadDim) x 4 bytes (2 for f16). */
   readonly byteSize: number;
@@ -157,18 +255,32 @@ export interface KvCache {
   setKeyValue(key: Tensor, value: Tensor): this;
   /** Frees its memory (the layer's dispose() does too). */
   dispose(): void;
+  /** The same as dispose(), for `using` declarations. */
   [Symbol.dispose](): void;
 }
 
-/** What {@link MultiHeadAttention.forward} returns. */
-export interface ForwardResult {
+/**
+ * A result's optional tensor, typed by the call's options `O`: a tensor when `O` sets the flag
+ * `Flag` to true, null when it sets it false or leaves it out, either when that is only known at
+ * run time (a boolean variable).
+ */
+export type TensorIf<O, Flag extends string> = O extends { [K in Flag]: true } ? Tensor<Float32Array>
+  // (the index signature keeps the second test from failing TypeScript's weak-type check on
+  // options that leave the flag out, e.g. { causal: true })
+  : O extends { [K in Flag]?: false } & Record<string, unknown> ? null : Tensor<Float32Array> | null;
+
+/**
+ * What {@link MultiHeadAttention.forward} returns; `O` is the options' type, so that a call with
+ * `needWeights: true` has non-null `weights`.
+ */
+export interface ForwardResult<O extends ForwardOptions = ForwardOptions> {
   /** [B, L, outputDim], or [L, outputDim] for unbatched input. A copy the caller owns. */
   output: Tensor<Float32Array>;
   /**
    * The softmax probabilities, [B, H, L, S] or averaged [B, L, S] (no B for unbatched input);
    * null unless needWeights. A query row whose every key is masked gets zero weights (PyTorch: NaN).
    */
-  weights: Tensor<Float32Array> | null;
+  weights: TensorIf<O, 'needWeights'>;
 }
 
 /**
@@ -196,11 +308,25 @@ export interface MultiHeadAttention {
    */
   loadStateDict(stateDict: StateDict): this;
   /**
+   * Fresh weights as PyTorch initializes nn.MultiheadAttention: xavier_uniform_ in_proj weights,
+   * zero biases (and sinks), out_proj.weight as nn.Linear's U(-1/sqrt(in), 1/sqrt(in)); seeded.
+   */
+  initialize(options?: InitializeOptions): this;
+  /** Copies of the current weights, keyed as stateDictShapes(). @throws {TypeError} before any weights. */
+  stateDict(): Record<string, Float32Array>;
+  /**
    * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
    * A query row with every key masked gives zero attention: its output is out_proj.bias.
+   * With `grad: true` the result also has backward() and release().
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
-  forward(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: ForwardOptions): ForwardResult;
+  forward<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): TrainingResult<O>;
+  /**
+   * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
+   * `weights` is typed by the options: a tensor with `needWeights: true`, null without.
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  forward<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): ForwardResult<O>;
   /**
    * A KV cache for decoding with this layer (memory checked against the budget and taken now).
    * @throws {TypeError | RangeError} for bad options, or a RangeError naming the bytes when it cannot fit.
@@ -231,11 +357,17 @@ export interface BuildInfo {
 export interface MultiHeadAttentionConstructor {
   /** @throws {TypeError | RangeError} for a bad config, e.g. numHeads not dividing embedDim. */
   new (config: AttentionConfig): MultiHeadAttention;
+  /** The layers' prototype (for `instanceof`). */
   readonly prototype: MultiHeadAttention;
 }
 
-/** Keras' MultiHeadAttention arguments (keras.layers.MultiHeadAttention), plus the input sizes Keras infers. */
+/**
+ * Keras' MultiHeadAttention arguments (keras.layers.MultiHeadAttention). The input sizes, as in
+ * Keras, need not be given: they are taken from the first call's inputs, or from the shapes of
+ * the weights given to setWeights, whichever comes first.
+ */
 export interface KerasConfig {
+  /** Number of attention heads. */
   numHeads: number;
   /** Query/key head size; the scale is 1/sqrt(keyDim). */
   keyDim: number;
@@ -245,41 +377,85 @@ export interface KerasConfig {
   useBias?: boolean;
   /** The output's feature size (default queryDim). */
   outputShape?: number;
-  /** The query's feature size. */
-  queryDim: number;
+  /** The query's feature size (default: inferred when the layer is built). */
+  queryDim?: number;
   /** The key's feature size (default valueInputDim). */
   keyInputDim?: number;
   /** The value's feature size (default queryDim). */
   valueInputDim?: number;
+  /** Dropout on the attention scores in calls with `training: true` (Keras' dropout). Default 0. */
+  dropout?: number;
+  /** Where the dropout seeds start (see AttentionConfig.seed). */
+  seed?: number;
+  /**
+   * Keras' attention_axes: the axes of a [B, ..., features] input attended over (between 1 and
+   * rank - 2; default all of them); the other inner axes act as more batch. Scores are then
+   * [B, (other axes), H, (query's attended axes), (key's attended axes)]. Masks and the causal
+   * mask are not supported on inputs of rank > 3.
+   */
+  attentionAxes?: number | number[];
 }
+
+/** The Keras layer's arguments once it is built: every size known. */
+export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed'>>;
 
 /** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
 export interface KerasCallOptions {
-  /** [B, T, S] (or [T, S], or [B, S] per batch row); nonzero / true = may attend (Keras' convention). */
-  attentionMask?: Tensor<Uint8Array> | Tensor<Float32Array> | Tensor<Int32Array>;
+  /**
+   * [B, T, S] (or [T, S], or [B, S] per batch row); nonzero / true = may attend (Keras' convention).
+   * The same data kinds as {@link Mask}: any integer typed array, `boolean[]`, Float32Array or Float64Array.
+   */
+  attentionMask?: Tensor<BoolMaskData> | Tensor<FloatMaskData>;
   /** Query i attends to keys j <= i, combined with attentionMask by AND. */
   useCausalMask?: boolean;
-  /** Also return the per-head scores [B, H, T, S]. */
+  /** Also return the per-head scores [B, H, T, S] (before dropout, as Keras'; then `scores` is typed non-null). */
   returnAttentionScores?: boolean;
+  /** Apply dropout (Keras' training argument). Default false. */
+  training?: boolean;
+  /** Dropout's seed for this call. */
+  seed?: number;
+  /** As {@link ForwardOptions.checkFinite}: name the first NaN or Infinity in query, value or key. */
+  checkFinite?: boolean;
+}
+
+/** What {@link KerasMultiHeadAttention.call} returns. */
+export interface KerasCallResult<O extends KerasCallOptions = KerasCallOptions> {
+  /** [B, T, outputShape]. */
+  output: Tensor<Float32Array>;
+  /** Per-head attention scores [B, H, T, S] with returnAttentionScores, else null. */
+  scores: TensorIf<O, 'returnAttentionScores'>;
 }
 
 /** Keras' MultiHeadAttention on this package's core (bindings/js/keras.js). */
 export interface KerasMultiHeadAttention {
-  readonly config: Required<KerasConfig>;
-  /** The PyTorch-style layer underneath. */
+  /** Every argument resolved. @throws {TypeError} before the layer is built (no call or setWeights yet). */
+  readonly config: ResolvedKerasConfig;
+  /** False until the input sizes are known (given, or taken from the first call or setWeights). */
+  readonly built: boolean;
+  /** The PyTorch-style layer underneath. @throws {TypeError} before the layer is built. */
   readonly layer: MultiHeadAttention;
-  /** Keras' weight names and shapes, in the order of get_weights(). */
+  /** Keras' weight names and shapes, in the order of get_weights(). @throws {TypeError} before the layer is built. */
   weightShapes(): Record<string, number[]>;
-  /** get_weights()'s list ([{ data, shape }] or Float32Arrays) or a { 'query/kernel': ... } map, Keras layouts. */
+  /**
+   * get_weights()'s list ([{ data, shape }] or Float32Arrays) or a { 'query/kernel': ... } map, Keras
+   * layouts. An unbuilt layer takes its input sizes from the tensors' shapes.
+   */
   setWeights(weights: Array<Float32Array | Tensor> | Record<string, Float32Array | Tensor>): this;
+  /** The weights as Keras' get_weights() returns them: fresh copies, in its order and layouts. */
+  getWeights(): Tensor<Float32Array>[];
   /** Keras' argument order: call(query, value, key = value, options). */
-  call(query: Tensor, value: Tensor, key?: Tensor | null, options?: KerasCallOptions): { output: Tensor; scores: Tensor | null };
+  call<O extends KerasCallOptions = {}>(query: Tensor, value: Tensor, key?: Tensor | null, options?: O): KerasCallResult<O>;
+  /** Frees the layer's wasm memory. */
   dispose(): void;
+  /** The same as dispose(), for `using` declarations. */
   [Symbol.dispose](): void;
 }
 
+/** The Keras layer class of a loaded build, `mha.KerasMultiHeadAttention`. */
 export interface KerasMultiHeadAttentionConstructor {
+  /** @throws {TypeError | RangeError} for a bad config, naming the class and the argument. */
   new (config: KerasConfig): KerasMultiHeadAttention;
+  /** The layers' prototype (for `instanceof`). */
   readonly prototype: KerasMultiHeadAttention;
 }
 
@@ -287,7 +463,7 @@ export interface KerasMultiHeadAttentionConstructor {
 export interface MhaModule {
   /** The layer class bound to this build: `new mha.MultiHeadAttention(config)`. */
   MultiHeadAttention: MultiHeadAttentionConstructor;
-  /** Keras' MultiHeadAttention on the same core: `new mha.KerasMultiHeadAttention({ numHeads, keyDim, queryDim })`. */
+  /** Keras' MultiHeadAttention on the same core: `new mha.KerasMultiHeadAttention({ numHeads, keyDim })`. */
   KerasMultiHeadAttention: KerasMultiHeadAttentionConstructor;
   /** Bytes of wasm heap currently allocated (for leak checks). */
   heapAllocatedBytes(): number;
@@ -442,7 +618,13 @@ export interface KerasMultiHeadAttentionWeights {
  * @throws {RangeError} naming the weight and its expected shape; {TypeError} for unknown names or partial biases.
  */
 export declare function stateDictFromKeras(
-  weights: KerasMultiHeadAttentionWeights | Tensor[]): Record<string, Float32Array> & { readonly config: AttentionConfig };
+  weights: KerasMultiHeadAttentionWeights | Tensor[]): KerasStateDict;
+
+/** {@link stateDictFromKeras}'s result: a state dict carrying the config to load it into. */
+export type KerasStateDict = Record<string, Float32Array> & {
+  /** The layer config the state dict fits (non-enumerable): `new mha.MultiHeadAttention(sd.config)`. */
+  readonly config: AttentionConfig;
+};
 
 /** The initializers around onnxruntime's fused `Attention` op (com.microsoft). */
 export interface OnnxAttentionWeights {

@@ -3,12 +3,17 @@
 // its weight layouts (EinsumDense kernels [in, H, keyDim], output [H, valueDim, out]), its scale
 // 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
 // happens once in setWeights, the mask inversion per call; the math is the core's.
+import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
+import { nameErrorsByCall } from './errors.js';
+import { checkFinite } from './finite.js';
+import { checkMask } from './masks.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
 
-const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim'];
-const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores'];
+const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
+  'dropout', 'seed', 'attentionAxes'];
+const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed', 'checkFinite'];
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -20,11 +25,26 @@ function transpose(data, rows, cols) {
   return out;
 }
 
+/** attentionAxes: undefined/null (all inner axes), an integer or a non-empty list of integers. */
+function checkAttentionAxes(axes) {
+  if (axes === undefined || axes === null) return null;
+  const list = [axes].flat();
+  if (list.length === 0 || list.some((a) => !Number.isInteger(a))) {
+    throw new TypeError(`attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(axes)}`);
+  }
+  return Object.freeze(list);
+}
+
+// Errors start with the Keras call that failed; the PyTorch-side layer's call names become Keras'.
+const KERAS_METHODS = ['setWeights', 'getWeights', 'weightShapes', 'call'];
+const INNER_CALLS = ['MultiHeadAttention', 'forward', 'loadStateDict', 'stateDict'];
+
 /** Makes the KerasMultiHeadAttention class over a loaded build's MultiHeadAttention. */
 export function defineKerasMultiHeadAttention(MultiHeadAttention) {
-  return class KerasMultiHeadAttention {
-    #layer;
-    #config;
+  return nameErrorsByCall(class KerasMultiHeadAttention {
+    #layer = null;  // made when the input sizes are known (Keras "builds" the layer)
+    #config = null;
+    #args;
 
     /**
      * { numHeads, keyDim, valueDim = keyDim, useBias = true, outputShape = queryDim, queryDim,
@@ -33,36 +53,65 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
      */
     constructor(config) {
       checkPlainObject('KerasMultiHeadAttention: config', config);
-      checkKnownKeys('KerasMultiHeadAttention config', config, CONFIG_KEYS);
-      for (const name of ['numHeads', 'keyDim', 'queryDim']) checkInteger(name, config[name]);
-      for (const name of ['valueDim', 'outputShape', 'keyInputDim', 'valueInputDim']) checkInteger(name, config[name], { optional: true });
+      checkKnownKeys('config', config, CONFIG_KEYS);
+      for (const name of ['numHeads', 'keyDim']) checkInteger(name, config[name]);
+      for (const name of ['valueDim', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim']) {
+        checkInteger(name, config[name], { optional: true });
+      }
       checkBoolean('useBias', config.useBias);
-      const valueInputDim = config.valueInputDim ?? config.queryDim;
+      this.#args = { ...config, attentionAxes: checkAttentionAxes(config.attentionAxes) };
+      if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
+    }
+
+    /**
+     * Sizes the layer, as Keras builds one: the input sizes given to the constructor win, the
+     * others come from the first call's inputs or the weights' shapes (`inferred`).
+     */
+    #build(inferred) {
+      const a = this.#args;
+      const queryDim = a.queryDim ?? inferred.queryDim;
+      const valueInputDim = a.valueInputDim ?? inferred.valueInputDim ?? queryDim;
       this.#config = Object.freeze({
-        numHeads: config.numHeads,
-        keyDim: config.keyDim,
-        valueDim: config.valueDim ?? config.keyDim,
-        useBias: config.useBias ?? true,
-        outputShape: config.outputShape ?? config.queryDim,
-        queryDim: config.queryDim,
-        keyInputDim: config.keyInputDim ?? valueInputDim,
+        numHeads: a.numHeads,
+        keyDim: a.keyDim,
+        valueDim: a.valueDim ?? a.keyDim,
+        useBias: a.useBias ?? true,
+        outputShape: a.outputShape ?? queryDim,
+        queryDim,
+        keyInputDim: a.keyInputDim ?? inferred.keyInputDim ?? valueInputDim,
         valueInputDim,
+        dropout: a.dropout ?? 0,
+        attentionAxes: a.attentionAxes,
       });
       const c = this.#config;
       this.#layer = new MultiHeadAttention({
         embedDim: c.queryDim, numHeads: c.numHeads, kdim: c.keyInputDim, vdim: c.valueInputDim, bias: c.useBias,
         headDim: c.keyDim, valueHeadDim: c.valueDim, outputDim: c.outputShape,
+        ...(a.dropout !== undefined ? { dropout: a.dropout } : {}),
+        ...(a.seed !== undefined ? { seed: a.seed } : {}),
       });
     }
 
+    #built(what) {
+      if (!this.#layer) {
+        throw new TypeError(`${what}: the layer is not built yet: its input sizes come from the first call() or from `
+          + 'setWeights() with { data, shape } tensors, or pass queryDim (and keyInputDim, valueInputDim) to the constructor');
+      }
+      return this.#layer;
+    }
+
+    /** False until the input sizes are known (given, or taken from the first call or setWeights). */
+    get built() { return this.#layer !== null; }
+
     /** Every argument resolved. */
-    get config() { return this.#config; }
+    get config() { this.#built('KerasMultiHeadAttention.config'); return this.#config; }
 
     /** The underlying PyTorch-style layer (its stateDictShapes(), forward(), caches). */
-    get layer() { return this.#layer; }
+    get layer() { return this.#built('KerasMultiHeadAttention.layer'); }
 
     /** Keras' weight names and shapes, in the order of get_weights(). */
     weightShapes() {
+      this.#built('weightShapes');
       const { numHeads: H, keyDim, valueDim, outputShape, queryDim, keyInputDim, valueInputDim, useBias } = this.#config;
       const shapes = {
         'query/kernel': [queryDim, H, keyDim], 'query/bias': [H, keyDim],
@@ -79,6 +128,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
      * no biases with useBias: false), or a map { 'query/kernel': ..., ... }.
      */
     setWeights(weights) {
+      if (!this.#layer) this.#build(inputSizesOf(weights));
       const expected = this.weightShapes();
       const names = Object.keys(expected);
       let byName;
@@ -89,7 +139,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         byName = Object.fromEntries(names.map((name, i) => [name, weights[i]]));
       } else {
         checkPlainObject('setWeights: weights', weights);
-        checkKnownKeys('setWeights weights', weights, names);
+        checkKnownKeys('weights', weights, names);
         byName = weights;
       }
       const data = {};
@@ -123,9 +173,34 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
     }
 
     /**
+     * The weights as Keras' get_weights() returns them: [{ data, shape }] in its order (query
+     * kernel, bias, key kernel, bias, value kernel, bias, output kernel, bias; no biases with
+     * useBias: false) and layouts, fresh copies. setWeights(getWeights()) changes nothing.
+     */
+    getWeights() {
+      const sd = this.#built('getWeights').stateDict();
+      const { numHeads: H, keyDim, valueDim, outputShape, queryDim, keyInputDim, valueInputDim, useBias } = this.#config;
+      const qRows = H * keyDim, vRows = H * valueDim;
+      const kernels = {
+        'query/kernel': transpose(sd.q_proj_weight, qRows, queryDim),
+        'key/kernel': transpose(sd.k_proj_weight, qRows, keyInputDim),
+        'value/kernel': transpose(sd.v_proj_weight, vRows, valueInputDim),
+        'attention_output/kernel': transpose(sd['out_proj.weight'], outputShape, vRows),
+      };
+      const biases = useBias ? {
+        'query/bias': sd.in_proj_bias.slice(0, qRows),
+        'key/bias': sd.in_proj_bias.slice(qRows, 2 * qRows),
+        'value/bias': sd.in_proj_bias.slice(2 * qRows),
+        'attention_output/bias': sd['out_proj.bias'],
+      } : {};
+      return Object.entries(this.weightShapes()).map(([name, shape]) => ({ data: kernels[name] ?? biases[name], shape }));
+    }
+
+    /**
      * call(query [B, T, queryDim], value [B, S, valueInputDim], key = value [B, S, keyInputDim],
      * { attentionMask: [B, T, S] (or [T, S], or [B, S] per batch row), 1 / true = attend;
-     *   useCausalMask; returnAttentionScores }) -> { output [B, T, outputShape], scores [B, H, T, S] | null }.
+     *   useCausalMask; returnAttentionScores; training (dropout on, with the constructor's dropout);
+     *   seed (dropout's) }) -> { output [B, T, outputShape], scores [B, H, T, S] | null } (scores before dropout, as Keras').
      * A query row that may attend to nothing gives zeros (as Keras 3; the tfjs-layers port differs).
      */
     call(query, value, key = null, options = {}) {
@@ -133,23 +208,64 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
       checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
       checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
       checkPlainObject('call: options', options);
-      checkKnownKeys('call options', options, CALL_KEYS);
+      checkKnownKeys('options', options, CALL_KEYS);
       checkBoolean('useCausalMask', options.useCausalMask);
       checkBoolean('returnAttentionScores', options.returnAttentionScores);
+      checkBoolean('checkFinite', options.checkFinite);
+      if (!this.#layer) {
+        const last = (t) => t?.shape[t.shape.length - 1];
+        this.#build({ queryDim: last(query), valueInputDim: last(value), keyInputDim: last(key) });
+      }
+      if (options.checkFinite) checkFinite({ query, value, key });
+      if (query.shape.length > 3 || this.#config.attentionAxes) {
+        const layout = attentionLayout(query.shape.length, this.#config.attentionAxes, 'call');
+        if (query.shape.length > 3) return this.#callOverAxes(query, value, key, options, layout);
+      }
+      return this.#call3d(query, value, key, options);
+    }
+
+    #call3d(query, value, key, options) {
       const mask = this.#masks(options.attentionMask, query, value);
-      const { output, weights } = this.#layer.forward(query, key ?? value, value, {
+      // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
+      const { output, weights } = inKerasWords(() => this.#layer.forward(query, key ?? value, value, {
         ...mask, causal: options.useCausalMask ?? false,
         needWeights: options.returnAttentionScores ?? false, averageWeights: false,
-      });
+        training: options.training ?? false, weightsBeforeDropout: true,
+        ...(options.seed !== undefined ? { seed: options.seed } : {}),
+      }));
       return { output, scores: weights };
+    }
+
+    // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the
+    // attended ones into the sequence; output and scores are unfolded to Keras' shapes.
+    #callOverAxes(query, value, key, options, layout) {
+      const rank = query.shape.length;
+      for (const [name, t] of Object.entries({ value, key })) {
+        if (t && t.shape.length !== rank) throw new RangeError(`call: ${name} must have the query's rank ${rank}, got shape [${t.shape.join(', ')}]`);
+        if (t && layout.batch.some((a) => t.shape[a] !== query.shape[a])) {
+          throw new RangeError(`call: ${name}'s non-attended axes [${layout.batch.map((a) => t.shape[a]).join(', ')}] must equal the query's [${layout.batch.map((a) => query.shape[a]).join(', ')}]`);
+        }
+      }
+      if (options.attentionMask != null || options.useCausalMask) {
+        throw new Error('call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3');
+      }
+      const fold = (t) => (t ? foldForAttention(t, layout) : null);
+      const { output, scores } = this.#call3d(fold(query), fold(value), fold(key), options);
+      const kept = layout.order.slice(0, -1).map((a) => query.shape[a]);
+      const unfolded = permute(output.data, [...kept, output.shape[2]], layout.inverse);
+      const at = (t, axes) => axes.map((a) => t.shape[a]);
+      return {
+        output: unfolded,
+        scores: scores && { data: scores.data, shape: [...at(query, layout.batch), this.#config.numHeads, ...at(query, layout.attended), ...at(value, layout.attended)] },
+      };
     }
 
     // Keras' attention_mask (1 = attend) as the core's blocking masks.
     #masks(attentionMask, query, value) {
       if (attentionMask === undefined || attentionMask === null) return {};
-      checkTensor('attentionMask', attentionMask, { kinds: [Uint8Array, Float32Array, Int32Array], expected: '[B, T, S]' });
+      const mask = checkMask('attentionMask', attentionMask, { expected: '[B, T, S]' });
       const [B, T] = query.shape, S = value.shape[value.shape.length - 2], H = this.#config.numHeads;
-      const blocked = Uint8Array.from(attentionMask.data, (x) => (x ? 0 : 1));
+      const blocked = Uint8Array.from(mask.data, (x) => (x ? 0 : 1));
       const shape = attentionMask.shape.join(',');
       if (shape === [B, S].join(',') && query.shape.length === 3) return { keyPaddingMask: { data: blocked, shape: [B, S] } };
       if (shape === [T, S].join(',') && query.shape.length === 3) return { attnMask: { data: blocked, shape: [T, S] } };
@@ -164,8 +280,37 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
     }
 
     /** Frees the layer's wasm memory. */
-    dispose() { this.#layer.dispose(); }
+    dispose() { this.#layer?.dispose(); }
 
     [disposeSymbol]() { this.dispose(); }
-  };
+  }, 'KerasMultiHeadAttention', KERAS_METHODS, INNER_CALLS);
+}
+
+/** The input sizes an unbuilt layer takes from get_weights()-style tensors' shapes (Keras layouts). */
+function inputSizesOf(weights) {
+  const shapes = Array.isArray(weights)
+    ? weights.map((w) => w?.shape).filter((shape) => shape?.length === 3)  // the kernels, in get_weights() order
+    : ['query/kernel', 'key/kernel', 'value/kernel'].map((name) => weights?.[name]?.shape);
+  const [query, key, value] = shapes;
+  if (!Array.isArray(query)) {
+    throw new TypeError('the layer is not built yet and the query kernel has no shape: pass { data, shape } tensors '
+      + '(as get_weights() gives), call call() first, or pass queryDim (and keyInputDim, valueInputDim) to the constructor');
+  }
+  return { queryDim: query[0], keyInputDim: key?.[0], valueInputDim: value?.[0] };
+}
+
+// PyTorch's names in the core's messages, and Keras' for the same things.
+const KERAS_WORDS = [['loadStateDict()', 'setWeights()'], [/\bembedDim\b/g, 'queryDim'], [/\bkdim\b/g, 'keyInputDim'],
+  [/\bvdim\b/g, 'valueInputDim']];
+
+/** Runs the PyTorch-side layer, its errors worded for Keras (setWeights, queryDim). */
+function inKerasWords(run) {
+  try {
+    return run();
+  } catch (error) {
+    if (error instanceof Error) {
+      for (const [pytorch, keras] of KERAS_WORDS) error.message = error.message.replace(pytorch, keras);
+    }
+    throw error;
+  }
 }

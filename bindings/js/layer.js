@@ -1,7 +1,11 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
-import { throwHandleError } from './errors.js';
+import { nameErrorsByCall, throwHandleError } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
+import { checkFinite } from './finite.js';
+import { initialStateDict } from './initialize.js';
+import { checkMask } from './masks.js';
+import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
@@ -9,13 +13,14 @@ import {
 const CONFIG_KEYS = [
   'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
+  'dropout', 'seed',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const OPTION_KEYS = [
   'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
+  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite',
 ];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
-const MASK_KINDS = [Uint8Array, Float32Array];
 
 /**
  * Type checks of the variant options (free head sizes, rotary, window, ALiBi, softcap, sinks);
@@ -26,11 +31,14 @@ function checkVariants(config) {
   for (const name of ['headDim', 'valueHeadDim', 'outputDim', 'slidingWindow']) {
     checkInteger(name, config[name], { optional: true });
   }
-  const { rotary } = config;
+  // rotary: true or {} rotates the whole head (a dim that does not fit is the core's error to name).
+  const rotary = config.rotary === true ? {} : config.rotary;
   if (rotary !== undefined) {
-    checkPlainObject('rotary', rotary);
+    if (rotary === null || typeof rotary !== 'object' || Array.isArray(rotary)) {
+      throw new TypeError(`rotary must be true (the whole head) or { dim, base, interleaved }, got ${describe(rotary)}`);
+    }
     checkKnownKeys('rotary', rotary, ROTARY_KEYS);
-    checkInteger('rotary.dim', rotary.dim);
+    checkInteger('rotary.dim', rotary.dim, { optional: true });
     if (rotary.base !== undefined && typeof rotary.base !== 'number') {
       throw new TypeError(`rotary.base must be a number, got ${describe(rotary.base)}`);
     }
@@ -50,7 +58,21 @@ function checkVariants(config) {
     throw new TypeError(`softcap must be a number, got ${describe(config.softcap)}`);
   }
   checkBoolean('sinks', config.sinks);
-  return { ...config, ...(alibiSlopes ? { alibiSlopes } : {}) };
+  const headDim = config.headDim ?? Math.floor(config.embedDim / config.numHeads);
+  return {
+    ...config,
+    ...(rotary ? { rotary: { ...rotary, dim: rotary.dim ?? headDim } } : {}),
+    ...(alibiSlopes ? { alibiSlopes } : {}),
+  };
+}
+
+/** A dropout seed: an integer from 0 to 2^53 - 1. */
+function checkSeed(name, value) {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${describe(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(`${name} must be an integer from 0 to 2^53 - 1, got ${value}`);
+  }
 }
 
 function tensorForCore(scope, tensor) {
@@ -99,15 +121,20 @@ const leakedLayers = new FinalizationRegistry((handle) => {
   handle.delete();
 });
 
-/** Makes the MultiHeadAttention class bound to one loaded wasm module. */
+/**
+ * Makes the MultiHeadAttention class bound to one loaded wasm module. Its errors start with the
+ * call that failed ('MultiHeadAttention: ...' from the constructor, 'forward: ...'): errors.js.
+ */
 export function defineMultiHeadAttention(module) {
-  return class MultiHeadAttention {
+  return nameErrorsByCall(class MultiHeadAttention {
     #handle;
     #caches = new Set();  // alive caches this layer made; dispose() frees them
+    #trainingRecords = new Set();  // saved states of forward results with grad not yet freed; dispose() frees them
+    #nextSeed;  // dropout's seed for the next training call that gives none
 
     constructor(config) {
       checkPlainObject('MultiHeadAttention: config', config);
-      checkKnownKeys('MultiHeadAttention config', config, CONFIG_KEYS);
+      checkKnownKeys('config', config, CONFIG_KEYS);
       checkInteger('embedDim', config.embedDim);
       checkInteger('numHeads', config.numHeads);
       checkInteger('kdim', config.kdim, { optional: true });
@@ -117,7 +144,14 @@ export function defineMultiHeadAttention(module) {
       if (config.scale !== undefined && (typeof config.scale !== 'number' || !Number.isFinite(config.scale))) {
         throw new RangeError(`scale must be a finite number, got ${describe(config.scale)}`);
       }
-      const handle = new module.LayerHandle(checkVariants(config));
+      if (config.dropout !== undefined && typeof config.dropout !== 'number') {
+        throw new TypeError(`dropout must be a number in [0, 1), got ${describe(config.dropout)}`);
+      }
+      checkSeed('seed', config.seed);
+      // Unseeded layers draw a different dropout sequence each run, as PyTorch's do.
+      this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
+      const { seed, ...coreConfig } = config;
+      const handle = new module.LayerHandle(checkVariants(coreConfig));
       if (handle.lastErrorKind() !== 0) {
         try {
           throwHandleError(handle, 'MultiHeadAttention');
@@ -142,6 +176,35 @@ export function defineMultiHeadAttention(module) {
     /** The state-dict keys this layer takes, with their PyTorch shapes. */
     stateDictShapes() {
       return this.#live('stateDictShapes').stateDictShapes();
+    }
+
+    /**
+     * Fresh weights as PyTorch initializes nn.MultiheadAttention (xavier_uniform_ in_proj, zero
+     * biases, out_proj as nn.Linear), from `seed` (default 0). Returns the layer.
+     */
+    initialize(options = {}) {
+      this.#live('initialize');
+      checkPlainObject('initialize: options', options);
+      checkKnownKeys('options', options, ['seed']);
+      if (options.seed !== undefined && typeof options.seed !== 'number') {
+        throw new TypeError(`initialize: seed must be a number, got ${describe(options.seed)}`);
+      }
+      if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0 || options.seed > 0xffffffff)) {
+        throw new RangeError(`initialize: seed must be an integer from 0 to 2^32 - 1, got ${describe(options.seed)}`);
+      }
+      return this.loadStateDict(initialStateDict(this.stateDictShapes(), options.seed ?? 0));
+    }
+
+    /** Copies of the current weights, keyed as stateDictShapes() (what loadStateDict takes). */
+    stateDict() {
+      const handle = this.#live('stateDict');
+      const entries = handle.stateDict();
+      if (entries === null) throw new TypeError('stateDict: the layer has no weights yet; call loadStateDict() or initialize() first');
+      try {
+        return Object.fromEntries(entries.map((e) => [e.name, copyOutFloats(module, e.ptr, e.length)]));
+      } finally {
+        handle.releaseStateDict();
+      }
     }
 
     /** True until dispose() is called. */
@@ -177,7 +240,7 @@ export function defineMultiHeadAttention(module) {
     createCache(options) {
       const handle = this.#live('createCache');
       checkPlainObject('createCache: options', options);
-      checkKnownKeys('createCache options', options, CACHE_KEYS);
+      checkKnownKeys('options', options, CACHE_KEYS);
       checkInteger('batch', options.batch, { optional: true });
       checkInteger('capacity', options.capacity);
       const dtype = options.dtype ?? 'f32';
@@ -194,8 +257,8 @@ export function defineMultiHeadAttention(module) {
 
     #setKeyValue(cache, key, value) {
       const handle = this.#live('setKeyValue');
-      checkTensor('key', key, { expected: '[B, S, kdim]' });
-      checkTensor('value', value, { expected: '[B, S, vdim]' });
+      checkTensor('setKeyValue: key', key, { expected: '[B, S, kdim]' });
+      checkTensor('setKeyValue: value', value, { expected: '[B, S, vdim]' });
       const scope = new HeapScope(module);
       try {
         if (!handle.setKeyValue(cacheHandleOf.get(cache), tensorForCore(scope, key), tensorForCore(scope, value))) {
@@ -230,13 +293,26 @@ export function defineMultiHeadAttention(module) {
       checkTensor('key', key, { expected: '[B, S, kdim]', optional: true });
       checkTensor('value', value, { expected: '[B, S, vdim]', optional: true });
       checkPlainObject('forward: options', options);
-      checkKnownKeys('forward options', options, OPTION_KEYS);
-      for (const flag of ['causal', 'needWeights', 'averageWeights']) checkBoolean(flag, options[flag]);
-      const keyPaddingMask = checkTensor('keyPaddingMask', options.keyPaddingMask, { kinds: MASK_KINDS, optional: true });
-      const attnMask = checkTensor('attnMask', options.attnMask, { kinds: MASK_KINDS, optional: true });
+      checkKnownKeys('options', options, OPTION_KEYS);
+      for (const flag of ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout', 'checkFinite']) {
+        checkBoolean(flag, options[flag]);
+      }
+      checkSeed('seed', options.seed);
+      if (options.grad && options.cache != null) {
+        throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
+          + 'pass the whole sequence without a cache)');
+      }
+      if (options.grad && (options.out != null || options.weightsOut != null)) {
+        throw new TypeError(`${options.out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
+      }
+      const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
+      const attnMask = checkMask('attnMask', options.attnMask);
+      if (options.checkFinite) checkFinite({ query, key, value }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
 
+      // A training call without a seed takes the layer's next one (dropout's mask depends on it).
+      const seed = options.training ? (options.seed ?? this.#nextSeed++) : 0;
       const request = (toCore) => ({
         query: toCore(query),
         key: toCore(key),
@@ -248,6 +324,10 @@ export function defineMultiHeadAttention(module) {
         causal: options.causal ?? false,
         needWeights: options.needWeights ?? false,
         averageWeights: options.averageWeights ?? true,
+        grad: options.grad ?? false,
+        training: options.training ?? false,
+        seed,
+        weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       });
       // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
       if (!handle.checkForward(request(shapeForCore))) throwHandleError(handle, 'forward');
@@ -257,6 +337,7 @@ export function defineMultiHeadAttention(module) {
       }
       const weightsOut = options.weightsOut == null ? null
         : checkOutBuffer(module, 'weightsOut', options.weightsOut, handle.plannedWeightsShape());
+      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value });
       const scope = new HeapScope(module);
       try {
         const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)));
@@ -274,10 +355,40 @@ export function defineMultiHeadAttention(module) {
       }
     }
 
+    #forwardForTraining(handle, request, inputs) {
+      const scope = new HeapScope(module);
+      let saved = null;
+      try {
+        saved = handle.forwardForTraining(request((tensor) => tensorForCore(scope, tensor)));
+        if (!saved) throwHandleError(handle, 'forward');
+        const outputShape = handle.outputShape();
+        const count = (shape) => shape.reduce((n, d) => n * d, 1);
+        const output = { data: copyOutFloats(module, handle.outputPtr(), count(outputShape)), shape: outputShape };
+        const weightsShape = handle.weightsShape();
+        const weights = weightsShape && { data: copyOutFloats(module, handle.weightsPtr(), count(weightsShape)), shape: weightsShape };
+        const owner = {
+          module,
+          handle: (method) => this.#live(method),
+          onFree: (r) => this.#trainingRecords.delete(r),
+          inputShapes: { query: inputs.query.shape, key: inputs.key?.shape, value: inputs.value?.shape },
+        };
+        const record = trainingRecord(saved, owner);
+        saved = null;  // the record owns it now
+        this.#trainingRecords.add(record);
+        const result = new TrainingResult(record, output, weights);
+        return result;
+      } finally {
+        saved?.delete();
+        handle.releaseResult();
+        scope.free();
+      }
+    }
+
     /** Frees the layer's wasm memory. Safe to call more than once. */
     dispose() {
       if (this.#handle) {
         for (const cache of [...this.#caches]) cache.dispose();
+        for (const record of [...this.#trainingRecords]) freeRecord(record, 'disposed');
         leakedLayers.unregister(this);
         this.#handle.delete();
         this.#handle = null;
@@ -288,5 +399,5 @@ export function defineMultiHeadAttention(module) {
     [disposeSymbol]() {
       this.dispose();
     }
-  };
+  }, 'MultiHeadAttention', ['initialize', 'stateDict', 'loadStateDict', 'createCache', 'forward']);
 }

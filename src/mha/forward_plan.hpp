@@ -41,6 +41,8 @@ struct ForwardOptions {
   // by `seed` (and batch row, head, query, key).
   bool training = false;
   uint64_t seed = 0;
+  // need_weights under dropout: the probabilities before dropout (Keras) instead of after (PyTorch).
+  bool weights_before_dropout = false;
 };
 
 struct ForwardPlan {

@@ -141,6 +141,80 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   return items;
 }
 
+// Key chunks per (batch row, kv head) in the attention's backward pass: enough tasks for every
+// thread, each chunk at least 64 keys. One thread: one chunk.
+inline int64_t backward_key_chunks(const ResolvedConfig& c, const ForwardPlan& p, int threads) {
+  if (threads <= 1) return 1;
+  const int64_t pairs = p.batch * c.num_kv_heads;
+  const int64_t wanted = (2 * threads + pairs - 1) / pairs;
+  return std::max<int64_t>(1, std::min(wanted, p.key_len / 64));
+}
+
+// The buffers backward() allocates: gradients of the attention's inputs and of the layer's
+// inputs and parameters, per-thread kernel scratch, partial dQ per key chunk, and the largest
+// projection's transposed operands (packed per call).
+inline std::vector<MemoryItem> backward_memory(const ResolvedConfig& c, const ForwardPlan& p, int threads) {
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len, chunks = backward_key_chunks(c, p, threads);
+  kernels::AttentionBackwardArgs sizing{};
+  sizing.forward.key_len = S;
+  sizing.forward.query_len = L;
+  sizing.forward.head_dim = c.head_dim;
+  sizing.forward.value_head_dim = c.value_head_dim;
+  sizing.key_begin = 0;
+  sizing.key_end = (S + chunks - 1) / chunks;
+  const auto round_up = [](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
+  // One linear_backward at a time: W packed transposed, dY^T and X^T packed, rows x features.
+  uint64_t projection = 0;
+  const auto projection_floats = [&](int64_t out, int64_t in, int64_t rows) {
+    const uint64_t floats = saturating_bytes({round_up(in, 64), out + rows}, 4) / 4 +
+                            saturating_bytes({out, rows}, 4) / 4;
+    projection = std::max(projection, floats);
+  };
+  projection_floats(c.output_dim, c.attended_dim(), B * L);
+  projection_floats(c.q_dim(), c.embed_dim, B * L);
+  projection_floats(c.kv_dim(), c.kdim, B * S);
+  projection_floats(c.value_kv_dim(), c.vdim, B * S);
+  std::vector<MemoryItem> items;
+  items.push_back({"attention gradients", saturating_bytes({B, L * (c.attended_dim() + c.q_dim()) + S * (c.kv_dim() + c.value_kv_dim())}, 4)});
+  if (chunks > 1) items.push_back({"partial query gradients", saturating_bytes({chunks, B, L, c.q_dim()}, 4)});
+  items.push_back({"backward scratch", saturating_bytes({threads, kernels::attention_backward_scratch_floats(sizing)}, 4)});
+  items.push_back({"projection gradients", saturating_bytes({static_cast<int64_t>(projection)}, 4)});
+  items.push_back({"input gradients", saturating_bytes({B, L * c.embed_dim + S * (c.kdim + c.vdim)}, 4)});
+  items.push_back({"parameter gradients", total_bytes(weight_memory(c))});
+  return items;
+}
+
+// A forward pass with grad: what it keeps for backward (saved_forward.hpp), its own buffers and
+// backward's, all counted before anything runs. `inputs` as for forward_memory.
+inline std::vector<MemoryItem> training_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
+                                               bool self_attention, bool inputs, int threads) {
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim;
+  std::vector<MemoryItem> items;
+  for (const MemoryItem& item : forward_memory(c, p, o, self_attention, inputs, threads)) {
+    // The saved projections replace the workspace's; the flash kernel's scratch even for few rows.
+    if (item.name == "projected queries" || item.name == "projected keys and values" || item.name == "attended values" ||
+        item.name == "attention scratch")
+      continue;
+    items.push_back(item);
+  }
+  kernels::AttentionHeadArgs head{};
+  head.key_len = S;
+  head.head_dim = c.head_dim;
+  head.value_head_dim = c.value_head_dim;
+  items.push_back({"attention scratch", saturating_bytes({threads, kernels::attention_scratch_floats(head)}, 4)});
+  auto mask_bytes = [](const MaskRef& m) { return saturating_bytes(m.shape, m.type == MaskType::kBool ? 1 : 4); };
+  uint64_t saved_inputs = saturating_bytes({B, L, E}, 4);
+  if (!self_attention) saved_inputs += saturating_bytes({B, S, c.kdim + c.vdim}, 4);
+  if (o.key_padding_mask.present()) saved_inputs += mask_bytes(o.key_padding_mask);
+  if (o.attn_mask.present()) saved_inputs += mask_bytes(o.attn_mask);
+  if (!o.positions_shape.empty()) saved_inputs += saturating_bytes(o.positions_shape, 4);
+  items.push_back({"saved inputs", saved_inputs});
+  items.push_back({"saved projections and attended values",
+                   saturating_bytes({B, L * (c.q_dim() + c.attended_dim() + c.num_heads) + S * (c.kv_dim() + c.value_kv_dim())}, 4)});
+  for (const MemoryItem& item : backward_memory(c, p, threads)) items.push_back(item);
+  return items;
+}
+
 // Throws a RangeError-kind ArgumentError when `items` do not fit beside the `in_use` bytes:
 // "<subject> need 12.9 GiB of WebAssembly memory (query 1.0 GiB, ...), more than the 2.0 GiB ...".
 inline void check_fits(const std::string& subject, const std::vector<MemoryItem>& items, uint64_t in_use,

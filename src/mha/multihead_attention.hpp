@@ -83,9 +83,16 @@ class MultiheadAttention {
                     float* weights) const;
 
  private:
+  void run_forward(const ForwardPlan& plan, const TensorRef& query, const TensorRef& key, const TensorRef& value,
+                   const ForwardOptions& options, float* output, float* weights, SavedForward* saved) const;
+  void rotate(const ForwardPlan& plan, const ForwardOptions& options, bool self_attention, int64_t projected_keys,
+              float* q, float* k, bool inverse) const;
+  float dropout_in(const ForwardOptions& options) const;  // p when dropout applies to this call, else 0
+
   ResolvedConfig config_;
   AttentionParameters params_;
   bool loaded_ = false;
+  uint64_t weights_version_ = 0;  // load_state_dict calls: a saved forward is only valid for its weights
   // The projections' weights repacked for the GEMM micro-kernel, once per load_state_dict.
   struct PackedProjections {
     kernels::PackedLinear q, k, v, out;

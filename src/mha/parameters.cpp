@@ -99,4 +99,25 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
   return p;
 }
 
+std::vector<std::pair<std::string, std::vector<float>>> state_dict_from_parameters(const ResolvedConfig& c,
+                                                                                   const AttentionParameters& p) {
+  const auto joined = [](std::initializer_list<const std::vector<float>*> parts) {
+    std::vector<float> all;
+    for (const auto* part : parts) all.insert(all.end(), part->begin(), part->end());
+    return all;
+  };
+  std::vector<std::pair<std::string, std::vector<float>>> entries;
+  for (const auto& [key, shape] : state_dict_layout(c)) {
+    if (key == "in_proj_weight") entries.push_back({key, joined({&p.q_weight, &p.k_weight, &p.v_weight})});
+    else if (key == "q_proj_weight") entries.push_back({key, p.q_weight});
+    else if (key == "k_proj_weight") entries.push_back({key, p.k_weight});
+    else if (key == "v_proj_weight") entries.push_back({key, p.v_weight});
+    else if (key == "in_proj_bias") entries.push_back({key, joined({&p.q_bias, &p.k_bias, &p.v_bias})});
+    else if (key == "out_proj.weight") entries.push_back({key, p.out_weight});
+    else if (key == "out_proj.bias") entries.push_back({key, p.out_bias});
+    else if (key == "sinks") entries.push_back({key, p.sinks});
+  }
+  return entries;
+}
+
 }  // namespace mha

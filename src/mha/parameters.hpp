@@ -34,4 +34,9 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> state_dict_layout(cons
 // unknown or mis-sized entry. The separate q/k/v form is also accepted where PyTorch would fuse.
 AttentionParameters parameters_from_state_dict(const ResolvedConfig& config, const StateDict& state);
 
+// The inverse: parameters (or their gradients, which share the layout) as state-dict entries,
+// keyed and ordered exactly as state_dict_layout (in_proj_weight fused where PyTorch fuses).
+std::vector<std::pair<std::string, std::vector<float>>> state_dict_from_parameters(const ResolvedConfig& config,
+                                                                                   const AttentionParameters& params);
+
 }  // namespace mha

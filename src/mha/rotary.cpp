@@ -6,7 +6,7 @@
 namespace mha {
 
 void apply_rotary(const RotaryConfig& rotary, float* x, int64_t rows, int64_t row_stride, int64_t heads,
-                  int64_t head_dim, const int32_t* positions, int64_t first_position) {
+                  int64_t head_dim, const int32_t* positions, int64_t first_position, bool inverse) {
   const int64_t half = rotary.dim / 2;
   if (half == 0) return;
   std::vector<double> inv_freq(static_cast<size_t>(half));
@@ -20,7 +20,7 @@ void apply_rotary(const RotaryConfig& rotary, float* x, int64_t rows, int64_t ro
     for (int64_t t = 0; t < half; ++t) {
       const double angle = position * inv_freq[t];
       cos[t] = static_cast<float>(std::cos(angle));
-      sin[t] = static_cast<float>(std::sin(angle));
+      sin[t] = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
     }
     for (int64_t h = 0; h < heads; ++h) {
       float* head = x + r * row_stride + h * head_dim;

@@ -20,7 +20,9 @@ namespace mha {
 // Rotates `rows` rows of x (row r starts at x + r * row_stride and holds `heads` heads of
 // head_dim features). Row r is at position positions[r] when positions is given, else at
 // first_position + r.
+// inverse: rotate by -angle, the transpose of the rotation: the backward pass maps the gradient
+// of the rotated q or k back onto the projected one with it.
 void apply_rotary(const RotaryConfig& rotary, float* x, int64_t rows, int64_t row_stride, int64_t heads,
-                  int64_t head_dim, const int32_t* positions, int64_t first_position);
+                  int64_t head_dim, const int32_t* positions, int64_t first_position, bool inverse = false);
 
 }  // namespace mha

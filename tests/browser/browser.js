@@ -1,5 +1,5 @@
 // Starts Debian's Chromium through playwright-core with the flags the machine needs
-// (see the README: headless, no sandbox, no background networking) and a fresh profile.
+// (see docs/demo.md: headless, no sandbox, no background networking) and a fresh profile.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

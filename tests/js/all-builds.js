@@ -3,15 +3,16 @@
 import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
 
 /**
- * One entry per (build, thread count): { label, MultiHeadAttention, heapAllocatedBytes(),
+ * One entry per (build, thread count): { label, MultiHeadAttention, KerasMultiHeadAttention, heapAllocatedBytes(),
  * memoryBytes(), use() }. Call use() before running on an entry: it sets the thread count.
  */
 export async function loadAllBuilds({ threadCounts = [1, 3] } = {}) {
   const entries = [];
   for (const name of BUILDS) {
-    const { module, MultiHeadAttention } = await loadBuild(name);
+    const { module, MultiHeadAttention, KerasMultiHeadAttention } = await loadBuild(name);
     const base = {
       MultiHeadAttention,
+      KerasMultiHeadAttention,
       heapAllocatedBytes: () => module.heapAllocatedBytes(),
       memoryBytes: () => (module.wasmMemory?.buffer ?? module.HEAP8.buffer).byteLength,
     };

@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 import { ROWS } from './bad-inputs.table.js';
+import { TFJS_ROWS } from './tfjs-bad-inputs.table.js';
 
 export const MARKDOWN_URL = new URL('../../docs/bad-inputs.md', import.meta.url);
 
@@ -25,6 +26,15 @@ export function renderBadInputs() {
     '| # | input | error | message |',
     '| --- | --- | --- | --- |',
     ...ROWS.map((row, i) => `| ${i + 1} | ${cell(row.input)} | ${row.error.name} | \`${cell(row.message)}\` |`),
+    '',
+    '## mha-wasm/tfjs',
+    '',
+    `The tfjs layer, its entry point and the fast gradient kernels (${TFJS_ROWS.length} rows, from`,
+    '`tests/js/tfjs-bad-inputs.table.js`; `tests/js/tfjs-bad-inputs.test.js` runs each on tfjs\' cpu backend).',
+    '',
+    '| # | input | error | message |',
+    '| --- | --- | --- | --- |',
+    ...TFJS_ROWS.map((row, i) => `| ${i + 1} | ${cell(row.input)} | ${row.error.name} | \`${cell(row.message)}\` |`),
     '',
   ];
   return lines.join('\n');

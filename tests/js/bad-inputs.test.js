@@ -33,7 +33,11 @@ for (const build of builds) {
     for (const row of ROWS) {
       test(row.input, () => {
         const made = [];
-        const kit = { layer, make: (config) => { const l = new build.MultiHeadAttention(config); made.push(l); return l; } };
+        const kit = {
+          layer,
+          make: (config) => { const l = new build.MultiHeadAttention(config); made.push(l); return l; },
+          makeKeras: (config) => { const l = new build.KerasMultiHeadAttention(config); made.push(l); return l; },
+        };
         const heapBefore = build.heapAllocatedBytes(), memoryBefore = build.memoryBytes();
         try {
           assert.throws(() => row.call(kit), (error) => {

@@ -131,3 +131,37 @@ describe('KerasMultiHeadAttention against tfjs-layers MultiHeadAttention (Keras)
   });
   after(() => console.log(`# largest |ours - Keras| over ${CASES.length} configurations: ${largest.toExponential(3)}`));
 });
+
+describe('KerasMultiHeadAttention dropout', () => {
+  test('training applies dropout to the output; scores are Keras\' (before dropout); training: false is the plain layer', () => {
+    const [H, keyDim, B, T, q] = [2, 4, 2, 6, 8];
+    const make = (dropout) => {
+      const layer = new mha.KerasMultiHeadAttention({ numHeads: H, keyDim, queryDim: q, dropout, seed: 3 });
+      const shapes = layer.weightShapes();
+      layer.setWeights(Object.values(shapes).map((shape, i) => seededFloats(shape.reduce((a, b) => a * b, 1), 50 + i, 0.4)));
+      return layer;
+    };
+    const plain = make(0), dropped = make(0.5);
+    const x = { data: seededFloats(B * T * q, 7), shape: [B, T, q] };
+    try {
+      const want = plain.call(x, x, null, { returnAttentionScores: true });
+      const inference = dropped.call(x, x, null, { returnAttentionScores: true });
+      assert.deepEqual(inference.output.data, want.output.data);
+      const trained = dropped.call(x, x, null, { returnAttentionScores: true, training: true, seed: 11 });
+      assert.deepEqual(trained.scores.shape, [B, H, T, T]);
+      assertClose(trained.scores.data, want.scores.data, 'scores under dropout');
+      const differing = trained.output.data.filter((v, i) => Math.abs(v - want.output.data[i]) > 1e-4).length;
+      assert.ok(differing > trained.output.data.length / 4, `dropout changed ${differing} of ${trained.output.data.length} outputs`);
+      const again = dropped.call(x, x, null, { training: true, seed: 11 });
+      assert.deepEqual(again.output.data, trained.output.data, 'same seed, same output');
+      // The PyTorch-style layer underneath returns the weights after dropout: 0 or twice Keras'.
+      const torchStyle = dropped.layer.forward(x, x, x, { training: true, seed: 11, needWeights: true, averageWeights: false });
+      torchStyle.weights.data.forEach((w, i) => {
+        assert.ok(w === 0 || Math.abs(w - 2 * want.scores.data[i]) < 1e-5, `weights[${i}] = ${w}, scores ${want.scores.data[i]}`);
+      });
+    } finally {
+      plain.dispose();
+      dropped.dispose();
+    }
+  });
+});

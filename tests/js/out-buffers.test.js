@@ -55,10 +55,10 @@ for (const build of builds) {
       const { layer, q } = setup();
       const short = new Float32Array(B * L * E - 1).fill(7);
       assert.throws(() => layer.forward(q, null, null, { out: short }),
-        { name: 'RangeError', message: `out: expected a Float32Array of ${B * L * E} floats for shape [${B}, ${L}, ${E}], got ${B * L * E - 1}` });
+        { name: 'RangeError', message: `forward: out: expected a Float32Array of ${B * L * E} floats for shape [${B}, ${L}, ${E}], got ${B * L * E - 1}` });
       assert.ok(short.every((x) => x === 7));
       assert.throws(() => layer.forward(q, null, null, { out: new Float64Array(B * L * E) }),
-        { name: 'TypeError', message: 'out must be a Float32Array, got a Float64Array' });
+        { name: 'TypeError', message: 'forward: out must be a Float32Array, got a Float64Array' });
       layer.dispose();
     });
   });

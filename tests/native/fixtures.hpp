@@ -28,6 +28,10 @@ struct Case {
   nlohmann::json json;
   std::map<std::string, Tensor> tensors;
   std::map<std::string, Tensor> state;
+  // Gradient cases only (index.json's gradientCases): dLoss/d(query, key, value) and, keyed as the
+  // state dict and flat, dLoss/d(parameters), for loss = sum(output * tensors["gradOutput"]).
+  std::map<std::string, Tensor> gradients;
+  std::map<std::string, Tensor> param_gradients;
 
   mha::AttentionConfig config() const {
     const auto& c = json["config"];
@@ -103,19 +107,24 @@ inline Tensor read_tensor(const nlohmann::json& j, const std::vector<char>& blob
   return t;
 }
 
-inline std::vector<Case> load_all(const std::string& dir) {
+// list: "cases" (forward parity) or "gradientCases".
+inline std::vector<Case> load_all(const std::string& dir, const std::string& list = "cases") {
   std::ifstream index_file(dir + "/index.json");
   if (!index_file) throw std::runtime_error("cannot open " + dir + "/index.json");
   nlohmann::json index = nlohmann::json::parse(index_file);
   std::ifstream bin(dir + "/" + index["binary"].get<std::string>(), std::ios::binary);
   std::vector<char> blob((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
   std::vector<Case> cases;
-  for (const auto& c : index["cases"]) {
+  for (const auto& c : index[list]) {
     Case fc;
     fc.name = c["name"];
     fc.json = c;
     for (const auto& [k, v] : c["tensors"].items()) fc.tensors[k] = read_tensor(v, blob);
     for (const auto& [k, v] : c["stateDict"].items()) fc.state[k] = read_tensor(v, blob);
+    if (c.contains("gradients")) {
+      for (const auto& [k, v] : c["gradients"].items()) fc.gradients[k] = read_tensor(v, blob);
+      for (const auto& [k, v] : c["paramGradients"].items()) fc.param_gradients[k] = read_tensor(v, blob);
+    }
     cases.push_back(std::move(fc));
   }
   return cases;

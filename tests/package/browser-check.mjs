@@ -3,7 +3,7 @@
 // not isolated (threads requested: expect one thread and a warning), and with simd: false; the same
 // page built by webpack (webpack-dist/); the bundler-free page (plain-page.html, an import map
 // over node_modules/), isolated and not; and the Vite page from Vite's dev server (with the
-// optimizeDeps exclude the README asks for), threads included.
+// optimizeDeps exclude docs/browsers-and-bundlers.md asks for), threads included.
 // Usage: node browser-check.mjs <project dir>
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';

@@ -359,7 +359,7 @@ class FlashAttention {
       const KeyRange visible = visible_keys(e_, a_.first_query + i, h_.S);
       if (visible.begin == visible.end) continue;  // only a sink: zero weights
       const int64_t key_end = visible.end;
-      if (a_.dropout.active()) {  // each probability times its dropout factor, lane by lane
+      if (a_.dropout.active() && !a_.weights_before_dropout) {  // each probability times its dropout factor
         weights_with_dropout(sr, w, a_.first_query + i, b.key_begin, key_end, b.max[r], inv_sum);
         continue;
       }

@@ -50,6 +50,7 @@ struct AttentionHeadArgs {
   // weights returned are after dropout, as PyTorch's); query row i is row first_query + i.
   float* lse = nullptr;
   DropoutArgs dropout;
+  bool weights_before_dropout = false;  // weights without dropout's mask (Keras' scores)
 };
 
 // The backward pass of one head over a range of its keys (FlashAttention-2's backward):

@@ -50,17 +50,20 @@ void attention_head_reference(const AttentionHeadArgs& a) {
     }
     if (a.lse) a.lse[i] = row_max + std::log(sum);
     const float inv_sum = 1.0f / sum;
-    for (int64_t j = 0; j < S; ++j) {
-      scores[j] *= inv_sum;  // the probability, then (training) after dropout
-      if (a.dropout.active()) scores[j] = dropout.keep(position, j) ? scores[j] * dropout.scale() : 0.0f;
+    for (int64_t j = 0; j < S; ++j) scores[j] *= inv_sum;  // the probabilities
+    if (a.weights && a.weights_before_dropout) {
+      float* w = a.weights + i * S;
+      for (int64_t j = 0; j < S; ++j) w[j] += a.weights_factor * scores[j];
     }
+    if (a.dropout.active())  // training: after dropout
+      for (int64_t j = 0; j < S; ++j) scores[j] = dropout.keep(position, j) ? scores[j] * dropout.scale() : 0.0f;
     for (int64_t j = 0; j < S; ++j) {
       if (scores[j] == 0.0f) continue;
       const float p = scores[j];
       const float* v = a.v + j * a.v_stride;
       for (int64_t d = 0; d < Dv; ++d) out[d] += p * v[d];
     }
-    if (a.weights) {
+    if (a.weights && !a.weights_before_dropout) {
       float* w = a.weights + i * S;
       for (int64_t j = 0; j < S; ++j) w[j] += a.weights_factor * scores[j];
     }

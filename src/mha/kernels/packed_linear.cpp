@@ -54,6 +54,22 @@ PackedLinear::PackedLinear(const float* weight, const float* bias, int64_t out_f
   }
 }
 
+PackedLinear PackedLinear::from_transposed(const float* weight_t, int64_t out_features, int64_t in_features,
+                                          const uint8_t* zero_inputs) {
+  PackedLinear p;
+  p.in_ = in_features;
+  p.out_ = out_features;
+  const int64_t padded = round_up(out_features, kCols);
+  p.panels_.assign(static_cast<size_t>(padded * in_features), 0.0f);
+  p.bias_.assign(static_cast<size_t>(padded), 0.0f);
+  for (int64_t i = 0; i < in_features; ++i) {
+    if (zero_inputs && zero_inputs[i]) continue;
+    const float* w = weight_t + i * out_features;  // W[.][i], contiguous in the source
+    for (int64_t o = 0; o < out_features; ++o) p.panels_[(o / kCols) * in_features * kCols + i * kCols + o % kCols] = w[o];
+  }
+  return p;
+}
+
 // One thread: two tasks (or more, of at most kMaxRowBlock rows, so a task's x rows stay in L2).
 // Several: the pool hands tasks out one by one, so a call lasts about ceil(tasks / threads)
 // tasks; the step (a multiple of the tile rows, at most kMaxRowBlock) that makes that least, at

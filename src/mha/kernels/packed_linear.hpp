@@ -14,6 +14,14 @@ class PackedLinear {
   // weight [out_features, in_features] (nn.Linear layout); bias [out_features] or null.
   PackedLinear(const float* weight, const float* bias, int64_t out_features, int64_t in_features);
 
+  // The same from the weight's transpose, with no bias: weight_t [in_features, out_features]
+  // row-major (W[o][i] = weight_t[i * out_features + o]). The backward pass's products
+  // (dX = dY W, dW = dY^T X) are this GEMM with a transposed operand, packed per call. Inputs
+  // i with zero_inputs[i] set pack as zeros (a row of X whose gradient is zero: it may hold the
+  // NaN of a masked key, and 0 * NaN would reach the weight gradient).
+  static PackedLinear from_transposed(const float* weight_t, int64_t out_features, int64_t in_features,
+                                      const uint8_t* zero_inputs = nullptr);
+
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
 

@@ -1,0 +1,154 @@
+// Fast gradient kernels for training Embedding and Conv1D layers with tfjs (an explicit opt-in of
+// mha-wasm/tfjs). tfjs 4.22's cpu backend computes Embedding's gradient (UnsortedSegmentSum) with
+// one equal/multiply/sum pass per vocabulary row, and Conv1D's filter gradient
+// (Conv2DBackpropFilter) through TensorBuffer.get per multiply-add; its wasm backend has neither
+// kernel, so such a model cannot train there at all. These are the same sums written as one pass
+// over typed arrays: a scatter-add, and a sum of outer products (the GEMM X^T dY per filter tap).
+const UNSORTED_SEGMENT_SUM = 'UnsortedSegmentSum';
+const CONV2D_BACKPROP_FILTER = 'Conv2DBackpropFilter';
+export const FAST_GRADIENT_KERNELS = Object.freeze([UNSORTED_SEGMENT_SUM, CONV2D_BACKPROP_FILTER]);
+const DEFAULT_BACKENDS = ['cpu', 'wasm'];
+
+/**
+ * A tensor's elements with the least copying its backend allows: cpu keeps JS typed arrays (no
+ * copy); wasm keeps them in its heap (a view, valid until the backend allocates again).
+ */
+function elements(backend, info) {
+  if (typeof backend.typedArrayFromHeap === 'function') return backend.typedArrayFromHeap(info);
+  return backend.readSync(info.dataId);
+}
+
+/** A new float32 output: allocated before any input view is taken (allocation may move wasm's heap). */
+function makeOutput(backend, shape) {
+  const size = shape.reduce((a, b) => a * b, 1);
+  if (typeof backend.typedArrayFromHeap === 'function') {  // wasm: the result lives in its heap
+    const info = backend.makeOutput(shape, 'float32');
+    return { info, values: () => backend.typedArrayFromHeap(info) };
+  }
+  const data = new Float32Array(size);
+  return { info: null, values: () => data, finish: () => backend.makeTensorInfo(shape, 'float32', data) };
+}
+
+function finish(backend, output) {
+  return output.info ?? output.finish();
+}
+
+/**
+ * UnsortedSegmentSum(x [N..., inner...], segmentIds [N...], numSegments) -> [numSegments, inner...]:
+ * out[s] = the sum of the x rows whose id is s; ids outside [0, numSegments) are dropped (TensorFlow's rule).
+ */
+function unsortedSegmentSum({ inputs, backend, attrs }) {
+  const { x, segmentIds } = inputs;
+  const { numSegments } = attrs;
+  if (x.dtype !== 'float32') {
+    throw new TypeError(`UnsortedSegmentSum (mha-wasm/tfjs fast gradients): x must be float32, got ${x.dtype}`);
+  }
+  const rows = segmentIds.shape.reduce((a, b) => a * b, 1);
+  const outShape = [numSegments, ...x.shape.slice(segmentIds.shape.length)];
+  const inner = outShape.slice(1).reduce((a, b) => a * b, 1);
+  const output = makeOutput(backend, outShape);
+  const out = output.values();
+  out.fill(0);
+  const xs = elements(backend, x), ids = elements(backend, segmentIds);
+  for (let r = 0; r < rows; r++) {
+    const s = ids[r];
+    if (s < 0 || s >= numSegments) continue;
+    const from = r * inner, to = s * inner;
+    for (let i = 0; i < inner; i++) out[to + i] += xs[from + i];
+  }
+  return finish(backend, output);
+}
+
+/**
+ * Conv2DBackpropFilter(x [B, H, W, Cin], dy [B, OH, OW, Cout]) -> dW [fh, fw, Cin, Cout], channels
+ * last (Conv1D's layout), any stride and padding, dilation 1 (the kernel has no dilation attribute).
+ * Per filter tap dW[kh, kw] = X_tap^T dY: a sum over output positions of outer products.
+ */
+function conv2DBackpropFilter(tf, previous) {
+  return (args) => {
+    const { inputs, backend, attrs } = args;
+    const { x, dy } = inputs;
+    const { strides, pad, dataFormat, dimRoundingMode, filterShape } = attrs;
+    if (dataFormat !== undefined && dataFormat !== 'NHWC' && dataFormat !== 'channelsLast') {
+      if (previous) return previous.kernelFunc(args);
+      throw new Error(`Conv2DBackpropFilter (mha-wasm/tfjs fast gradients): only channels-last (NHWC) data is supported, got dataFormat '${dataFormat}'`);
+    }
+    const info = tf.backend_util.computeConv2DInfo(x.shape, filterShape, strides, 1, pad, dimRoundingMode, false, 'channelsLast');
+    const { batchSize, inHeight, inWidth, inChannels, outHeight, outWidth, outChannels,
+      filterHeight, filterWidth, strideHeight, strideWidth } = info;
+    const top = info.padInfo.top, left = info.padInfo.left;
+    const output = makeOutput(backend, [filterHeight, filterWidth, inChannels, outChannels]);
+    const dW = output.values();
+    dW.fill(0);
+    const xs = elements(backend, x), dys = elements(backend, dy);
+    for (let b = 0; b < batchSize; b++) {
+      for (let oh = 0; oh < outHeight; oh++) {
+        for (let ow = 0; ow < outWidth; ow++) {
+          const dyAt = ((b * outHeight + oh) * outWidth + ow) * outChannels;
+          for (let kh = 0; kh < filterHeight; kh++) {
+            const ih = oh * strideHeight + kh - top;
+            if (ih < 0 || ih >= inHeight) continue;
+            for (let kw = 0; kw < filterWidth; kw++) {
+              const iw = ow * strideWidth + kw - left;
+              if (iw < 0 || iw >= inWidth) continue;
+              const xAt = ((b * inHeight + ih) * inWidth + iw) * inChannels;
+              const tapAt = (kh * filterWidth + kw) * inChannels * outChannels;
+              // Four input channels per pass over the dy row: one dy load feeds four accumulations.
+              let ci = 0;
+              for (; ci + 4 <= inChannels; ci += 4) {
+                const x0 = xs[xAt + ci], x1 = xs[xAt + ci + 1], x2 = xs[xAt + ci + 2], x3 = xs[xAt + ci + 3];
+                const r0 = tapAt + ci * outChannels, r1 = r0 + outChannels, r2 = r1 + outChannels, r3 = r2 + outChannels;
+                for (let co = 0; co < outChannels; co++) {
+                  const d = dys[dyAt + co];
+                  dW[r0 + co] += x0 * d;
+                  dW[r1 + co] += x1 * d;
+                  dW[r2 + co] += x2 * d;
+                  dW[r3 + co] += x3 * d;
+                }
+              }
+              for (; ci < inChannels; ci++) {
+                const xv = xs[xAt + ci], row = tapAt + ci * outChannels;
+                for (let co = 0; co < outChannels; co++) dW[row + co] += xv * dys[dyAt + co];
+              }
+            }
+          }
+        }
+      }
+    }
+    return finish(backend, output);
+  };
+}
+
+/**
+ * Registers the fast kernels with `tf` for each backend in `backends` (default cpu and wasm), in
+ * place of tfjs' own (cpu) or where tfjs has none (wasm). Returns { backends, restore() }: restore()
+ * puts back what was registered before. Calling it again while registered is a no-op per backend.
+ */
+export function registerFastGradients(tf, { backends = DEFAULT_BACKENDS } = {}) {
+  if (!tf || typeof tf.registerKernel !== 'function' || typeof tf.getKernel !== 'function') {
+    throw new TypeError('registerFastGradients: pass the @tensorflow/tfjs namespace (import * as tf from \'@tensorflow/tfjs\')');
+  }
+  if (!Array.isArray(backends) || backends.some((b) => typeof b !== 'string')) {
+    throw new TypeError(`registerFastGradients: backends must be an array of backend names, got ${JSON.stringify(backends)}`);
+  }
+  const saved = [];
+  for (const backendName of backends) {
+    for (const kernelName of FAST_GRADIENT_KERNELS) {
+      const previous = tf.getKernel(kernelName, backendName);
+      if (previous?.fastGradientOf === 'mha-wasm') continue;
+      const kernelFunc = kernelName === UNSORTED_SEGMENT_SUM ? unsortedSegmentSum : conv2DBackpropFilter(tf, previous);
+      if (previous) tf.unregisterKernel(kernelName, backendName);
+      tf.registerKernel({ kernelName, backendName, kernelFunc, fastGradientOf: 'mha-wasm' });
+      saved.push({ kernelName, backendName, previous });
+    }
+  }
+  return {
+    backends: [...backends],
+    restore() {
+      for (const { kernelName, backendName, previous } of saved.splice(0).reverse()) {
+        tf.unregisterKernel(kernelName, backendName);
+        if (previous) tf.registerKernel(previous);
+      }
+    },
+  };
+}

@@ -1,0 +1,380 @@
+// MultiHeadAttention as a tfjs-layers layer (Keras' constructor arguments and call signature, as
+// tfjs-layers' unexported port has them), computed by mha-wasm. Weights are tfjs variables in
+// Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout) and
+// the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
+import { attentionLayout } from './attention-axes.js';
+import { stateDictFromKeras } from './interop.js';
+
+const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
+  'attention_output/kernel', 'attention_output/bias'];
+const CALL_KEYS = ['value', 'key', 'attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'mask',
+  'attentionInputs'];
+// Roles of the layer's input list (one word each: tfjs-layers snake-cases a saved model's call arguments).
+const INPUT_ROLES = ['query', 'value', 'key', 'mask'];
+
+/** [rows, cols] row-major -> [cols, rows]. */
+function transpose(data, rows, cols) {
+  const out = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
+  return out;
+}
+
+const product = (dims) => dims.reduce((a, b) => a * b, 1);
+const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
+
+/** Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module. */
+export function defineTfjsMultiHeadAttention(tf, mha) {
+  const engine = tf.engine();
+
+  /**
+   * A tensor's float32 elements with the least copying the backend allows: the cpu backend's own
+   * array (no copy), a view of tfjs-wasm's heap (read at once, before tfjs allocates again), else a copy.
+   */
+  function floats(tensor) {
+    const backend = tf.backend();
+    if (tensor.dtype === 'float32' && typeof backend.typedArrayFromHeap === 'function') return backend.typedArrayFromHeap(tensor);
+    const data = tensor.dataSync();
+    return data instanceof Float32Array ? data : Float32Array.from(data);
+  }
+
+  class MultiHeadAttention extends tf.layers.Layer {
+    static className = 'MultiHeadAttention';
+
+    #core = null;           // the mha-wasm layer, made at build (input sizes known)
+    #loadedWeights = null;  // the variables' data ids last loaded into #core
+    #pending = new Set();   // forward results kept for a backward that never came (freed next call)
+    #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
+    #weightNames = [];      // Keras' names of this.weights, in order
+
+    /**
+     * { numHeads, keyDim, valueDim = keyDim, dropout = 0, useBias = true, outputShape, attentionAxes,
+     *   kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer,
+     *   biasRegularizer, activityRegularizer, kernelConstraint, biasConstraint, ...tf.layers args }
+     */
+    constructor(args) {
+      if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+        throw new TypeError(`MultiHeadAttention: args must be an object, got ${args === null ? 'null' : typeof args}`);
+      }
+      const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
+        kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
+        activityRegularizer, kernelConstraint, biasConstraint, ...layerArgs } = args;
+      super({ ...layerArgs, activityRegularizer });
+      const positive = (name, value, optional) => {
+        if (optional && value == null) return;
+        if (!Number.isInteger(value) || value < 1) throw new RangeError(`MultiHeadAttention: ${name} must be a positive integer, got ${value}`);
+      };
+      positive('numHeads', numHeads);
+      positive('keyDim', keyDim);
+      positive('valueDim', valueDim, true);
+      positive('outputShape', Array.isArray(outputShape) && outputShape.length === 1 ? outputShape[0] : outputShape, true);
+      if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1)) {
+        throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
+      }
+      if (typeof useBias !== 'boolean') throw new TypeError(`MultiHeadAttention: useBias must be a boolean, got ${typeof useBias}`);
+      const axes = attentionAxes == null ? null : [attentionAxes].flat();
+      if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
+        throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
+      }
+      Object.assign(this, {
+        numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
+        outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
+        attentionAxes: axes,
+        kernelInitializer: getInitializer(kernelInitializer),
+        biasInitializer: getInitializer(biasInitializer),
+        kernelRegularizer: getRegularizer(kernelRegularizer), biasRegularizer: getRegularizer(biasRegularizer),
+        kernelConstraint: getConstraint(kernelConstraint), biasConstraint: getConstraint(biasConstraint),
+      });
+      this.supportsMasking = false;
+      this.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
+    }
+
+    /**
+     * Keras' call: apply(query, { value, key = value, attentionMask, useCausalMask,
+     * returnAttentionScores, training }). value/key/attentionMask join the layer's inputs (so a
+     * functional model sees them); the list form apply([query, value, key?]) is also accepted.
+     */
+    apply(inputs, kwargs = {}) {
+      if (kwargs === null || typeof kwargs !== 'object') throw new TypeError('MultiHeadAttention.apply: the second argument must be an object { value, key, attentionMask, ... }');
+      for (const key of Object.keys(kwargs)) {
+        if (!CALL_KEYS.includes(key)) throw new TypeError(`MultiHeadAttention.apply: unknown argument '${key}'; known: ${CALL_KEYS.slice(0, 6).join(', ')}`);
+      }
+      const { value, key, attentionMask, attentionInputs, ...options } = kwargs;
+      let list, roles;
+      if (Array.isArray(inputs)) {
+        list = inputs;
+        roles = attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, Math.min(inputs.length, 3));
+        if (value !== undefined || key !== undefined) throw new TypeError('MultiHeadAttention.apply: give value/key either in the input list or as arguments, not both');
+      } else {
+        if (value == null) throw new TypeError('MultiHeadAttention.apply: value is required: apply(query, { value }) (self-attention: { value: query })');
+        list = [inputs, value];
+        roles = ['query', 'value'];
+        if (key != null) { list.push(key); roles.push('key'); }
+        if (attentionMask != null) { list.push(attentionMask); roles.push('mask'); }
+      }
+      if (list.length !== roles.length || list.some((t) => !isTensorLike(t))) {
+        throw new TypeError(`MultiHeadAttention.apply: expected tensors for ${roles.join(', ')}, got ${list.length} inputs`);
+      }
+      const symbolic = list.map((t) => t instanceof tf.SymbolicTensor);
+      if (symbolic.some(Boolean)) {
+        if (!symbolic.every(Boolean)) throw new TypeError('MultiHeadAttention.apply: query, value, key and attentionMask must be all symbolic (tf.input) or all tensors');
+        // tfjs-layers' model execution passes a layer only { training }: remember this call's layout and options.
+        const call = { roles, useCausalMask: options.useCausalMask ?? false, returnAttentionScores: options.returnAttentionScores ?? false };
+        if (this.#symbolicCall && JSON.stringify(this.#symbolicCall) !== JSON.stringify(call)) {
+          throw new Error(`MultiHeadAttention.apply: this layer was already applied in a model as ${JSON.stringify(this.#symbolicCall)}; `
+            + 'tfjs-layers runs a model without per-call arguments, so one layer takes one form: create another layer (or share weights with setWeights)');
+        }
+        this.#symbolicCall = call;
+      }
+      return super.apply(list, { ...options, attentionInputs: roles });
+    }
+
+    build(inputShape) {
+      const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
+      const roles = this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, shapes.length);
+      const shapeOf = (role) => shapes[roles.indexOf(role)] ?? null;
+      const feature = (role) => shapeOf(role)?.[shapeOf(role).length - 1];
+      const query = feature('query'), value = feature('value') ?? query, key = feature('key') ?? value;
+      for (const [role, size] of Object.entries({ query, value, key })) {
+        if (!Number.isInteger(size)) throw new TypeError(`MultiHeadAttention.build: ${role}'s last dimension (its features) must be known, got shape [${shapeOf(role)}]`);
+      }
+      this.inputSizes = { query, key, value };
+      const H = this.numHeads, out = this.outputShapeArg ?? query;
+      const shapes8 = {
+        'query/kernel': [query, H, this.keyDim], 'query/bias': [H, this.keyDim],
+        'key/kernel': [key, H, this.keyDim], 'key/bias': [H, this.keyDim],
+        'value/kernel': [value, H, this.valueDim], 'value/bias': [H, this.valueDim],
+        'attention_output/kernel': [H, this.valueDim, out], 'attention_output/bias': [out],
+      };
+      this.#weightNames = WEIGHT_NAMES.filter((name) => this.useBias || !name.endsWith('bias'));
+      for (const name of this.#weightNames) {
+        const kernel = name.endsWith('kernel');
+        this.addWeight(name, shapes8[name], 'float32',
+          kernel ? this.kernelInitializer : this.biasInitializer, kernel ? this.kernelRegularizer : this.biasRegularizer,
+          true, kernel ? this.kernelConstraint : this.biasConstraint);
+      }
+      this.#core?.dispose();
+      this.#core = new mha.MultiHeadAttention({
+        embedDim: query, numHeads: H, kdim: key, vdim: value, bias: this.useBias,
+        headDim: this.keyDim, valueHeadDim: this.valueDim, outputDim: out,
+        ...(this.dropout > 0 ? { dropout: this.dropout } : {}),
+      });
+      this.#loadedWeights = null;
+      this.built = true;
+    }
+
+    computeOutputShape(inputShape) {
+      const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
+      const roles = this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, shapes.length);
+      const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query;
+      const output = [...query.slice(0, -1), this.outputShapeArg ?? query[query.length - 1]];
+      if (!this.#symbolicCall?.returnAttentionScores) return output;
+      const { batch, attended } = this.#axes(query.length);
+      const scores = [...batch.map((a) => query[a]), this.numHeads, ...attended.map((a) => query[a]), ...attended.map((a) => value[a])];
+      return [output, scores];
+    }
+
+    // Keras' attention axes for an input of `rank`: the attended axes and the other (batch-like) ones.
+    #axes(rank) {
+      return attentionLayout(rank, this.attentionAxes, 'MultiHeadAttention.apply');
+    }
+
+    call(inputs, kwargs = {}) {
+      const list = Array.isArray(inputs) ? inputs : [inputs];
+      const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
+      const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
+      const options = {
+        useCausalMask: kwargs.useCausalMask ?? this.#symbolicCall?.useCausalMask ?? false,
+        returnAttentionScores: kwargs.returnAttentionScores ?? this.#symbolicCall?.returnAttentionScores ?? false,
+        training: kwargs.training === true,
+      };
+      this.#releasePending();
+      return this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.mask ?? null, options);
+    }
+
+    // Attention over Keras' attention axes: the other axes fold into the batch, the attended ones
+    // into the sequence, and mha-wasm attends [B', T, features] tensors.
+    #attend(query, value, key, attentionMask, options) {
+      const rank = query.shape.length;
+      if (rank < 3) throw new RangeError(`MultiHeadAttention.call: query must have rank >= 3 ([batch, ..., features]), got shape [${query.shape}]`);
+      for (const [role, t] of Object.entries({ value, key })) {
+        if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
+      }
+      const { batch, attended, order, inverse } = this.#axes(rank);
+      if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
+      if (attentionMask || options.useCausalMask) {
+        throw new Error('MultiHeadAttention.call: attentionMask and useCausalMask are not supported together with attentionAxes other than all inner axes');
+      }
+      const fold = (t) => {
+        const moved = tf.transpose(t, order);
+        return tf.reshape(moved, [product(batch.map((a) => t.shape[a])), product(attended.map((a) => t.shape[a])), t.shape[rank - 1]]);
+      };
+      for (const [role, t] of Object.entries({ value, key })) {
+        if (t && batch.some((a) => t.shape[a] !== query.shape[a])) {
+          throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
+        }
+      }
+      const same = value === query;
+      const q = fold(query), v = same ? q : fold(value), k = key ? (key === value ? v : fold(key)) : null;
+      const result = this.#attend3d(q, v, k, null, options);
+      const [output, scores] = Array.isArray(result) ? result : [result, null];
+      const outFeatures = output.shape[2];
+      const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
+      const restored = tf.transpose(unfolded, inverse);
+      if (!scores) return restored;
+      return [restored, tf.reshape(scores, [...batch.map((a) => query.shape[a]), this.numHeads,
+        ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
+    }
+
+    // [B, T, E] attention through mha-wasm; differentiable for the inputs and the weights.
+    #attend3d(query, value, key, attentionMask, options) {
+      const self = key === null && value === query;
+      const inputs = self ? [query] : key === null ? [query, value] : [query, value, key];
+      const variables = this.weights.map((w) => w.read());
+      const masks = attentionMask ? this.#masks(attentionMask, query, value) : {};
+      const wantGradient = engine.isTapeOn();
+      let scores = null;
+      const attend = tf.customGrad((...args) => {
+        args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm
+        this.#loadWeights(variables);
+        const asCore = (t) => ({ data: floats(t), shape: t.shape });
+        const q = asCore(query), v = self ? null : asCore(value), k = self ? null : asCore(key ?? value);
+        const result = this.#core.forward(q, k, v, {
+          ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
+          ...(wantGradient ? { grad: true } : {}),
+          // Keras' scores are before dropout (its dropout layer follows the softmax).
+          ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
+        });
+        if (wantGradient) this.#pending.add(result);
+        if (result.weights) scores = result.weights;
+        const output = tf.tensor(result.output.data, result.output.shape, 'float32');
+        return {
+          value: output,
+          gradFunc: (dy) => {
+            this.#pending.delete(result);
+            const g = result.backward({ data: floats(dy), shape: dy.shape });
+            const inputGrads = self ? [g.query] : key === null ? [g.query, g.value] : [g.query, g.value, g.key];
+            return [...inputGrads.map((t) => tf.tensor(t.data, t.shape, 'float32')), ...this.#kerasGradients(g.params)];
+          },
+        };
+      });
+      const output = attend(...inputs, ...variables);
+      if (!options.returnAttentionScores) return output;
+      return [output, tf.tensor(scores.data, scores.shape, 'float32')];
+    }
+
+    // Loads the variables into the mha-wasm layer, unless they are the ones already loaded (a
+    // variable's assign gives it a new data id, so unchanged ids mean unchanged weights).
+    #loadWeights(variables) {
+      const ids = variables.map((v) => v.dataId);
+      if (this.#loadedWeights && ids.every((id, i) => id === this.#loadedWeights[i])) return;
+      const byName = {};
+      this.#weightNames.forEach((name, i) => { byName[name] = { data: floats(variables[i]), shape: variables[i].shape }; });
+      const stateDict = stateDictFromKeras(byName);
+      this.#core.loadStateDict(stateDict);
+      this.#loadedWeights = ids;
+    }
+
+    // mha-wasm's parameter gradients (PyTorch state-dict layout) -> tensors in Keras' layout and order.
+    #kerasGradients(params) {
+      const { query: Eq, key: Ek, value: Ev } = this.inputSizes;
+      const H = this.numHeads, Dk = this.keyDim, Dv = this.valueDim, out = this.outputShapeArg ?? Eq;
+      const qRows = H * Dk, vRows = H * Dv;
+      let qw = params.q_proj_weight, kw = params.k_proj_weight, vw = params.v_proj_weight;
+      if (params.in_proj_weight) {  // one [q; k; v] matrix when the three inputs have the same size
+        const w = params.in_proj_weight;
+        qw = w.subarray(0, qRows * Eq);
+        kw = w.subarray(qRows * Eq, 2 * qRows * Eq);
+        vw = w.subarray(2 * qRows * Eq, 2 * qRows * Eq + vRows * Ev);
+      }
+      const grads = {
+        'query/kernel': [transpose(qw, qRows, Eq), [Eq, H, Dk]],
+        'key/kernel': [transpose(kw, qRows, Ek), [Ek, H, Dk]],
+        'value/kernel': [transpose(vw, vRows, Ev), [Ev, H, Dv]],
+        'attention_output/kernel': [transpose(params['out_proj.weight'], out, vRows), [H, Dv, out]],
+      };
+      if (this.useBias) {
+        const b = params.in_proj_bias;
+        grads['query/bias'] = [b.slice(0, qRows), [H, Dk]];
+        grads['key/bias'] = [b.slice(qRows, 2 * qRows), [H, Dk]];
+        grads['value/bias'] = [b.slice(2 * qRows, 2 * qRows + vRows), [H, Dv]];
+        grads['attention_output/bias'] = [params['out_proj.bias'], [out]];
+      }
+      return WEIGHT_NAMES.filter((n) => grads[n]).map((n) => tf.tensor(grads[n][0], grads[n][1], 'float32'));
+    }
+
+    // Keras' attention_mask (1 = attend) as mha-wasm's blocking masks: [B, S] per batch row,
+    // [T, S] for every row, [B, T, S] per batch row and query.
+    #masks(attentionMask, query, value) {
+      const [B, T] = query.shape, S = value.shape[1], H = this.numHeads;
+      const blocked = Uint8Array.from(attentionMask.dataSync(), (x) => (x ? 0 : 1));
+      const shape = attentionMask.shape.join(',');
+      if (shape === `${B},${T},${S}`) {
+        const perHead = new Uint8Array(B * H * T * S);
+        for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) perHead.set(blocked.subarray(b * T * S, (b + 1) * T * S), (b * H + h) * T * S);
+        return { attnMask: { data: perHead, shape: [B * H, T, S] } };
+      }
+      if (shape === `${T},${S}`) return { attnMask: { data: blocked, shape: [T, S] } };
+      if (shape === `${B},${S}`) return { keyPaddingMask: { data: blocked, shape: [B, S] } };
+      throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape}]`);
+    }
+
+    #releasePending() {
+      for (const result of this.#pending) result.release();
+      this.#pending.clear();
+    }
+
+    getConfig() {
+      return {
+        ...super.getConfig(),
+        numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, dropout: this.dropout,
+        useBias: this.useBias, outputShape: this.outputShapeArg, attentionAxes: this.attentionAxes,
+        kernelInitializer: serialize(this.kernelInitializer),
+        biasInitializer: serialize(this.biasInitializer),
+        kernelRegularizer: serialize(this.kernelRegularizer), biasRegularizer: serialize(this.biasRegularizer),
+        kernelConstraint: serialize(this.kernelConstraint), biasConstraint: serialize(this.biasConstraint),
+      };
+    }
+
+    /** Frees the mha-wasm layer's memory (the tfjs variables are the model's: model.dispose()). */
+    dispose() {
+      this.#releasePending();
+      this.#core?.dispose();
+      this.#core = null;
+      return super.dispose();
+    }
+  }
+
+  // tfjs-layers' serialize/get helpers (getInitializer, ...) are not in its public index: the public
+  // constructors take the same { className, config } objects, so these go through them.
+  function getInitializer(spec) {
+    if (spec == null) return null;
+    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+    if (typeof spec === 'string') return tf.initializers[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('initializer', spec);
+    return tf.serialization.SerializationMap.getMap().classNameMap[spec.className] ? deserialize(spec) : fail('initializer', spec);
+  }
+  function getRegularizer(spec) {
+    if (spec == null) return null;
+    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+    return deserialize(spec);
+  }
+  function getConstraint(spec) {
+    if (spec == null) return null;
+    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+    if (typeof spec === 'string') return tf.constraints[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('constraint', spec);
+    return deserialize(spec);
+  }
+  function deserialize({ className, config }) {
+    const [cls, fromConfig] = tf.serialization.SerializationMap.getMap().classNameMap[className] ?? [];
+    if (!cls) throw new TypeError(`MultiHeadAttention: unknown ${className}`);
+    return fromConfig(cls, config);
+  }
+  function serialize(object) {
+    return object == null ? null : { className: object.getClassName(), config: object.getConfig() };
+  }
+  function fail(kind, spec) {
+    throw new TypeError(`MultiHeadAttention: unknown ${kind} ${JSON.stringify(spec)}`);
+  }
+
+  tf.serialization.registerClass(MultiHeadAttention);
+  return MultiHeadAttention;
+}

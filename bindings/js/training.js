@@ -1,0 +1,109 @@
+// The result of forward(..., { grad: true }): the output, plus what the backward pass needs, kept
+// in wasm memory (src/mha/saved_forward.hpp) until backward() or release().
+import { copyOutFloats, HeapScope } from './heap.js';
+import { throwHandleError } from './errors.js';
+import { describe } from './validate.js';
+
+let warnedAboutLeak = false;
+/** A training result garbage-collected with its state still held: free it, and say so once. */
+const leakedResults = new FinalizationRegistry((record) => {
+  if (record.state !== 'ready') return;
+  if (!warnedAboutLeak) {
+    warnedAboutLeak = true;
+    console.warn('mha-wasm: a forward result with grad: true was garbage-collected before backward() or release(); '
+      + 'its saved state was freed late. Call r.backward(dOut) or r.release() for every such result.');
+  }
+  freeRecord(record, 'collected');
+});
+
+function sameShape(a, b) {
+  return Array.isArray(a) && a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/**
+ * What a result and its layer share: the saved state's handle and where it stands ('ready',
+ * then 'done' after backward, 'released', 'disposed' with its layer, or 'collected'). The layer
+ * keeps records, not results, so a forgotten result can still be garbage-collected.
+ */
+export function trainingRecord(saved, owner) {
+  return { saved, owner, state: 'ready' };
+}
+
+/** Frees a record's saved state once; `state` says why. */
+export function freeRecord(record, state) {
+  if (record.state !== 'ready') return;
+  record.state = state;
+  record.saved.delete();
+  record.saved = null;
+  record.owner.onFree(record);
+}
+
+/**
+ * forward's result with grad: { output, weights, backward(dOut), release() }. The record's
+ * owner is the layer's private side: { module, handle(method), onFree(record), inputShapes }.
+ */
+export class TrainingResult {
+  #record;
+
+  constructor(record, output, weights) {
+    this.#record = record;
+    this.output = output;
+    this.weights = weights;
+    leakedResults.register(this, record, this);
+  }
+
+  /**
+   * dLoss/d(inputs and parameters) for dLoss/dOutput = dOut ({ data: Float32Array, shape } of
+   * the output's shape). Call once.
+   */
+  backward(dOut) {
+    const record = this.#record;
+    if (record.state === 'done') throw new Error('backward: already called for this forward pass (call forward again)');
+    if (record.state === 'disposed') throw new Error('backward: the layer that made this forward pass was disposed');
+    if (record.state === 'released') throw new Error('backward: this forward pass was released (release() frees what backward needs)');
+    const { owner } = record;
+    const handle = owner.handle('backward');
+    const { shape } = this.output;
+    const count = this.output.data.length;
+    if (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Float32Array)) {
+      const got = dOut !== null && typeof dOut === 'object' && !ArrayBuffer.isView(dOut) ? `data ${describe(dOut.data)}` : describe(dOut);
+      throw new TypeError(`backward: dOut must be { data: Float32Array, shape: [${shape.join(', ')}] } (dLoss/dOutput), got ${got}`);
+    }
+    if (dOut.shape !== undefined && !sameShape(dOut.shape, shape)) {
+      throw new RangeError(`backward: dOut: expected the output's shape [${shape.join(', ')}], got ${Array.isArray(dOut.shape) ? `[${dOut.shape.join(', ')}]` : describe(dOut.shape)}`);
+    }
+    if (dOut.data.length !== count) {
+      throw new RangeError(`backward: dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
+    }
+    const { module } = owner;
+    const scope = new HeapScope(module);
+    try {
+      if (!handle.backward(record.saved, scope.copyIn(dOut.data))) throwHandleError(handle, 'backward');
+      const copy = (e) => copyOutFloats(module, e.ptr, e.length);
+      const [query, key, value, ...params] = handle.gradientEntries();
+      const result = {
+        query: { data: copy(query), shape: [...owner.inputShapes.query] },
+        key: key.length ? { data: copy(key), shape: [...owner.inputShapes.key] } : null,
+        value: value.length ? { data: copy(value), shape: [...owner.inputShapes.value] } : null,
+        params: Object.fromEntries(params.map((e) => [e.name, copy(e)])),
+      };
+      leakedResults.unregister(this);
+      freeRecord(record, 'done');
+      return result;
+    } finally {
+      handle.releaseGradients();
+      scope.free();
+    }
+  }
+
+  /** Frees what forward kept for backward, without a backward (a no-op after backward or a release). */
+  release() {
+    leakedResults.unregister(this);
+    freeRecord(this.#record, 'released');
+  }
+
+  /** True once backward() or release() ran (or the layer was disposed). */
+  get released() {
+    return this.#record.state !== 'ready';
+  }
+}

@@ -1,0 +1,236 @@
+// The layer's backward pass: forward's stages in reverse (layer_stages.hpp), from dLoss/dOutput
+// to the gradients of the inputs and of every parameter.
+//
+//   combine'  d_attended = dOut W_out,  dW_out = dOut^T attended,  db_out = sum of dOut rows
+//   attend'   per head, FlashAttention-2's backward (attention_kernel.hpp): dQ, dK, dV, d_sink,
+//             the probabilities recomputed from the saved q, k and log-sum-exps
+//   rotate'   the inverse rotation of dQ and dK (rotary's transpose)
+//   project'  dX = dQ W_q (and the key's, the value's), dW_q = dQ^T X, db_q = sum of dQ rows;
+//             self-attention adds the query's three uses
+//
+// Threads: every product is split by output rows, and the attention by (batch row, kv head, key
+// chunk), each task owning its rows of dK and dV; dQ and the sink gradient are summed over the
+// key chunks afterwards, in chunk order. No atomics: the bits depend on the thread count only.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "additive_mask.hpp"
+#include "errors.hpp"
+#include "layer_stages.hpp"
+#include "memory_budget.hpp"
+#include "multihead_attention.hpp"
+#include "saved_forward.hpp"
+
+namespace mha {
+namespace {
+
+// The backward of y = x W^T + b over `rows` rows (W [out, in]): dx = dy W, dw = dy^T x,
+// db = the column sums of dy. dx and db may be null (not wanted / no bias).
+void linear_backward(const StageRunner& run, const std::vector<float>& w, int64_t out, int64_t in, const float* x,
+                     const float* dy, int64_t rows, float* dx, float* dw, float* db) {
+  if (dx) run.project(kernels::PackedLinear::from_transposed(w.data(), in, out), dy, dx, rows);
+  // dW's rows are dy's columns: the GEMM on dy^T against x^T, x's rows with a zero gradient left
+  // out (a masked key's input may hold NaN, which must not reach dW as 0 * NaN).
+  FloatBuffer dy_t(static_cast<size_t>(out * rows));
+  std::vector<uint8_t> zero_rows(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = dy + r * out;
+    zero_rows[r] = std::all_of(row, row + out, [](float g) { return g == 0.0f; });
+    for (int64_t o = 0; o < out; ++o) dy_t[o * rows + r] = row[o];
+  }
+  run.project(kernels::PackedLinear::from_transposed(x, in, rows, zero_rows.data()), dy_t.data(), dw, out);
+  if (db) {
+    std::fill(db, db + out, 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o) db[o] += dy[r * out + o];
+  }
+}
+
+float* data_or_null(std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+}  // namespace
+
+MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(const TensorRef& query,
+                                                                             const TensorRef& key,
+                                                                             const TensorRef& value,
+                                                                             const ForwardOptions& options) const {
+  if (options.cache)
+    throw type_error("grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: "
+                     "pass the sequence without a cache)");
+  if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  const ForwardPlan p = plan_forward(config_, query, key, value, options);
+  const int threads = pool_ ? pool_->size() : 1;
+  check_fits("the buffers", training_memory(config_, p, options, !key.present(), false, threads), 0,
+             addressable_bytes());
+  const ResolvedConfig& c = config_;
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len;
+
+  auto saved = std::make_unique<SavedForward>();
+  SavedForward& s = *saved;
+  s.layer = this;
+  s.weights_version = weights_version_;
+  s.plan = p;
+  s.self_attention = !key.present();
+  s.query.assign(query.data, query.data + element_count(query.shape));
+  s.query_shape = query.shape;
+  if (key.present()) {
+    s.key.assign(key.data, key.data + element_count(key.shape));
+    s.value.assign(value.data, value.data + element_count(value.shape));
+    s.key_shape = key.shape;
+    s.value_shape = value.shape;
+  }
+  s.key_padding_mask = SavedMask(options.key_padding_mask);
+  s.attn_mask = SavedMask(options.attn_mask);
+  if (options.positions) {
+    s.positions.assign(options.positions, options.positions + element_count(options.positions_shape));
+    s.positions_shape = options.positions_shape;
+  }
+  s.causal = options.causal;
+  s.training = options.training;
+  s.seed = options.seed;
+  s.q = FloatBuffer(static_cast<size_t>(B * L * c.q_dim()));
+  s.k = FloatBuffer(static_cast<size_t>(B * S * c.kv_dim()));
+  s.v = FloatBuffer(static_cast<size_t>(B * S * c.value_kv_dim()));
+  s.attended = FloatBuffer(static_cast<size_t>(B * L * c.attended_dim()));
+  s.lse = FloatBuffer(static_cast<size_t>(B * c.num_heads * L));
+
+  TrainingForward t;
+  ForwardResult& r = t.result;
+  r.output_shape = p.output_shape;
+  r.weights_shape = p.weights_shape;
+  r.output.resize(static_cast<size_t>(element_count(p.output_shape)));
+  if (options.need_weights) r.weights.resize(static_cast<size_t>(element_count(p.weights_shape)));
+  const TensorRef saved_query{s.query.data(), s.query_shape};
+  const TensorRef saved_key = key.present() ? TensorRef{s.key.data(), s.key_shape} : TensorRef{};
+  const TensorRef saved_value = key.present() ? TensorRef{s.value.data(), s.value_shape} : TensorRef{};
+  run_forward(p, saved_query, saved_key, saved_value, options, r.output.data(),
+              options.need_weights ? r.weights.data() : nullptr, &s);
+  t.saved = std::move(saved);
+  return t;
+}
+
+Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_output) const {
+  if (s.layer != this) throw type_error("backward: this forward pass belongs to another layer");
+  if (s.weights_version != weights_version_)
+    throw type_error("backward: the layer's weights changed since this forward pass (loadStateDict); "
+                     "run forward again with the new weights");
+  if (d_output == nullptr) throw type_error("backward: the output gradient is missing");
+  const ResolvedConfig& c = config_;
+  const ForwardPlan& p = s.plan;
+  const int64_t B = p.batch, L = p.query_len, S = p.key_len, H = c.num_heads, Hkv = c.num_kv_heads,
+                G = c.heads_per_kv();
+  const int64_t E = c.embed_dim, Dh = c.head_dim, Dv = c.value_head_dim, QD = c.q_dim(), KV = c.kv_dim(),
+                VKV = c.value_kv_dim(), AD = c.attended_dim(), OD = c.output_dim;
+  const StageRunner run(pool_.get());
+  const int threads = run.threads();
+  check_fits("backward's buffers", backward_memory(c, p, threads), 0, addressable_bytes());
+  const ForwardOptions options = s.options();
+
+  Gradients g;
+  AttentionParameters& dp = g.params;
+  dp.q_weight.resize(params_.q_weight.size());
+  dp.k_weight.resize(params_.k_weight.size());
+  dp.v_weight.resize(params_.v_weight.size());
+  dp.out_weight.resize(params_.out_weight.size());
+  if (c.bias) {
+    dp.q_bias.resize(static_cast<size_t>(QD));
+    dp.k_bias.resize(static_cast<size_t>(KV));
+    dp.v_bias.resize(static_cast<size_t>(VKV));
+    dp.out_bias.resize(static_cast<size_t>(OD));
+  }
+
+  // combine': through the output projection.
+  FloatBuffer d_attended(static_cast<size_t>(B * L * AD));
+  linear_backward(run, params_.out_weight, OD, AD, s.attended.data(), d_output, B * L, d_attended.data(),
+                  dp.out_weight.data(), data_or_null(dp.out_bias));
+
+  // attend': tasks (batch row, kv head, key chunk). A task adds the G heads of its kv head into
+  // its rows of dK and dV, and their dQ into its chunk's partial dQ (summed in order below).
+  const int64_t chunks = backward_key_chunks(c, p, threads);
+  const int64_t chunk_keys = (S + chunks - 1) / chunks;
+  std::vector<float> dq(static_cast<size_t>(B * L * QD), 0.0f), dk(static_cast<size_t>(B * S * KV), 0.0f),
+      dv(static_cast<size_t>(B * S * VKV), 0.0f);
+  std::vector<float> dq_partial(static_cast<size_t>(chunks > 1 ? chunks * B * L * QD : 0), 0.0f);
+  std::vector<float> d_sink_partial(static_cast<size_t>(c.sinks ? B * Hkv * chunks * G : 0), 0.0f);
+  {
+    AdditiveMask key_padding(options.key_padding_mask, S);
+    AdditiveMask attn_mask(options.attn_mask, L * S);
+    // (The kernel reads O through its forward args' `out`; backward never writes it.)
+    AttentionStage attention{c, params_, p, s.q.data(), const_cast<float*>(s.attended.data()), s.causal, key_padding,
+                             attn_mask};
+    attention.dropout = dropout_in(options);
+    attention.seed = s.seed;
+    kernels::AttentionBackwardArgs sizing{};
+    sizing.forward = attention.head(0, 0, 0, L, s.k.data(), s.v.data(), KV, VKV);
+    sizing.key_begin = 0;
+    sizing.key_end = std::min(S, chunk_keys);
+    const int64_t scratch_floats = kernels::attention_backward_scratch_floats(sizing);
+    FloatBuffer scratch(static_cast<size_t>(threads * scratch_floats));
+    const double flops = 10.0 * B * H * L * S * std::max(Dh, Dv);
+    run.parallel(B * Hkv * chunks, flops >= StageRunner::kMinParallelFlops, [&](int64_t task, int thread) {
+      const int64_t chunk = task % chunks, kvh = task / chunks % Hkv, b = task / chunks / Hkv;
+      float* dq_rows = chunks > 1 ? dq_partial.data() + chunk * B * L * QD : dq.data();
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t h = kvh * G + g;
+        kernels::AttentionBackwardArgs a{};
+        a.forward = attention.head(b, h, 0, L, s.k.data() + b * S * KV + kvh * Dh, s.v.data() + b * S * VKV + kvh * Dv,
+                                   KV, VKV);
+        a.lse = s.lse.data() + (b * H + h) * L;
+        a.d_out = d_attended.data() + b * L * AD + h * Dv;
+        a.d_out_stride = AD;
+        a.d_q = dq_rows + b * L * QD + h * Dh;
+        a.d_q_stride = QD;
+        a.d_k = dk.data() + b * S * KV + kvh * Dh;
+        a.d_k_stride = KV;
+        a.d_v = dv.data() + b * S * VKV + kvh * Dv;
+        a.d_v_stride = VKV;
+        if (c.sinks) a.d_sink = d_sink_partial.data() + ((b * Hkv + kvh) * chunks + chunk) * G + g;
+        a.key_begin = chunk * chunk_keys;
+        a.key_end = std::min(S, (chunk + 1) * chunk_keys);
+        a.scratch = scratch.data() + thread * scratch_floats;
+        if (a.key_begin < a.key_end) kernels::attention_head_backward(a);
+      }
+    });
+  }
+  for (int64_t chunk = 0; chunk < (chunks > 1 ? chunks : 0); ++chunk) {
+    const float* part = dq_partial.data() + chunk * B * L * QD;
+    for (int64_t i = 0; i < B * L * QD; ++i) dq[i] += part[i];
+  }
+  if (c.sinks) {
+    dp.sinks.assign(static_cast<size_t>(H), 0.0f);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t kvh = 0; kvh < Hkv; ++kvh)
+        for (int64_t chunk = 0; chunk < chunks; ++chunk)
+          for (int64_t g = 0; g < G; ++g) dp.sinks[kvh * G + g] += d_sink_partial[((b * Hkv + kvh) * chunks + chunk) * G + g];
+  }
+
+  // rotate': rotary's transpose takes dQ and dK back to the projections' outputs.
+  rotate(p, options, s.self_attention, S, dq.data(), dk.data(), true);
+
+  // project': through the input projections.
+  const int64_t input_rows = B * L, key_rows = B * S;
+  g.query.resize(static_cast<size_t>(input_rows * E));
+  g.query_shape = s.query_shape;
+  const float* key_input = s.self_attention ? s.query.data() : s.key.data();
+  const float* value_input = s.self_attention ? s.query.data() : s.value.data();
+  FloatBuffer dx_key(static_cast<size_t>(key_rows * c.kdim)), dx_value(static_cast<size_t>(key_rows * c.vdim));
+  linear_backward(run, params_.q_weight, QD, E, s.query.data(), dq.data(), input_rows, g.query.data(),
+                  dp.q_weight.data(), data_or_null(dp.q_bias));
+  linear_backward(run, params_.k_weight, KV, c.kdim, key_input, dk.data(), key_rows, dx_key.data(), dp.k_weight.data(),
+                  data_or_null(dp.k_bias));
+  linear_backward(run, params_.v_weight, VKV, c.vdim, value_input, dv.data(), key_rows, dx_value.data(),
+                  dp.v_weight.data(), data_or_null(dp.v_bias));
+  if (s.self_attention) {  // the one input's three uses
+    for (size_t i = 0; i < g.query.size(); ++i) g.query[i] += dx_key[i] + dx_value[i];
+  } else {
+    g.key.assign(dx_key.data(), dx_key.data() + dx_key.size());
+    g.value.assign(dx_value.data(), dx_value.data() + dx_value.size());
+    g.key_shape = s.key_shape;
+    g.value_shape = s.value_shape;
+  }
+  return g;
+}
+
+}  // namespace mha

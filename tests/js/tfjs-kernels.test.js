@@ -1,0 +1,100 @@
+// registerFastGradients' kernels against tfjs' own cpu kernels (the reference), on the cpu and wasm
+// backends: UnsortedSegmentSum (Embedding's gradient) with repeated and out-of-range ids, and
+// Conv2DBackpropFilter (Conv1D's filter gradient) for Conv1D's case and general 2-D strides and pads;
+// and the registration itself (restore(), idempotence, a clear error where the kernel refuses).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { loadTfjs } from '../../bench/tfjs/load-tfjs.js';
+import { FAST_GRADIENT_KERNELS, registerFastGradients } from '../../bindings/js/tfjs-kernels.js';
+import { seededFloats } from './seeded.js';
+
+const tf = await loadTfjs('cpu');
+await import('@tensorflow/tfjs-backend-wasm');
+
+const SEGMENT_CASES = [
+  { name: 'Embedding-like: [64 * 32, 32] rows into 3001 segments', x: [2048, 32], segments: 3001 },
+  { name: 'ids repeated, negative and >= numSegments (dropped), inner [3, 2]', x: [12, 3, 2], segments: 5, ids: [0, 1, 1, -1, 4, 5, 2, 2, 2, 9, 0, 3] },
+];
+const CONV_CASES = [
+  { name: "Conv1D(100, 4, 'same') of the tutorial as conv2d", x: [4, 1, 32, 32], filter: [1, 4, 32, 100], strides: 1, pad: 'same' },
+  { name: '2-D, stride 2, valid', x: [2, 7, 9, 3], filter: [3, 2, 3, 5], strides: [2, 2], pad: 'valid' },
+  { name: '2-D, strides [1, 3], explicit pads', x: [1, 6, 10, 2], filter: [2, 3, 2, 4], strides: [1, 3], pad: [[0, 0], [1, 2], [0, 1], [0, 0]] },
+];
+
+/** The Conv2DBackpropFilter kernel itself (tfjs runs it for conv2d's filter gradient; it has no public op). */
+const backpropFilter = (x, dy, filterShape, strides, pad, dataFormat = 'NHWC') =>
+  tf.engine().runKernel('Conv2DBackpropFilter', { x, dy }, { strides, pad, dataFormat, dimRoundingMode: undefined, filterShape });
+
+/** Runs fn on `backend` with tfjs' own kernels (fast: false) or the registered ones; returns plain numbers. */
+async function on(backend, fast, fn) {
+  await tf.setBackend(backend);
+  const registration = fast ? registerFastGradients(tf, { backends: [backend] }) : null;
+  try {
+    return tf.tidy(() => { const t = fn(); return { shape: t.shape, data: Array.from(t.dataSync()) }; });
+  } finally {
+    registration?.restore();
+  }
+}
+
+function assertClose(got, want, what) {
+  assert.deepEqual(got.shape, want.shape, `${what}: shape`);
+  for (let i = 0; i < want.data.length; i++) {
+    if (!(Math.abs(got.data[i] - want.data[i]) <= 1e-5 + 1e-5 * Math.abs(want.data[i]))) assert.fail(`${what}[${i}]: ${got.data[i]} vs tfjs ${want.data[i]}`);
+  }
+}
+
+for (const c of SEGMENT_CASES) {
+  test(`UnsortedSegmentSum: ${c.name}`, async () => {
+    const size = c.x.reduce((a, b) => a * b, 1);
+    const ids = c.ids ?? Array.from({ length: c.x[0] }, (_, i) => (i * 7919) % 997);
+    const fn = () => tf.unsortedSegmentSum(tf.tensor(seededFloats(size, 3), c.x), tf.tensor1d(ids, 'int32'), c.segments);
+    const want = await on('cpu', false, fn);
+    assertClose(await on('cpu', true, fn), want, 'cpu');
+    assertClose(await on('wasm', true, fn), want, 'wasm');
+  });
+}
+
+for (const c of CONV_CASES) {
+  test(`Conv2DBackpropFilter: ${c.name}`, async () => {
+    const size = (s) => s.reduce((a, b) => a * b, 1);
+    const x = () => tf.tensor(seededFloats(size(c.x), 5), c.x);
+    // dy has the forward conv's output shape.
+    const outShape = (await on('cpu', false, () => tf.conv2d(x(), tf.zeros(c.filter), c.strides, c.pad))).shape;
+    const fn = () => backpropFilter(x(), tf.tensor(seededFloats(size(outShape), 6), outShape), c.filter, c.strides, c.pad);
+    const want = await on('cpu', false, fn);
+    assert.deepEqual(want.shape, c.filter);
+    assertClose(await on('cpu', true, fn), want, 'cpu');
+    assertClose(await on('wasm', true, fn), want, 'wasm');
+  });
+}
+
+test('registration: restore() puts back tfjs\' kernels (cpu) and the absence of one (wasm); twice is a no-op', async () => {
+  const own = tf.getKernel('UnsortedSegmentSum', 'cpu');
+  assert.equal(tf.getKernel('UnsortedSegmentSum', 'wasm'), undefined);
+  const first = registerFastGradients(tf), second = registerFastGradients(tf);
+  for (const name of FAST_GRADIENT_KERNELS) {
+    assert.equal(tf.getKernel(name, 'cpu').fastGradientOf, 'mha-wasm');
+    assert.equal(tf.getKernel(name, 'wasm').fastGradientOf, 'mha-wasm');
+  }
+  second.restore();  // registered nothing
+  assert.equal(tf.getKernel('UnsortedSegmentSum', 'cpu').fastGradientOf, 'mha-wasm');
+  first.restore();
+  assert.equal(tf.getKernel('UnsortedSegmentSum', 'cpu'), own);
+  assert.equal(tf.getKernel('UnsortedSegmentSum', 'wasm'), undefined);
+  assert.equal(tf.getKernel('Conv2DBackpropFilter', 'wasm'), undefined);
+});
+
+test('bad arguments and refused cases are clear errors', async () => {
+  assert.throws(() => registerFastGradients({}), { name: 'TypeError', message: "registerFastGradients: pass the @tensorflow/tfjs namespace (import * as tf from '@tensorflow/tfjs')" });
+  assert.throws(() => registerFastGradients(tf, { backends: 'wasm' }), { name: 'TypeError', message: 'registerFastGradients: backends must be an array of backend names, got "wasm"' });
+  await tf.setBackend('wasm');
+  const registration = registerFastGradients(tf, { backends: ['wasm'] });
+  try {
+    assert.throws(() => backpropFilter(tf.zeros([1, 2, 4, 4]), tf.zeros([1, 3, 4, 4]), [1, 2, 2, 3], 1, 'same', 'NCHW'),
+      { message: "Conv2DBackpropFilter (mha-wasm/tfjs fast gradients): only channels-last (NHWC) data is supported, got dataFormat 'NCHW'" });
+  } finally {
+    registration.restore();
+    await tf.setBackend('cpu');
+  }
+});

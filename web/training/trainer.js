@@ -1,0 +1,279 @@
+// Trains the demo's model architecture (tools/train_demo_model.py: embeddings + sinusoidal
+// positions, causal self-attention layers with residual adds, unembedding) from a seeded
+// initialisation. The attention layers run forward and backward in mha-wasm; embedding,
+// unembedding, cross-entropy and AdamW are the small JavaScript modules beside this file. The same
+// code runs in the page's worker and in Node (examples/train-tiny.mjs): the same settings give the
+// same numbers.
+import { sinusoidalPositions } from '../model.js';
+import { AdamW, constantWithWarmup, oneCycle } from './adamw.js';
+import { softmaxCrossEntropy } from './cross-entropy.js';
+import { embed, embedBackward } from './embedding.js';
+import { inductionScores, textScores } from './head-scores.js';
+import { initialParameters } from './initialization.js';
+import { Random } from './random.js';
+import { ReferenceAttention } from './reference-attention.js';
+import { checkSettings } from './settings.js';
+import { bracketPairs, repeatedBlocks, SequenceSource } from './tasks.js';
+import { unembed, unembedBackward } from './unembedding.js';
+
+/** The held-out sets do not depend on the run's seed: every run is scored on the same data. */
+const HELD_OUT_SEED = 1235;
+const INDUCTION_SEQUENCES = 16;
+
+/** True when this mha-wasm build can run a (loaded) attention layer's backward pass. */
+function hasBackward(layer, E) {
+  try {
+    const r = layer.forward({ data: new Float32Array(2 * E), shape: [2, E] }, null, null, { causal: true, grad: true });
+    if (typeof r.backward !== 'function') return false;
+    r.release?.();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export class Trainer {
+  #layers = [];
+  #positions;
+  #source;
+  #offsets;
+  #heldOut;
+
+  /**
+   * @param {{ mha?: object | null, vocab: object, settings?: object }} options mha: the loaded
+   *   package (init()); null trains with the JavaScript reference attention instead
+   */
+  constructor({ mha = null, vocab, settings = {} }) {
+    this.settings = checkSettings(settings);
+    this.vocab = vocab;
+    const { seed, dModel: E, numHeads: H, numLayers, seqLen, maxPosition, positionOffsets } = this.settings;
+    this.V = vocab.tokens.length;
+    this.params = initialParameters(new Random(seed), this.V, E, numLayers);
+    this.optimizer = new AdamW(this.params, { weightDecay: this.settings.weightDecay });
+    this.step = 0;
+    this.ablated = new Set();  // "layer:head"
+    this.#positions = sinusoidalPositions(Math.max(positionOffsets ? maxPosition : 0, seqLen) + seqLen, E);
+    const dataRng = new Random(seed + 0x9e3779b9);
+    // The user's own text: its last tenth is held out (when that is at least a sequence long).
+    const { text } = this.settings;
+    const split = text !== null && text.length - Math.floor(text.length * 0.9) >= seqLen ? Math.floor(text.length * 0.9) : null;
+    const trainingText = text === null || split === null ? text : text.slice(0, split);
+    const heldOutText = text === null || split === null ? text : text.slice(split);
+    this.#source = new SequenceSource({ vocab, rng: dataRng, seqLen, mix: this.settings.mix, text: trainingText });
+    this.#offsets = new Random(seed + 0x7f4a7c15);
+    try {
+      for (let l = 0; l < numLayers; l++) {
+        this.#layers.push(mha ? new mha.MultiHeadAttention({ embedDim: E, numHeads: H }) : new ReferenceAttention({ embedDim: E, numHeads: H }));
+      }
+      this.#loadLayers();
+      this.backend = mha && hasBackward(this.#layers[0], E) ? 'mha-wasm' : 'javascript';
+      if (mha && this.backend === 'javascript') {
+        for (const layer of this.#layers) layer.dispose();
+        this.#layers = Array.from({ length: numLayers }, () => new ReferenceAttention({ embedDim: E, numHeads: H }));
+        this.#loadLayers();
+      }
+    } catch (error) {
+      this.dispose();
+      throw error;
+    }
+    const heldOutRng = new Random(HELD_OUT_SEED);
+    const heldOutSource = new SequenceSource({ vocab, rng: heldOutRng, seqLen, mix: this.settings.mix, text: heldOutText });
+    this.#heldOut = {
+      text: heldOutSource.batch(32),
+      induction: repeatedBlocks(vocab, heldOutRng, INDUCTION_SEQUENCES),
+    };
+  }
+
+  get numLayers() { return this.settings.numLayers; }
+  get numHeads() { return this.settings.numHeads; }
+
+  /** The layers' weights: the parameters, with an ablated head's columns of out_proj.weight zeroed. */
+  #loadLayers() {
+    const E = this.settings.dModel;
+    const D = E / this.settings.numHeads;
+    this.#layers.forEach((layer, l) => {
+      const prefix = `layers.${l}.`;
+      const outWeight = this.params[`${prefix}out_proj.weight`].slice();
+      for (const key of this.ablated) {
+        const [layerIndex, head] = key.split(':').map(Number);
+        if (layerIndex !== l) continue;
+        // Zeroing head h's output = zeroing the out_proj columns it is multiplied by.
+        for (let row = 0; row < E; row++) outWeight.fill(0, row * E + head * D, row * E + (head + 1) * D);
+      }
+      layer.loadStateDict({
+        in_proj_weight: this.params[`${prefix}in_proj_weight`],
+        in_proj_bias: this.params[`${prefix}in_proj_bias`],
+        'out_proj.weight': outWeight,
+        'out_proj.bias': this.params[`${prefix}out_proj.bias`],
+      });
+    });
+  }
+
+  /** Zeroes (or restores) one head's output in every forward pass from now on. */
+  setAblated(layer, head, ablated = true) {
+    if (!Number.isInteger(layer) || layer < 0 || layer >= this.numLayers) throw new RangeError(`ablate: layer must be an integer in [0, ${this.numLayers}), got ${layer}`);
+    if (!Number.isInteger(head) || head < 0 || head >= this.numHeads) throw new RangeError(`ablate: head must be an integer in [0, ${this.numHeads}), got ${head}`);
+    if (ablated) this.ablated.add(`${layer}:${head}`);
+    else this.ablated.delete(`${layer}:${head}`);
+    this.#loadLayers();
+  }
+
+  /**
+   * The layers on token ids [B, T] (sequence b's first position offsets[b]): the last residual
+   * stream x [B*T, E], each layer's forward result (for backward), and with needWeights each
+   * layer's attention weights [B, H, T, T] and output [B, T, E].
+   */
+  #forward(inputs, B, T, offsets, { grad = false, needWeights = false } = {}) {
+    const E = this.settings.dModel;
+    let x = embed(inputs, this.params['tok_embed.weight'], this.#positions, offsets, B, T, E);
+    const saved = [];
+    const layers = [];
+    for (const layer of this.#layers) {
+      const r = layer.forward({ data: x, shape: [B, T, E] }, null, null,
+        { causal: true, ...(grad ? { grad: true } : {}), ...(needWeights ? { needWeights: true, averageWeights: false } : {}) });
+      saved.push(r);
+      if (needWeights) layers.push({ weights: r.weights.data, output: r.output.data.slice() });
+      // The residual add, into the layer's output (a fresh copy out of the wasm heap).
+      const next = r.output.data;
+      for (let i = 0; i < x.length; i++) next[i] += x[i];
+      x = next;
+    }
+    return { x, saved, layers };
+  }
+
+  /**
+   * The model on `ids` [B, S]: runs tokens 0..S-2 and predicts tokens 1..S-1. Returns the mean
+   * cross-entropy, and with `gradient` the gradients of every parameter (keyed like the params);
+   * with `needWeights` the layers' weights and outputs (#forward).
+   */
+  lossAndGradients(ids, B, S, offsets, { gradient = true, needWeights = false } = {}) {
+    const E = this.settings.dModel;
+    const T = S - 1;
+    const N = B * T;
+    const inputs = new Int32Array(N);
+    const targets = new Int32Array(N);
+    for (let b = 0; b < B; b++) {
+      inputs.set(ids.subarray(b * S, b * S + T), b * T);
+      targets.set(ids.subarray(b * S + 1, (b + 1) * S), b * T);
+    }
+    const { x, saved, layers } = this.#forward(inputs, B, T, offsets, { grad: gradient, needWeights });
+    const logits = unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], N, this.V, E);
+    const { loss, dLogits } = softmaxCrossEntropy(logits, targets, N, this.V, { gradient });
+    if (!gradient) return { loss, layers };
+
+    const grads = Object.fromEntries(Object.entries(this.params).map(([k, v]) => [k, new Float32Array(v.length)]));
+    const dx = unembedBackward(dLogits, x, this.params['unembed.weight'],
+      { weight: grads['unembed.weight'], bias: grads['unembed.bias'] }, N, this.V, E);
+    for (let l = this.#layers.length - 1; l >= 0; l--) {
+      // x_{l+1} = x_l + attention_l(x_l): the residual passes dx through, the layer adds its part.
+      const g = saved[l].backward({ data: dx, shape: [B, T, E] });
+      for (const [key, value] of Object.entries(g.params)) grads[`layers.${l}.${key}`].set(value);
+      for (let i = 0; i < dx.length; i++) dx[i] += g.query.data[i];
+    }
+    embedBackward(inputs, dx, grads['tok_embed.weight'], N, E);
+    this.#maskAblated(grads);
+    return { loss, grads, layers };
+  }
+
+  /** An ablated head's out_proj columns get no gradient (they stay as they were while it is off). */
+  #maskAblated(grads) {
+    const E = this.settings.dModel;
+    const D = E / this.settings.numHeads;
+    for (const key of this.ablated) {
+      const [l, head] = key.split(':').map(Number);
+      const g = grads[`layers.${l}.out_proj.weight`];
+      for (let row = 0; row < E; row++) g.fill(0, row * E + head * D, row * E + (head + 1) * D);
+    }
+  }
+
+  /** The next batch: ids [B, S] and each sequence's first position (train_demo_model.py's offsets). */
+  nextBatch() {
+    const { batchSize: B, seqLen: S, positionOffsets, maxPosition } = this.settings;
+    const { ids } = this.#source.batch(B);
+    // As the Python trainer: odd steps at position 0, even steps at one random offset for the batch.
+    const offset = positionOffsets && (this.step + 1) % 2 === 0 ? this.#offsets.below(maxPosition - S) : 0;
+    return { ids, offsets: new Array(B).fill(offset) };
+  }
+
+  /** The learning rate and Adam's beta1 of the next step. */
+  schedule(step = this.step + 1) {
+    const { schedule, learningRate, steps, warmupSteps } = this.settings;
+    return schedule === 'onecycle' ? oneCycle(step, steps, learningRate) : constantWithWarmup(step, warmupSteps, learningRate);
+  }
+
+  /** One training step on the next batch; returns { step, loss, lr, tokens }. */
+  trainStep(batch = this.nextBatch()) {
+    const { batchSize: B, seqLen: S } = this.settings;
+    const { loss, grads } = this.lossAndGradients(batch.ids, B, S, batch.offsets);
+    clipGradients(grads, this.settings.clipGradNorm);
+    const { lr, beta1 } = this.schedule();
+    this.optimizer.step(grads, lr, beta1);
+    this.step += 1;
+    this.#loadLayers();
+    return { step: this.step, loss, lr, tokens: B * (S - 1) };
+  }
+
+  /**
+   * Held-out loss and every head's scores (head-scores.js) on the fixed held-out sets, with the
+   * current ablations: { heldOutLoss, headScores: [{ layer, head, previousToken, induction, bracket, bos }] }.
+   */
+  evaluate() {
+    const { seqLen: S, numHeads: H } = this.settings;
+    const { ids, texts } = this.#heldOut.text;
+    const B = texts.length;
+    const text = this.lossAndGradients(ids, B, S, new Array(B).fill(0), { gradient: false, needWeights: true });
+    const pairs = bracketPairs(texts, S - 1);
+    const I = INDUCTION_SEQUENCES;
+    const L = this.#heldOut.induction.length / I;  // <bos> + block + block, all run
+    const induction = this.#forward(this.#heldOut.induction, I, L, new Array(I).fill(0), { needWeights: true });
+    const headScores = [];
+    for (let l = 0; l < this.numLayers; l++) {
+      const t = textScores(text.layers[l].weights, B, H, S - 1, pairs);
+      const ind = inductionScores(induction.layers[l].weights, I, H, L);
+      for (let h = 0; h < H; h++) {
+        headScores.push({ layer: l, head: h, previousToken: t.previousToken[h], induction: ind[h], bracket: t.bracket[h], bos: t.bos[h] });
+      }
+    }
+    return { heldOutLoss: text.loss, headScores };
+  }
+
+  /** The model on one text's ids (a probe for the views): per layer { weights [H, L, L], output [L, E] } and logits [L, V]. */
+  probe(ids) {
+    const L = ids.length;
+    const E = this.settings.dModel;
+    const { x, layers } = this.#forward(Int32Array.from(ids), 1, L, [0], { needWeights: true });
+    return { layers, logits: unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], L, this.V, E) };
+  }
+
+  /** The weights as a PyTorch-style state dict (copies), with the metadata web/model.js reads. */
+  stateDict() {
+    return Object.fromEntries(Object.entries(this.params).map(([k, v]) => [k, v.slice()]));
+  }
+
+  metadata() {
+    const s = this.settings;
+    return {
+      dModel: String(s.dModel), numHeads: String(s.numHeads), numLayers: String(s.numLayers), positions: 'sinusoidal',
+      trainedSeqLen: String(s.seqLen), trainedPositions: String(s.positionOffsets ? s.maxPosition : s.seqLen),
+      trainedSteps: String(this.step), seed: String(s.seed),
+    };
+  }
+
+  dispose() {
+    for (const layer of this.#layers) layer.dispose();
+    this.#layers = [];
+  }
+}
+
+/**
+ * Scales all gradients down so their global L2 norm is at most maxNorm (PyTorch's
+ * clip_grad_norm_: factor maxNorm / (norm + 1e-6) when below 1). Returns the norm before.
+ */
+export function clipGradients(grads, maxNorm) {
+  let sum = 0;
+  for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) sum += g[i] * g[i];
+  const norm = Math.sqrt(sum);
+  const factor = maxNorm / (norm + 1e-6);
+  if (maxNorm > 0 && factor < 1) for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] *= factor;
+  return norm;
+}
