@@ -142,6 +142,21 @@ void read_options(const val& request, mha::ForwardOptions& o) {
   o.weights_before_dropout = request["weightsBeforeDropout"].as<bool>();
 }
 
+// A forward request's tensors and options, pointing into the heap (the JS wrapper copied them in).
+struct ForwardRequest {
+  mha::TensorRef query, key, value;
+  mha::ForwardOptions options;
+
+  explicit ForwardRequest(const val& request)
+      : query(tensor_of(request["query"])), key(tensor_of(request["key"])), value(tensor_of(request["value"])) {
+    read_options(request, options);
+    options.key_padding_mask = mask_of(request["keyPaddingMask"]);
+    options.attn_mask = mask_of(request["attnMask"]);
+    positions_of(request["positions"], options);
+    if (CacheHandle* cache = cache_of(request["cache"])) options.cache = &cache->cache();
+  }
+};
+
 class LayerHandle {
  public:
   // config: the JS config after bindings/js/layer.js checked its types; absent keys take the
@@ -251,18 +266,9 @@ class LayerHandle {
   bool forward(val request) {
     releaseResult();
     return guard([&] {
-      const mha::TensorRef q = tensor_of(request["query"]), k = tensor_of(request["key"]),
-                           v = tensor_of(request["value"]);
-      mha::ForwardOptions o;
-      read_options(request, o);
-      o.key_padding_mask = mask_of(request["keyPaddingMask"]);
-      o.attn_mask = mask_of(request["attnMask"]);
-      positions_of(request["positions"], o);
-      if (CacheHandle* cache = cache_of(request["cache"])) o.cache = &cache->cache();
-#ifdef __EMSCRIPTEN_PTHREADS__
-      layer_->set_thread_pool(current_pool());
-#endif
-      result_ = layer_->forward(q, k, v, o);
+      const ForwardRequest r(request);
+      use_module_pool();
+      result_ = layer_->forward(r.query, r.key, r.value, r.options);
     });
   }
 
@@ -272,17 +278,9 @@ class LayerHandle {
     releaseResult();
     SavedForwardHandle* made = nullptr;
     guard([&] {
-      const mha::TensorRef q = tensor_of(request["query"]), k = tensor_of(request["key"]),
-                           v = tensor_of(request["value"]);
-      mha::ForwardOptions o;
-      read_options(request, o);
-      o.key_padding_mask = mask_of(request["keyPaddingMask"]);
-      o.attn_mask = mask_of(request["attnMask"]);
-      positions_of(request["positions"], o);
-#ifdef __EMSCRIPTEN_PTHREADS__
-      layer_->set_thread_pool(current_pool());
-#endif
-      auto t = layer_->forward_for_training(q, k, v, o);
+      const ForwardRequest r(request);  // (a cache is refused by forward_for_training)
+      use_module_pool();
+      auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options);
       result_ = std::move(t.result);
       made = new SavedForwardHandle(std::move(t.saved));
     });
@@ -294,9 +292,7 @@ class LayerHandle {
   bool backward(const SavedForwardHandle& saved, double d_output) {
     releaseGradients();
     return guard([&] {
-#ifdef __EMSCRIPTEN_PTHREADS__
-      layer_->set_thread_pool(current_pool());
-#endif
+      use_module_pool();
       mha::Gradients g = layer_->backward(saved.saved(), reinterpret_cast<const float*>(static_cast<uintptr_t>(d_output)));
       gradients_.push_back({"query", std::move(g.query)});
       gradients_.push_back({"key", std::move(g.key)});
@@ -396,6 +392,13 @@ class LayerHandle {
   void releaseResult() { result_ = mha::ForwardResult{}; }
 
  private:
+  // The threads build runs every layer on the module's pool (its size as setNumThreads left it).
+  void use_module_pool() {
+#ifdef __EMSCRIPTEN_PTHREADS__
+    layer_->set_thread_pool(current_pool());
+#endif
+  }
+
   template <typename F>
   bool guard(F&& f) {
     error_kind_ = kNone;

@@ -20,7 +20,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 import { loadTfjs } from '../bench/tfjs/load-tfjs.js';
-import { mhaTfjs } from '../bindings/js/tfjs.js';
+import { mhaTfjs } from 'mha-wasm/tfjs';
 import { buildSentimentModel, initializeAttentionLikeDense, TUTORIAL } from '../web/sentiment-train/model.js';
 import { lineChartSvg } from '../web/sentiment-train/plot-svg.js';
 import { fitTokenizer } from '../web/sentiment-train/tokenizer.js';

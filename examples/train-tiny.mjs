@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
-import { init } from '../bindings/js/index.js';
+import { init } from 'mha-wasm';
 import { Trainer } from '../web/training/trainer.js';
 
 const { values: args } = parseArgs({

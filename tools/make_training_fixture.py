@@ -4,8 +4,8 @@ tests/js/training-parity.test.js.
 
 For each case, tools/training-inputs.mjs gives the JS trainer's settings, initial parameters and
 batches; this script builds train_demo_model.py's model (nn.Embedding, nn.MultiheadAttention
-layers, nn.Linear) from those parameters, runs torch.optim.AdamW with the same learning rate and
-beta1 each step, and records each step's loss (before the update) and gradient norm, and the
+layers, nn.Linear) from those parameters, clips the gradients' norm (clip_grad_norm_) and runs
+torch.optim.AdamW with the same learning rate and beta1 each step, and records each step's loss (before the update) and gradient norm, and the
 parameters' absolute sums after the last update. The JS test recomputes the same steps from the seed and compares.
 Run with Debian's python3-torch:  /usr/bin/python3 tools/make_training_fixture.py
 """
@@ -26,8 +26,8 @@ OUT = os.path.join(ROOT, 'tests', 'js', 'training-reference.json')
 CASES = [
     {'name': 'defaults, constant schedule with warm-up', 'steps': 12,
      'settings': {'seed': 5, 'batchSize': 4, 'seqLen': 32, 'warmupSteps': 4}},
-    {'name': 'OneCycleLR as train_demo_model.py, 3 layers of 2 heads, d 32', 'steps': 12,
-     'settings': {'seed': 6, 'batchSize': 3, 'seqLen': 24, 'schedule': 'onecycle', 'steps': 40, 'learningRate': 0.01,
+    {'name': 'OneCycleLR as train_demo_model.py (no clipping), 3 layers of 2 heads, d 32', 'steps': 12,
+     'settings': {'seed': 6, 'batchSize': 3, 'seqLen': 24, 'schedule': 'onecycle', 'steps': 40, 'learningRate': 0.01, 'clipGradNorm': 0,
                   'dModel': 32, 'numHeads': 2, 'numLayers': 3}},
 ]
 
@@ -79,6 +79,8 @@ def run_case(case):
         optimizer.zero_grad()
         loss.backward()
         grad_norms.append(float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in model.parameters()))))
+        if s['clipGradNorm'] > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), s['clipGradNorm'])
         for group in optimizer.param_groups:
             group['lr'] = batch['lr']
             group['betas'] = (batch['beta1'], group['betas'][1])

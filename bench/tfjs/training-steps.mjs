@@ -18,9 +18,9 @@ const backend = args.backend ?? 'cpu';
 const steps = Number(args.steps ?? 3), slowSteps = Number(args['slow-steps'] ?? 1);
 const tf = await loadTfjs(backend);
 const { registerFastGradients } = await import('../../bindings/js/tfjs-kernels.js');
-const { mhaTfjs } = await import('../../bindings/js/tfjs.js').catch(() => ({}));
+const { mhaTfjs } = await import('../../bindings/js/tfjs.js');
 const { OpsAttention, IdentityAttention } = referenceAttentionLayers(tf);
-const mha = mhaTfjs ? await mhaTfjs(tf, { threads: 1 }) : null;
+const mha = await mhaTfjs(tf, { threads: 1 });
 
 const corpus = JSON.parse(readFileSync(new URL('../../web/sentiment-train/corpus.json', import.meta.url)));
 const tokenizer = fitTokenizer(corpus.train.texts);
@@ -54,7 +54,6 @@ function median(values) {
 
 for (const [i, [row, kind, frozen, fast, slow]] of ROWS.entries()) {
   if (only && !only.includes(i)) continue;
-  if (kind === 'mha' && !mha) continue;
   const registration = fast ? registerFastGradients(tf, { backends: [backend] }) : null;
   const model = buildSentimentModel(tf, attention[kind]());
   for (const name of frozen) model.getLayer(name).trainable = false;

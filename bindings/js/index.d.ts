@@ -260,23 +260,14 @@ export interface KvCache {
 }
 
 /**
- * The type of `weights` for forward options `O`: a tensor when `O` says `needWeights: true`, null
- * when it says false or nothing, either when that is only known at run time.
+ * A result's optional tensor, typed by the call's options `O`: a tensor when `O` sets the flag
+ * `Flag` to true, null when it sets it false or leaves it out, either when that is only known at
+ * run time (a boolean variable).
  */
-export type WeightsFor<O> = O extends WeightsRequested ? Tensor<Float32Array>
-  : O extends WeightsNotRequested ? null : Tensor<Float32Array> | null;
-
-/** Forward options that ask for the weights. */
-export interface WeightsRequested {
-  /** Literally true. */
-  needWeights: true;
-}
-
-/** Forward options that do not ask for the weights. */
-export interface WeightsNotRequested {
-  /** False or absent. */
-  needWeights?: false;
-}
+export type TensorIf<O, Flag extends string> = O extends { [K in Flag]: true } ? Tensor<Float32Array>
+  // (the index signature keeps the second test from failing TypeScript's weak-type check on
+  // options that leave the flag out, e.g. { causal: true })
+  : O extends { [K in Flag]?: false } & Record<string, unknown> ? null : Tensor<Float32Array> | null;
 
 /**
  * What {@link MultiHeadAttention.forward} returns; `O` is the options' type, so that a call with
@@ -289,7 +280,7 @@ export interface ForwardResult<O extends ForwardOptions = ForwardOptions> {
    * The softmax probabilities, [B, H, L, S] or averaged [B, L, S] (no B for unbatched input);
    * null unless needWeights. A query row whose every key is masked gets zero weights (PyTorch: NaN).
    */
-  weights: WeightsFor<O>;
+  weights: TensorIf<O, 'needWeights'>;
 }
 
 /**
@@ -396,6 +387,13 @@ export interface KerasConfig {
   dropout?: number;
   /** Where the dropout seeds start (see AttentionConfig.seed). */
   seed?: number;
+  /**
+   * Keras' attention_axes: the axes of a [B, ..., features] input attended over (between 1 and
+   * rank - 2; default all of them); the other inner axes act as more batch. Scores are then
+   * [B, (other axes), H, (query's attended axes), (key's attended axes)]. Masks and the causal
+   * mask are not supported on inputs of rank > 3.
+   */
+  attentionAxes?: number | number[];
 }
 
 /** The Keras layer's arguments once it is built: every size known. */
@@ -420,28 +418,12 @@ export interface KerasCallOptions {
   checkFinite?: boolean;
 }
 
-/** The type of `scores` for call options `O` (as {@link WeightsFor}). */
-export type ScoresFor<O> = O extends ScoresRequested ? Tensor<Float32Array>
-  : O extends ScoresNotRequested ? null : Tensor<Float32Array> | null;
-
-/** Call options that ask for the scores. */
-export interface ScoresRequested {
-  /** Literally true. */
-  returnAttentionScores: true;
-}
-
-/** Call options that do not ask for the scores. */
-export interface ScoresNotRequested {
-  /** False or absent. */
-  returnAttentionScores?: false;
-}
-
 /** What {@link KerasMultiHeadAttention.call} returns. */
 export interface KerasCallResult<O extends KerasCallOptions = KerasCallOptions> {
   /** [B, T, outputShape]. */
   output: Tensor<Float32Array>;
   /** Per-head attention scores [B, H, T, S] with returnAttentionScores, else null. */
-  scores: ScoresFor<O>;
+  scores: TensorIf<O, 'returnAttentionScores'>;
 }
 
 /** Keras' MultiHeadAttention on this package's core (bindings/js/keras.js). */

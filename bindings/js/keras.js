@@ -3,6 +3,7 @@
 // its weight layouts (EinsumDense kernels [in, H, keyDim], output [H, valueDim, out]), its scale
 // 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
 // happens once in setWeights, the mask inversion per call; the math is the core's.
+import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
 import { nameErrorsByCall } from './errors.js';
 import { checkFinite } from './finite.js';
 import { checkMask } from './masks.js';
@@ -11,7 +12,7 @@ import {
 } from './validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
-  'dropout', 'seed'];
+  'dropout', 'seed', 'attentionAxes'];
 const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed', 'checkFinite'];
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
@@ -22,6 +23,16 @@ function transpose(data, rows, cols) {
   const out = new Float32Array(rows * cols);
   for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = data[i * cols + j];
   return out;
+}
+
+/** attentionAxes: undefined/null (all inner axes), an integer or a non-empty list of integers. */
+function checkAttentionAxes(axes) {
+  if (axes === undefined || axes === null) return null;
+  const list = [axes].flat();
+  if (list.length === 0 || list.some((a) => !Number.isInteger(a))) {
+    throw new TypeError(`attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(axes)}`);
+  }
+  return Object.freeze(list);
 }
 
 // Errors start with the Keras call that failed; the PyTorch-side layer's call names become Keras'.
@@ -48,7 +59,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         checkInteger(name, config[name], { optional: true });
       }
       checkBoolean('useBias', config.useBias);
-      this.#args = { ...config };
+      this.#args = { ...config, attentionAxes: checkAttentionAxes(config.attentionAxes) };
       if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
     }
 
@@ -70,6 +81,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         keyInputDim: a.keyInputDim ?? inferred.keyInputDim ?? valueInputDim,
         valueInputDim,
         dropout: a.dropout ?? 0,
+        attentionAxes: a.attentionAxes,
       });
       const c = this.#config;
       this.#layer = new MultiHeadAttention({
@@ -205,6 +217,14 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         this.#build({ queryDim: last(query), valueInputDim: last(value), keyInputDim: last(key) });
       }
       if (options.checkFinite) checkFinite({ query, value, key });
+      if (query.shape.length > 3 || this.#config.attentionAxes) {
+        const layout = attentionLayout(query.shape.length, this.#config.attentionAxes, 'call');
+        if (query.shape.length > 3) return this.#callOverAxes(query, value, key, options, layout);
+      }
+      return this.#call3d(query, value, key, options);
+    }
+
+    #call3d(query, value, key, options) {
       const mask = this.#masks(options.attentionMask, query, value);
       // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
       const { output, weights } = inKerasWords(() => this.#layer.forward(query, key ?? value, value, {
@@ -214,6 +234,30 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         ...(options.seed !== undefined ? { seed: options.seed } : {}),
       }));
       return { output, scores: weights };
+    }
+
+    // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the
+    // attended ones into the sequence; output and scores are unfolded to Keras' shapes.
+    #callOverAxes(query, value, key, options, layout) {
+      const rank = query.shape.length;
+      for (const [name, t] of Object.entries({ value, key })) {
+        if (t && t.shape.length !== rank) throw new RangeError(`call: ${name} must have the query's rank ${rank}, got shape [${t.shape.join(', ')}]`);
+        if (t && layout.batch.some((a) => t.shape[a] !== query.shape[a])) {
+          throw new RangeError(`call: ${name}'s non-attended axes [${layout.batch.map((a) => t.shape[a]).join(', ')}] must equal the query's [${layout.batch.map((a) => query.shape[a]).join(', ')}]`);
+        }
+      }
+      if (options.attentionMask != null || options.useCausalMask) {
+        throw new Error('call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3');
+      }
+      const fold = (t) => (t ? foldForAttention(t, layout) : null);
+      const { output, scores } = this.#call3d(fold(query), fold(value), fold(key), options);
+      const kept = layout.order.slice(0, -1).map((a) => query.shape[a]);
+      const unfolded = permute(output.data, [...kept, output.shape[2]], layout.inverse);
+      const at = (t, axes) => axes.map((a) => t.shape[a]);
+      return {
+        output: unfolded,
+        scores: scores && { data: scores.data, shape: [...at(query, layout.batch), this.#config.numHeads, ...at(query, layout.attended), ...at(value, layout.attended)] },
+      };
     }
 
     // Keras' attention_mask (1 = attend) as the core's blocking masks.

@@ -2,6 +2,7 @@
 // tfjs-layers' unexported port has them), computed by mha-wasm. Weights are tfjs variables in
 // Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout) and
 // the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
+import { attentionLayout } from './attention-axes.js';
 import { stateDictFromKeras } from './interop.js';
 
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
@@ -174,12 +175,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
 
     // Keras' attention axes for an input of `rank`: the attended axes and the other (batch-like) ones.
     #axes(rank) {
-      const inner = Array.from({ length: rank - 2 }, (_, i) => i + 1);
-      const attended = this.attentionAxes ?? inner;
-      for (const a of attended) {
-        if (!inner.includes(a)) throw new RangeError(`MultiHeadAttention.apply: attentionAxes ${JSON.stringify(this.attentionAxes)} must name axes between 1 and ${rank - 2} (not the batch or features) of a rank-${rank} input`);
-      }
-      return { attended, batch: [0, ...inner.filter((a) => !attended.includes(a))] };
+      return attentionLayout(rank, this.attentionAxes, 'MultiHeadAttention.apply');
     }
 
     call(inputs, kwargs = {}) {
@@ -203,12 +199,11 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       for (const [role, t] of Object.entries({ value, key })) {
         if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
       }
-      const { batch, attended } = this.#axes(rank);
+      const { batch, attended, order, inverse } = this.#axes(rank);
       if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
       if (attentionMask || options.useCausalMask) {
         throw new Error('MultiHeadAttention.call: attentionMask and useCausalMask are not supported together with attentionAxes other than all inner axes');
       }
-      const order = [...batch, ...attended, rank - 1];
       const fold = (t) => {
         const moved = tf.transpose(t, order);
         return tf.reshape(moved, [product(batch.map((a) => t.shape[a])), product(attended.map((a) => t.shape[a])), t.shape[rank - 1]]);
@@ -224,7 +219,6 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       const [output, scores] = Array.isArray(result) ? result : [result, null];
       const outFeatures = output.shape[2];
       const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
-      const inverse = order.map((_, i) => order.indexOf(i));
       const restored = tf.transpose(unfolded, inverse);
       if (!scores) return restored;
       return [restored, tf.reshape(scores, [...batch.map((a) => query.shape[a]), this.numHeads,
@@ -246,7 +240,9 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         const q = asCore(query), v = self ? null : asCore(value), k = self ? null : asCore(key ?? value);
         const result = this.#core.forward(q, k, v, {
           ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
-          ...(wantGradient ? { grad: true } : {}), ...(options.training && this.dropout > 0 ? { training: true } : {}),
+          ...(wantGradient ? { grad: true } : {}),
+          // Keras' scores are before dropout (its dropout layer follows the softmax).
+          ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
         });
         if (wantGradient) this.#pending.add(result);
         if (result.weights) scores = result.weights;

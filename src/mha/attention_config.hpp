@@ -74,8 +74,10 @@ inline std::vector<float> bloom_alibi_slopes(int64_t heads) {
   return slopes;
 }
 
-// 0.5, 3, 1e+30, inf: a number as a message shows it.
+// 0.5, 3, 1e+30, Infinity, NaN: a number as a message shows it (non-finite ones as JavaScript names them).
 inline std::string number_text(double x) {
+  if (std::isnan(x)) return "NaN";
+  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
   char text[32];
   std::snprintf(text, sizeof text, "%g", x);
   return text;

@@ -33,7 +33,7 @@ void linear_backward(const StageRunner& run, const std::vector<float>& w, int64_
   if (dx) run.project(kernels::PackedLinear::from_transposed(w.data(), in, out), dy, dx, rows);
   // dW's rows are dy's columns: the GEMM on dy^T against x^T, x's rows with a zero gradient left
   // out (a masked key's input may hold NaN, which must not reach dW as 0 * NaN).
-  std::vector<float> dy_t(static_cast<size_t>(out * rows));
+  FloatBuffer dy_t(static_cast<size_t>(out * rows));
   std::vector<uint8_t> zero_rows(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = dy + r * out;
@@ -90,11 +90,11 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
   s.causal = options.causal;
   s.training = options.training;
   s.seed = options.seed;
-  s.q.resize(static_cast<size_t>(B * L * c.q_dim()));
-  s.k.resize(static_cast<size_t>(B * S * c.kv_dim()));
-  s.v.resize(static_cast<size_t>(B * S * c.value_kv_dim()));
-  s.attended.resize(static_cast<size_t>(B * L * c.attended_dim()));
-  s.lse.resize(static_cast<size_t>(B * c.num_heads * L));
+  s.q = FloatBuffer(static_cast<size_t>(B * L * c.q_dim()));
+  s.k = FloatBuffer(static_cast<size_t>(B * S * c.kv_dim()));
+  s.v = FloatBuffer(static_cast<size_t>(B * S * c.value_kv_dim()));
+  s.attended = FloatBuffer(static_cast<size_t>(B * L * c.attended_dim()));
+  s.lse = FloatBuffer(static_cast<size_t>(B * c.num_heads * L));
 
   TrainingForward t;
   ForwardResult& r = t.result;
@@ -142,7 +142,7 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   }
 
   // combine': through the output projection.
-  std::vector<float> d_attended(static_cast<size_t>(B * L * AD));
+  FloatBuffer d_attended(static_cast<size_t>(B * L * AD));
   linear_backward(run, params_.out_weight, OD, AD, s.attended.data(), d_output, B * L, d_attended.data(),
                   dp.out_weight.data(), data_or_null(dp.out_bias));
 
@@ -167,7 +167,7 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
     sizing.key_begin = 0;
     sizing.key_end = std::min(S, chunk_keys);
     const int64_t scratch_floats = kernels::attention_backward_scratch_floats(sizing);
-    std::vector<float> scratch(static_cast<size_t>(threads * scratch_floats));
+    FloatBuffer scratch(static_cast<size_t>(threads * scratch_floats));
     const double flops = 10.0 * B * H * L * S * std::max(Dh, Dv);
     run.parallel(B * Hkv * chunks, flops >= StageRunner::kMinParallelFlops, [&](int64_t task, int thread) {
       const int64_t chunk = task % chunks, kvh = task / chunks % Hkv, b = task / chunks / Hkv;
@@ -215,7 +215,7 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   g.query_shape = s.query_shape;
   const float* key_input = s.self_attention ? s.query.data() : s.key.data();
   const float* value_input = s.self_attention ? s.query.data() : s.value.data();
-  std::vector<float> dx_key(static_cast<size_t>(key_rows * c.kdim)), dx_value(static_cast<size_t>(key_rows * c.vdim));
+  FloatBuffer dx_key(static_cast<size_t>(key_rows * c.kdim)), dx_value(static_cast<size_t>(key_rows * c.vdim));
   linear_backward(run, params_.q_weight, QD, E, s.query.data(), dq.data(), input_rows, g.query.data(),
                   dp.q_weight.data(), data_or_null(dp.q_bias));
   linear_backward(run, params_.k_weight, KV, c.kdim, key_input, dk.data(), key_rows, dx_key.data(), dp.k_weight.data(),
@@ -225,8 +225,8 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   if (s.self_attention) {  // the one input's three uses
     for (size_t i = 0; i < g.query.size(); ++i) g.query[i] += dx_key[i] + dx_value[i];
   } else {
-    g.key = std::move(dx_key);
-    g.value = std::move(dx_value);
+    g.key.assign(dx_key.data(), dx_key.data() + dx_key.size());
+    g.value.assign(dx_value.data(), dx_value.data() + dx_value.size());
     g.key_shape = s.key_shape;
     g.value_shape = s.value_shape;
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "float_buffer.hpp"
 #include "forward_plan.hpp"
 #include "shape.hpp"
 
@@ -48,7 +49,8 @@ struct SavedForward {
 
   // What the forward computed: q [B*L, H*Dh] and k [B*S, Hkv*Dh] after rotary, v [B*S, Hkv*Dv],
   // attended [B*L, H*Dv] (the attention's output, before out_proj), lse [B, H, L].
-  std::vector<float> q, k, v, attended, lse;
+  // Written whole by the forward pass, so left uninitialized until then.
+  FloatBuffer q, k, v, attended, lse;
 
   // The options forward ran with, pointing into this object's copies.
   ForwardOptions options() const {

@@ -127,3 +127,19 @@ test("the layer's gradients equal central finite differences (every weight and i
   console.log(`# worst |finite difference - gradient|: ${worst.toExponential(2)}`);
   layer.dispose();
 });
+
+test('dropout applies only with training (model.fit)', () => {
+  const x = t([2, 4, 6], 9, 1);
+  const plain = multiHeadAttention({ numHeads: 2, keyDim: 3 });
+  const dropped = multiHeadAttention({ numHeads: 2, keyDim: 3, dropout: 0.5 });
+  plain.apply(x, { value: x });
+  dropped.apply(x, { value: x });
+  dropped.setWeights(plain.getWeights());
+  const values = (layer, training) => layer.apply(x, { value: x, training, returnAttentionScores: true }).map((r) => Array.from(r.dataSync()));
+  const [want, wantScores] = values(plain, false);
+  assert.deepEqual(values(dropped, false), [want, wantScores]);
+  const [trained] = values(dropped, true);
+  assert.notDeepEqual(trained, want);
+  plain.dispose();
+  dropped.dispose();
+});

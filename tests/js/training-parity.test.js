@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import { init } from '../../bindings/js/index.js';
 import { oneCycle } from '../../web/training/adamw.js';
-import { Trainer } from '../../web/training/trainer.js';
+import { clipGradients, Trainer } from '../../web/training/trainer.js';
 
 const read = async (path) => JSON.parse(await readFile(new URL(path, import.meta.url), 'utf8'));
 const vocab = await read('../../web/model/vocab.json');
@@ -30,7 +30,7 @@ function replay(mha, c) {
       const batch = trainer.nextBatch();
       const { loss, grads } = trainer.lossAndGradients(batch.ids, B, S, batch.offsets);
       losses.push(loss);
-      gradNorms.push(Math.sqrt(Object.values(grads).reduce((s, g) => s + g.reduce((t, v) => t + v * v, 0), 0)));
+      gradNorms.push(clipGradients(grads, trainer.settings.clipGradNorm));
       const { lr, beta1 } = trainer.schedule();
       trainer.optimizer.step(grads, lr, beta1);
       trainer.step = step;

@@ -149,3 +149,19 @@ test('TrainingSession: trains to `steps`, pauses, resumes with a new learning ra
   assert.throws(() => new TrainingSession({ mha: null, vocab }).exportWeights(), /export: nothing trained yet/);
   session.trainer.dispose();
 });
+
+test('Trainer on the user\'s text: trains on its first nine tenths and holds out the last tenth', () => {
+  const text = 'abcdefgh '.repeat(40) + 'zzzzzzzzz '.repeat(4);  // the last tenth is all z
+  const trainer = new Trainer({ vocab, settings: { ...SMALL, text } });
+  try {
+    const seen = new Set();
+    for (let i = 0; i < 20; i++) for (const id of trainer.nextBatch().ids) seen.add(vocab.tokens[id]);
+    assert.ok(!seen.has('z'), 'no training window reaches the held-out tenth');
+    const { headScores, heldOutLoss } = trainer.evaluate();
+    assert.equal(headScores.length, 4);
+    assert.ok(headScores.every((h) => h.bracket === 0), 'no brackets in the held-out text');
+    assert.ok(Number.isFinite(heldOutLoss));
+  } finally {
+    trainer.dispose();
+  }
+});

@@ -23,8 +23,9 @@ for (let h = 0; h < heads; h++) {
 
 const without = layer.forward(x);
 const none: null = without.weights;
+const causalOnly: null = layer.forward(x, null, null, { causal: true }).weights;
 const runtime: ForwardResult = layer.forward(x, null, null, { needWeights: L > 3 });
 // @ts-expect-error: weights may be null when needWeights is only known at run time
-console.log(runtime.weights.shape, none);
+console.log(runtime.weights.shape, none, causalOnly);
 if (runtime.weights) console.log(runtime.weights.shape);
 layer.dispose();

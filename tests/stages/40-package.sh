@@ -50,6 +50,7 @@ cp "$APP/node_modules/mha-wasm/examples/node-example.mjs" "$APP/copied-example.m
 (cd "$APP" && node copied-example.mjs | sed -n 1p)
 (cd "$APP" && node node_modules/mha-wasm/examples/generate.mjs "the kelu sat" 20 | grep -x 'the same tokens both ways')
 (cd "$APP" && node node_modules/mha-wasm/examples/sentiment.mjs "the film was not good at all" | grep -F ': negative')
+(cd "$APP" && node node_modules/mha-wasm/examples/train-copy.mjs | tail -n 1)
 
 echo "--- Node: ESM and CommonJS"
 (cd "$APP" && node node-esm.mjs && node node-cjs.cjs)

@@ -8,6 +8,7 @@ export const DEFAULT_SETTINGS = Object.freeze({
   // forms after ~850 steps instead of ~1200 (measured in PyTorch and here; docs/demo-training.md).
   learningRate: 1e-2,
   weightDecay: 0.01,
+  clipGradNorm: 1,        // the gradients' global norm is scaled down to this (0: off); keeps 1e-2 stable through the phase change
   schedule: 'constant',   // 'constant' (linear warm-up, then flat) or 'onecycle' (train_demo_model.py's OneCycleLR over `steps`)
   warmupSteps: 50,
   batchSize: 16,
@@ -48,6 +49,9 @@ export function checkSettings(settings = {}) {
     if (!Number.isInteger(value) || value < low || value > high) {
       throw new RangeError(`settings.${key} must be an integer in [${low}, ${high}], got ${value}`);
     }
+  }
+  if (typeof full.clipGradNorm !== 'number' || !(full.clipGradNorm >= 0)) {
+    throw new RangeError(`settings.clipGradNorm must be a number >= 0 (0: off), got ${full.clipGradNorm}`);
   }
   for (const key of ['learningRate', 'weightDecay']) {
     if (typeof full[key] !== 'number' || !(full[key] >= 0) || full[key] > 1) {

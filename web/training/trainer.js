@@ -54,7 +54,12 @@ export class Trainer {
     this.ablated = new Set();  // "layer:head"
     this.#positions = sinusoidalPositions(Math.max(positionOffsets ? maxPosition : 0, seqLen) + seqLen, E);
     const dataRng = new Random(seed + 0x9e3779b9);
-    this.#source = new SequenceSource({ vocab, rng: dataRng, seqLen, mix: this.settings.mix, text: this.settings.text });
+    // The user's own text: its last tenth is held out (when that is at least a sequence long).
+    const { text } = this.settings;
+    const split = text !== null && text.length - Math.floor(text.length * 0.9) >= seqLen ? Math.floor(text.length * 0.9) : null;
+    const trainingText = text === null || split === null ? text : text.slice(0, split);
+    const heldOutText = text === null || split === null ? text : text.slice(split);
+    this.#source = new SequenceSource({ vocab, rng: dataRng, seqLen, mix: this.settings.mix, text: trainingText });
     this.#offsets = new Random(seed + 0x7f4a7c15);
     try {
       for (let l = 0; l < numLayers; l++) {
@@ -72,7 +77,7 @@ export class Trainer {
       throw error;
     }
     const heldOutRng = new Random(HELD_OUT_SEED);
-    const heldOutSource = new SequenceSource({ vocab, rng: heldOutRng, seqLen, mix: this.settings.mix });
+    const heldOutSource = new SequenceSource({ vocab, rng: heldOutRng, seqLen, mix: this.settings.mix, text: heldOutText });
     this.#heldOut = {
       text: heldOutSource.batch(32),
       induction: repeatedBlocks(vocab, heldOutRng, INDUCTION_SEQUENCES),
@@ -200,6 +205,7 @@ export class Trainer {
   trainStep(batch = this.nextBatch()) {
     const { batchSize: B, seqLen: S } = this.settings;
     const { loss, grads } = this.lossAndGradients(batch.ids, B, S, batch.offsets);
+    clipGradients(grads, this.settings.clipGradNorm);
     const { lr, beta1 } = this.schedule();
     this.optimizer.step(grads, lr, beta1);
     this.step += 1;
@@ -257,4 +263,17 @@ export class Trainer {
     for (const layer of this.#layers) layer.dispose();
     this.#layers = [];
   }
+}
+
+/**
+ * Scales all gradients down so their global L2 norm is at most maxNorm (PyTorch's
+ * clip_grad_norm_: factor maxNorm / (norm + 1e-6) when below 1). Returns the norm before.
+ */
+export function clipGradients(grads, maxNorm) {
+  let sum = 0;
+  for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) sum += g[i] * g[i];
+  const norm = Math.sqrt(sum);
+  const factor = maxNorm / (norm + 1e-6);
+  if (maxNorm > 0 && factor < 1) for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] *= factor;
+  return norm;
 }

@@ -1,6 +1,6 @@
 // The fast backward kernel of one head (FlashAttention-2's backward, Dao 2023, algorithm 2): key
-// blocks outer, their dK and dV accumulated in registers' reach (scratch) while every query block
-// that may see them passes; the probabilities recomputed tile by tile as P = exp(s - lse), never
+// blocks outer, their dK and dV accumulated in scratch while every query block that may see them
+// passes (dQ too, for the whole call, added to the caller's once at the end); the probabilities recomputed tile by tile as P = exp(s - lse), never
 // stored beyond a kQueryBlock x kKeyBlock tile. Per (query block, key block) pair, five products
 // with the forward's register tiles (kRows x kCols, simd.hpp), the element-wise steps between them:
 //   S = scale Q K^T      -> the score step (score_epilogue.hpp), P = exp(S - lse), dropout Z
@@ -14,7 +14,19 @@
 // forced to 0 where P = 0 (so dO . v_j = NaN reaches nothing), and dQ += dS K takes a guarded
 // per-key path when a key block holds a non-finite k.
 //
-// Where the time goes: see the measurements at the end of this comment block (kernel benchmark).
+// Where the time goes (one head, L = S = 2048, Dh = Dv = 64, wasm SIMD, one thread; the best of 7
+// calls' CPU time, on a machine loaded by other jobs, so ratios matter: copies of this file built
+// with one stage compiled out, 3 rounds each): the whole pass 59.7-62.0 ms (43-45 GFLOPS; the
+// forward kernel 26.4-27.0 ms, 40 GFLOPS, in the same session), and without
+//     S = Q K^T      49.3-55.0 ms  (so ~10 ms)      dV and dK     36.0-37.6 ms  (~24 ms, 12 each)
+//     dP and dS      48.8-50.2 ms  (~11 ms)          dQ            50.0-50.8 ms  (~10 ms)
+//     the exp        58.7-63.6 ms  (within noise)
+// so each of the five products runs at about the GEMM's rate (0.54 GFLOP in 10-12 ms: 45-54
+// GFLOPS, the 128-bit machine's limit without FMA), and the packing, the score step and the
+// element-wise dS take the remaining ~5 ms (~9%). Natively (AVX-512, 16 lanes): 16.3-20.5 ms,
+// 130-165 GFLOPS, against the forward's 135-160 in the same runs. The causal head skips the
+// pairs of blocks above the diagonal and runs at the same rate. Other block sizes (query blocks
+// of 8 or 32 micro-tile rows, key blocks of 32) moved the wasm rate by less than the noise.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,6 +36,7 @@
 #include "attention_kernel.hpp"
 #include "dropout.hpp"
 #include "fast_exp.hpp"
+#include "score_epilogue_simd.hpp"
 #include "simd.hpp"
 
 namespace mha::kernels {
@@ -229,39 +242,11 @@ class FlashBackward {
            j0 + keys > visible_keys(e_, position(i0), a_.key_len).end;
   }
 
-  // The score step on row i's scores sr of keys j0..: softcap (its derivative into gr) and ALiBi,
-  // the key bias, the attention mask and the visible range (the forward kernel's epilogue).
+  // The score step on row i's scores sr of keys j0.. (score_epilogue_simd.hpp, as in the forward
+  // kernel), softcap's derivative into gr.
   void epilogue_row(float* sr, float* gr, int64_t i, int64_t j0, int64_t keys) const {
-    const int64_t pos = position(i);
-    if (e_.transforms_scores()) {
-      const Vec cap(e_.softcap), inv_cap(e_.softcap > 0.0f ? 1.0f / e_.softcap : 0.0f), one(1.0f), minus_two(-2.0f);
-      const Vec slope(e_.alibi_slope), lanes = simd::iota();
-      for (int64_t j = 0; j < kKeyBlock; j += kW) {
-        Vec s = simd::load(sr + j);
-        if (e_.softcap > 0.0f) {
-          const Vec y = s * inv_cap, e = fast_exp(minus_two * simd::abs(y));
-          s = cap * simd::copysign((one - e) / (one + e), y);
-          simd::store(gr + j, transform_score_derivative(e_, s));
-        }
-        if (e_.alibi_slope != 0.0f) {
-          const Vec distance = simd::abs(Vec(static_cast<float>(pos - j0 - j)) - lanes);
-          s = s - slope * distance;
-        }
-        simd::store(sr + j, s);
-      }
-    }
-    const Vec neg_inf(kNegInf);
-    for (int64_t j = 0; j < kKeyBlock; j += kW) {
-      const Vec bias = simd::load(key_bias_ + j);
-      simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) + bias));
-    }
-    if (a_.attn_bias) {
-      const float* ab = a_.attn_bias + i * a_.key_len + j0;
-      for (int64_t j = 0; j < keys; ++j) sr[j] = ab[j] == kNegInf ? kNegInf : sr[j] + ab[j];
-    }
-    const KeyRange visible = visible_keys(e_, pos, a_.key_len);
-    for (int64_t j = 0; j < std::min(kKeyBlock, visible.begin - j0); ++j) sr[j] = kNegInf;
-    for (int64_t j = std::max<int64_t>(0, visible.end - j0); j < kKeyBlock; ++j) sr[j] = kNegInf;
+    score_epilogue_row(e_, sr, kKeyBlock, position(i), j0, keys, a_.key_len, key_bias_,
+                       a_.attn_bias ? a_.attn_bias + i * a_.key_len + j0 : nullptr, gr);
   }
 
   // Query rows i0 .. i0+kQueryBlock-1 against the packed key block.

@@ -23,9 +23,13 @@
 // what remains above the two products is the exp and its bookkeeping (~10%).
 //
 // The score step of the variants (softcap, ALiBi, sliding window; score_epilogue.hpp) runs in
-// one place, epilogue(), and only on tiles that need it; key tiles that no row of a query block
-// may see (causal, sliding window) are never visited. A sink logit starts each row's running
-// max and sum, so it joins the denominator without a pass of its own.
+// one place, epilogue() (score_epilogue_simd.hpp, shared with the backward kernel), and only on
+// tiles that need it; key tiles that no row of a query block may see (causal, sliding window)
+// are never visited. A sink logit starts each row's running max and sum, so it joins the
+// denominator without a pass of its own.
+//
+// Training: lse (each row's m + log l) and dropout (dropout.hpp: each probability times its
+// keep / (1 - p) after the row's sum is formed) cost nothing when not asked for.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -34,6 +38,7 @@
 #include "attention_kernel.hpp"
 #include "dropout.hpp"
 #include "fast_exp.hpp"
+#include "score_epilogue_simd.hpp"
 #include "simd.hpp"
 
 namespace mha::kernels {
@@ -248,27 +253,6 @@ class FlashAttention {
     return e;
   }
 
-  // transform_score (score_epilogue.hpp) on whole vectors: softcap as c * tanh(s / c) with
-  // tanh|y| = (1 - e) / (1 + e), e = exp(-2|y|) in fast_exp's domain (absolute error of the
-  // capped score about c * 1e-7), then ALiBi's -slope * |i - j|. Padding keys past S are
-  // transformed too; the key bias blocks them next.
-  void transform_scores(float* sr, int64_t padded_keys, int64_t position, int64_t j0) const {
-    const Vec cap(e_.softcap), inv_cap(e_.softcap > 0.0f ? 1.0f / e_.softcap : 0.0f), one(1.0f), minus_two(-2.0f);
-    const Vec slope(e_.alibi_slope), lanes = simd::iota();
-    for (int64_t j = 0; j < padded_keys; j += kW) {
-      Vec s = simd::load(sr + j);
-      if (e_.softcap > 0.0f) {
-        const Vec y = s * inv_cap, e = fast_exp(minus_two * simd::abs(y));
-        s = cap * simd::copysign((one - e) / (one + e), y);
-      }
-      if (e_.alibi_slope != 0.0f) {
-        const Vec distance = simd::abs(Vec(static_cast<float>(position - j0 - j)) - lanes);
-        s = s - slope * distance;
-      }
-      simd::store(sr + j, s);
-    }
-  }
-
   // Whether a mask may block one of the tile's first `keys` keys for one of its rows: key
   // padding or a float key mask, an attention mask, or a key outside some row's visible range
   // (the last row starts it latest, the first row ends it earliest).
@@ -279,28 +263,16 @@ class FlashAttention {
            j0 + keys > visible_keys(e_, position, h_.S).end;
   }
 
-  // The score step after scaling (score_epilogue.hpp): softcap and ALiBi, then the masks, then
-  // the keys outside the row's visible range; takes each row's max again. A key whose bias is
-  // -inf gets -inf whatever its dot product (NaN or Inf in a blocked key cannot leak).
+  // The score step after scaling (score_epilogue_simd.hpp): softcap and ALiBi, the masks, the
+  // keys outside the row's visible range; takes each row's max again. Padding keys past S are
+  // transformed too; their bias (-inf) blocks them.
   void epilogue(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
                 int64_t stride, Vec* row_max) const {
-    const Vec neg_inf(kNegInf);
-    const float* kb = h_.key_bias + j0;
     for (int r = 0; r < rows; ++r) {
       float* sr = s + r * stride;
-      const int64_t i = row0 + r, position = a_.first_query + i;
-      if (e_.transforms_scores()) transform_scores(sr, padded_keys, position, j0);
-      for (int64_t j = 0; j < padded_keys; j += kW) {
-        const Vec bias = simd::load(kb + j);
-        simd::store(sr + j, simd::select_eq(bias, neg_inf, neg_inf, simd::load(sr + j) + bias));
-      }
-      if (a_.attn_bias) {
-        const float* ab = a_.attn_bias + i * h_.S + j0;
-        for (int64_t j = 0; j < keys; ++j) sr[j] = ab[j] == kNegInf ? kNegInf : sr[j] + ab[j];
-      }
-      const KeyRange visible = visible_keys(e_, position, h_.S);
-      for (int64_t j = 0; j < std::min(padded_keys, visible.begin - j0); ++j) sr[j] = kNegInf;
-      for (int64_t j = std::max<int64_t>(0, visible.end - j0); j < padded_keys; ++j) sr[j] = kNegInf;
+      const int64_t i = row0 + r;
+      score_epilogue_row(e_, sr, padded_keys, a_.first_query + i, j0, keys, h_.S, h_.key_bias + j0,
+                         a_.attn_bias ? a_.attn_bias + i * h_.S + j0 : nullptr, nullptr);
       Vec vmax(kNegInf);
       for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
       row_max[r] = vmax;
