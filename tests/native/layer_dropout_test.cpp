@@ -266,19 +266,4 @@ TEST(LayerDropout, GradientsAtAFixedSeedMatchFiniteDifferencesOfTheSeededForward
   }
 }
 
-// Keras' MultiHeadAttention returns the probabilities before dropout
-// (options.weights_before_dropout); the output still has dropout.
-TEST(LayerDropout, WeightsBeforeDropoutAreThePlainProbabilities) {
-  const DropoutLayer s(0.5f, false);
-  const auto plain = s.forward(s.options(false, 0));
-  mha::ForwardOptions o = s.options(true, 42);
-  o.weights_before_dropout = true;
-  for (const auto& got : {s.forward(o), s.layer->forward_for_training(query_ref(s.t, s.layer->config()), {}, {}, o).result}) {
-    EXPECT_EQ(got.weights.size(), plain.weights.size());
-    for (size_t k = 0; k < got.weights.size(); ++k)
-      ASSERT_NEAR(got.weights[k], plain.weights[k], 1e-6) << "weight " << k;
-    EXPECT_GT(count_different(got.output, plain.output), plain.output.size() / 2);
-  }
-}
-
 }  // namespace
