@@ -108,8 +108,11 @@ inline int64_t attention_scratch_floats_per_thread(const ResolvedConfig& c, int6
 // The buffers one forward call allocates, with `threads` attention kernels at work. With
 // `inputs`, also the copies of query/key/value and masks that the JavaScript wrapper makes in
 // wasm memory before the call.
+// With `training` (forward_for_training) the projections and attended values are the saved
+// state training_memory counts, and the flash kernel's scratch serves even a few query rows.
 inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
-                                              bool self_attention, bool inputs, int threads = 1) {
+                                              bool self_attention, bool inputs, int threads = 1,
+                                              bool training = false) {
   const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim;
   auto mask_bytes = [](const MaskRef& m) { return saturating_bytes(m.shape, m.type == MaskType::kBool ? 1 : 4); };
   std::vector<MemoryItem> items;
@@ -130,12 +133,15 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   // With a cache only the call's new tokens are projected (none for a cross cache), and an f16
   // cache widens one head's keys and values per thread.
   const int64_t projected_keys = o.cache ? p.appended : S;
-  items.push_back({"projected queries", saturating_bytes({B, L, c.q_dim()}, 4)});
-  items.push_back({"projected keys and values", saturating_bytes({B, projected_keys, c.kv_dim() + c.value_kv_dim()}, 4)});
+  if (!training) {
+    items.push_back({"projected queries", saturating_bytes({B, L, c.q_dim()}, 4)});
+    items.push_back({"projected keys and values", saturating_bytes({B, projected_keys, c.kv_dim() + c.value_kv_dim()}, 4)});
+  }
   if (o.cache && o.cache->dtype() == CacheDtype::kF16)
     items.push_back({"float16 cache widened", saturating_bytes({threads, S, c.head_dim + c.value_head_dim}, 4)});
-  items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4)});
-  items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, L, S)}, 4)});
+  if (!training) items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4)});
+  const int64_t scratch_rows = training ? std::max(L, kernels::decode_query_rows()) : L;
+  items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, scratch_rows, S)}, 4)});
   items.push_back({"output", saturating_bytes(p.output_shape, 4)});
   if (o.need_weights) items.push_back({"attention weights", saturating_bytes(p.weights_shape, 4)});
   return items;
@@ -189,19 +195,7 @@ inline std::vector<MemoryItem> backward_memory(const ResolvedConfig& c, const Fo
 inline std::vector<MemoryItem> training_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
                                                bool self_attention, bool inputs, int threads) {
   const int64_t B = p.batch, L = p.query_len, S = p.key_len, E = c.embed_dim;
-  std::vector<MemoryItem> items;
-  for (const MemoryItem& item : forward_memory(c, p, o, self_attention, inputs, threads)) {
-    // The saved projections replace the workspace's; the flash kernel's scratch even for few rows.
-    if (item.name == "projected queries" || item.name == "projected keys and values" || item.name == "attended values" ||
-        item.name == "attention scratch")
-      continue;
-    items.push_back(item);
-  }
-  kernels::AttentionHeadArgs head{};
-  head.key_len = S;
-  head.head_dim = c.head_dim;
-  head.value_head_dim = c.value_head_dim;
-  items.push_back({"attention scratch", saturating_bytes({threads, kernels::attention_scratch_floats(head)}, 4)});
+  std::vector<MemoryItem> items = forward_memory(c, p, o, self_attention, inputs, threads, true);
   auto mask_bytes = [](const MaskRef& m) { return saturating_bytes(m.shape, m.type == MaskType::kBool ? 1 : 4); };
   uint64_t saved_inputs = saturating_bytes({B, L, E}, 4);
   if (!self_attention) saved_inputs += saturating_bytes({B, S, c.kdim + c.vdim}, 4);
