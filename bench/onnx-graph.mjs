@@ -137,6 +137,27 @@ function projection(graph, name, input, output, w, rows, cols, quantizers) {
     if (graph === 'f32') {
       return { init: [tensor(5, name, [cols, rows], FLOAT, transposed(w, rows, cols, scale))], nodes: [node('MatMul', [input, name], [output])] };
     }
+    if (graph === 'int8-qdq' || graph === 'int8-mmi') {
+      // The forms exporters write: QDQ (DequantizeLinear of the int8 weights, then MatMul) and
+      // quantize_dynamic's (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul by both scales).
+      const q = quantizers.int8(w, rows, cols);
+      const b = new Int8Array(rows * cols);
+      for (let o = 0; o < rows; o++) for (let i = 0; i < cols; i++) b[i * rows + o] = q.data[o * cols + i];
+      const init = [tensor(5, `${name}_q`, [cols, rows], INT8, b), tensor(5, `${name}_scale`, [rows], FLOAT, scaleBy(q.scales, scale)),
+        tensor(5, `${name}_zp`, [rows], INT8, new Int8Array(rows))];
+      if (graph === 'int8-qdq') {
+        return { init, nodes: [node('DequantizeLinear', [`${name}_q`, `${name}_scale`, `${name}_zp`], [name], { axis: 1 }), node('MatMul', [input, name], [output])] };
+      }
+      const x = `${name}_x`;
+      return {
+        init,
+        nodes: [node('DynamicQuantizeLinear', [input], [`${x}_q`, `${x}_scale`, `${x}_zp`]),
+          node('MatMulInteger', [`${x}_q`, `${name}_q`, `${x}_zp`, `${name}_zp`], [`${name}_i32`]),
+          node('Cast', [`${name}_i32`], [`${name}_f32`], { to: FLOAT }),
+          node('Mul', [`${x}_scale`, `${name}_scale`], [`${name}_scales`]),
+          node('Mul', [`${name}_f32`, `${name}_scales`], [output])],
+      };
+    }
     if (graph === 'int8') {
       const q = quantizers.int8(w, rows, cols);
       const b = new Int8Array(rows * cols);  // [in, out]: DynamicQuantizeMatMul's B
@@ -147,9 +168,10 @@ function projection(graph, name, input, output, w, rows, cols, quantizers) {
       };
     }
     const q = quantizers.q4(w, rows, cols), blocks = Math.ceil(cols / 32);
+    const zeroPoints = q.zeroPoints ? [tensor(5, `${name}_zp`, [rows * Math.ceil(blocks / 2)], UINT8, q.zeroPoints)] : [];
     return {
-      init: [tensor(5, name, [rows, blocks, 16], UINT8, q.data), tensor(5, `${name}_scale`, [rows * blocks], FLOAT, scaleBy(q.scales, scale))],
-      nodes: [node('MatMulNBits', [input, name, `${name}_scale`], [output],
+      init: [tensor(5, name, [rows, blocks, 16], UINT8, q.data), tensor(5, `${name}_scale`, [rows * blocks], FLOAT, scaleBy(q.scales, scale)), ...zeroPoints],
+      nodes: [node('MatMulNBits', [input, name, `${name}_scale`, ...(q.zeroPoints ? [`${name}_zp`] : [])], [output],
         { K: cols, N: rows, bits: 4, block_size: 32, accuracy_level: graph === 'q4-acc4' ? 4 : 0 }, 'com.microsoft')],
     };
   };
@@ -203,4 +225,46 @@ export function decodeStepModel({ E, H, Hkv, P }, weights, { graph = 'f32', quan
   const graphProto = msg(7, [...nodes, str(2, 'decode_step'), ...init, ...inputs, ...outputs]);
   const opsets = [msg(8, [str(1, ''), int(2, 17)]), ...(graph === 'f32' ? [] : [msg(8, [str(1, 'com.microsoft'), int(2, 1)])])];
   return concat([int(1, 8), ...opsets, graphProto]);
+}
+
+/**
+ * Self-attention over a whole sequence (no mask), for a layer with `Hkv` key/value heads (GQA:
+ * groups of H / Hkv query heads broadcast against their shared keys), each projection in its own
+ * graph form (`graphs` { Wq, Wk, Wv, Wo }: 'f32', 'q4', 'int8', 'int8-qdq', 'int8-mmi'; the q4 and
+ * int8 quantizers as decodeStepModel's). Input query [B, L, E], output [B, L, E]. The softmax
+ * scale is folded into q's projection (weights or scales) and bias, as an exporter folds it: the
+ * same layer in mha-wasm reads these initializers with `scale: 1`. tests/js/quantized-onnx.test.js
+ * writes such files to test readOnnx.
+ */
+export function selfAttentionModel({ B, L, E, H, Hkv = H }, weights, { graphs, quantizers = null }) {
+  const Dh = E / H, G = H / Hkv, KV = Hkv * Dh, scale = 1 / Math.sqrt(Dh);
+  const ints = (name, values) => tensor(5, name, [values.length], INT64, new BigInt64Array(values.map(BigInt)));
+  const { wq, wk, wv } = projectionWeights(weights, E, KV);
+  const bias = weights.in_proj_bias;
+  const projections = [
+    projection(graphs.Wq, 'Wq', 'query', 'q0', wq, E, E, quantizers)(scale),
+    projection(graphs.Wk, 'Wk', 'query', 'k0', wk, KV, E, quantizers)(),
+    projection(graphs.Wv, 'Wv', 'query', 'v0', wv, KV, E, quantizers)(),
+    projection(graphs.Wo, 'Wo', 'o2', 'o3', weights['out_proj.weight'], E, E, quantizers)(),
+  ];
+  const init = [
+    ...projections.flatMap((p) => p.init),
+    tensor(5, 'bq', [E], FLOAT, bias.subarray(0, E).map((x) => x * scale)),
+    tensor(5, 'bk', [KV], FLOAT, bias.slice(E, E + KV)),
+    tensor(5, 'bv', [KV], FLOAT, bias.slice(E + KV)),
+    tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+    ints('q_groups', [B, L, Hkv, G, Dh]), ints('kv_heads', [B, L, Hkv, 1, Dh]), ints('merged', [B, L, E]),
+  ];
+  const [pq, pk, pv, po] = projections.map((p) => p.nodes);
+  const nodes = [
+    ...pq, node('Add', ['q0', 'bq'], ['q1']), node('Reshape', ['q1', 'q_groups'], ['q2']), node('Transpose', ['q2'], ['q'], { perm: [0, 2, 3, 1, 4] }),
+    ...pk, node('Add', ['k0', 'bk'], ['k1']), node('Reshape', ['k1', 'kv_heads'], ['k2']), node('Transpose', ['k2'], ['kt'], { perm: [0, 2, 3, 4, 1] }),
+    ...pv, node('Add', ['v0', 'bv'], ['v1']), node('Reshape', ['v1', 'kv_heads'], ['v2']), node('Transpose', ['v2'], ['v'], { perm: [0, 2, 3, 1, 4] }),
+    node('MatMul', ['q', 'kt'], ['scores']), node('Softmax', ['scores'], ['p'], { axis: -1 }),
+    node('MatMul', ['p', 'v'], ['o0']), node('Transpose', ['o0'], ['o1'], { perm: [0, 3, 1, 2, 4] }),
+    node('Reshape', ['o1', 'merged'], ['o2']), ...po, node('Add', ['o3', 'bo'], ['output']),
+  ];
+  const graph = msg(7, [...nodes, str(2, 'self_attention'), ...init, valueInfo(11, 'query', [B, L, E]), valueInfo(12, 'output', [B, L, E])]);
+  const opsets = [msg(8, [str(1, ''), int(2, 17)]), msg(8, [str(1, 'com.microsoft'), int(2, 1)])];
+  return concat([int(1, 8), ...opsets, graph]);
 }
