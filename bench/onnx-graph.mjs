@@ -268,3 +268,24 @@ export function selfAttentionModel({ B, L, E, H, Hkv = H }, weights, { graphs, q
   const opsets = [msg(8, [str(1, ''), int(2, 17)]), msg(8, [str(1, 'com.microsoft'), int(2, 1)])];
   return concat([int(1, 8), ...opsets, graph]);
 }
+
+/**
+ * One linear layer y = x W as a one-node graph, for tests of readOnnx's refusals: 'MatMulNBits'
+ * with the given bits / block_size attributes, B [N, ceil(K / block), block * bits / 8] and scales,
+ * or 'DequantizeLinear' of W [K, N] (int8 or uint8, `type`) with scale and zero point [N] -> MatMul.
+ */
+export function linearModel({ op, K, N, bits = 4, blockSize = 32, type = 'int8' }, { data, scales, zeroPoints = null }) {
+  const input = valueInfo(11, 'x', [1, K]), output = valueInfo(12, 'y', [1, N]);
+  let nodes, init;
+  if (op === 'MatMulNBits') {
+    const blocks = Math.ceil(K / blockSize);
+    init = [tensor(5, 'B', [N, blocks, (blockSize * bits) / 8], UINT8, data), tensor(5, 'scales', [N * blocks], FLOAT, scales)];
+    nodes = [node('MatMulNBits', ['x', 'B', 'scales'], ['y'], { K, N, bits, block_size: blockSize }, 'com.microsoft')];
+  } else {
+    init = [tensor(5, 'W', [K, N], type === 'int8' ? INT8 : UINT8, data), tensor(5, 'scale', [N], FLOAT, scales),
+      ...(zeroPoints ? [tensor(5, 'zp', [N], type === 'int8' ? INT8 : UINT8, zeroPoints)] : [])];
+    nodes = [node('DequantizeLinear', ['W', 'scale', ...(zeroPoints ? ['zp'] : [])], ['Wf'], { axis: 1 }), node('MatMul', ['x', 'Wf'], ['y'])];
+  }
+  const graph = msg(7, [...nodes, str(2, 'linear'), ...init, input, output]);
+  return concat([int(1, 8), msg(8, [str(1, ''), int(2, 17)]), msg(8, [str(1, 'com.microsoft'), int(2, 1)]), graph]);
+}

@@ -27,15 +27,15 @@ export function quantizedLayout(dtype, rows, cols) {
   const blocks = Math.ceil(cols / Q4_BLOCK);
   switch (dtype) {
     case 'int8': return {
-      data: { Array: Int8Array, length: rows * cols, shape: `int8 [${rows}, ${cols}]` },
+      data: { Array: Int8Array, length: rows * cols, shape: `[${rows}, ${cols}]` },
       scales: { length: rows, shape: `[${rows}]` },
     };
     case 'q4': return {
-      data: { Array: Uint8Array, length: rows * blocks * 16, shape: `uint8 [${rows}, ${blocks}, 16]` },
+      data: { Array: Uint8Array, length: rows * blocks * 16, shape: `[${rows}, ${blocks}, 16]` },
       scales: { length: rows * blocks, shape: `[${rows}, ${blocks}]` },
       zeroPoints: { length: rows * Math.ceil(blocks / 2), shape: `[${rows}, ${Math.ceil(blocks / 2)}]` },
     };
-    default: return { data: { Array: Uint16Array, length: rows * cols, shape: `uint16 (binary16 bits) [${rows}, ${cols}]` } };
+    default: return { data: { Array: Uint16Array, length: rows * cols, shape: `[${rows}, ${cols}] (binary16 bits)` } };
   }
 }
 
@@ -59,13 +59,13 @@ export function checkQuantizedTensor(name, tensor, [rows, cols]) {
       + `${Array.isArray(tensor.shape) ? `[${tensor.shape.join(', ')}]` : describe(tensor.shape)}`);
   }
   const layout = quantizedLayout(dtype, rows, cols);
-  const check = (field, array, Array, { length, shape }) => {
-    if (!(array instanceof Array)) {
-      throw new TypeError(`${what}.${field} must be ${withArticle(Array.name)} ${shape} for dtype '${dtype}', got ${describe(array)}`);
+  const check = (field, array, Kind, { length, shape }) => {
+    if (!(array instanceof Kind)) {
+      throw new TypeError(`${what}.${field} must be ${withArticle(Kind.name)} ${shape} for dtype '${dtype}', got ${describe(array)}`);
     }
     if (array.length !== length) {
       throw new RangeError(`${what}.${field}: dtype '${dtype}' of a [${rows}, ${cols}] matrix needs ${length} elements `
-        + `(${shape}), got ${array.length}`);
+        + `(${Kind.name} ${shape}), got ${array.length}`);
     }
     return array;
   };
