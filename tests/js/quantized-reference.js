@@ -117,9 +117,22 @@ export const roundTrip = (dtype, w, rows, cols) => dequantize(quantize(dtype, w,
 /** The projection matrices a layer quantizes (everything else of a state dict stays float32). */
 export const isProjectionWeight = (name) => /(^|_)(in_proj_weight|q_proj_weight|k_proj_weight|v_proj_weight)$|^out_proj\.weight$/.test(name);
 
-/** A state dict as a layer of `dtype` stores it: its projection matrices round-tripped. */
+/**
+ * A state dict as a layer of `dtype` stores it, under the layer's keys (`shapes`: its
+ * stateDictShapes(); separate q/k/v weights of a layer that fuses them are fused first, as
+ * loadStateDict does): its projection matrices round-tripped, the rest copied.
+ */
 export function storedStateDict(dtype, stateDict, shapes) {
-  return Object.fromEntries(Object.entries(stateDict).map(([name, w]) => {
+  let entries = Object.entries(stateDict);
+  if (shapes.in_proj_weight && !stateDict.in_proj_weight) {
+    const { q_proj_weight: q, k_proj_weight: k, v_proj_weight: v, ...rest } = stateDict;
+    const fused = new Float32Array(q.length + k.length + v.length);
+    fused.set(q);
+    fused.set(k, q.length);
+    fused.set(v, q.length + k.length);
+    entries = [['in_proj_weight', fused], ...Object.entries(rest)];
+  }
+  return Object.fromEntries(entries.map(([name, w]) => {
     if (!isProjectionWeight(name) || dtype === 'f32') return [name, Float32Array.from(w)];
     const [rows, cols] = shapes[name];
     return [name, roundTrip(dtype, w, rows, cols)];
