@@ -48,8 +48,9 @@ function makeLayers(MultiHeadAttention, { E, H, Hkv }, count, dtype) {
 }
 
 /**
- * Bytes of weights a layer of `dtype` holds (the four projections in the dtype's format, biases
- * float32): what layer.byteSize reports, for builds without it.
+ * Bytes of weights a step reads from a layer of `dtype`: the four projections in the dtype's
+ * format (data and scales) and the float32 biases. (layer.byteSize also counts the panels' padding
+ * and, for float32, the copy of the weights that stateDict and backward read.)
  */
 function weightBytes({ E, H, Hkv }, dtype) {
   const KV = (E / H) * Hkv, matrices = [[E, E], [KV, E], [KV, E], [E, E]];
@@ -148,7 +149,6 @@ for (let pass = 1; pass <= PASSES; pass++) {
         const layers = makeLayers(MultiHeadAttention, model, LAYERS, dtype);
         const caches = layers.map((l) => l.createCache({ capacity: Math.max(...model.lengths) }));
         for (const cell of row) {
-          if (module.LayerHandle.prototype.weightBytes) cell[dtype].bytes = layers[0].byteSize + cell[dtype].cacheBytes;
           cell[dtype][threads].push(measure(layers, caches, model.E, cell.length));
         }
         for (const l of layers) l.dispose();

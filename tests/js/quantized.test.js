@@ -198,13 +198,14 @@ for (const build of builds) {
       });
     }
 
-    test('byteSize: the projections as stored plus float32 biases; f32 unchanged', () => {
+    test('byteSize: the projections as stored plus float32 biases (a float32 layer holds its matrices twice)', () => {
       build.use();
       const config = { embedDim: 64, numHeads: 4, numKvHeads: 2, kdim: 40 };
       // q [64, 64], k [32, 40], v [32, 64], out [64, 64]; biases 64 + 32 + 32 + 64 floats.
       const matrices = [[64, 64], [32, 40], [32, 64], [64, 64]];
+      // f32: the kernels' packed panels and the float32 copy stateDict() and backward read.
       const bytes = {
-        f32: (r, c) => 4 * r * c, f16: (r, c) => 2 * r * c, int8: (r, c) => r * c + 4 * r, q4: (r, c) => r * Math.ceil(c / 32) * 20,
+        f32: (r, c) => 8 * r * c, f16: (r, c) => 2 * r * c, int8: (r, c) => r * c + 4 * r, q4: (r, c) => r * Math.ceil(c / 32) * 20,
       };
       for (const dtype of ['f32', ...DTYPES]) {
         const layer = new build.MultiHeadAttention({ ...config, weightDtype: dtype });
