@@ -4,7 +4,7 @@
 // with a Concat), with float32 weights or its own quantized ones (DECODE_GRAPHS: MatMulNBits 4-bit,
 // DynamicQuantizeMatMul int8). One process per thread count (ort's thread pool is fixed at its
 // first session).
-//   node bench/decode-ort.mjs <threads> <models JSON> [steps] [graphs, e.g. f32,q4,int8] [layers]
+//   node bench/decode-ort.mjs <threads> <models JSON> [steps] [graphs, e.g. f32,q4,int8] [layers] [wall|cpu]
 // With `layers` > 1 a step runs that many distinct layers' sessions one after another (ms per
 // layer), as bench/decode.mjs --layers streams distinct weights.
 // Prints one JSON line: per model, graph and cache length the median ms, and the largest
@@ -19,6 +19,8 @@ import { randomArray, randomStateDict } from './shapes.mjs';
 
 const [threads, modelsJson, stepsArg, graphsArg, layersArg] = process.argv.slice(2);
 const STEPS = Number(stepsArg ?? 30), GRAPHS = (graphsArg ?? 'f32').split(','), LAYERS = Number(layersArg ?? 1);
+// cpu: the process's CPU time per step (1 thread: ort-web then runs on this thread alone).
+const now = process.argv[7] === 'cpu' ? () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; } : () => performance.now();
 // As bench/decode.mjs: 200 warm-up steps (V8 optimizes the JavaScript side late), but at most
 // WARMUP_MS of them and TIMED_MS of timed ones (at least 5): MatMulNBits runs at ~100 ms a step
 // in this build, and 230 such steps per cell would take the benchmark's whole budget.
@@ -87,7 +89,7 @@ for (const model of JSON.parse(modelsJson)) {
           timedStart = performance.now();
         }
         if (timedStart !== null && times.length >= (performance.now() - timedStart > TIMED_MS ? 5 : STEPS)) break;
-        const t0 = performance.now();
+        const t0 = now();
         for (const [l, session] of sessions.entries()) {
           const result = await session.run(feeds());
           if (l === 0) output = result.output.data;
@@ -95,7 +97,7 @@ for (const model of JSON.parse(modelsJson)) {
           if (result.present_key.data.length !== Hkv * length * Dh) throw new Error('present_key has the wrong size');
           if (result.present_value.data.length !== Hkv * length * Dh) throw new Error('present_value has the wrong size');
         }
-        if (timedStart !== null) times.push((performance.now() - t0) / sessions.length);
+        if (timedStart !== null) times.push((now() - t0) / sessions.length);
       }
       for (const session of sessions) await session.release();
       times.sort((a, b) => a - b);

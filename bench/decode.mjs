@@ -1,7 +1,9 @@
 // Decoding with a KV cache: one new token per call, batch 1, on the wasm builds, with float32 weights
 // and with each quantized weightDtype (int8, q4, f16: docs/quantized.md).
 //   node --no-liftoff bench/decode.mjs [--threads=2] [--steps=30] [--passes=3] [--layers=1] [--only=Qwen]
-//     [--dtypes=f32,int8,q4,f16] [--ort-graphs=f32,int8,q4] [--peer=no]
+//     [--dtypes=f32,int8,q4,f16] [--ort-graphs=f32,int8,q4] [--peer=no] [--clock=cpu]
+// --clock=cpu: the one-thread cells (ours and the peer's) in the process's CPU time instead of
+// wall time (robust when other tenants share the cores; a step's waits are then not counted).
 // (--no-liftoff: every wasm function optimized from the start, ours and onnxruntime-web's alike;
 // otherwise the first rows run partly on V8's baseline code and the numbers depend on row order)
 // For each layer shape and cache length: the median ms of a one-token forward with a cache
@@ -29,6 +31,8 @@ const THREADS = Number(args.threads ?? 2), STEPS = Number(args.steps ?? 30), LAY
 const PASSES = Number(args.passes ?? 3);
 const ONLY = args.only ?? '';  // --only=Qwen: the models whose name contains it
 const ASKED_DTYPES = (args.dtypes ?? 'f32,int8,q4,f16').split(',');
+const CPU_CLOCK = args.clock === 'cpu';
+const cpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
 // Warm-up steps before the timed ones (ours and the peer's alike): a decoder runs for hundreds of
 // steps, and its JavaScript side (argument checks, copies) is optimized by V8 only after many
 // calls. With 3, a GPT-2-like one-token step measured 0.20-0.30 ms against 0.15 ms steady.
@@ -61,7 +65,7 @@ function weightBytes({ E, H, Hkv }, dtype) {
 }
 
 /** Median ms per layer of one decode step at `length` cached tokens (after the append). */
-function measure(layers, caches, E, length) {
+function measure(layers, caches, E, length, now = () => performance.now()) {
   for (const [i, layer] of layers.entries()) {  // fill each cache to length - 1
     const cache = caches[i];
     cache.reset();
@@ -74,9 +78,9 @@ function measure(layers, caches, E, length) {
   const step = { data: randomArray(E, 7), shape: [1, 1, E] }, out = new Float32Array(E);
   const times = [];
   for (let s = 0; s < WARMUP + STEPS; s++) {
-    const t0 = performance.now();
+    const t0 = now();
     for (const [i, layer] of layers.entries()) layer.forward(step, null, null, { cache: caches[i], out });
-    const ms = (performance.now() - t0) / layers.length;
+    const ms = (now() - t0) / layers.length;
     for (const cache of caches) cache.truncate(length - 1);
     if (s >= WARMUP) times.push(ms);
   }
@@ -132,7 +136,7 @@ function measurePeer() {
   for (const threads of [1, THREADS]) {
     const script = new URL('./decode-ort.mjs', import.meta.url).pathname;
     const out = execFileSync(process.execPath, [...process.execArgv, script, String(threads), JSON.stringify(MODELS), String(STEPS),
-      ORT_GRAPHS.join(','), String(LAYERS)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      ORT_GRAPHS.join(','), String(LAYERS), threads === 1 && CPU_CLOCK ? 'cpu' : 'wall'], { encoding: 'utf8', maxBuffer: 1 << 24 });
     for (const r of JSON.parse(out.trim().split('\n').pop())) {
       (peerRuns[`${r.name} ${r.length} ${threads} ${r.graph}`] ??= []).push(r.ms);
       if (r.diff !== null) worstDiff[r.graph] = Math.max(worstDiff[r.graph] ?? 0, r.diff);
@@ -149,7 +153,7 @@ for (let pass = 1; pass <= PASSES; pass++) {
         const layers = makeLayers(MultiHeadAttention, model, LAYERS, dtype);
         const caches = layers.map((l) => l.createCache({ capacity: Math.max(...model.lengths) }));
         for (const cell of row) {
-          cell[dtype][threads].push(measure(layers, caches, model.E, cell.length));
+          cell[dtype][threads].push(measure(layers, caches, model.E, cell.length, threads === 1 && CPU_CLOCK ? cpuMs : undefined));
         }
         for (const l of layers) l.dispose();
       }
@@ -164,7 +168,7 @@ for (let pass = 1; pass <= PASSES; pass++) {
 for (const { row } of rows) for (const cell of row) for (const dtype of DTYPES) for (const t of [1, THREADS]) cell[dtype][t] = median(cell[dtype][t]);
 const peer = Object.fromEntries(Object.entries(peerRuns).map(([key, runs]) => [key, median(runs)]));
 const hasPeer = Object.keys(peer).length > 0;
-const layersText = `${LAYERS} distinct layer${LAYERS > 1 ? 's' : ''}, ms per layer; median of ${PASSES} passes`;
+const layersText = `${LAYERS} distinct layer${LAYERS > 1 ? 's' : ''}, ms per layer${CPU_CLOCK ? ' (1 thread: CPU ms)' : ''}; median of ${PASSES} passes`;
 
 console.log(`\n#### Decoding: one token per call with a KV cache, batch 1, fp32 (${layersText})\n`);
 console.log(`wasm streaming read (bench/stream-read.mjs, 256 MiB): ${stream[1].toFixed(1)} GB/s on 1 thread, `

@@ -178,6 +178,33 @@ function projection(graph, name, input, output, w, rows, cols, quantizers) {
 }
 
 /**
+ * The four projections of a layer (graphs { Wq, Wk, Wv, Wo }, each a DECODE_GRAPHS form or an
+ * exporter's int8 form) reading `query` (q, k, v -> q0, k0, v0) and `attended` (out -> `output`),
+ * and their biases bq, bk, bv, bo. The softmax scale folds into q's projection (its weights, or a
+ * quantized graph's scales) and bias, as an exporter's constant folding does.
+ */
+function projectionsWithBiases(graphs, weights, { E, KV, scale }, quantizers, attended, output) {
+  const { wq, wk, wv } = projectionWeights(weights, E, KV);
+  const bias = weights.in_proj_bias;
+  const projections = [
+    projection(graphs.Wq, 'Wq', 'query', 'q0', wq, E, E, quantizers)(scale),
+    projection(graphs.Wk, 'Wk', 'query', 'k0', wk, KV, E, quantizers)(),
+    projection(graphs.Wv, 'Wv', 'query', 'v0', wv, KV, E, quantizers)(),
+    projection(graphs.Wo, 'Wo', attended, output, weights['out_proj.weight'], E, E, quantizers)(),
+  ];
+  return {
+    init: [
+      ...projections.flatMap((p) => p.init),
+      tensor(5, 'bq', [E], FLOAT, bias.subarray(0, E).map((x) => x * scale)),
+      tensor(5, 'bk', [KV], FLOAT, bias.slice(E, E + KV)),
+      tensor(5, 'bv', [KV], FLOAT, bias.slice(E + KV)),
+      tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+    ],
+    nodes: projections.map((p) => p.nodes),
+  };
+}
+
+/**
  * One decode step with a KV cache, in plain ops, for a layer with `Hkv` key/value heads shared by
  * groups of H / Hkv query heads (GQA; Hkv = H is plain MHA): inputs query [1, 1, E],
  * past_key / past_value [1, Hkv, P, Dh]; outputs output [1, 1, E] and present_key /
@@ -191,24 +218,13 @@ function projection(graph, name, input, output, w, rows, cols, quantizers) {
 export function decodeStepModel({ E, H, Hkv, P }, weights, { graph = 'f32', quantizers = null } = {}) {
   const Dh = E / H, G = H / Hkv, scale = 1 / Math.sqrt(Dh), KV = Hkv * Dh;
   const ints = (name, values) => tensor(5, name, [values.length], INT64, new BigInt64Array(values.map(BigInt)));
-  const { wq, wk, wv } = projectionWeights(weights, E, KV);
-  const bias = weights.in_proj_bias;
-  // The softmax scale folds into q's projection (its weights, or a quantized graph's scales).
-  const projections = [
-    projection(graph, 'Wq', 'query', 'q0', wq, E, E, quantizers)(scale),
-    projection(graph, 'Wk', 'query', 'k0', wk, KV, E, quantizers)(),
-    projection(graph, 'Wv', 'query', 'v0', wv, KV, E, quantizers)(),
-    projection(graph, 'Wo', 'o1', 'o2', weights['out_proj.weight'], E, E, quantizers)(),
-  ];
+  const graphs = { Wq: graph, Wk: graph, Wv: graph, Wo: graph };
+  const projections = projectionsWithBiases(graphs, weights, { E, KV, scale }, quantizers, 'o1', 'o2');
   const init = [
-    ...projections.flatMap((p) => p.init),
-    tensor(5, 'bq', [E], FLOAT, bias.subarray(0, E).map((x) => x * scale)),
-    tensor(5, 'bk', [KV], FLOAT, bias.slice(E, E + KV)),
-    tensor(5, 'bv', [KV], FLOAT, bias.slice(E + KV)),
-    tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+    ...projections.init,
     ints('q_groups', [1, Hkv, G, Dh]), ints('kv_row', [1, Hkv, 1, Dh]), ints('merged', [1, 1, E]),
   ];
-  const [pq, pk, pv, po] = projections.map((p) => p.nodes);
+  const [pq, pk, pv, po] = projections.nodes;
   const nodes = [
     ...pq, node('Add', ['q0', 'bq'], ['q1']), node('Reshape', ['q1', 'q_groups'], ['q']),
     ...pk, node('Add', ['k0', 'bk'], ['k1']), node('Reshape', ['k1', 'kv_row'], ['k']),
@@ -239,23 +255,12 @@ export function decodeStepModel({ E, H, Hkv, P }, weights, { graph = 'f32', quan
 export function selfAttentionModel({ B, L, E, H, Hkv = H }, weights, { graphs, quantizers = null }) {
   const Dh = E / H, G = H / Hkv, KV = Hkv * Dh, scale = 1 / Math.sqrt(Dh);
   const ints = (name, values) => tensor(5, name, [values.length], INT64, new BigInt64Array(values.map(BigInt)));
-  const { wq, wk, wv } = projectionWeights(weights, E, KV);
-  const bias = weights.in_proj_bias;
-  const projections = [
-    projection(graphs.Wq, 'Wq', 'query', 'q0', wq, E, E, quantizers)(scale),
-    projection(graphs.Wk, 'Wk', 'query', 'k0', wk, KV, E, quantizers)(),
-    projection(graphs.Wv, 'Wv', 'query', 'v0', wv, KV, E, quantizers)(),
-    projection(graphs.Wo, 'Wo', 'o2', 'o3', weights['out_proj.weight'], E, E, quantizers)(),
-  ];
+  const projections = projectionsWithBiases(graphs, weights, { E, KV, scale }, quantizers, 'o2', 'o3');
   const init = [
-    ...projections.flatMap((p) => p.init),
-    tensor(5, 'bq', [E], FLOAT, bias.subarray(0, E).map((x) => x * scale)),
-    tensor(5, 'bk', [KV], FLOAT, bias.slice(E, E + KV)),
-    tensor(5, 'bv', [KV], FLOAT, bias.slice(E + KV)),
-    tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+    ...projections.init,
     ints('q_groups', [B, L, Hkv, G, Dh]), ints('kv_heads', [B, L, Hkv, 1, Dh]), ints('merged', [B, L, E]),
   ];
-  const [pq, pk, pv, po] = projections.map((p) => p.nodes);
+  const [pq, pk, pv, po] = projections.nodes;
   const nodes = [
     ...pq, node('Add', ['q0', 'bq'], ['q1']), node('Reshape', ['q1', 'q_groups'], ['q2']), node('Transpose', ['q2'], ['q'], { perm: [0, 2, 3, 1, 4] }),
     ...pk, node('Add', ['k0', 'bk'], ['k1']), node('Reshape', ['k1', 'kv_heads'], ['k2']), node('Transpose', ['k2'], ['kt'], { perm: [0, 2, 3, 4, 1] }),
