@@ -321,9 +321,13 @@ export type StateDict = Record<string, Float32Array> | Map<string, Float32Array>
  * - 'f16': data Uint16Array [out][in] of IEEE binary16 bits.
  */
 export interface QuantizedTensor {
+  /** The format. */
   dtype: 'int8' | 'q4' | 'f16';
+  /** int8: Int8Array [out][in]; q4: Uint8Array [out][ceil(in/32)][16]; f16: Uint16Array [out][in]. */
   data: Int8Array | Uint8Array | Uint16Array;
+  /** int8: [out]; q4: [out][ceil(in/32)]; none for f16. */
   scales?: Float32Array | null;
+  /** q4 only, optional: [out][ceil(ceil(in/32)/2)], two 4-bit zero points per byte, low first (default 8). */
   zeroPoints?: Uint8Array | null;
   /** [out, in]; checked against the layer's shape when given. */
   shape?: number[];
@@ -708,9 +712,11 @@ export declare function stateDictFromOnnxAttention(weights: OnnxAttentionWeights
 
 /** One linear layer of an ONNX model with quantized weights, as {@link MultiHeadAttention.loadQuantized} takes it. */
 export interface OnnxLinear extends QuantizedTensor {
+  /** 'q4' from MatMulNBits, 'int8' from the int8 forms. */
   dtype: 'int8' | 'q4';
   /** [out, in]. */
   shape: number[];
+  /** One per output feature (int8) or per block of 32 (q4), float32. */
   scales: Float32Array;
   /** The op it came from: 'MatMulNBits', 'MatMul' (after DequantizeLinear), 'MatMulInteger', 'DynamicQuantizeMatMul', 'MatMulIntegerToFloat'. */
   op: string;
