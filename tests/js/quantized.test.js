@@ -147,6 +147,33 @@ for (const build of builds) {
         }
       });
 
+      test(`${dtype}: cross-attention cache, out buffers, dropout in training calls equal the dequantized float32 layer's`, () => {
+        build.use();
+        const config = { embedDim: 48, numHeads: 4, kdim: 20, vdim: 36, dropout: 0.25 };
+        const layer = new build.MultiHeadAttention({ ...config, weightDtype: dtype });
+        const shapes = layer.stateDictShapes();
+        const sd = Object.fromEntries(Object.entries(shapes).map(([k, s], i) => [k, seededFloats(s.reduce((a, b) => a * b, 1), 80 + i, 0.3)]));
+        layer.loadStateDict(sd);
+        const reference = new build.MultiHeadAttention(config).loadStateDict(storedStateDict(dtype, sd, shapes));
+        try {
+          const q = { data: seededFloats(2 * 3 * 48, 1), shape: [2, 3, 48] };
+          const k = { data: seededFloats(2 * 9 * 20, 2), shape: [2, 9, 20] }, v = { data: seededFloats(2 * 9 * 36, 3), shape: [2, 9, 36] };
+          const [a, b] = [layer, reference].map((l) => {
+            const cache = l.createCache({ batch: 2, capacity: 9 });
+            cache.setKeyValue(k, v);
+            return l.forward(q, null, null, { cache, out: new Float32Array(2 * 3 * 48) }).output.data;
+          });
+          assertWithin(a, b, 'cross cache', SAME_MATH[dtype]);
+          const options = { training: true, seed: 7, needWeights: true, averageWeights: false };
+          const [c, d] = [layer, reference].map((l) => l.forward(q, k, v, options));
+          assertWithin(c.output.data, d.output.data, 'dropout output', SAME_MATH[dtype]);
+          assertWithin(c.weights.data, d.weights.data, 'dropout weights', SAME_MATH[dtype]);
+        } finally {
+          layer.dispose();
+          reference.dispose();
+        }
+      });
+
       test(`${dtype}: backward gives the inputs' gradients through the dequantized weights; params is a TypeError`, () => {
         build.use();
         for (const c of cases.filter((x) => ['self_basic', 'cross_l_ne_s', 'kdim_vdim', 'gqa', 'causal', 'masks_combined', 'llama_rotary_gqa',
