@@ -64,6 +64,7 @@ QuantizedPanels::QuantizedPanels(const QuantizedMatrix& m)
     for (int64_t o = 0; o < out_; ++o) {
       uint8_t* panel = codes_.data() + (o / kP) * panel_bytes_;
       for (int64_t i = 0; i < in; ++i) {
+        if ((m.data[2 * (o * in + i) + 1] & 0x7c) == 0x7c) nonfinite_ = true;
         panel[2 * (i * kP + o % kP)] = m.data[2 * (o * in + i)];
         panel[2 * (i * kP + o % kP) + 1] = m.data[2 * (o * in + i) + 1];
       }

@@ -41,6 +41,7 @@ class QuantizedPanels {
   int64_t num_panels() const { return panels_; }
   int64_t blocks() const { return blocks_; }  // q4: blocks of 32 depths per panel
   bool has_zero_points() const { return !zero_points_.empty(); }
+  bool has_nonfinite() const { return nonfinite_; }  // f16: a weight is Inf or NaN
 
   // Bytes held: codes, scales and zero points.
   uint64_t bytes() const;
@@ -64,6 +65,7 @@ class QuantizedPanels {
   std::vector<uint8_t> codes_;
   std::vector<float> scales_;
   std::vector<int32_t> zero_points_;
+  bool nonfinite_ = false;
 };
 
 }  // namespace mha::kernels
