@@ -367,7 +367,8 @@ export interface MultiHeadAttention {
    * Weights already quantized, loaded as they are (no float32 detour): projection keys
    * (in_proj_weight or q/k/v_proj_weight, out_proj.weight) map to {@link QuantizedTensor}s, the
    * other keys (biases, sinks; float32 projections) to Float32Arrays. A layer without weights needs
-   * every key; a loaded layer replaces just the ones given. Each projection keeps the dtype given,
+   * every key; a loaded layer takes quantized projections only and replaces just those (its biases
+   * stay). Each projection keeps the dtype given,
    * whatever the layer's weightDtype. See {@link readOnnx} for an ONNX file's.
    * @throws {TypeError | RangeError} naming the entry and the layout its dtype needs; nothing is loaded then.
    */

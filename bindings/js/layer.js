@@ -253,7 +253,8 @@ export function defineMultiHeadAttention(module) {
      * q/k/v_proj_weight, out_proj.weight) to { dtype: 'int8' | 'q4' | 'f16', data, scales,
      * zeroPoints? } in the canonical layouts (docs/quantized.md), and other keys (biases, sinks,
      * float32 projections) to Float32Arrays as loadStateDict takes them. A layer without weights
-     * needs every key; a loaded one replaces just the given ones. Returns the layer.
+     * needs every key; a loaded one takes quantized projections only and replaces just those.
+     * Returns the layer.
      */
     loadQuantized(weights) {
       const handle = this.#live('loadQuantized');
@@ -276,6 +277,7 @@ export function defineMultiHeadAttention(module) {
           }
         }
       }
+      const loaded = handle.weightBytes() > 0;
       // Everything checked before anything is copied, so a wrong entry changes nothing.
       for (const [name, value] of entries) {
         const shape = shapes[name];
@@ -284,6 +286,10 @@ export function defineMultiHeadAttention(module) {
           const count = shape.reduce((n, d) => n * d, 1);
           if (value.length !== count) {
             throw new RangeError(`loadQuantized: weights['${name}']: shape [${shape.join(', ')}] needs ${count} floats, got ${value.length}`);
+          }
+          if (loaded) {
+            throw new TypeError(`loadQuantized: weights['${name}']: a layer with weights takes quantized projections only `
+              + '(the rest stays); to replace float32 entries too, use loadStateDict, or loadQuantized on a new layer');
           }
           floats.push([name, value]);
         } else if (shape.length !== 2) {
@@ -304,10 +310,9 @@ export function defineMultiHeadAttention(module) {
       } finally {
         scope.free();
       }
-      // The float entries complete a layer without weights (or replace a loaded layer's).
-      if (floats.length > 0 || handle.weightBytes() === 0) {
-        this.loadStateDict(new Map(floats));
-      }
+      // The float entries complete a layer without weights (a layer with no float entries, without
+      // biases or sinks, is complete once its four projections are in).
+      if (!loaded && handle.weightBytes() === 0) this.loadStateDict(new Map(floats));
       return this;
     }
 

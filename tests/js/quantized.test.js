@@ -225,6 +225,25 @@ for (const build of builds) {
       });
     }
 
+    test('loadQuantized on a loaded float32 layer replaces one projection as given; params then names loadQuantized', () => {
+      build.use();
+      const c = cases.find((x) => x.name === 'gqa');
+      const layer = new build.MultiHeadAttention(layerConfig(c)).loadStateDict(c.stateDict);
+      try {
+        const before = layer.stateDict();
+        const [rows, cols] = layer.stateDictShapes()['out_proj.weight'];
+        const q4 = quantize('q4', seededFloats(rows * cols, 3), rows, cols);
+        layer.loadQuantized({ 'out_proj.weight': q4 });
+        const after = layer.stateDict();
+        assertSameBits(after, { ...before, 'out_proj.weight': roundTrip('q4', seededFloats(rows * cols, 3), rows, cols) }, 'stateDict');
+        const r = runCase(layer, c, { grad: true });
+        const g = r.backward({ data: new Float32Array(r.output.data.length).fill(1), shape: r.output.shape });
+        assert.throws(() => g.params, { name: 'TypeError', message: /^backward: params: this layer holds quantized projection weights \(loadQuantized\)/ });
+      } finally {
+        layer.dispose();
+      }
+    });
+
     test('byteSize: the projections as stored plus float32 biases (a float32 layer holds its matrices twice)', () => {
       build.use();
       const config = { embedDim: 64, numHeads: 4, numKvHeads: 2, kdim: 40 };
