@@ -20,6 +20,10 @@ using emscripten::val;
 
 namespace {
 
+// Bytes the allocator has handed out: mallinfo's int field, read back as the unsigned 32-bit
+// count it holds (above 2 GiB in use the int is negative).
+uint64_t heap_in_use() { return static_cast<uint32_t>(mallinfo().uordblks); }
+
 mha::Shape shape_of(const val& v) {
   mha::Shape s;
   const int n = v["length"].as<int>();
@@ -100,6 +104,20 @@ class CacheHandle {
  private:
   std::unique_ptr<mha::KvCache> cache_;
 };
+
+}  // namespace
+
+// val::as<CacheHandle*>() gets the JS object's address as a double, and embind 3.1.6 keeps class
+// pointers signed in JS: above 2 GiB the double is negative, and its cast to uintptr_t gives null
+// (the request then ran without its cache). Through a signed 64-bit integer both forms convert.
+template <>
+struct emscripten::internal::GenericWireTypeConverter<CacheHandle*> {
+  static CacheHandle* from(double address) {
+    return reinterpret_cast<CacheHandle*>(static_cast<uintptr_t>(static_cast<int64_t>(address)));
+  }
+};
+
+namespace {
 
 CacheHandle* cache_of(const val& v) {
   if (v.isUndefined() || v.isNull()) return nullptr;
@@ -258,7 +276,7 @@ class LayerHandle {
   bool checkLoadStateDict(double floats) {
     return guard([&] {
       mha::check_fits("the weights", mha::load_memory(layer_->config(), static_cast<uint64_t>(floats)),
-                      static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
+                      heap_in_use(), mha::addressable_bytes());
     });
   }
 
@@ -355,7 +373,7 @@ class LayerHandle {
       mha::check_fits("the inputs and buffers",
                       grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
                            : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads),
-                      static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
+                      heap_in_use(), mha::addressable_bytes());
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
     });
@@ -371,10 +389,12 @@ class LayerHandle {
     guard([&] {
       const mha::ResolvedConfig& c = layer_->config();
       const auto dtype = f16 ? mha::CacheDtype::kF16 : mha::CacheDtype::kF32;
-      const uint64_t bytes = mha::KvCache::byte_size(static_cast<int64_t>(batch), c.num_kv_heads,
-                                                     static_cast<int64_t>(capacity), c.head_dim, c.value_head_dim, dtype);
-      mha::check_fits("the cache would", {{"keys and values", bytes}}, static_cast<uint64_t>(mallinfo().uordblks),
-                      mha::addressable_bytes());
+      const auto bytes = [&](int64_t head_dim, int64_t value_head_dim) {  // (keys and values: two buffers)
+        return mha::KvCache::byte_size(static_cast<int64_t>(batch), c.num_kv_heads, static_cast<int64_t>(capacity),
+                                       head_dim, value_head_dim, dtype);
+      };
+      mha::check_fits("the cache would", {{"keys", bytes(c.head_dim, 0)}, {"values", bytes(0, c.value_head_dim)}},
+                      heap_in_use(), mha::addressable_bytes());
       made = new CacheHandle(layer_->create_cache(static_cast<int64_t>(batch), static_cast<int64_t>(capacity), dtype));
     });
     return made;
@@ -428,7 +448,7 @@ class LayerHandle {
 };
 
 // Bytes the allocator has handed out and not yet freed; the leak tests watch this.
-double heapAllocatedBytes() { return static_cast<double>(mallinfo().uordblks); }
+double heapAllocatedBytes() { return static_cast<double>(heap_in_use()); }
 
 }  // namespace
 

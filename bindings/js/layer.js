@@ -5,6 +5,7 @@ import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.j
 import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
 import { checkMask } from './masks.js';
+import { watchMemoryGrowth } from './memory-growth.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
@@ -126,6 +127,7 @@ const leakedLayers = new FinalizationRegistry((handle) => {
  * call that failed ('MultiHeadAttention: ...' from the constructor, 'forward: ...'): errors.js.
  */
 export function defineMultiHeadAttention(module) {
+  watchMemoryGrowth(module);
   return nameErrorsByCall(class MultiHeadAttention {
     #handle;
     #caches = new Set();  // alive caches this layer made; dispose() frees them

@@ -68,6 +68,17 @@ inline uint64_t addressable_bytes() {
 #endif
 }
 
+// The largest single buffer the allocator hands out. Emscripten's dlmalloc asks sbrk for less
+// than half the 32-bit address space at a time (HALF_MAX_SIZE_T), so in wasm one buffer stays
+// under 2 GiB even in a 4 GiB memory (2 GiB less its 64 KiB granularity and chunk headers).
+inline uint64_t largest_block_bytes() {
+#ifdef __EMSCRIPTEN__
+  return (uint64_t{1} << 31) - (uint64_t{1} << 17);
+#else
+  return addressable_bytes();
+#endif
+}
+
 inline const char* memory_kind() {
 #ifdef __EMSCRIPTEN__
   return "WebAssembly memory";
@@ -215,7 +226,14 @@ inline void check_fits(const std::string& subject, const std::vector<MemoryItem>
                        uint64_t limit) {
   const uint64_t need = total_bytes(items);
   const uint64_t free = in_use < limit ? limit - in_use : 0;
-  if (need <= free) return;
+  if (need <= free) {
+    for (const MemoryItem& item : items)  // (each item is one buffer, or a sum of small ones)
+      if (item.bytes > largest_block_bytes())
+        throw range_error(subject + " need " + format_bytes(item.bytes) + " of " + memory_kind() + " in one block (" +
+                          item.name + "), more than the largest block this build can allocate (" +
+                          format_bytes(largest_block_bytes()) + ")");
+    return;
+  }
   std::string parts;
   for (const MemoryItem& item : items)
     if (item.bytes > 0) parts += (parts.empty() ? "" : ", ") + item.name + " " + format_bytes(item.bytes);

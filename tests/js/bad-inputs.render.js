@@ -21,7 +21,7 @@ export function renderBadInputs() {
     'as before) and that no wasm memory was lost or grown (`heapAllocatedBytes()` and `memoryBytes()` unchanged).',
     'Wrong kinds of values are `TypeError`s; wrong sizes, shapes and ranges are `RangeError`s.',
     'Requests too large for wasm memory are refused before anything is allocated; their message names the',
-    'buffers (the limit shown is the default 2 GiB build\'s).',
+    'buffers (the limit shown is the default 4 GiB build\'s).',
     '',
     '| # | input | error | message |',
     '| --- | --- | --- | --- |',

@@ -12,7 +12,7 @@ const builds = await loadAllBuilds({ threadCounts: [2] });
 const probe = x(2, 3);
 probe.data.forEach((_, i) => { probe.data[i] = Math.sin(i); });
 
-// The limit in a memory message depends on the build (2 GiB by default), and so does the attention
+// The limit in a memory message depends on the build (4 GiB by default), and so does the attention
 // kernels' scratch (vector width, threads; the table gives mha-simd's); the rest must match.
 const withoutLimit = (message) => message
   .replace(/more than the [\d.]+ GiB this build/, 'more than the N GiB this build')
