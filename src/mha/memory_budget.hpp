@@ -230,8 +230,8 @@ inline void check_fits(const std::string& subject, const std::vector<MemoryItem>
     for (const MemoryItem& item : items)  // (each item is one buffer, or a sum of small ones)
       if (item.bytes > largest_block_bytes())
         throw range_error(subject + " need " + format_bytes(item.bytes) + " of " + memory_kind() + " in one block (" +
-                          item.name + "), more than the largest block this build can allocate (" +
-                          format_bytes(largest_block_bytes()) + ")");
+                          item.name + ": " + std::to_string(item.bytes) + " bytes), more than the largest block this build can allocate (" +
+                          std::to_string(largest_block_bytes()) + " bytes)");
     return;
   }
   std::string parts;
