@@ -8,10 +8,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
+import { attendRow, projectRow } from './float64-attention.js';
 import { seededFloats } from './seeded.js';
 
 const TWO_GIB = 2 ** 31;
-const E = 64, H = 4, Dh = E / H, B = 2, L = 40, PREFILL = 32;
+const E = 64, H = 4, B = 2, L = 40, PREFILL = 32;
 
 /** The state dict of the test layer (in_proj: [3E, E], out_proj: [E, E]). */
 function stateDict() {
@@ -23,34 +24,10 @@ function stateDict() {
 
 /** Row (b, i) of the causal self-attention output in float64, with key j masked where pad[b][j]. */
 function referenceRow(sd, x, b, i, pad) {
-  const project = (j, part) => {
-    const y = new Float64Array(E);
-    for (let o = 0; o < E; o++) {
-      let acc = sd.in_proj_bias[part * E + o];
-      for (let d = 0; d < E; d++) acc += x[(b * L + j) * E + d] * sd.in_proj_weight[(part * E + o) * E + d];
-      y[o] = acc;
-    }
-    return y;
-  };
-  const q = project(i, 0), attended = new Float64Array(E);
+  const project = (j, part) => projectRow(x, b * L + j, sd.in_proj_weight, sd.in_proj_bias, part * E, E);
   const keys = [], values = [];
   for (let j = 0; j <= i; j++) if (!pad?.[b]?.[j]) { keys.push(project(j, 1)); values.push(project(j, 2)); }
-  for (let h = 0; h < H; h++) {
-    const scores = keys.map((k) => {
-      let dot = 0;
-      for (let d = h * Dh; d < (h + 1) * Dh; d++) dot += q[d] * k[d];
-      return dot / Math.sqrt(Dh);
-    });
-    const max = Math.max(...scores);
-    const p = scores.map((s) => Math.exp(s - max));
-    const sum = p.reduce((a, c) => a + c, 0);
-    for (let j = 0; j < keys.length; j++) for (let d = h * Dh; d < (h + 1) * Dh; d++) attended[d] += (p[j] / sum) * values[j][d];
-  }
-  return Array.from({ length: E }, (_, o) => {
-    let acc = sd['out_proj.bias'][o];
-    for (let d = 0; d < E; d++) acc += attended[d] * sd['out_proj.weight'][o * E + d];
-    return acc;
-  });
+  return attendRow(project(i, 0), keys, values, H, sd['out_proj.weight'], sd['out_proj.bias']);
 }
 
 function assertRowClose(got, want, what) {
