@@ -1,12 +1,20 @@
-// Fast gradient kernels for training Embedding and Conv1D layers with tfjs (an explicit opt-in of
+// Fast kernels for training Embedding and Conv1D layers with tfjs (an explicit opt-in of
 // mha-wasm/tfjs). tfjs 4.22's cpu backend computes Embedding's gradient (UnsortedSegmentSum) with
 // one equal/multiply/sum pass per vocabulary row, and Conv1D's filter gradient
 // (Conv2DBackpropFilter) through TensorBuffer.get per multiply-add; its wasm backend has neither
 // kernel, so such a model cannot train there at all. These are the same sums written as one pass
 // over typed arrays: a scatter-add, and a sum of outer products (the GEMM X^T dY per filter tap).
+// On the cpu backend, Conv1D's forward (Conv2D) and input gradient (Conv2DBackpropInput) are
+// replaced too, for Conv1D's case only (stride 1, dilation 1, a filter one row high, channels
+// last): per filter tap a row-times-matrix product over contiguous rows. Other cases go to tfjs'
+// own kernel. tfjs-wasm's own Conv2D and Conv2DBackpropInput are compiled code and stay.
 const UNSORTED_SEGMENT_SUM = 'UnsortedSegmentSum';
 const CONV2D_BACKPROP_FILTER = 'Conv2DBackpropFilter';
-export const FAST_GRADIENT_KERNELS = Object.freeze([UNSORTED_SEGMENT_SUM, CONV2D_BACKPROP_FILTER]);
+const CONV2D = 'Conv2D';
+const CONV2D_BACKPROP_INPUT = 'Conv2DBackpropInput';
+export const FAST_GRADIENT_KERNELS = Object.freeze([UNSORTED_SEGMENT_SUM, CONV2D_BACKPROP_FILTER, CONV2D, CONV2D_BACKPROP_INPUT]);
+/** Kernels registered on the cpu backend only (where tfjs' own are JavaScript loops). */
+const CPU_ONLY = new Set([CONV2D, CONV2D_BACKPROP_INPUT]);
 const DEFAULT_BACKENDS = ['cpu', 'wasm'];
 
 /**
@@ -120,8 +128,110 @@ function conv2DBackpropFilter(tf, previous) {
 }
 
 /**
+ * Conv1D's case of a Conv2D-shaped kernel, or the reason it is not: float32, channels last, a filter
+ * one row high, stride 1, dilation 1. Returns { info } (computeConv2DInfo's) or { refused }.
+ */
+function conv1DCase(tf, kernelName, { xShape, filterShape, dtype, strides, dilations = 1, pad, dataFormat, dimRoundingMode }) {
+  const pair = (v) => (Array.isArray(v) ? v : [v, v]);
+  const refuse = (why) => ({ refused: `${kernelName} (mha-wasm/tfjs fast kernels): only Conv1D's case is supported (float32, channels last, `
+    + `a filter 1 row high, stride 1, dilation 1), got ${why}` });
+  if (dtype !== 'float32') return refuse(`dtype ${dtype}`);
+  if (dataFormat !== undefined && dataFormat !== 'NHWC' && dataFormat !== 'channelsLast') return refuse(`dataFormat '${dataFormat}'`);
+  if (filterShape[0] !== 1) return refuse(`a filter ${filterShape[0]} rows high`);
+  if (pair(strides).some((v) => v !== 1)) return refuse(`strides ${JSON.stringify(strides)}`);
+  if (pair(dilations).some((v) => v !== 1)) return refuse(`dilations ${JSON.stringify(dilations)}`);
+  return { info: tf.backend_util.computeConv2DInfo(xShape, filterShape, strides, 1, pad, dimRoundingMode, false, 'channelsLast') };
+}
+
+/** A kernel for Conv1D's case; other cases go to `previous` (tfjs' own), or are an Error where there is none. */
+function conv1DKernel(tf, kernelName, previous, describe, compute) {
+  return (args) => {
+    const { info, refused } = conv1DCase(tf, kernelName, describe(args));
+    if (refused) {
+      if (previous) return previous.kernelFunc(args);
+      throw new Error(refused);
+    }
+    return compute(args, info);
+  };
+}
+
+/**
+ * Conv2D(x [B, H, W, Cin], filter [1, k, Cin, Cout]) -> y [B, H, OW, Cout]: per output position,
+ * y row = sum over taps of (x row at ow + tap - left) times the tap's [Cin, Cout] matrix.
+ */
+function conv2D(tf, previous) {
+  return conv1DKernel(tf, CONV2D, previous,
+    ({ inputs: { x, filter }, attrs }) => ({ xShape: x.shape, filterShape: filter.shape, dtype: x.dtype, ...attrs }),
+    ({ inputs: { x, filter }, backend }, info) => {
+      const { batchSize, inHeight, inWidth, inChannels, outWidth, outChannels, filterWidth } = info;
+      const left = info.padInfo.left;
+      const output = makeOutput(backend, [batchSize, inHeight, outWidth, outChannels]);
+      const y = output.values();
+      y.fill(0);
+      const xs = elements(backend, x), w = elements(backend, filter);
+      for (let row = 0; row < batchSize * inHeight; row++) {
+        for (let ow = 0; ow < outWidth; ow++) {
+          const yAt = (row * outWidth + ow) * outChannels;
+          for (let kw = 0; kw < filterWidth; kw++) {
+            const iw = ow + kw - left;
+            if (iw < 0 || iw >= inWidth) continue;
+            const xAt = (row * inWidth + iw) * inChannels, tapAt = kw * inChannels * outChannels;
+            for (let ci = 0; ci < inChannels; ci++) {
+              const xv = xs[xAt + ci], wAt = tapAt + ci * outChannels;
+              for (let co = 0; co < outChannels; co++) y[yAt + co] += xv * w[wAt + co];
+            }
+          }
+        }
+      }
+      return finish(backend, output);
+    });
+}
+
+/**
+ * Conv2DBackpropInput(dy [B, H, OW, Cout], filter [1, k, Cin, Cout]) -> dx (attrs.inputShape):
+ * dx[iw, ci] = sum over taps and output channels of dy[iw - tap + left, co] * filter[tap, ci, co].
+ */
+function conv2DBackpropInput(tf, previous) {
+  return conv1DKernel(tf, CONV2D_BACKPROP_INPUT, previous,
+    ({ inputs: { dy, filter }, attrs }) => ({ xShape: attrs.inputShape, filterShape: filter.shape, dtype: dy.dtype, ...attrs }),
+    ({ inputs: { dy, filter }, backend, attrs }, info) => {
+      const { batchSize, inHeight, inWidth, inChannels, outWidth, outChannels, filterWidth } = info;
+      const left = info.padInfo.left;
+      const output = makeOutput(backend, attrs.inputShape);
+      const dx = output.values();
+      dx.fill(0);
+      const dys = elements(backend, dy), w = elements(backend, filter);
+      for (let row = 0; row < batchSize * inHeight; row++) {
+        for (let ow = 0; ow < outWidth; ow++) {
+          const dyAt = (row * outWidth + ow) * outChannels;
+          for (let kw = 0; kw < filterWidth; kw++) {
+            const iw = ow + kw - left;
+            if (iw < 0 || iw >= inWidth) continue;
+            const dxAt = (row * inWidth + iw) * inChannels, tapAt = kw * inChannels * outChannels;
+            for (let ci = 0; ci < inChannels; ci++) {
+              const wAt = tapAt + ci * outChannels;
+              let sum = 0;
+              for (let co = 0; co < outChannels; co++) sum += dys[dyAt + co] * w[wAt + co];
+              dx[dxAt + ci] += sum;
+            }
+          }
+        }
+      }
+      return finish(backend, output);
+    });
+}
+
+const KERNEL_FACTORIES = {
+  [UNSORTED_SEGMENT_SUM]: () => unsortedSegmentSum,
+  [CONV2D_BACKPROP_FILTER]: conv2DBackpropFilter,
+  [CONV2D]: conv2D,
+  [CONV2D_BACKPROP_INPUT]: conv2DBackpropInput,
+};
+
+/**
  * Registers the fast kernels with `tf` for each backend in `backends` (default cpu and wasm), in
- * place of tfjs' own (cpu) or where tfjs has none (wasm). Returns { backends, restore() }: restore()
+ * place of tfjs' own (cpu) or where tfjs has none (wasm): UnsortedSegmentSum and
+ * Conv2DBackpropFilter on every backend given, Conv2D and Conv2DBackpropInput (Conv1D's case) on cpu. Returns { backends, restore() }: restore()
  * puts back what was registered before. Calling it again while registered is a no-op per backend.
  */
 export function registerFastGradients(tf, { backends = DEFAULT_BACKENDS } = {}) {
@@ -134,9 +244,10 @@ export function registerFastGradients(tf, { backends = DEFAULT_BACKENDS } = {}) 
   const saved = [];
   for (const backendName of backends) {
     for (const kernelName of FAST_GRADIENT_KERNELS) {
+      if (CPU_ONLY.has(kernelName) && backendName !== 'cpu') continue;
       const previous = tf.getKernel(kernelName, backendName);
       if (previous?.fastGradientOf === 'mha-wasm') continue;
-      const kernelFunc = kernelName === UNSORTED_SEGMENT_SUM ? unsortedSegmentSum : conv2DBackpropFilter(tf, previous);
+      const kernelFunc = KERNEL_FACTORIES[kernelName](tf, previous);
       if (previous) tf.unregisterKernel(kernelName, backendName);
       tf.registerKernel({ kernelName, backendName, kernelFunc, fastGradientOf: 'mha-wasm' });
       saved.push({ kernelName, backendName, previous });
