@@ -19,9 +19,11 @@ before(async () => {
 after(() => demo?.close());
 
 const state = () => page.evaluate(() => window.__mhaDemo.getState());
-// A short run: 640 sentences (512 to train on, 8 batches of 64, the rest validation), 6 epochs,
-// Adam 0.01 — enough for the model to fit its training sentences, in a minute or two.
-const SETTINGS = { epochs: 6, samples: 640 };
+// A short run: 200 sentences (160 to train on, 5 batches of 32; 40 for validation), 20 epochs,
+// Adam 0.003: enough for the model to fit its training sentences (measured in Node: training
+// accuracy 0.82-0.97 from epoch 12 on, after a plateau at chance of 6-8 epochs), in a minute or two.
+// Validation accuracy stays near chance on so few sentences: the full run is the page's default.
+const SETTINGS = { epochs: 20, samples: 200, batchSize: 32, learningRate: 0.003 };
 
 /** Types a sentence into the Sentiment box and waits until the page shows its classification. */
 async function classify(text) {
@@ -47,7 +49,7 @@ test('a short run trains in the worker; curves, accuracy, a responsive page, the
   assert.equal(started.running, true);
   assert.equal(started.phase, 'training');
   assert.equal(started.backend, 'wasm', 'the page trains on tfjs\' wasm backend (the faster in Chromium, docs/tfjs.md)');
-  assert.equal(started.epochs, 6);
+  assert.equal(started.epochs, 20);
   assert.equal(await page.locator('#sentiment-stop').isDisabled(), false);
   assert.equal(await page.locator('#sentiment-train').isDisabled(), true);
 
@@ -64,32 +66,32 @@ test('a short run trains in the worker; curves, accuracy, a responsive page, the
   assert.equal(done.running, false);
   assert.equal(done.finished, true);
   assert.equal(done.stopped, false);
-  assert.equal(done.batchesPerEpoch, 8);
+  assert.equal(done.batchesPerEpoch, 5);
   assert.equal(done.progress, 1);
   assert.equal(await page.locator('#sentiment-progress').evaluate((p) => p.value), 1);
   // Per-epoch history: one entry per epoch, finite; the training loss falls and the accuracy is reached.
   const h = done.history;
   for (const key of ['loss', 'accuracy', 'valLoss', 'valAccuracy', 'seconds']) {
-    assert.equal(h[key].length, 6, `history.${key}`);
+    assert.equal(h[key].length, 20, `history.${key}`);
     assert.ok(finite(h[key]), `history.${key}: ${h[key]}`);
   }
-  assert.ok(h.loss[5] < h.loss[0] - 0.2, `training loss ${h.loss}`);
-  assert.ok(h.accuracy[5] >= 0.85, `training accuracy after 6 epochs: ${h.accuracy}`);
+  assert.ok(Math.min(...h.loss.slice(-5)) < h.loss[0] - 0.2, `training loss ${h.loss}`);
+  assert.ok(Math.max(...h.accuracy.slice(-8)) >= 0.75, `training accuracy: ${h.accuracy}`);
   assert.ok(h.valAccuracy.every((a) => a >= 0 && a <= 1));
-  // Per-batch curves (running means, throttled to ~10 a second): within the batches, x rising to 6.
+  // Per-batch curves (running means, throttled to ~10 a second): within the batches, x rising to 20.
   const c = done.curves;
-  assert.ok(c.x.length >= 6 && c.x.length <= 48, `${c.x.length} points`);
+  assert.ok(c.x.length >= 20 && c.x.length <= 100, `${c.x.length} points`);
   assert.equal(c.loss.length, c.x.length);
   assert.equal(c.accuracy.length, c.x.length);
   assert.ok(finite(c.loss) && finite(c.accuracy) && finite(c.x));
   assert.ok(c.x.every((x, i) => i === 0 || x > c.x[i - 1]));
-  assert.equal(c.x.at(-1), 6);
-  const firstEpoch = c.loss.filter((_, i) => c.x[i] <= 1), lastEpoch = c.loss.filter((_, i) => c.x[i] > 5);
+  assert.equal(c.x.at(-1), 20);
+  const firstEpoch = c.loss.filter((_, i) => c.x[i] <= 1), lastEpoch = c.loss.filter((_, i) => c.x[i] > 19);
   assert.ok(mean(lastEpoch) < mean(firstEpoch), `loss curve: first epoch ${firstEpoch}, last ${lastEpoch}`);
   // The page answered while the worker trained: frames drawn, the typed sentence classified.
   assert.ok(done.framesDuringTraining >= 30, `${done.framesDuringTraining} animation frames during training`);
   assert.ok(done.inputsDuringTraining >= 1, `${done.inputsDuringTraining} sentences classified during training`);
-  assert.match(await page.locator('#sentiment-train-summary').textContent(), /trained on tfjs' wasm backend · epoch 6 \/ 6 .* now classifying with these weights/);
+  assert.match(await page.locator('#sentiment-train-summary').textContent(), /trained on tfjs' wasm backend · epoch 20 \/ 20 .* now classifying with these weights/);
 
   // Afterwards the box classifies with the trained weights and shows their 4 heads.
   assert.equal(await page.locator('#sentiment-model').inputValue(), 'trained');
@@ -117,7 +119,7 @@ test('a short run trains in the worker; curves, accuracy, a responsive page, the
 });
 
 test('Stop ends a run after its current batch; its weights then classify', { timeout: 600_000 }, async () => {
-  await page.evaluate(() => window.__mhaDemo.startSentimentTraining({ epochs: 50, samples: 640 }));
+  await page.evaluate(() => window.__mhaDemo.startSentimentTraining({ epochs: 50, samples: 200, batchSize: 32 }));
   await page.waitForFunction(() => (window.__mhaDemo.getState().sentimentTraining?.batch ?? 0) >= 2, null, { polling: 100 });
   const stopped = await page.evaluate(() => window.__mhaDemo.stopSentimentTraining());
   assert.equal(stopped.running, false);

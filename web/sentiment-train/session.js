@@ -38,7 +38,7 @@ export function checkTrainingSettings(settings = {}) {
 
 /** Keras-named tensors ({ data, shape }) of a trained model, as SentimentModel reads them. */
 export function kerasWeights(model) {
-  const one = (layer, names) => Object.fromEntries(model.getLayer(layer).getWeights().map((w, i) => [`${layer}/${names[i]}`, { data: w.dataSync().slice(), shape: w.shape }]));
+  const one = (layer, names) => Object.fromEntries(model.getLayer(layer).getWeights().map((w, i) => [`${layer}/${names[i]}`, { dtype: 'F32', data: w.dataSync().slice(), shape: w.shape }]));
   return {
     ...one('embedding', ['embeddings']),
     ...one('conv1d', ['kernel', 'bias']),
