@@ -16,7 +16,7 @@ export function checkTrainingSettings(settings = {}) {
   if (settings === null || typeof settings !== 'object' || Array.isArray(settings)) {
     throw new TypeError(`trainSentiment: settings must be an object, got ${settings === null ? 'null' : typeof settings}`);
   }
-  const known = [...Object.keys(PAGE_TRAINING_DEFAULTS), 'backend'];
+  const known = Object.keys(PAGE_TRAINING_DEFAULTS);
   for (const key of Object.keys(settings)) {
     if (!known.includes(key)) throw new TypeError(`trainSentiment: unknown setting '${key}'; known: ${known.join(', ')}`);
   }

@@ -38,7 +38,8 @@ async function loadTfjs(backend) {
 async function train(settings) {
   const { backend = 'wasm', ...rest } = settings;
   if (backend !== 'wasm' && backend !== 'cpu') throw new TypeError(`train: backend must be 'wasm' or 'cpu', got ${JSON.stringify(backend)}`);
-  const [{ mhaTfjs }, { trainSentiment }] = await Promise.all([import('../bindings/js/tfjs.js'), import('./session.js')]);
+  const [{ mhaTfjs }, { checkTrainingSettings, trainSentiment }] = await Promise.all([import('../bindings/js/tfjs.js'), import('./session.js')]);
+  checkTrainingSettings(rest);  // a bad setting fails before tfjs loads
   const corpusResponse = await fetch(new URL('corpus.json', self.location.href));
   if (!corpusResponse.ok) throw new Error(`cannot load corpus.json: HTTP ${corpusResponse.status}`);
   const corpus = await corpusResponse.json();
