@@ -8,6 +8,8 @@
 // replaced too, for Conv1D's case only (stride 1, dilation 1, a filter one row high, channels
 // last): per filter tap a row-times-matrix product over contiguous rows. Other cases go to tfjs'
 // own kernel. tfjs-wasm's own Conv2D and Conv2DBackpropInput are compiled code and stay.
+import { conv1dFilterGradient, conv1dForward, conv1dInputGradient } from './tfjs-conv1d.js';
+
 const UNSORTED_SEGMENT_SUM = 'UnsortedSegmentSum';
 const CONV2D_BACKPROP_FILTER = 'Conv2DBackpropFilter';
 const CONV2D = 'Conv2D';
@@ -81,6 +83,13 @@ function conv2DBackpropFilter(tf, previous) {
       if (previous) return previous.kernelFunc(args);
       throw new Error(`Conv2DBackpropFilter (mha-wasm/tfjs fast gradients): only channels-last (NHWC) data is supported, got dataFormat '${dataFormat}'`);
     }
+    const conv1D = conv1DCase(tf, CONV2D_BACKPROP_FILTER, { xShape: x.shape, filterShape, dtype: x.dtype, strides, pad, dataFormat, dimRoundingMode });
+    if (conv1D.info) {  // Conv1D's case: contiguous dot products
+      const output = makeOutput(backend, filterShape);
+      const dW = output.values();
+      conv1dFilterGradient(elements(backend, x), elements(backend, dy), dW, conv1dDims(conv1D.info));
+      return finish(backend, output);
+    }
     const info = tf.backend_util.computeConv2DInfo(x.shape, filterShape, strides, 1, pad, dimRoundingMode, false, 'channelsLast');
     const { batchSize, inHeight, inWidth, inChannels, outHeight, outWidth, outChannels,
       filterHeight, filterWidth, strideHeight, strideWidth } = info;
@@ -140,8 +149,16 @@ function conv1DCase(tf, kernelName, { xShape, filterShape, dtype, strides, dilat
   if (filterShape[0] !== 1) return refuse(`a filter ${filterShape[0]} rows high`);
   if (pair(strides).some((v) => v !== 1)) return refuse(`strides ${JSON.stringify(strides)}`);
   if (pair(dilations).some((v) => v !== 1)) return refuse(`dilations ${JSON.stringify(dilations)}`);
-  return { info: tf.backend_util.computeConv2DInfo(xShape, filterShape, strides, 1, pad, dimRoundingMode, false, 'channelsLast') };
+  const info = tf.backend_util.computeConv2DInfo(xShape, filterShape, strides, 1, pad, dimRoundingMode, false, 'channelsLast');
+  if (info.padInfo.top !== 0 || info.padInfo.bottom !== 0) return refuse(`padding along the height (${info.padInfo.top}, ${info.padInfo.bottom})`);
+  return { info };
 }
+
+/** conv1d*'s dims from computeConv2DInfo's (Conv1D's case: the height is a batch dimension). */
+const conv1dDims = (info) => ({
+  rows: info.batchSize * info.inHeight, inWidth: info.inWidth, outWidth: info.outWidth, inChannels: info.inChannels,
+  outChannels: info.outChannels, filterWidth: info.filterWidth, left: info.padInfo.left,
+});
 
 /** A kernel for Conv1D's case; other cases go to `previous` (tfjs' own), or are an Error where there is none. */
 function conv1DKernel(tf, kernelName, previous, describe, compute) {
@@ -163,26 +180,9 @@ function conv2D(tf, previous) {
   return conv1DKernel(tf, CONV2D, previous,
     ({ inputs: { x, filter }, attrs }) => ({ xShape: x.shape, filterShape: filter.shape, dtype: x.dtype, ...attrs }),
     ({ inputs: { x, filter }, backend }, info) => {
-      const { batchSize, inHeight, inWidth, inChannels, outWidth, outChannels, filterWidth } = info;
-      const left = info.padInfo.left;
-      const output = makeOutput(backend, [batchSize, inHeight, outWidth, outChannels]);
+      const output = makeOutput(backend, [info.batchSize, info.inHeight, info.outWidth, info.outChannels]);
       const y = output.values();
-      y.fill(0);
-      const xs = elements(backend, x), w = elements(backend, filter);
-      for (let row = 0; row < batchSize * inHeight; row++) {
-        for (let ow = 0; ow < outWidth; ow++) {
-          const yAt = (row * outWidth + ow) * outChannels;
-          for (let kw = 0; kw < filterWidth; kw++) {
-            const iw = ow + kw - left;
-            if (iw < 0 || iw >= inWidth) continue;
-            const xAt = (row * inWidth + iw) * inChannels, tapAt = kw * inChannels * outChannels;
-            for (let ci = 0; ci < inChannels; ci++) {
-              const xv = xs[xAt + ci], wAt = tapAt + ci * outChannels;
-              for (let co = 0; co < outChannels; co++) y[yAt + co] += xv * w[wAt + co];
-            }
-          }
-        }
-      }
+      conv1dForward(elements(backend, x), elements(backend, filter), y, conv1dDims(info));
       return finish(backend, output);
     });
 }
@@ -195,28 +195,9 @@ function conv2DBackpropInput(tf, previous) {
   return conv1DKernel(tf, CONV2D_BACKPROP_INPUT, previous,
     ({ inputs: { dy, filter }, attrs }) => ({ xShape: attrs.inputShape, filterShape: filter.shape, dtype: dy.dtype, ...attrs }),
     ({ inputs: { dy, filter }, backend, attrs }, info) => {
-      const { batchSize, inHeight, inWidth, inChannels, outWidth, outChannels, filterWidth } = info;
-      const left = info.padInfo.left;
       const output = makeOutput(backend, attrs.inputShape);
       const dx = output.values();
-      dx.fill(0);
-      const dys = elements(backend, dy), w = elements(backend, filter);
-      for (let row = 0; row < batchSize * inHeight; row++) {
-        for (let ow = 0; ow < outWidth; ow++) {
-          const dyAt = (row * outWidth + ow) * outChannels;
-          for (let kw = 0; kw < filterWidth; kw++) {
-            const iw = ow + kw - left;
-            if (iw < 0 || iw >= inWidth) continue;
-            const dxAt = (row * inWidth + iw) * inChannels, tapAt = kw * inChannels * outChannels;
-            for (let ci = 0; ci < inChannels; ci++) {
-              const wAt = tapAt + ci * outChannels;
-              let sum = 0;
-              for (let co = 0; co < outChannels; co++) sum += dys[dyAt + co] * w[wAt + co];
-              dx[dxAt + ci] += sum;
-            }
-          }
-        }
-      }
+      conv1dInputGradient(elements(backend, dy), elements(backend, filter), dx, conv1dDims(info));
       return finish(backend, output);
     });
 }

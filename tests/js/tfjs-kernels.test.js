@@ -19,6 +19,7 @@ const SEGMENT_CASES = [
 ];
 const CONV_CASES = [
   { name: "Conv1D(100, 4, 'same') of the tutorial as conv2d", x: [4, 1, 32, 32], filter: [1, 4, 32, 100], strides: 1, pad: 'same' },
+  { name: "Conv1D(7, 3, 'valid'), 2 rows, channels not multiples of 4", x: [3, 2, 9, 5], filter: [1, 3, 5, 7], strides: 1, pad: 'valid' },
   { name: '2-D, stride 2, valid', x: [2, 7, 9, 3], filter: [3, 2, 3, 5], strides: [2, 2], pad: 'valid' },
   { name: '2-D, strides [1, 3], explicit pads', x: [1, 6, 10, 2], filter: [2, 3, 2, 4], strides: [1, 3], pad: [[0, 0], [1, 2], [0, 1], [0, 0]] },
 ];
@@ -28,9 +29,11 @@ const CONV_CASES = [
 const CONV1D_CASES = [
   { name: "Conv1D(100, 4, 'same') of the tutorial", x: [4, 1, 32, 32], filter: [1, 4, 32, 100], strides: 1, pad: 'same', fast: true },
   { name: "Conv1D(5, 3, 'valid'), 2 rows", x: [2, 2, 9, 3], filter: [1, 3, 3, 5], strides: [1, 1], pad: 'valid', fast: true },
+  { name: 'Conv1D, a filter wider than the input', x: [2, 1, 3, 6], filter: [1, 5, 6, 9], strides: 1, pad: 'same', fast: true },
   { name: 'Conv1D, explicit pads', x: [1, 1, 10, 2], filter: [1, 3, 2, 4], strides: 1, pad: [[0, 0], [0, 0], [2, 1], [0, 0]], fast: true },
   { name: 'stride 2 (refused: tfjs\' kernel)', x: [2, 1, 11, 3], filter: [1, 3, 3, 4], strides: [1, 2], pad: 'same', fast: false },
   { name: 'dilation 2 (refused: tfjs\' kernel)', x: [2, 1, 11, 3], filter: [1, 3, 3, 4], strides: 1, pad: 'same', dilations: [1, 2], fast: false },
+  { name: 'padding along the height (refused: tfjs\' kernel)', x: [1, 1, 8, 2], filter: [1, 3, 2, 4], strides: 1, pad: [[0, 0], [1, 1], [1, 1], [0, 0]], fast: false },
   { name: 'a 2-D filter (refused: tfjs\' kernel)', x: [1, 5, 6, 2], filter: [2, 2, 2, 3], strides: 1, pad: 'same', fast: false },
 ];
 
