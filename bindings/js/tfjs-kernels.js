@@ -7,16 +7,18 @@
 // On the cpu backend, Conv1D's forward (Conv2D) and input gradient (Conv2DBackpropInput) are
 // replaced too, for Conv1D's case only (stride 1, dilation 1, a filter one row high, channels
 // last): per filter tap a row-times-matrix product over contiguous rows. Other cases go to tfjs'
-// own kernel. tfjs-wasm's own Conv2D and Conv2DBackpropInput are compiled code and stay.
+// own kernel. tfjs-wasm's own Conv2D and Conv2DBackpropInput are compiled code and stay. Also on
+// cpu, Add when one operand is a bias along the last axes (biasAdd after Conv1D and Dense).
 import { conv1dFilterGradient, conv1dForward, conv1dInputGradient } from './tfjs-conv1d.js';
 
 const UNSORTED_SEGMENT_SUM = 'UnsortedSegmentSum';
 const CONV2D_BACKPROP_FILTER = 'Conv2DBackpropFilter';
 const CONV2D = 'Conv2D';
 const CONV2D_BACKPROP_INPUT = 'Conv2DBackpropInput';
-export const FAST_GRADIENT_KERNELS = Object.freeze([UNSORTED_SEGMENT_SUM, CONV2D_BACKPROP_FILTER, CONV2D, CONV2D_BACKPROP_INPUT]);
+const ADD = 'Add';
+export const FAST_GRADIENT_KERNELS = Object.freeze([UNSORTED_SEGMENT_SUM, CONV2D_BACKPROP_FILTER, CONV2D, CONV2D_BACKPROP_INPUT, ADD]);
 /** Kernels registered on the cpu backend only (where tfjs' own are JavaScript loops). */
-const CPU_ONLY = new Set([CONV2D, CONV2D_BACKPROP_INPUT]);
+const CPU_ONLY = new Set([CONV2D, CONV2D_BACKPROP_INPUT, ADD]);
 const DEFAULT_BACKENDS = ['cpu', 'wasm'];
 
 /**
@@ -202,7 +204,39 @@ function conv2DBackpropInput(tf, previous) {
     });
 }
 
+/**
+ * Add(a, b) where one operand is a bias: float32, its shape (leading 1s aside) the other's last
+ * dimensions (what tfjs-layers' biasAdd adds after Conv1D and Dense). tfjs' cpu kernel computes
+ * every broadcast element's position through indexToLoc, allocating arrays per element. The same
+ * float32 sums (the same bits) as one pass; any other case goes to tfjs' own kernel.
+ */
+function addBias(tf, previous) {
+  return (args) => {
+    const { inputs: { a, b }, backend } = args;
+    // small's shape without its leading 1s equals big's last dimensions (and big has at least small's rank).
+    const trailing = (big, small) => {
+      const dims = small.shape.slice();
+      while (dims.length && dims[0] === 1) dims.shift();
+      return big.shape.length >= small.shape.length && dims.length > 0 && dims.every((d, i) => d === big.shape[big.shape.length - dims.length + i]);
+    };
+    const sizeOf = (t) => t.shape.reduce((x, y) => x * y, 1);
+    const fast = a.dtype === 'float32' && b.dtype === 'float32' && sizeOf(a) !== sizeOf(b)
+      && (sizeOf(a) > sizeOf(b) ? trailing(a, b) : trailing(b, a));
+    if (!fast) {
+      if (previous) return previous.kernelFunc(args);
+      throw new Error(`Add (mha-wasm/tfjs fast kernels): only a float32 bias along the last axes is supported, got [${a.shape}] ${a.dtype} + [${b.shape}] ${b.dtype}`);
+    }
+    const [big, small] = sizeOf(a) > sizeOf(b) ? [a, b] : [b, a];
+    const output = makeOutput(backend, big.shape);
+    const out = output.values();
+    const xs = elements(backend, big), bias = elements(backend, small), n = bias.length;
+    for (let at = 0; at < xs.length; at += n) for (let i = 0; i < n; i++) out[at + i] = xs[at + i] + bias[i];
+    return finish(backend, output);
+  };
+}
+
 const KERNEL_FACTORIES = {
+  [ADD]: addBias,
   [UNSORTED_SEGMENT_SUM]: () => unsortedSegmentSum,
   [CONV2D_BACKPROP_FILTER]: conv2DBackpropFilter,
   [CONV2D]: conv2D,
@@ -212,7 +246,8 @@ const KERNEL_FACTORIES = {
 /**
  * Registers the fast kernels with `tf` for each backend in `backends` (default cpu and wasm), in
  * place of tfjs' own (cpu) or where tfjs has none (wasm): UnsortedSegmentSum and
- * Conv2DBackpropFilter on every backend given, Conv2D and Conv2DBackpropInput (Conv1D's case) on cpu. Returns { backends, restore() }: restore()
+ * Conv2DBackpropFilter on every backend given; Conv2D and Conv2DBackpropInput (Conv1D's case) and
+ * Add (a bias along the last axes) on cpu. Returns { backends, restore() }: restore()
  * puts back what was registered before. Calling it again while registered is a no-op per backend.
  */
 export function registerFastGradients(tf, { backends = DEFAULT_BACKENDS } = {}) {

@@ -84,7 +84,7 @@ for (const c of CONV_CASES) {
   });
 }
 
-/** Counts calls of the fast kernels (fastGradientOf 'mha-wasm') that returned a result of their own (not tfjs'). */
+/** Wraps tfjs' own cpu kernel `kernelName` to count its calls: the fast kernel hands it the cases it refuses. */
 function spyOnConv(kernelName) {
   const kernel = tf.getKernel(kernelName, 'cpu');
   const previousFunc = kernel.kernelFunc;
@@ -142,6 +142,34 @@ test('Conv2D and Conv2DBackpropInput: gradients of a Conv1D layer equal tfjs\' o
   assertClose(got[1], want[1], 'dW');
 });
 
+// Add: a bias along the last axes is summed by the fast kernel (cpu), with tfjs' bits; other cases reach tfjs' own.
+const ADD_CASES = [
+  { name: "Conv1D's biasAdd: [64, 32, 100] + [1, 1, 100]", a: [64, 32, 100], b: [1, 1, 100], fast: true },
+  { name: 'the bias first: [7] + [3, 5, 7]', a: [7], b: [3, 5, 7], fast: true },
+  { name: "Dense's bias: [4, 1] + [1]", a: [4, 1], b: [1], fast: false },
+  { name: 'the same shapes (tfjs\' own loop is direct)', a: [3, 4], b: [3, 4], fast: false },
+  { name: 'a column, not a bias: [2, 3] + [2, 1]', a: [2, 3], b: [2, 1], fast: false },
+];
+for (const c of ADD_CASES) {
+  test(`Add: ${c.name}`, async () => {
+    const size = (s) => s.reduce((x, y) => x * y, 1);
+    const fn = () => tf.add(tf.tensor(seededFloats(size(c.a), 13), c.a), tf.tensor(seededFloats(size(c.b), 14), c.b));
+    const want = await on('cpu', false, fn);
+    const got = await on('cpu', true, fn);
+    assert.deepEqual(got, want, 'the same float32 sums, bit for bit');
+    await tf.setBackend('cpu');
+    const spy = spyOnConv('Add');
+    const registration = registerFastGradients(tf, { backends: ['cpu'] });
+    try {
+      tf.tidy(() => fn().dataSync());
+      assert.equal(spy.count(), c.fast ? 0 : 1, 'calls that reached tfjs\' own Add');
+    } finally {
+      registration.restore();
+      spy.restore();
+    }
+  });
+}
+
 test('registration: restore() puts back tfjs\' kernels (cpu) and the absence of one (wasm); twice is a no-op', async () => {
   const own = tf.getKernel('UnsortedSegmentSum', 'cpu');
   assert.equal(tf.getKernel('UnsortedSegmentSum', 'wasm'), undefined);
@@ -149,7 +177,7 @@ test('registration: restore() puts back tfjs\' kernels (cpu) and the absence of 
   for (const name of FAST_GRADIENT_KERNELS) assert.equal(tf.getKernel(name, 'cpu').fastGradientOf, 'mha-wasm');
   // On wasm only the two kernels tfjs-wasm lacks; its own Conv2D and Conv2DBackpropInput are compiled code.
   for (const name of ['UnsortedSegmentSum', 'Conv2DBackpropFilter']) assert.equal(tf.getKernel(name, 'wasm').fastGradientOf, 'mha-wasm');
-  for (const name of ['Conv2D', 'Conv2DBackpropInput']) assert.equal(tf.getKernel(name, 'wasm').fastGradientOf, undefined);
+  for (const name of ['Conv2D', 'Conv2DBackpropInput', 'Add']) assert.equal(tf.getKernel(name, 'wasm').fastGradientOf, undefined);
   second.restore();  // registered nothing
   assert.equal(tf.getKernel('UnsortedSegmentSum', 'cpu').fastGradientOf, 'mha-wasm');
   first.restore();
