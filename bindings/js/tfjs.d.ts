@@ -96,14 +96,15 @@ export interface FastGradientsRegistration {
   restore(): void;
 }
 
-/** The kernels registerFastGradients registers: UnsortedSegmentSum (Embedding), Conv2DBackpropFilter, Conv2D and Conv2DBackpropInput (Conv1D). */
+/** The kernels registerFastGradients registers: UnsortedSegmentSum (Embedding), Conv2DBackpropFilter, Conv2D and Conv2DBackpropInput (Conv1D), Add (a bias). */
 export declare const FAST_GRADIENT_KERNELS: readonly string[];
 
 /**
  * Registers fast kernels for training Embedding and Conv1D layers with tf: UnsortedSegmentSum
  * (Embedding's gradient) and Conv2DBackpropFilter (channels-last, Conv1D's filter gradient) for the
- * given backends, and on cpu Conv2D and Conv2DBackpropInput for Conv1D's case (stride 1, dilation 1;
- * other cases go to tfjs' own kernels), in place of tfjs' own.
+ * given backends, and on cpu Conv2D and Conv2DBackpropInput for Conv1D's case (stride 1, dilation 1)
+ * and Add for a float32 bias along the last axes (other cases go to tfjs' own kernels), in place of
+ * tfjs' own.
  */
 export declare function registerFastGradients(tf: Tfjs, options?: FastGradientsOptions): FastGradientsRegistration;
 
