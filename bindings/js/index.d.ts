@@ -2,6 +2,7 @@
 /**
  * mha-wasm: multi-head attention with PyTorch `nn.MultiheadAttention` semantics
  * (batch-first, inference), compiled to SIMD WebAssembly.
+ * @module mha-wasm
  */
 
 /** A dense row-major tensor. `data.length` must equal the product of `shape`. */

@@ -29,7 +29,7 @@ export function renderBadInputs() {
     '',
     '## mha-wasm/tfjs',
     '',
-    `The tfjs layer, its entry point and the fast gradient kernels (${TFJS_ROWS.length} rows, from`,
+    `The tfjs layer, its entry point, the fast kernels and the demo page's training settings (${TFJS_ROWS.length} rows, from`,
     '`tests/js/tfjs-bad-inputs.table.js`; `tests/js/tfjs-bad-inputs.test.js` runs each on tfjs\' cpu backend).',
     '',
     '| # | input | error | message |',
