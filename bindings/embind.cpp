@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mha/errors.hpp"
+#include "mha/kernels/linear.hpp"
 #include "mha/memory_budget.hpp"
 #include "mha/multihead_attention.hpp"
 #include "mha/saved_forward.hpp"
@@ -447,6 +448,23 @@ class LayerHandle {
   std::string error_;
 };
 
+// nn.Linear's forward and backward on heap addresses the JS wrapper (bindings/js/linear.js)
+// allocated, filled and checked; 0 for an absent bias / gradient.
+template <typename T>
+T* at(double address) { return reinterpret_cast<T*>(static_cast<uintptr_t>(address)); }
+
+void linearForward(double x, double weight, double bias, double y, double rows, double in, double out) {
+  mha::kernels::linear({at<const float>(x), at<const float>(weight), at<const float>(bias), at<float>(y),
+                        static_cast<int64_t>(rows), static_cast<int64_t>(in), static_cast<int64_t>(out)});
+}
+
+void linearBackward(double d_y, double x, double weight, double d_x, double d_weight, double d_bias, double rows,
+                    double in, double out) {
+  mha::kernels::linear_backward({at<const float>(d_y), at<const float>(x), at<const float>(weight), at<float>(d_x),
+                                 at<float>(d_weight), at<float>(d_bias), static_cast<int64_t>(rows),
+                                 static_cast<int64_t>(in), static_cast<int64_t>(out)});
+}
+
 // Bytes the allocator has handed out and not yet freed; the leak tests watch this.
 double heapAllocatedBytes() { return static_cast<double>(heap_in_use()); }
 
@@ -488,6 +506,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("weightsShape", &LayerHandle::weightsShape)
       .function("releaseResult", &LayerHandle::releaseResult);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
+  emscripten::function("linearForward", &linearForward);
+  emscripten::function("linearBackward", &linearBackward);
 #ifdef __EMSCRIPTEN_PTHREADS__
   emscripten::function("setNumThreads", &setNumThreads);
   emscripten::function("numThreads", &numThreads);

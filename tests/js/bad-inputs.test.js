@@ -37,6 +37,8 @@ for (const build of builds) {
           layer,
           make: (config) => { const l = new build.MultiHeadAttention(config); made.push(l); return l; },
           makeKeras: (config) => { const l = new build.KerasMultiHeadAttention(config); made.push(l); return l; },
+          linear: build.linear,
+          linearBackward: build.linearBackward,
         };
         const heapBefore = build.heapAllocatedBytes(), memoryBefore = build.memoryBytes();
         try {
