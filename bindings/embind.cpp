@@ -210,6 +210,7 @@ class LayerHandle {
       if (!config["softcap"].isUndefined()) c.softcap = static_cast<float>(config["softcap"].as<double>());
       c.sinks = !config["sinks"].isUndefined() && config["sinks"].as<bool>();
       if (!config["dropout"].isUndefined()) c.dropout = static_cast<float>(config["dropout"].as<double>());
+      if (!config["weightDtype"].isUndefined()) c.weight_dtype = config["weightDtype"].as<std::string>();
       layer_ = std::make_unique<mha::MultiheadAttention>(c);
       // Room for any rank up front, so the planned shapes never reallocate: the heap a handle
       // holds stays the same from call to call (tests/js/soak.test.js).
@@ -251,6 +252,7 @@ class LayerHandle {
     if (c.softcap > 0) o.set("softcap", c.softcap);
     if (c.sinks) o.set("sinks", true);
     if (c.dropout > 0) o.set("dropout", c.dropout);
+    if (c.weight_dtype != mha::WeightDtype::kF32) o.set("weightDtype", std::string(mha::weight_dtype_name(c.weight_dtype)));
     return o;
   }
 
@@ -272,6 +274,27 @@ class LayerHandle {
       layer_->load_state_dict(sd);
     });
   }
+
+  // One projection in the canonical quantized layout (src/mha/kernels/weight_formats.hpp), from
+  // bytes the JS wrapper copied into the heap: name a projection's state-dict key, dtype 'f16',
+  // 'int8' or 'q4'; zeroPointsLength 0 = no zero points (q4: 8). Lengths in elements (bytes of
+  // data and zero points, floats of scales); pointers as numbers (unsigned, up to 4 GiB).
+  bool loadQuantized(std::string name, std::string dtype, double bytesPtr, double bytesLength, double scalesPtr,
+                     double scalesLength, double zeroPointsPtr, double zeroPointsLength) {
+    return guard([&] {
+      const auto address = [](double p) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(p)); };
+      layer_->load_quantized(name, mha::parse_weight_dtype(dtype, "loadQuantized: dtype"),
+                             static_cast<const uint8_t*>(address(bytesPtr)), static_cast<int64_t>(bytesLength),
+                             static_cast<const float*>(address(scalesPtr)), static_cast<int64_t>(scalesLength),
+                             static_cast<const uint8_t*>(address(zeroPointsPtr)), static_cast<int64_t>(zeroPointsLength));
+    });
+  }
+
+  // Bytes of weights the layer holds (projections as stored, biases, sinks): JS layer.byteSize.
+  double weightBytes() const { return static_cast<double>(layer_->weight_bytes()); }
+
+  // Whether a projection is stored quantized (backward then gives input gradients only).
+  bool quantized() const { return layer_->quantized(); }
 
   // Before the JS wrapper copies a state dict of `floats` floats in: does loading fit?
   bool checkLoadStateDict(double floats) {
@@ -316,12 +339,14 @@ class LayerHandle {
       gradients_.push_back({"query", std::move(g.query)});
       gradients_.push_back({"key", std::move(g.key)});
       gradients_.push_back({"value", std::move(g.value)});
-      for (auto& entry : mha::state_dict_from_parameters(layer_->config(), g.params)) gradients_.push_back(std::move(entry));
+      // (A quantized layer has no parameter gradients: the list ends with the inputs'.)
+      if (!layer_->quantized())
+        for (auto& entry : mha::state_dict_from_parameters(layer_->config(), g.params)) gradients_.push_back(std::move(entry));
     });
   }
 
   // [{ name, ptr, length }]: query, key, value (length 0 when forward had none), then the
-  // parameters' gradients keyed and ordered as the state dict.
+  // parameters' gradients keyed and ordered as the state dict (none for a quantized layer).
   val gradientEntries() const {
     return entries_of(gradients_);
   }
@@ -330,7 +355,7 @@ class LayerHandle {
   // Copies of the current weights: [{ name, ptr, length }] valid until the next call.
   val stateDict() {
     if (!layer_->has_weights()) return val::null();
-    state_dict_ = mha::state_dict_from_parameters(layer_->config(), layer_->parameters());
+    state_dict_ = mha::state_dict_from_parameters(layer_->config(), layer_->float_parameters());
     return entries_of(state_dict_);
   }
   void releaseStateDict() { NamedFloats().swap(state_dict_); }
@@ -488,6 +513,9 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("stateDictShapes", &LayerHandle::stateDictShapes)
       .function("loadStateDict", &LayerHandle::loadStateDict)
       .function("checkLoadStateDict", &LayerHandle::checkLoadStateDict)
+      .function("loadQuantized", &LayerHandle::loadQuantized)
+      .function("weightBytes", &LayerHandle::weightBytes)
+      .function("quantized", &LayerHandle::quantized)
       .function("forward", &LayerHandle::forward)
       .function("forwardForTraining", &LayerHandle::forwardForTraining, emscripten::allow_raw_pointers())
       .function("backward", &LayerHandle::backward)

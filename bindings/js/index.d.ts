@@ -41,6 +41,14 @@ export interface RotaryConfig {
   interleaved?: boolean;
 }
 
+/**
+ * How a layer stores its four projection matrices (docs/quantized.md): float32; IEEE half
+ * precision; int8 with one scale per output feature; or 4 bits in blocks of 32 input features
+ * with one scale per block (ggml q4_0's arithmetic, onnxruntime MatMulNBits' layout). Biases,
+ * sinks and everything else stay float32.
+ */
+export type WeightDtype = 'f32' | 'f16' | 'int8' | 'q4';
+
 /** The layer's hyperparameters, named after nn.MultiheadAttention's (embed_dim -> embedDim, ...). */
 export interface AttentionConfig {
   /** E: the query's feature size (and the output's, unless outputDim is given). */
@@ -88,6 +96,12 @@ export interface AttentionConfig {
    * one (0 to 2^53 - 1). Default: a random start, so unseeded runs differ (as PyTorch's).
    */
   seed?: number;
+  /**
+   * How loadStateDict stores the projection weights (default 'f32'): 'f16', 'int8' or 'q4' read a
+   * half, a quarter or about an eighth of the bytes per decode step. stateDict() returns them
+   * dequantized; backward gives input gradients only. @see {@link WeightDtype}
+   */
+  weightDtype?: WeightDtype;
 }
 
 /** The configuration with every default filled in; the variants appear only when the layer has them. */
@@ -124,6 +138,8 @@ export interface ResolvedConfig {
   sinks?: true;
   /** Present when the layer has dropout. */
   dropout?: number;
+  /** How loadStateDict stores the projection weights. */
+  weightDtype: WeightDtype;
 }
 
 /** Options of {@link MultiHeadAttention.forward}; every one is optional. */
@@ -198,7 +214,11 @@ export interface Gradients {
   key: Tensor<Float32Array> | null;
   /** dLoss/dValue, or null when forward got value = null. */
   value: Tensor<Float32Array> | null;
-  /** dLoss/d each parameter, keyed and sized exactly as the layer's stateDictShapes() (sinks included). */
+  /**
+   * dLoss/d each parameter, keyed and sized exactly as the layer's stateDictShapes() (sinks included).
+   * @throws {TypeError} on reading it, for a layer with quantized weights (they have no parameter
+   *   gradients: train a weightDtype 'f32' layer and quantize its state dict).
+   */
   params: Record<string, Float32Array>;
 }
 
@@ -292,6 +312,32 @@ export interface ForwardResult<O extends ForwardOptions = ForwardOptions> {
 export type StateDict = Record<string, Float32Array> | Map<string, Float32Array>;
 
 /**
+ * A projection matrix [out, in] already quantized, in the canonical layout of its dtype
+ * (docs/quantized.md; row = output feature, column = input feature):
+ * - 'int8': data Int8Array [out][in], scales Float32Array [out]; w = q * scale;
+ * - 'q4': data Uint8Array [out][ceil(in/32)][16] (element j of a block in byte j/2, the low nibble
+ *   for even j: MatMulNBits' B), scales Float32Array [out][ceil(in/32)], zeroPoints optional
+ *   Uint8Array [out][ceil(ceil(in/32)/2)] (two 4-bit values per byte, low first; default 8);
+ *   w = (q - zeroPoint) * scale;
+ * - 'f16': data Uint16Array [out][in] of IEEE binary16 bits.
+ */
+export interface QuantizedTensor {
+  /** The format. */
+  dtype: 'int8' | 'q4' | 'f16';
+  /** int8: Int8Array [out][in]; q4: Uint8Array [out][ceil(in/32)][16]; f16: Uint16Array [out][in]. */
+  data: Int8Array | Uint8Array | Uint16Array;
+  /** int8: [out]; q4: [out][ceil(in/32)]; none for f16. */
+  scales?: Float32Array | null;
+  /** q4 only, optional: [out][ceil(ceil(in/32)/2)], two 4-bit zero points per byte, low first (default 8). */
+  zeroPoints?: Uint8Array | null;
+  /** [out, in]; checked against the layer's shape when given. */
+  shape?: number[];
+}
+
+/** {@link MultiHeadAttention.loadQuantized}'s argument: quantized projections and float32 entries. */
+export type QuantizedStateDict = Record<string, QuantizedTensor | Float32Array> | Map<string, QuantizedTensor | Float32Array>;
+
+/**
  * One attention layer that owns wasm memory (free it with dispose()). Layers are made by the class
  * of a loaded module, `new (await init()).MultiHeadAttention(config)`: the package exports this name
  * as a type only, since each wasm build has its own class.
@@ -313,8 +359,26 @@ export interface MultiHeadAttention {
    * zero biases (and sinks), out_proj.weight as nn.Linear's U(-1/sqrt(in), 1/sqrt(in)); seeded.
    */
   initialize(options?: InitializeOptions): this;
-  /** Copies of the current weights, keyed as stateDictShapes(). @throws {TypeError} before any weights. */
+  /**
+   * Copies of the current weights, keyed as stateDictShapes() (quantized projections dequantized
+   * to float32). @throws {TypeError} before any weights.
+   */
   stateDict(): Record<string, Float32Array>;
+  /**
+   * Weights already quantized, loaded as they are (no float32 detour): projection keys
+   * (in_proj_weight or q/k/v_proj_weight, out_proj.weight) map to {@link QuantizedTensor}s, the
+   * other keys (biases, sinks; float32 projections) to Float32Arrays. A layer without weights needs
+   * every key; a loaded layer takes quantized projections only and replaces just those (its biases
+   * stay). Each projection keeps the dtype given,
+   * whatever the layer's weightDtype. See {@link readOnnx} for an ONNX file's.
+   * @throws {TypeError | RangeError} naming the entry and the layout its dtype needs; nothing is loaded then.
+   */
+  loadQuantized(weights: QuantizedStateDict): this;
+  /**
+   * Bytes of weights the layer holds: the projections as stored (data, scales, zero points) plus
+   * the float32 biases and sinks; 0 before weights are loaded.
+   */
+  readonly byteSize: number;
   /**
    * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
    * A query row with every key masked gives zero attention: its output is out_proj.bias.
@@ -388,6 +452,8 @@ export interface KerasConfig {
   dropout?: number;
   /** Where the dropout seeds start (see AttentionConfig.seed). */
   seed?: number;
+  /** How the four dense layers' kernels are stored (see AttentionConfig.weightDtype). Default 'f32'. */
+  weightDtype?: WeightDtype;
   /**
    * Keras' attention_axes: the axes of a [B, ..., features] input attended over (between 1 and
    * rank - 2; default all of them); the other inner axes act as more batch. Scores are then
@@ -678,3 +744,42 @@ export interface OnnxAttentionWeights {
  * @throws {RangeError} naming the weight and its expected shape; {TypeError} for unknown names or one bias only.
  */
 export declare function stateDictFromOnnxAttention(weights: OnnxAttentionWeights): Record<string, Float32Array>;
+
+/** One linear layer of an ONNX model with quantized weights, as {@link MultiHeadAttention.loadQuantized} takes it. */
+export interface OnnxLinear extends QuantizedTensor {
+  /** 'q4' from MatMulNBits, 'int8' from the int8 forms. */
+  dtype: 'int8' | 'q4';
+  /** [out, in]. */
+  shape: number[];
+  /** One per output feature (int8) or per block of 32 (q4), float32. */
+  scales: Float32Array;
+  /** The op it came from: 'MatMulNBits', 'MatMul' (after DequantizeLinear), 'MatMulInteger', 'DynamicQuantizeMatMul', 'MatMulIntegerToFloat'. */
+  op: string;
+  /** The node's name (may be empty). */
+  node: string;
+  /** The name of the layer's output (the product, before any bias Add). */
+  output: string;
+  /** The weight initializer's name. */
+  weight: string;
+}
+
+/** What {@link readOnnx} finds in an ONNX model. */
+export interface OnnxModel {
+  /** The linear layers with quantized constant weights, by node name, output name and weight name. */
+  linears: Map<string, OnnxLinear>;
+  /** The linear layer named `name` (its node's, its output's or its weight's name). @throws {TypeError} listing the names found. */
+  linear(name: string): OnnxLinear;
+  /** A float initializer (float32, float16 or double) as a Float32Array, e.g. a bias. */
+  floats(name: string): Float32Array;
+}
+
+/**
+ * The quantized linear layers of an ONNX model (transformers.js' q4 / q8 / int8 exports,
+ * onnxruntime's quantizers): com.microsoft MatMulNBits with bits 4 and block_size 32 (zero points
+ * kept), and int8 weights of DequantizeLinear -> MatMul, MatMulInteger -> Cast -> Mul
+ * (quantize_dynamic), DynamicQuantizeMatMul and MatMulIntegerToFloat, with one scale per output
+ * feature or one in all and q - zeroPoint within int8. Copies the bytes as they are.
+ * @throws {TypeError | RangeError} for a file it cannot read, external data, or weights the
+ *   formats cannot hold exactly (other block sizes or bit widths, asymmetric int8 beyond int8's range).
+ */
+export declare function readOnnx(bytes: Uint8Array | ArrayBuffer): OnnxModel;

@@ -54,3 +54,4 @@ export async function init(options = {}) {
 
 export { readSafetensors, stateDictFromSafetensors, writeSafetensors } from './safetensors.js';
 export { stateDictFromKeras, stateDictFromOnnxAttention } from './interop.js';
+export { readOnnx } from './onnx.js';

@@ -7,12 +7,13 @@ import { attentionLayout, foldForAttention, permute } from './attention-axes.js'
 import { nameErrorsByCall } from './errors.js';
 import { checkFinite } from './finite.js';
 import { checkMask } from './masks.js';
+import { checkWeightDtype } from './quantized.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
-  'dropout', 'seed', 'attentionAxes'];
+  'dropout', 'seed', 'attentionAxes', 'weightDtype'];
 const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed', 'checkFinite'];
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
@@ -48,7 +49,8 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
 
     /**
      * { numHeads, keyDim, valueDim = keyDim, useBias = true, outputShape = queryDim, queryDim,
-     *   keyInputDim = valueInputDim, valueInputDim = queryDim }: Keras' arguments; the input
+     *   keyInputDim = valueInputDim, valueInputDim = queryDim, weightDtype = 'f32' }: Keras' arguments
+     * (weightDtype: how the projection weights are stored, as MultiHeadAttention's); the input
      * feature sizes (which Keras infers when the layer is built) size the layer up front.
      */
     constructor(config) {
@@ -59,6 +61,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         checkInteger(name, config[name], { optional: true });
       }
       checkBoolean('useBias', config.useBias);
+      checkWeightDtype(config.weightDtype);  // here, not when the layer is built on its first call
       this.#args = { ...config, attentionAxes: checkAttentionAxes(config.attentionAxes) };
       if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
     }
@@ -82,6 +85,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         valueInputDim,
         dropout: a.dropout ?? 0,
         attentionAxes: a.attentionAxes,
+        weightDtype: a.weightDtype ?? 'f32',
       });
       const c = this.#config;
       this.#layer = new MultiHeadAttention({
@@ -89,6 +93,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         headDim: c.keyDim, valueHeadDim: c.valueDim, outputDim: c.outputShape,
         ...(a.dropout !== undefined ? { dropout: a.dropout } : {}),
         ...(a.seed !== undefined ? { seed: a.seed } : {}),
+        ...(a.weightDtype !== undefined ? { weightDtype: a.weightDtype } : {}),
       });
     }
 

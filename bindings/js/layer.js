@@ -6,6 +6,7 @@ import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
 import { checkMask } from './masks.js';
 import { watchMemoryGrowth } from './memory-growth.js';
+import { checkQuantizedTensor, checkWeightDtype } from './quantized.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
@@ -14,7 +15,7 @@ import {
 const CONFIG_KEYS = [
   'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
-  'dropout', 'seed',
+  'dropout', 'seed', 'weightDtype',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const OPTION_KEYS = [
@@ -101,9 +102,12 @@ function checkOutBuffer(module, name, buffer, shape) {
   return buffer;
 }
 
-function stateDictEntries(stateDict) {
+/** Whether stateDictShapes() (with the separate q/k/v keys added) is a fused layer's. */
+const stateDictShapesFused = (shapes) => 'in_proj_weight' in shapes;
+
+function stateDictEntries(stateDict, what = 'loadStateDict: stateDict') {
   if (stateDict instanceof Map) return [...stateDict.entries()];
-  checkPlainObject('loadStateDict: stateDict', stateDict);
+  checkPlainObject(what, stateDict);
   return Object.entries(stateDict);
 }
 
@@ -133,6 +137,7 @@ export function defineMultiHeadAttention(module) {
     #caches = new Set();  // alive caches this layer made; dispose() frees them
     #trainingRecords = new Set();  // saved states of forward results with grad not yet freed; dispose() frees them
     #nextSeed;  // dropout's seed for the next training call that gives none
+    #weightDtype;  // how loadStateDict stores the projections ('f32', 'f16', 'int8', 'q4')
 
     constructor(config) {
       checkPlainObject('MultiHeadAttention: config', config);
@@ -150,6 +155,7 @@ export function defineMultiHeadAttention(module) {
         throw new TypeError(`dropout must be a number in [0, 1), got ${describe(config.dropout)}`);
       }
       checkSeed('seed', config.seed);
+      this.#weightDtype = checkWeightDtype(config.weightDtype);
       // Unseeded layers draw a different dropout sequence each run, as PyTorch's do.
       this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
       const { seed, ...coreConfig } = config;
@@ -172,7 +178,15 @@ export function defineMultiHeadAttention(module) {
 
     /** The resolved configuration: every default filled in, plus headDim. */
     get config() {
-      return this.#live('config').config();
+      return { ...this.#live('config').config(), weightDtype: this.#weightDtype };
+    }
+
+    /**
+     * Bytes of weights the layer holds: the projections as stored (quantized with a weightDtype
+     * other than 'f32': data, scales and zero points), biases and sinks (float32). 0 before weights.
+     */
+    get byteSize() {
+      return this.#live('byteSize').weightBytes();
     }
 
     /** The state-dict keys this layer takes, with their PyTorch shapes. */
@@ -232,6 +246,75 @@ export function defineMultiHeadAttention(module) {
       } finally {
         scope.free();
       }
+      return this;
+    }
+
+    /**
+     * Weights already quantized (an ONNX file's MatMulNBits / int8 initializers, onnx.js), loaded
+     * as they are: `weights` maps projection keys of stateDictShapes() (in_proj_weight or
+     * q/k/v_proj_weight, out_proj.weight) to { dtype: 'int8' | 'q4' | 'f16', data, scales,
+     * zeroPoints? } in the canonical layouts (docs/quantized.md), and other keys (biases, sinks,
+     * float32 projections) to Float32Arrays as loadStateDict takes them. A layer without weights
+     * needs every key; a loaded one takes quantized projections only and replaces just those.
+     * Returns the layer.
+     */
+    loadQuantized(weights) {
+      const handle = this.#live('loadQuantized');
+      const entries = stateDictEntries(weights, 'loadQuantized: weights');
+      const shapes = this.stateDictShapes();
+      // The separate q/k/v form is accepted where the layer fuses them (as loadStateDict does).
+      if (shapes.in_proj_weight) {
+        for (const key of ['q_proj_weight', 'k_proj_weight', 'v_proj_weight']) shapes[key] = [shapes.in_proj_weight[1], shapes.in_proj_weight[1]];
+      }
+      const quantized = [], floats = [];
+      const given = new Set(entries.map(([name]) => name));
+      if (handle.weightBytes() === 0) {  // a layer without weights: every key, before anything is loaded
+        const separate = ['q_proj_weight', 'k_proj_weight', 'v_proj_weight'];
+        const required = Object.keys(shapes).filter((key) => !separate.includes(key) || !stateDictShapesFused(shapes));
+        for (const key of required) {
+          const present = given.has(key) || (key === 'in_proj_weight' && separate.every((k) => given.has(k)));
+          if (!present) {
+            throw new TypeError(`loadQuantized: weights: missing '${key}' (shape [${shapes[key].join(', ')}]); a layer without `
+              + 'weights needs every key of stateDictShapes()');
+          }
+        }
+      }
+      const loaded = handle.weightBytes() > 0;
+      // Everything checked before anything is copied, so a wrong entry changes nothing.
+      for (const [name, value] of entries) {
+        const shape = shapes[name];
+        if (!shape) throw new TypeError(`loadQuantized: weights: unknown key '${name}'; this layer's keys: ${Object.keys(shapes).join(', ')}`);
+        if (value instanceof Float32Array) {
+          const count = shape.reduce((n, d) => n * d, 1);
+          if (value.length !== count) {
+            throw new RangeError(`loadQuantized: weights['${name}']: shape [${shape.join(', ')}] needs ${count} floats, got ${value.length}`);
+          }
+          if (loaded) {
+            throw new TypeError(`loadQuantized: weights['${name}']: a layer with weights takes quantized projections only `
+              + '(the rest stays); to replace float32 entries too, use loadStateDict, or loadQuantized on a new layer');
+          }
+          floats.push([name, value]);
+        } else if (shape.length !== 2) {
+          throw new TypeError(`loadQuantized: weights['${name}'] must be a Float32Array (only the projection matrices `
+            + `can be quantized), got ${describe(value)}`);
+        } else {
+          quantized.push([name, checkQuantizedTensor(name, value, shape)]);
+        }
+      }
+      const scope = new HeapScope(module);
+      try {
+        for (const [name, q] of quantized) {
+          const copy = (array) => (array ? [scope.copyIn(array), array.length] : [0, 0]);
+          if (!handle.loadQuantized(name, q.dtype, ...copy(q.data), ...copy(q.scales), ...copy(q.zeroPoints))) {
+            throwHandleError(handle, 'loadQuantized');
+          }
+        }
+      } finally {
+        scope.free();
+      }
+      // The float entries complete a layer without weights (a layer with no float entries, without
+      // biases or sinks, is complete once its four projections are in).
+      if (!loaded && handle.weightBytes() === 0) this.loadStateDict(new Map(floats));
       return this;
     }
 
@@ -373,6 +456,8 @@ export function defineMultiHeadAttention(module) {
           handle: (method) => this.#live(method),
           onFree: (r) => this.#trainingRecords.delete(r),
           inputShapes: { query: inputs.query.shape, key: inputs.key?.shape, value: inputs.value?.shape },
+          // A quantized layer has no parameter gradients (result.params says why).
+          quantized: handle.quantized() ? (this.#weightDtype === 'f32' ? 'loadQuantized' : `weightDtype '${this.#weightDtype}'`) : null,
         };
         const record = trainingRecord(saved, owner);
         saved = null;  // the record owns it now

@@ -2,6 +2,7 @@
 // in wasm memory (src/mha/saved_forward.hpp) until backward() or release().
 import { copyOutFloats, HeapScope } from './heap.js';
 import { throwHandleError } from './errors.js';
+import { noParameterGradients } from './quantized.js';
 import { describe } from './validate.js';
 
 let warnedAboutLeak = false;
@@ -40,7 +41,8 @@ export function freeRecord(record, state) {
 
 /**
  * forward's result with grad: { output, weights, backward(dOut), release() }. The record's
- * owner is the layer's private side: { module, handle(method), onFree(record), inputShapes }.
+ * owner is the layer's private side: { module, handle(method), onFree(record), inputShapes,
+ * quantized (null, or how the layer's weights are quantized, for params' message) }.
  */
 export class TrainingResult {
   #record;
@@ -54,7 +56,8 @@ export class TrainingResult {
 
   /**
    * dLoss/d(inputs and parameters) for dLoss/dOutput = dOut ({ data: Float32Array, shape } of
-   * the output's shape). Call once.
+   * the output's shape). Call once. A layer with quantized weights gives the inputs' gradients
+   * only: reading `params` throws a TypeError saying why.
    */
   backward(dOut) {
     const record = this.#record;
@@ -87,6 +90,12 @@ export class TrainingResult {
         value: value.length ? { data: copy(value), shape: [...owner.inputShapes.value] } : null,
         params: Object.fromEntries(params.map((e) => [e.name, copy(e)])),
       };
+      // A quantized layer's gradients stop at its inputs: asking for its parameters' says why.
+      if (owner.quantized) {
+        Object.defineProperty(result, 'params', {
+          enumerable: true, get() { throw new TypeError(noParameterGradients(owner.quantized)); },
+        });
+      }
       leakedResults.unregister(this);
       freeRecord(record, 'done');
       return result;

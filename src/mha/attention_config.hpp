@@ -23,6 +23,26 @@ struct RotaryConfig {
   bool interleaved = false;
 };
 
+// How the four projection matrices are stored (biases, sinks and the rest stay float32).
+// The formats' arithmetic is stated once, in kernels/weight_formats.hpp.
+enum class WeightDtype { kF32, kF16, kInt8, kQ4 };
+
+inline const char* weight_dtype_name(WeightDtype d) {
+  switch (d) {
+    case WeightDtype::kF16: return "f16";
+    case WeightDtype::kInt8: return "int8";
+    case WeightDtype::kQ4: return "q4";
+    default: return "f32";
+  }
+}
+
+// 'f32' | 'f16' | 'int8' | 'q4' -> the enum; anything else throws, naming the allowed ones.
+inline WeightDtype parse_weight_dtype(const std::string& name, const char* argument = "weightDtype") {
+  for (WeightDtype d : {WeightDtype::kF32, WeightDtype::kF16, WeightDtype::kInt8, WeightDtype::kQ4})
+    if (name == weight_dtype_name(d)) return d;
+  throw type_error(std::string(argument) + " must be one of 'f32', 'f16', 'int8', 'q4', got '" + name + "'");
+}
+
 struct AttentionConfig {
   int64_t embed_dim = 0;     // E: the query's feature size
   int64_t num_heads = 0;     // H
@@ -41,6 +61,7 @@ struct AttentionConfig {
   std::optional<float> softcap;     // scores -> c * tanh(scores / c)
   bool sinks = false;               // a learned sink logit per head (state-dict entry 'sinks' [H])
   float dropout = 0.0f;             // attention dropout probability in [0, 1), training calls only
+  std::string weight_dtype = "f32";  // 'f32' | 'f16' | 'int8' | 'q4': how the projections are stored
 };
 
 // A config with every default filled in and every rule checked.
@@ -54,6 +75,7 @@ struct ResolvedConfig {
   float softcap;                   // 0 = none
   bool sinks;
   float dropout;                   // 0 = none
+  WeightDtype weight_dtype;        // the projections' storage
 
   int64_t q_dim() const { return num_heads * head_dim; }               // rows of the q projection
   int64_t kv_dim() const { return num_kv_heads * head_dim; }           // rows of the k projection
@@ -147,6 +169,7 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f))
     throw range_error("dropout must be a number in [0, 1), got " + number_text(c.dropout));
   r.dropout = c.dropout;
+  r.weight_dtype = parse_weight_dtype(c.weight_dtype);
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "errors.hpp"
 #include "forward_plan.hpp"
 #include "kernels/attention_kernel.hpp"
+#include "kernels/weight_formats.hpp"
 #include "kv_cache.hpp"
 #include "parameters.hpp"
 #include "shape.hpp"
@@ -91,10 +92,24 @@ inline const char* memory_kind() {
 #endif
 }
 
-// The learned weights a layer keeps (its state-dict tensors).
+// The learned weights a layer keeps (its state-dict tensors). With a quantized weight_dtype the
+// projections count their stored bytes (kernels/weight_formats.hpp: codes and float32 scales).
 inline std::vector<MemoryItem> weight_memory(const ResolvedConfig& c) {
   std::vector<MemoryItem> items;
-  for (const auto& [key, shape] : state_dict_layout(c)) items.push_back({key, saturating_bytes(shape, 4)});
+  for (const auto& [key, shape] : state_dict_layout(c)) {
+    const bool projection = shape.size() == 2;
+    if (!projection || c.weight_dtype == WeightDtype::kF32) {
+      items.push_back({key, saturating_bytes(shape, 4)});
+      continue;
+    }
+    const int64_t out = shape[0], in = shape[1], blocks = kernels::q4_blocks(in);
+    uint64_t bytes = 0;
+    if (c.weight_dtype == WeightDtype::kInt8) bytes = total_bytes({{"", saturating_bytes({out, in}, 1)}, {"", saturating_bytes({out}, 4)}});
+    if (c.weight_dtype == WeightDtype::kQ4)
+      bytes = total_bytes({{"", saturating_bytes({out, blocks, kernels::kQ4Block / 2}, 1)}, {"", saturating_bytes({out, blocks}, 4)}});
+    if (c.weight_dtype == WeightDtype::kF16) bytes = saturating_bytes({out, in}, 2);
+    items.push_back({key + " (" + weight_dtype_name(c.weight_dtype) + ")", bytes});
+  }
   return items;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
 #include "additive_mask.hpp"
 #include "errors.hpp"
@@ -10,6 +11,7 @@
 #include "rotary.hpp"
 #include "saved_forward.hpp"
 #include "kernels/attention_kernel.hpp"
+#include "kernels/weight_formats.hpp"
 
 namespace mha {
 
@@ -18,16 +20,29 @@ MultiheadAttention::MultiheadAttention(const AttentionConfig& config) : config_(
 }
 
 void MultiheadAttention::load_state_dict(const StateDict& state) {
-  AttentionParameters params = parameters_from_state_dict(config_, state);
+  std::set<std::string> held;
+  for (const auto& entry : pending_) held.insert(entry.first);
+  AttentionParameters params = parameters_from_state_dict(config_, state, held);
   const ResolvedConfig& c = config_;
   const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
-  PackedProjections packed{
-      {params.q_weight.data(), bias(params.q_bias), c.q_dim(), c.embed_dim},
-      {params.k_weight.data(), bias(params.k_bias), c.kv_dim(), c.kdim},
-      {params.v_weight.data(), bias(params.v_bias), c.value_kv_dim(), c.vdim},
-      {params.out_weight.data(), bias(params.out_bias), c.output_dim, c.attended_dim()}};
+  // A projection: float32 panels, or quantized (config weight_dtype) from its float weights,
+  // or the quantized matrix load_quantized gave (the key absent from the state dict).
+  const auto project = [&](const char* key, std::vector<float>& w, const std::vector<float>& b, int64_t out,
+                           int64_t in) -> kernels::PackedLinear {
+    if (w.empty()) return kernels::PackedLinear(pending_.at(key), bias(b));
+    if (c.weight_dtype == WeightDtype::kF32) return kernels::PackedLinear(w.data(), bias(b), out, in);
+    kernels::PackedLinear packed(kernels::quantize_matrix(c.weight_dtype, w.data(), out, in), bias(b));
+    std::vector<float>().swap(w);  // the quantized panels replace the float32 copy
+    return packed;
+  };
+  PackedProjections packed{project("q_proj_weight", params.q_weight, params.q_bias, c.q_dim(), c.embed_dim),
+                           project("k_proj_weight", params.k_weight, params.k_bias, c.kv_dim(), c.kdim),
+                           project("v_proj_weight", params.v_weight, params.v_bias, c.value_kv_dim(), c.vdim),
+                           project("out_proj.weight", params.out_weight, params.out_bias, c.output_dim,
+                                   c.attended_dim())};
   params_ = std::move(params);
   packed_ = std::move(packed);
+  pending_.clear();
   loaded_ = true;
   ++weights_version_;
 }

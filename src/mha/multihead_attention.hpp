@@ -2,8 +2,10 @@
 // grouped-query heads and a custom scale.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "attention_config.hpp"
@@ -43,7 +45,25 @@ class MultiheadAttention {
   const ResolvedConfig& config() const { return config_; }
   bool has_weights() const { return loaded_; }
   void load_state_dict(const StateDict& state);  // all or nothing; throws ArgumentError
+  // The float32 parameters the layer keeps: the projections' weights are empty where they are
+  // held quantized (config weight_dtype, or load_quantized); float_parameters() has them all.
   const AttentionParameters& parameters() const { return params_; }
+  AttentionParameters float_parameters() const;  // every weight as float32 (dequantized)
+
+  // One projection in the canonical quantized layout (kernels/weight_formats.hpp), stored as is:
+  // name is a projection's state-dict key (q_proj_weight, k_proj_weight, v_proj_weight,
+  // out_proj.weight, or in_proj_weight where the layout fuses), dtype f16, int8 or q4; zero
+  // points (q4 only) may be absent. On a layer with weights it replaces that projection; before
+  // the first load_state_dict it is kept, and load_state_dict may then leave that key out (a
+  // layer with no bias and no sinks is complete once its projections are all given). All or
+  // nothing; throws ArgumentError naming the argument and the expected shape.
+  void load_quantized(const std::string& name, WeightDtype dtype, const uint8_t* data, int64_t data_bytes,
+                      const float* scales, int64_t scale_count, const uint8_t* zero_points, int64_t zero_point_bytes);
+  // Bytes of weights the layer holds: projections as stored (panels, scales, zero points, and
+  // float32 copies the backward pass reads), biases, sinks.
+  uint64_t weight_bytes() const;
+  // Whether any projection is stored quantized (then backward() gives input gradients only).
+  bool quantized() const;
 
   // Threads forward() may use: a pool shared with the caller's other layers, or null for the
   // calling thread only (the default).
@@ -97,6 +117,8 @@ class MultiheadAttention {
   struct PackedProjections {
     kernels::PackedLinear q, k, v, out;
   } packed_;
+  // Projections load_quantized received before the first load_state_dict, by state-dict key.
+  std::map<std::string, kernels::QuantizedMatrix> pending_;
   std::shared_ptr<ThreadPool> pool_;
   // Buffers forward() reuses from call to call natively (projections, attended values,
   // per-thread kernel scratch): fresh multi-megabyte allocations each call cost page faults.

@@ -27,10 +27,12 @@ namespace mha {
 namespace {
 
 // The backward of y = x W^T + b over `rows` rows (W [out, in]): dx = dy W, dw = dy^T x,
-// db = the column sums of dy. dx and db may be null (not wanted / no bias).
+// db = the column sums of dy. dx and db may be null (not wanted / no bias); dw null (a quantized
+// layer) wants dx only.
 void linear_backward(const StageRunner& run, const std::vector<float>& w, int64_t out, int64_t in, const float* x,
                      const float* dy, int64_t rows, float* dx, float* dw, float* db) {
   if (dx) run.project(kernels::PackedLinear::from_transposed(w.data(), in, out), dy, dx, rows);
+  if (!dw) return;
   // dW's rows are dy's columns: the GEMM on dy^T against x^T, x's rows with a zero gradient left
   // out (a masked key's input may hold NaN, which must not reach dW as 0 * NaN).
   std::vector<uint8_t> zero_rows(static_cast<size_t>(rows));
@@ -53,6 +55,14 @@ void linear_backward(const StageRunner& run, const std::vector<float>& w, int64_
 }
 
 float* data_or_null(std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+// A projection's float32 weights: the layer's copy, or (held quantized) dequantized for this call.
+struct ProjectionWeight {
+  std::vector<float> dequantized;
+  const std::vector<float>& w;
+  ProjectionWeight(const std::vector<float>& held, const kernels::PackedLinear& packed)
+      : dequantized(held.empty() ? packed.weight() : std::vector<float>()), w(held.empty() ? dequantized : held) {}
+};
 
 }  // namespace
 
@@ -134,11 +144,16 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
 
   Gradients g;
   AttentionParameters& dp = g.params;
-  dp.q_weight.resize(params_.q_weight.size());
-  dp.k_weight.resize(params_.k_weight.size());
-  dp.v_weight.resize(params_.v_weight.size());
-  dp.out_weight.resize(params_.out_weight.size());
-  if (c.bias) {
+  // A quantized layer gives the inputs' gradients only: its weights cannot take a float update
+  // (the parameters' gradients stay empty).
+  const bool parameter_gradients = !quantized();
+  if (parameter_gradients) {
+    dp.q_weight.resize(params_.q_weight.size());
+    dp.k_weight.resize(params_.k_weight.size());
+    dp.v_weight.resize(params_.v_weight.size());
+    dp.out_weight.resize(params_.out_weight.size());
+  }
+  if (c.bias && parameter_gradients) {
     dp.q_bias.resize(static_cast<size_t>(QD));
     dp.k_bias.resize(static_cast<size_t>(KV));
     dp.v_bias.resize(static_cast<size_t>(VKV));
@@ -147,8 +162,8 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
 
   // combine': through the output projection.
   FloatBuffer d_attended(static_cast<size_t>(B * L * AD));
-  linear_backward(run, params_.out_weight, OD, AD, s.attended.data(), d_output, B * L, d_attended.data(),
-                  dp.out_weight.data(), data_or_null(dp.out_bias));
+  linear_backward(run, ProjectionWeight(params_.out_weight, packed_.out).w, OD, AD, s.attended.data(), d_output, B * L, d_attended.data(),
+                  data_or_null(dp.out_weight), data_or_null(dp.out_bias));
 
   // attend': tasks (batch row, kv head, key chunk). A task adds the G heads of its kv head into
   // its rows of dK and dV, and their dQ into its chunk's partial dQ (summed in order below).
@@ -202,7 +217,7 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
     const float* part = dq_partial.data() + chunk * B * L * QD;
     for (int64_t i = 0; i < B * L * QD; ++i) dq[i] += part[i];
   }
-  if (c.sinks) {
+  if (c.sinks && parameter_gradients) {
     dp.sinks.assign(static_cast<size_t>(H), 0.0f);
     for (int64_t b = 0; b < B; ++b)
       for (int64_t kvh = 0; kvh < Hkv; ++kvh)
@@ -220,12 +235,12 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   const float* key_input = s.self_attention ? s.query.data() : s.key.data();
   const float* value_input = s.self_attention ? s.query.data() : s.value.data();
   FloatBuffer dx_key(static_cast<size_t>(key_rows * c.kdim)), dx_value(static_cast<size_t>(key_rows * c.vdim));
-  linear_backward(run, params_.q_weight, QD, E, s.query.data(), dq.data(), input_rows, g.query.data(),
-                  dp.q_weight.data(), data_or_null(dp.q_bias));
-  linear_backward(run, params_.k_weight, KV, c.kdim, key_input, dk.data(), key_rows, dx_key.data(), dp.k_weight.data(),
+  linear_backward(run, ProjectionWeight(params_.q_weight, packed_.q).w, QD, E, s.query.data(), dq.data(), input_rows, g.query.data(),
+                  data_or_null(dp.q_weight), data_or_null(dp.q_bias));
+  linear_backward(run, ProjectionWeight(params_.k_weight, packed_.k).w, KV, c.kdim, key_input, dk.data(), key_rows, dx_key.data(), data_or_null(dp.k_weight),
                   data_or_null(dp.k_bias));
-  linear_backward(run, params_.v_weight, VKV, c.vdim, value_input, dv.data(), key_rows, dx_value.data(),
-                  dp.v_weight.data(), data_or_null(dp.v_bias));
+  linear_backward(run, ProjectionWeight(params_.v_weight, packed_.v).w, VKV, c.vdim, value_input, dv.data(), key_rows, dx_value.data(),
+                  data_or_null(dp.v_weight), data_or_null(dp.v_bias));
   if (s.self_attention) {  // the one input's three uses
     for (size_t i = 0; i < g.query.size(); ++i) g.query[i] += dx_key[i] + dx_value[i];
   } else {

@@ -40,10 +40,12 @@ std::vector<std::pair<std::string, Shape>> state_dict_layout(const ResolvedConfi
   return layout;
 }
 
-AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const StateDict& state) {
+AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const StateDict& state,
+                                               const std::set<std::string>& held) {
   auto layout = state_dict_layout(c);
   // Where PyTorch fuses q/k/v we also take the separate form, if that is what was given.
-  if (fused_in_proj(c) && !state.count("in_proj_weight") && state.count("q_proj_weight")) {
+  const bool held_qkv = held.count("q_proj_weight") || held.count("k_proj_weight") || held.count("v_proj_weight");
+  if (fused_in_proj(c) && !state.count("in_proj_weight") && (state.count("q_proj_weight") || held_qkv)) {
     layout.erase(layout.begin());
     const int64_t E = c.embed_dim;
     layout.insert(layout.begin(), {{"q_proj_weight", {E, E}}, {"k_proj_weight", {E, E}}, {"v_proj_weight", {E, E}}});
@@ -73,7 +75,8 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
 
   // Check every entry before keeping any, so a failed load changes nothing.
   std::map<std::string, std::vector<float>> tensors;
-  for (const auto& [key, shape] : layout) tensors[key] = get(key, shape);
+  for (const auto& [key, shape] : layout)
+    if (!held.count(key) || state.count(key)) tensors[key] = get(key, shape);
 
   AttentionParameters p;
   const int64_t E = c.embed_dim, qd = c.q_dim(), kd = c.kv_dim();

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> state_dict_layout(cons
 
 // Copies a state dict into parameters. Throws ArgumentError naming the key for a missing,
 // unknown or mis-sized entry. The separate q/k/v form is also accepted where PyTorch would fuse.
-AttentionParameters parameters_from_state_dict(const ResolvedConfig& config, const StateDict& state);
+// Projection keys in `held` (q_proj_weight, ..., out_proj.weight: weights the layer already holds
+// quantized, from loadQuantized) may be absent; their weights then stay empty.
+AttentionParameters parameters_from_state_dict(const ResolvedConfig& config, const StateDict& state,
+                                               const std::set<std::string>& held = {});
 
 // The inverse: parameters (or their gradients, which share the layout) as state-dict entries,
 // keyed and ordered exactly as state_dict_layout (in_proj_weight fused where PyTorch fuses).

@@ -4,7 +4,8 @@
 //
 // Each `call(t)` gets a small kit: t.layer is a loaded layer (embedDim 8, numHeads 2) that must
 // keep working after the error; t.make(config) makes a layer that is disposed after the row.
-import { readSafetensors, stateDictFromSafetensors, writeSafetensors } from '../../bindings/js/index.js';
+import { readOnnx, readSafetensors, stateDictFromSafetensors, writeSafetensors } from '../../bindings/js/index.js';
+import { linearModel } from '../../bench/onnx-graph.mjs';
 
 export const E = 8, H = 2;
 export const f32 = (n, v = 0.1) => new Float32Array(n).fill(v);
@@ -28,6 +29,12 @@ function withHeader(header) {
   file.set(json, 8);
   return file;
 }
+
+/** q4 weights of in_proj_weight [24, 8] (one block per row) with `change` applied, and the rest of a state dict. */
+const q4InProj = (change = {}) => ({
+  in_proj_weight: { dtype: 'q4', data: u8(24 * 16), scales: f32(24), ...change }, in_proj_bias: f32(24),
+  'out_proj.weight': f32(64), 'out_proj.bias': f32(8),
+});
 
 /** Runs use(r, layer) on a forward result with grad: true, then releases it (a failed backward keeps it). */
 function withGrad(layer, use) {
@@ -55,7 +62,7 @@ export const ROWS = [
   { input: 'vdim NaN', call: (t) => t.make({ embedDim: 8, numHeads: 2, vdim: NaN }), error: RangeError, message: 'MultiHeadAttention: vdim must be an integer >= 1, got NaN' },
   { input: 'numKvHeads does not divide numHeads', call: (t) => t.make({ embedDim: 16, numHeads: 4, numKvHeads: 3 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (3) must divide numHeads (4)' },
   { input: 'numKvHeads larger than numHeads', call: (t) => t.make({ embedDim: 8, numHeads: 2, numKvHeads: 4 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (4) must divide numHeads (2)' },
-  { input: 'unknown config key', call: (t) => t.make({ embedDim: 8, numHeads: 2, heads: 2 }), error: TypeError, message: 'MultiHeadAttention: config: unknown option \'heads\'; known options: embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale, headDim, valueHeadDim, outputDim, rotary, slidingWindow, alibi, alibiSlopes, softcap, sinks, dropout, seed' },
+  { input: 'unknown config key', call: (t) => t.make({ embedDim: 8, numHeads: 2, heads: 2 }), error: TypeError, message: 'MultiHeadAttention: config: unknown option \'heads\'; known options: embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale, headDim, valueHeadDim, outputDim, rotary, slidingWindow, alibi, alibiSlopes, softcap, sinks, dropout, seed, weightDtype' },
   { input: 'bias not a boolean', call: (t) => t.make({ embedDim: 8, numHeads: 2, bias: 1 }), error: TypeError, message: 'MultiHeadAttention: bias must be a boolean, got number 1' },
   { input: 'scale Infinity', call: (t) => t.make({ embedDim: 8, numHeads: 2, scale: Infinity }), error: RangeError, message: 'MultiHeadAttention: scale must be a finite number, got number Infinity' },
   // ---- the variants of today's models (free head sizes, rotary, window, ALiBi, softcap, sinks) ----
@@ -248,4 +255,28 @@ export const ROWS = [
   { input: 'linearBackward: dOutput rows not the input\'s', call: (t) => t.linearBackward({ data: f32(9), shape: [3, 3] }, x(1, 2), { data: f32(24), shape: [3, 8] }), error: RangeError, message: 'linearBackward: dOutput must have the input\'s rows: shape [1, 2, 3], got [3, 3]' },
   { input: 'linearBackward: dWeight a Float64Array', call: (t) => t.linearBackward({ data: f32(6), shape: [2, 3] }, x(1, 2), { data: f32(24), shape: [3, 8] }, { dWeight: new Float64Array(24) }), error: TypeError, message: 'linearBackward: options.dWeight must be a Float32Array, got a Float64Array' },
   { input: 'linearBackward: dInput of the wrong size', call: (t) => t.linearBackward({ data: f32(6), shape: [2, 3] }, x(1, 2), { data: f32(24), shape: [3, 8] }, { dInput: f32(8) }), error: RangeError, message: 'linearBackward: options.dInput: expected 16 floats (the input\'s shape [1, 2, 8]), got 8' },
+  // ---- quantized weights: weightDtype, loadQuantized, readOnnx (docs/quantized.md) ----
+  { input: 'weightDtype unknown', call: (t) => t.make({ embedDim: E, numHeads: H, weightDtype: 'int4' }), error: TypeError, message: 'MultiHeadAttention: weightDtype must be one of \'f32\', \'f16\', \'int8\', \'q4\' (how the projection weights are stored), got string int4' },
+  { input: 'weightDtype in capitals', call: (t) => t.make({ embedDim: E, numHeads: H, weightDtype: 'Q4' }), error: TypeError, message: 'MultiHeadAttention: weightDtype must be one of \'f32\', \'f16\', \'int8\', \'q4\' (how the projection weights are stored), got string Q4' },
+  { input: 'weightDtype a number', call: (t) => t.make({ embedDim: E, numHeads: H, weightDtype: 8 }), error: TypeError, message: 'MultiHeadAttention: weightDtype must be one of \'f32\', \'f16\', \'int8\', \'q4\' (how the projection weights are stored), got number 8' },
+  { input: 'Keras weightDtype unknown', call: (t) => t.makeKeras({ numHeads: 2, keyDim: 4, weightDtype: 'fp16' }), error: TypeError, message: 'KerasMultiHeadAttention: weightDtype must be one of \'f32\', \'f16\', \'int8\', \'q4\' (how the projection weights are stored), got string fp16' },
+  { input: 'parameter gradients of a quantized layer', call: (t) => t.make({ embedDim: E, numHeads: H, weightDtype: 'int8' }).loadStateDict(stateDict()).forward(x(1, 2), null, null, { grad: true }).backward(x(1, 2)).params, error: TypeError, message: 'backward: params: this layer holds quantized projection weights (weightDtype \'int8\'), so it has no parameter gradients; backward gives the inputs\' gradients, through the dequantized weights. To train, use a weightDtype \'f32\' layer, then load its state dict into a quantized one' },
+  { input: 'loadQuantized: weights null', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized(null), error: TypeError, message: 'loadQuantized: weights must be an object, got null' },
+  { input: 'loadQuantized: q4 data one byte short', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized(q4InProj({ data: u8(383) })), error: RangeError, message: 'loadQuantized: weights[\'in_proj_weight\'].data: dtype \'q4\' of a [24, 8] matrix needs 384 elements (Uint8Array [24, 1, 16]), got 383' },
+  { input: 'loadQuantized: int8 data in a Uint8Array', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized({ ...stateDict(), 'out_proj.weight': { dtype: 'int8', data: u8(64), scales: f32(8) } }), error: TypeError, message: 'loadQuantized: weights[\'out_proj.weight\'].data must be an Int8Array [8, 8] for dtype \'int8\', got a Uint8Array' },
+  { input: 'loadQuantized: q4 without scales', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized(q4InProj({ scales: undefined })), error: TypeError, message: 'loadQuantized: weights[\'in_proj_weight\'].scales must be a Float32Array [24, 1] for dtype \'q4\', got undefined' },
+  { input: 'loadQuantized: q4 zero points of the wrong size', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized(q4InProj({ zeroPoints: u8(12) })), error: RangeError, message: 'loadQuantized: weights[\'in_proj_weight\'].zeroPoints: dtype \'q4\' of a [24, 8] matrix needs 24 elements (Uint8Array [24, 1]), got 12' },
+  { input: 'loadQuantized: zero points with int8', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized({ ...stateDict(), 'out_proj.weight': { dtype: 'int8', data: new Int8Array(64), scales: f32(8), zeroPoints: u8(8) } }), error: TypeError, message: 'loadQuantized: weights[\'out_proj.weight\'].zeroPoints: only dtype \'q4\' takes zero points (int8 is symmetric); omit it' },
+  { input: 'loadQuantized: dtype f32', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized(q4InProj({ dtype: 'f32' })), error: TypeError, message: 'loadQuantized: weights[\'in_proj_weight\'].dtype must be one of \'f16\', \'int8\', \'q4\' (float32 weights are plain Float32Arrays), got string f32' },
+  { input: 'loadQuantized: shape not the layer\'s', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized(q4InProj({ shape: [24, 4] })), error: RangeError, message: 'loadQuantized: weights[\'in_proj_weight\'].shape must be [24, 8] (the layer\'s [out, in] for \'in_proj_weight\'), got [24, 4]' },
+  { input: 'loadQuantized: a bias given quantized', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized({ ...q4InProj(), in_proj_bias: { dtype: 'int8', data: new Int8Array(24), scales: f32(1) } }), error: TypeError, message: 'loadQuantized: weights[\'in_proj_bias\'] must be a Float32Array (only the projection matrices can be quantized), got an object (Object)' },
+  { input: 'loadQuantized: unknown key', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized({ ...q4InProj(), 'q_proj.weight': f32(64) }), error: TypeError, message: 'loadQuantized: weights: unknown key \'q_proj.weight\'; this layer\'s keys: in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias, q_proj_weight, k_proj_weight, v_proj_weight' },
+  { input: 'loadQuantized: a key missing (a layer without weights)', call: (t) => { const { 'out_proj.bias': _, ...rest } = q4InProj(); t.make({ embedDim: E, numHeads: H }).loadQuantized(rest); }, error: TypeError, message: 'loadQuantized: weights: missing \'out_proj.bias\' (shape [8]); a layer without weights needs every key of stateDictShapes()' },
+  { input: 'loadQuantized: a bias of the wrong size', call: (t) => t.make({ embedDim: E, numHeads: H }).loadQuantized(q4InProj()).loadQuantized({ 'out_proj.bias': f32(7) }), error: RangeError, message: 'loadQuantized: weights[\'out_proj.bias\']: shape [8] needs 8 floats, got 7' },
+  { input: 'loadQuantized: a float32 entry on a layer with weights', call: (t) => t.layer.loadQuantized({ 'out_proj.bias': f32(8) }), error: TypeError, message: 'loadQuantized: weights[\'out_proj.bias\']: a layer with weights takes quantized projections only (the rest stays); to replace float32 entries too, use loadStateDict, or loadQuantized on a new layer' },
+  { input: 'readOnnx: a file name', call: () => readOnnx('model.onnx'), error: TypeError, message: 'readOnnx: bytes must be a Uint8Array or an ArrayBuffer (the .onnx file), got string model.onnx' },
+  { input: 'readOnnx: truncated file', call: () => { const f = linearModel({ op: 'MatMulNBits', K: 32, N: 2 }, { data: u8(32), scales: f32(2) }); readOnnx(f.subarray(0, f.length - 9)); }, error: RangeError, message: 'readOnnx: the model is truncated (a field runs past its message)' },
+  { input: 'readOnnx: MatMulNBits with 8 bits', call: () => readOnnx(linearModel({ op: 'MatMulNBits', K: 32, N: 2, bits: 8 }, { data: u8(64), scales: f32(2) })), error: TypeError, message: 'readOnnx: MatMulNBits \'y\': bits 8; mha-wasm\'s q4 holds 4-bit weights (bits 4)' },
+  { input: 'readOnnx: MatMulNBits with blocks of 128', call: () => readOnnx(linearModel({ op: 'MatMulNBits', K: 128, N: 2, blockSize: 128 }, { data: u8(128), scales: f32(2) })), error: TypeError, message: 'readOnnx: MatMulNBits \'y\': block_size 128; mha-wasm\'s q4 uses blocks of 32 input features' },
+  { input: 'readOnnx: asymmetric uint8 weights', call: () => readOnnx(linearModel({ op: 'DequantizeLinear', K: 4, N: 2, type: 'uint8' }, { data: u8(8), scales: f32(2), zeroPoints: Uint8Array.of(200, 0) })), error: RangeError, message: 'readOnnx: MatMul \'y\': asymmetric weights (zero point 200, a weight at 0): q - zero point does not fit int8, so mha-wasm\'s symmetric int8 cannot hold them as they are; dequantize them and use loadStateDict on a weightDtype \'int8\' layer (which quantizes again)' },
 ];

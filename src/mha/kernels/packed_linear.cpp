@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "quantized_gemv.hpp"
 #include "simd.hpp"
 
 namespace mha::kernels {
@@ -54,6 +55,24 @@ PackedLinear::PackedLinear(const float* weight, const float* bias, int64_t out_f
   }
 }
 
+PackedLinear::PackedLinear(const QuantizedMatrix& weight, const float* bias)
+    : in_(weight.in_features), out_(weight.out_features), quantized_(std::make_shared<QuantizedPanels>(weight)) {
+  bias_.assign(static_cast<size_t>(round_up(out_, kCols)), 0.0f);
+  if (bias) std::copy(bias, bias + out_, bias_.begin());
+}
+
+uint64_t PackedLinear::weight_bytes() const {
+  return (quantized_ ? quantized_->bytes() : panels_.size() * sizeof(float)) + static_cast<uint64_t>(out_) * sizeof(float);
+}
+
+std::vector<float> PackedLinear::weight() const {
+  if (quantized_) return quantized_->dequantized();
+  std::vector<float> w(static_cast<size_t>(out_ * in_));
+  for (int64_t o = 0; o < out_; ++o)
+    for (int64_t i = 0; i < in_; ++i) w[o * in_ + i] = panels_[(o / kCols) * in_ * kCols + i * kCols + o % kCols];
+  return w;
+}
+
 PackedLinear PackedLinear::from_transposed(const float* weight_t, int64_t out_features, int64_t in_features,
                                           const uint8_t* zero_inputs) {
   PackedLinear p;
@@ -92,11 +111,19 @@ int64_t PackedLinear::rows_per_task(int64_t rows, int threads) {
 
 void PackedLinear::apply(const float* x, float* y, int64_t row_begin, int64_t row_end) const {
   const int64_t num_panels = round_up(out_, kCols) / kCols;
+  // Quantized weights: each panel slice is dequantized once per call into this buffer (16 KB,
+  // in L1) and used for every row of the call's tiles.
+  std::vector<float> slice(quantized_ ? static_cast<size_t>(std::min(kDepthBlock, in_) * kCols) : 0);
   for (int64_t k0 = 0; k0 < in_; k0 += kDepthBlock) {
     const int64_t depth = std::min(kDepthBlock, in_ - k0);
     const bool first = k0 == 0;
     for (int64_t p = 0; p < num_panels; ++p) {
-      const float* panel = panels_.data() + (p * in_ + k0) * kCols;
+      const float* panel = slice.data();
+      if (quantized_) {
+        quantized_->dequantize_slice(p, k0, depth, slice.data());
+      } else {
+        panel = panels_.data() + (p * in_ + k0) * kCols;
+      }
       const int64_t col0 = p * kCols, cols = std::min<int64_t>(kCols, out_ - col0);
       for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
         const int64_t rows = std::min<int64_t>(kRows, row_end - r0);
@@ -153,6 +180,14 @@ void PackedLinear::apply_few_rows(const float* x, float* y, int64_t rows, int64_
     simd::store(out + kW, hi + simd::load(bias_.data() + col0 + kW));
     std::copy(out, out + cols, y + r * out_ + col0);
   };
+  if (quantized_) {
+    QuantizedRow row;
+    for (int64_t r = 0; r < rows; ++r) {
+      quantize_activation_row(x + r * in_, in_, row);
+      quantized_gemv(*quantized_, x + r * in_, row, bias_.data(), y + r * out_, panel_begin, panel_end);
+    }
+    return;
+  }
   int64_t p = panel_begin;
 #if defined(__wasm__)
   if (rows == 1) {

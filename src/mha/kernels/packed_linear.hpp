@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "quantized_panels.hpp"
 
 namespace mha::kernels {
 
@@ -13,6 +16,11 @@ class PackedLinear {
   PackedLinear() = default;
   // weight [out_features, in_features] (nn.Linear layout); bias [out_features] or null.
   PackedLinear(const float* weight, const float* bias, int64_t out_features, int64_t in_features);
+
+  // Quantized weights (weight_formats.hpp's canonical layout), repacked into QuantizedPanels: a
+  // few rows run the quantized GEMV (quantized_gemv.hpp), more the GEMM on panel slices
+  // dequantized on the fly into a per-call buffer.
+  PackedLinear(const QuantizedMatrix& weight, const float* bias);
 
   // The same from the weight's transpose, with no bias: weight_t [in_features, out_features]
   // row-major (W[o][i] = weight_t[i * out_features + o]). The backward pass's products
@@ -24,6 +32,11 @@ class PackedLinear {
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
+  WeightDtype dtype() const { return quantized_ ? quantized_->dtype() : WeightDtype::kF32; }
+  // Bytes this projection holds: panels (codes, scales, zero points) and bias.
+  uint64_t weight_bytes() const;
+  // W [out_features, in_features] as float32 (dequantized for a quantized projection).
+  std::vector<float> weight() const;
 
   // y[r] = x[r] W^T + b for rows [row_begin, row_end); x rows are in_features long, y rows
   // out_features long. Disjoint row ranges may run on different threads.
@@ -44,6 +57,7 @@ class PackedLinear {
   int64_t in_ = 0, out_ = 0;
   std::vector<float> panels_;  // [ceil(out / kTileCols)][in][kTileCols], zero padded
   std::vector<float> bias_;    // [ceil(out / kTileCols) * kTileCols], zeros where absent
+  std::shared_ptr<const QuantizedPanels> quantized_;  // set for a quantized projection (panels_ empty)
 };
 
 }  // namespace mha::kernels

@@ -1,0 +1,87 @@
+// The portable twin of quantized_gemv: the arithmetic quantized_gemv.hpp states, one column at a
+// time, reading the panels element by element.
+#include <algorithm>
+#include <cmath>
+
+#include "quantized_gemv.hpp"
+#include "simd.hpp"
+
+namespace mha::kernels {
+namespace {
+
+constexpr int64_t kP = simd::kTileCols, kW = simd::kWidth;
+
+// The panel's float values (Inf/NaN rows, f16): a dot product in depth order.
+void float_path(const QuantizedPanels& w, const float* x, const float* bias, float* y, int64_t p) {
+  const int64_t in = w.in_features();
+  std::vector<float> slice(static_cast<size_t>(in * kP));
+  w.dequantize_slice(p, 0, in, slice.data());
+  for (int64_t c = 0; c < kP && p * kP + c < w.out_features(); ++c) {
+    float acc = 0.0f;
+    for (int64_t i = 0; i < in; ++i) acc += slice[i * kP + c] * x[i];
+    y[p * kP + c] = acc + (bias ? bias[p * kP + c] : 0.0f);
+  }
+}
+
+}  // namespace
+
+void quantize_activation_row(const float* x, int64_t in, QuantizedRow& row) {
+  const int64_t padded = q4_blocks(in) * kQ4Block;
+  row.q.assign(static_cast<size_t>(padded), 0);
+  row.sums.assign(static_cast<size_t>(padded / kQ4Block), 0);
+  float amax = 0.0f;
+  row.finite = true;
+  for (int64_t i = 0; i < in; ++i) {
+    if (!std::isfinite(x[i])) row.finite = false;
+    amax = std::max(amax, std::fabs(x[i]));
+  }
+  if (!row.finite) return;
+  row.scale = amax / 32767.0f;
+  const float inverse = row.scale != 0.0f ? 1.0f / row.scale : 0.0f;
+  for (int64_t i = 0; i < in; ++i) {
+    const float r = std::roundf(x[i] * inverse);
+    row.q[i] = static_cast<int16_t>(std::clamp(r, -32767.0f, 32767.0f));
+    row.sums[i / kQ4Block] += row.q[i];
+  }
+}
+
+void quantized_gemv_reference(const QuantizedPanels& w, const float* x, const QuantizedRow& row, const float* bias,
+                              float* y, int64_t panel_begin, int64_t panel_end) {
+  const int64_t in = w.in_features(), out = w.out_features();
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    if (w.dtype() == WeightDtype::kF16 || !row.finite) {
+      float_path(w, x, bias, y, p);
+      continue;
+    }
+    const uint8_t* codes = w.codes(p);
+    const float* scales = w.scales(p);
+    for (int64_t c = 0; c < kP && p * kP + c < out; ++c) {
+      float acc = 0.0f;
+      if (w.dtype() == WeightDtype::kInt8) {
+        for (int64_t k0 = 0; k0 < in; k0 += kInt8RunDepth) {
+          int32_t s = 0;
+          for (int64_t i = k0; i < std::min(in, k0 + kInt8RunDepth); ++i)
+            s += static_cast<int8_t>(codes[(i / 2) * 2 * kP + 2 * c + i % 2]) * row.q[i];
+          acc += static_cast<float>(s);
+        }
+        acc = acc * scales[c] * row.scale;
+      } else {  // q4
+        for (int64_t b = 0; b < w.blocks(); ++b) {
+          int32_t s = 0;
+          for (int64_t j = 0; j < kQ4Block; ++j) {
+            const int64_t g = j / 4, t = j % 4;
+            const uint8_t byte = codes[(b * (kQ4Block / 4) + g) * 2 * kP + 4 * (c % kW) + 2 * (t % 2) + c / kW];
+            s += (t >= 2 ? byte >> 4 : byte & 0x0f) * row.q[b * kQ4Block + j];
+          }
+          const int32_t zp = w.has_zero_points() ? w.zero_points(p)[b * kP + c] : 8;
+          s -= zp * row.sums[b];
+          acc += static_cast<float>(s) * scales[b * kP + c];
+        }
+        acc = acc * row.scale;
+      }
+      y[p * kP + c] = acc + (bias ? bias[p * kP + c] : 0.0f);
+    }
+  }
+}
+
+}  // namespace mha::kernels

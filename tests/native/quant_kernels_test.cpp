@@ -1,0 +1,132 @@
+// The quantized kernels against their twins: the decode GEMV (quantized_gemv) against
+// quantized_gemv_reference and against the float product with the dequantized weights; the
+// GEMM's dequantize-a-slice path (PackedLinear::apply) against linear_reference. Sizes that are
+// not a multiple of 32 inputs or of a panel's columns, zero points, Inf/NaN activations.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "mha/kernels/linear.hpp"
+#include "mha/kernels/packed_linear.hpp"
+#include "mha/kernels/quantized_gemv.hpp"
+#include "mha/kernels/weight_formats.hpp"
+#include "random_vector.hpp"
+
+namespace {
+
+using mha::WeightDtype;
+using mha::kernels::PackedLinear;
+using mha::kernels::QuantizedMatrix;
+using mha::kernels::QuantizedPanels;
+
+struct Case {
+  WeightDtype dtype;
+  int64_t out, in;
+  bool zero_points = false;
+};
+
+QuantizedMatrix matrix(const Case& c, unsigned seed) {
+  std::vector<float> w = random_vector(static_cast<size_t>(c.out * c.in), seed);
+  QuantizedMatrix m = mha::kernels::quantize_matrix(c.dtype, w.data(), c.out, c.in);
+  if (c.zero_points) {
+    m.zero_points.resize(static_cast<size_t>(QuantizedMatrix::zero_point_bytes(c.dtype, c.out, c.in)));
+    for (size_t i = 0; i < m.zero_points.size(); ++i) m.zero_points[i] = static_cast<uint8_t>(i * 53 + 7);
+  }
+  return m;
+}
+
+// y = x W^T + b in double with the dequantized weights.
+std::vector<double> exact(const std::vector<float>& w, const float* bias, const float* x, int64_t rows, int64_t out,
+                          int64_t in) {
+  std::vector<double> y(static_cast<size_t>(rows * out));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = bias ? bias[o] : 0.0;
+      for (int64_t i = 0; i < in; ++i) acc += static_cast<double>(w[o * in + i]) * x[r * in + i];
+      y[r * out + o] = acc;
+    }
+  return y;
+}
+
+double scale_of(const std::vector<double>& y) {
+  double s = 0;
+  for (double v : y) s = std::max(s, std::abs(v));
+  return s;
+}
+
+class QuantKernels : public ::testing::TestWithParam<Case> {};
+
+TEST_P(QuantKernels, GemvMatchesItsTwinAndTheDequantizedProduct) {
+  const Case c = GetParam();
+  const QuantizedMatrix m = matrix(c, 11);
+  const QuantizedPanels panels(m);
+  const std::vector<float> w = mha::kernels::dequantize_matrix(m);
+  const std::vector<float> x = random_vector(static_cast<size_t>(c.in), 12);
+  std::vector<float> bias = random_vector(static_cast<size_t>(panels.num_panels() * 64), 13);
+  mha::kernels::QuantizedRow row;
+  mha::kernels::quantize_activation_row(x.data(), c.in, row);
+  std::vector<float> fast(static_cast<size_t>(c.out)), twin(static_cast<size_t>(c.out));
+  mha::kernels::quantized_gemv(panels, x.data(), row, bias.data(), fast.data(), 0, panels.num_panels());
+  mha::kernels::quantized_gemv_reference(panels, x.data(), row, bias.data(), twin.data(), 0, panels.num_panels());
+  const std::vector<double> want = exact(w, bias.data(), x.data(), 1, c.out, c.in);
+  const double scale = scale_of(want);
+  for (int64_t o = 0; o < c.out; ++o) {
+    // The twin: the same integer sums and float steps (natively a fused multiply-add may round once).
+    ASSERT_NEAR(fast[o], twin[o], 1e-6 * scale) << o;
+    // The int16 activations: within 1e-4 of the output's scale of the dequantized product.
+    ASSERT_NEAR(fast[o], want[o], 1e-4 * scale) << o;
+  }
+  // A panel range writes those columns only (threads split decoding by panels).
+  if (panels.num_panels() > 1) {
+    std::vector<float> part(static_cast<size_t>(c.out), -7.0f);
+    mha::kernels::quantized_gemv(panels, x.data(), row, bias.data(), part.data(), 1, panels.num_panels());
+    EXPECT_EQ(part[0], -7.0f);
+    EXPECT_EQ(part[c.out - 1], fast[c.out - 1]);
+  }
+}
+
+TEST_P(QuantKernels, GemmOnDequantizedSlices) {
+  const Case c = GetParam();
+  const QuantizedMatrix m = matrix(c, 21);
+  const std::vector<float> w = mha::kernels::dequantize_matrix(m);
+  const std::vector<float> bias = random_vector(static_cast<size_t>(c.out), 22);
+  const PackedLinear packed(m, bias.data());
+  for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{37}}) {
+    const std::vector<float> x = random_vector(static_cast<size_t>(rows * c.in), 23);
+    std::vector<float> y(static_cast<size_t>(rows * c.out));
+    if (rows < PackedLinear::few_rows()) packed.apply_few_rows(x.data(), y.data(), rows, 0, packed.num_panels());
+    else packed.apply(x.data(), y.data(), 0, rows);
+    const std::vector<double> want = exact(w, bias.data(), x.data(), rows, c.out, c.in);
+    const double scale = scale_of(want);
+    const double tolerance = rows < PackedLinear::few_rows() && c.dtype != WeightDtype::kF16 ? 1e-4 : 1e-5;
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], tolerance * scale) << rows << " rows, " << i;
+  }
+  // The float32 weights it gives back are the dequantized ones.
+  const std::vector<float> back = packed.weight();
+  for (size_t i = 0; i < w.size(); ++i) ASSERT_EQ(back[i], w[i]) << i;
+}
+
+TEST_P(QuantKernels, NonFiniteActivationsPropagate) {
+  const Case c = GetParam();
+  const PackedLinear packed(matrix(c, 31), nullptr);
+  std::vector<float> x = random_vector(static_cast<size_t>(c.in), 32);
+  x[c.in / 2] = NAN;
+  std::vector<float> y(static_cast<size_t>(c.out));
+  packed.apply_few_rows(x.data(), y.data(), 1, 0, packed.num_panels());
+  for (float v : y) ASSERT_TRUE(std::isnan(v));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, QuantKernels,
+    ::testing::Values(Case{WeightDtype::kInt8, 64, 128}, Case{WeightDtype::kInt8, 13, 45}, Case{WeightDtype::kInt8, 70, 777},
+                      Case{WeightDtype::kInt8, 40, 1030}, Case{WeightDtype::kQ4, 64, 128}, Case{WeightDtype::kQ4, 13, 45},
+                      Case{WeightDtype::kQ4, 70, 777}, Case{WeightDtype::kQ4, 33, 100, true},
+                      Case{WeightDtype::kQ4, 96, 2048, true}, Case{WeightDtype::kF16, 64, 128},
+                      Case{WeightDtype::kF16, 13, 45}, Case{WeightDtype::kF16, 70, 777}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      return std::string(mha::weight_dtype_name(info.param.dtype)) + "_" + std::to_string(info.param.out) + "x" +
+             std::to_string(info.param.in) + (info.param.zero_points ? "_zp" : "");
+    });
+
+}  // namespace
