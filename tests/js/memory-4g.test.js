@@ -9,9 +9,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
 import { attendRow, projectRow } from './float64-attention.js';
+import { below2GiB, recordPointers, takeLowMemory, TWO_GIB } from './memory-4g-filler.js';
 import { seededFloats } from './seeded.js';
 
-const TWO_GIB = 2 ** 31;
 const E = 64, H = 4, B = 2, L = 40, PREFILL = 32;
 
 /** The state dict of the test layer (in_proj: [3E, E], out_proj: [E, E]). */
@@ -41,49 +41,6 @@ function rows(data, from, to) {
   const out = new Float32Array(B * (to - from) * E);
   for (let b = 0; b < B; b++) out.set(data.subarray((b * L + from) * E, (b * L + to) * E), b * (to - from) * E);
   return { data: out, shape: [B, to - from, E] };
-}
-
-/**
- * Every address the JS side gets from the module, unsigned as the wrapper must read them: what
- * _malloc returns (the wrapper's copies of inputs), the result getters and the entry lists.
- */
-function recordPointers(module) {
-  const seen = [];
-  const malloc = module._malloc;
-  module._malloc = (bytes) => { const p = malloc(bytes); seen.push(p >>> 0); return p; };
-  const proto = module.LayerHandle.prototype;
-  for (const method of ['outputPtr', 'weightsPtr']) {
-    const original = proto[method];
-    proto[method] = function recorded(...args) {
-      const p = original.apply(this, args);
-      if (p !== 0) seen.push(p);  // (0: no weights asked for)
-      return p;
-    };
-  }
-  for (const method of ['stateDict', 'gradientEntries']) {
-    const original = proto[method];
-    proto[method] = function recorded(...args) {
-      const entries = original.apply(this, args);
-      for (const e of entries ?? []) if (e.length) seen.push(e.ptr);  // (self-attention: no key, value gradients)
-      return entries;
-    };
-  }
-  return seen;
-}
-
-/** Takes 2 GiB and then every free block below 2 GiB, so later allocations land above 2^31. */
-function takeLowMemory(module) {
-  const held = [module._malloc(2 ** 30) >>> 0, module._malloc(2 ** 30) >>> 0];
-  assert.ok(held.every((p) => p !== 0), 'the 2 GiB filler was allocated');
-  for (const size of [2 ** 20, 2 ** 16, 2 ** 12, 2 ** 8, 8]) {
-    for (;;) {
-      const p = module._malloc(size) >>> 0;
-      assert.notEqual(p, 0, `malloc(${size}) after the filler`);
-      if (p >= TWO_GIB) { module._free(p); break; }
-      held.push(p);
-    }
-  }
-  return held;
 }
 
 /** Everything the test runs on one layer; the same calls at low and at high addresses. */
@@ -141,8 +98,7 @@ for (const name of BUILDS) {
     test('the memory grew past 2 GiB, and every pointer the JS side saw is above 2^31', () => {
       assert.ok(memoryBytes > TWO_GIB + 2 ** 20, `memory: ${memoryBytes} bytes`);
       assert.ok(pointers.length > 40, `${pointers.length} pointers seen`);
-      const below = pointers.filter((p) => !(p >= TWO_GIB && p < 2 ** 32));
-      assert.deepEqual(below, [], 'pointers below 2^31 (or not unsigned)');
+      assert.deepEqual(below2GiB(pointers), [], 'pointers below 2^31 (or not unsigned)');
     });
 
     test('sampled output rows match float64 (causal, padding mask)', () => {
