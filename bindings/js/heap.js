@@ -20,15 +20,21 @@ export class HeapScope {
     this.pointers = [];
   }
 
-  /** Copies a Float32Array, Uint8Array or Int32Array into the heap; returns its address. */
-  copyIn(array) {
-    const bytes = Math.max(array.byteLength, 1);
+  /** Room for `bytes` bytes (at least 1), freed with the scope; `what` names it in the error. */
+  allocate(bytes, what = 'an output') {
+    bytes = Math.max(bytes, 1);
     const ptr = this.module._malloc(bytes) >>> 0;  // an i32 export: negative above 2 GiB
     if (ptr === 0) {
-      throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for an input`
+      throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for ${what}`
         + describeGrowthRefusal(this.module));
     }
     this.pointers.push(ptr);
+    return ptr;
+  }
+
+  /** Copies a Float32Array, Uint8Array or Int32Array into the heap; returns its address. */
+  copyIn(array) {
+    const ptr = this.allocate(array.byteLength, 'an input');
     if (array instanceof Float32Array) {
       heapView(this.module, Float32Array).set(array, ptr >>> 2);
     } else {  // byte for byte (an Int32Array set into a Uint8Array view would truncate each element)

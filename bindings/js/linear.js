@@ -51,15 +51,6 @@ function checkBias(call, bias, outFeatures) {
   return bias;
 }
 
-/** Room for `floats` floats in the heap, freed with `scope`. */
-function allocate(module, scope, floats) {
-  const bytes = Math.max(4 * floats, 4);
-  const ptr = module._malloc(bytes) >>> 0;
-  if (ptr === 0) throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for an output`);
-  scope.pointers.push(ptr);
-  return ptr;
-}
-
 function checkOptions(call, options, known) {
   checkPlainObject(`${call}: options`, options);
   checkKnownKeys(`${call}: options`, options, known);
@@ -85,7 +76,7 @@ export function defineLinear(module) {
       const x = scope.copyIn(input.data);
       const w = scope.copyIn(weight.data);
       const bp = b ? scope.copyIn(b) : 0;
-      const y = allocate(module, scope, rows * outFeatures);
+      const y = scope.allocate(4 * rows * outFeatures);
       module.linearForward(x, w, bp, y, rows, inFeatures, outFeatures);
       return { data: out ? copyOutFloatsInto(module, y, out) : copyOutFloats(module, y, rows * outFeatures), shape: outputShape };
     } catch (error) {
@@ -118,9 +109,9 @@ export function defineLinear(module) {
       const dy = scope.copyIn(dOutput.data);
       const x = scope.copyIn(input.data);
       const w = scope.copyIn(weight.data);
-      const dx = allocate(module, scope, rows * inFeatures);
-      const dw = allocate(module, scope, outFeatures * inFeatures);
-      const db = allocate(module, scope, outFeatures);
+      const dx = scope.allocate(4 * rows * inFeatures);
+      const dw = scope.allocate(4 * outFeatures * inFeatures);
+      const db = scope.allocate(4 * outFeatures);
       module.linearBackward(dy, x, w, dx, dw, db, rows, inFeatures, outFeatures);
       const take = (ptr, count, buffer) => (buffer ? copyOutFloatsInto(module, ptr, buffer) : copyOutFloats(module, ptr, count));
       return {
