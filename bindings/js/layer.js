@@ -178,7 +178,7 @@ export function defineMultiHeadAttention(module) {
 
     /** The resolved configuration: every default filled in, plus headDim. */
     get config() {
-      return { ...this.#live('config').config(), weightDtype: this.#weightDtype };
+      return this.#live('config').config();  // weightDtype only when not 'f32', as other options
     }
 
     /**
