@@ -18,6 +18,8 @@
 
 #include "mha/kernels/attention_kernel.hpp"
 #include "mha/kernels/packed_linear.hpp"
+#include "mha/kernels/simd.hpp"
+#include "mha/kernels/weight_formats.hpp"
 
 namespace {
 
@@ -41,6 +43,8 @@ double cpu_seconds() {
 #endif
 }
 
+double last_best_cpu = 0;  // the best CPU seconds of the last report()
+
 // Prints the row and returns the best wall time in seconds.
 double report(const char* kernel, const char* shape, double flops, const std::function<void()>& run) {
   for (int i = 0; i < 3; ++i) run();
@@ -54,6 +58,7 @@ double report(const char* kernel, const char* shape, double flops, const std::fu
   }
   std::printf("| %s | %s | %.3f | %.1f | %.3f | %.1f |\n", kernel, shape, best * 1e3, flops / best * 1e-9,
               best_cpu * 1e3, flops / std::max(best_cpu, 1e-9) * 1e-9);
+  last_best_cpu = best_cpu;
   return best;
 }
 
@@ -66,6 +71,61 @@ void report_gemv(const char* kernel, int64_t K, int64_t N, unsigned seed, const 
   const double s = report(kernel, shape.c_str(), 2.0 * K * N,
                           [&] { linear.apply_few_rows(x.data(), y.data(), 1, 0, linear.num_panels()); });
   std::printf("| (GEMV %s) | %.1f GB/s | | | | |\n", what, 4.0 * K * N / s * 1e-9);
+}
+
+// This process's streaming read of a 256 MiB buffer (far beyond the last-level cache), GB/s: the
+// limit a GEMV that reads its weights once can reach.
+double stream_read_rate() {
+  namespace simd = mha::kernels::simd;
+  const size_t n = (size_t{256} << 20) / sizeof(float);
+  std::vector<float> buffer(n, 1.0f);
+  float sink = 0;
+  const double s = report("stream read (4 vector sums)", "256 MiB", static_cast<double>(n), [&] {
+    simd::Vec a(0.0f), b(0.0f), c(0.0f), d(0.0f);
+    for (size_t i = 0; i + 4 * simd::kWidth <= n; i += 4 * simd::kWidth) {
+      a += simd::load(buffer.data() + i);
+      b += simd::load(buffer.data() + i + simd::kWidth);
+      c += simd::load(buffer.data() + i + 2 * simd::kWidth);
+      d += simd::load(buffer.data() + i + 3 * simd::kWidth);
+    }
+    sink += simd::hsum(a + b + c + d);
+  });
+  (void)s;
+  const double rate = n * sizeof(float) / last_best_cpu * 1e-9;  // CPU time: other jobs inflate it least
+  std::printf("| (stream read, CPU time) | %.1f GB/s | | | | |%s\n", rate, sink == 0 ? " " : "");
+  return rate;
+}
+
+// Decoding's projection with quantized weights: one row against K x N weights of `dtype`, over
+// enough distinct copies (>= 128 MiB of float32 weights' worth, >= 48 MiB of the dtype's) that
+// they stream from memory, as a model's layers do. Prints the time per GEMV, the rate it reads
+// the dtype's bytes, and its speed against the float32 row (same shape, same streaming).
+double report_quantized_gemv(mha::WeightDtype dtype, int64_t K, int64_t N, double stream_rate, double f32_seconds) {
+  const auto w = uniform(N * K, 31, 0.05f), b = uniform(N, 32, 0.1f), x = uniform(K, 33, 0.5f);
+  std::vector<float> y(N);
+  const double bytes = dtype == mha::WeightDtype::kF32 ? 4.0 * K * N
+                       : dtype == mha::WeightDtype::kF16 ? 2.0 * K * N
+                       : dtype == mha::WeightDtype::kInt8 ? 1.0 * K * N + 4.0 * N
+                                                          : (16.0 + 4.0) * N * mha::kernels::q4_blocks(K);
+  const int64_t copies = std::max<int64_t>(8, static_cast<int64_t>((48 << 20) / bytes) + 1);
+  std::vector<mha::kernels::PackedLinear> layers;
+  if (dtype == mha::WeightDtype::kF32) {
+    for (int64_t i = 0; i < copies; ++i) layers.emplace_back(w.data(), b.data(), N, K);
+  } else {
+    const auto m = mha::kernels::quantize_matrix(dtype, w.data(), N, K);
+    for (int64_t i = 0; i < copies; ++i) layers.emplace_back(m, b.data());
+  }
+  const std::string kernel = std::string("projection GEMV, one row, ") + mha::weight_dtype_name(dtype) + " (" +
+                             std::to_string(copies) + " copies streamed)";
+  const std::string shape = "1 x " + std::to_string(K) + " x " + std::to_string(N);
+  report(kernel.c_str(), shape.c_str(), 2.0 * K * N * copies, [&] {
+    for (const auto& layer : layers) layer.apply_few_rows(x.data(), y.data(), 1, 0, layer.num_panels());
+  });
+  const double s = last_best_cpu / copies;  // CPU time, as the stream read's
+  std::printf("| (GEMV %s, CPU time) | %.1f GB/s of its bytes (%.0f%% of the stream read), %.1f G weights/s, %.2fx float32's time | | | | |\n",
+              mha::weight_dtype_name(dtype), bytes / s * 1e-9, 100.0 * bytes / s * 1e-9 / stream_rate,
+              1.0 * K * N / s * 1e-9, f32_seconds > 0 ? f32_seconds / s : 1.0);
+  return s;
 }
 
 // One head of L = S keys and head dim Dh, contiguous rows, with its own scratch.
@@ -130,6 +190,30 @@ int main() {
   }
   // Decoding's projection: one row against 2048 x 2048 weights (16 MiB, streamed from memory).
   report_gemv("projection GEMV, one row (PackedLinear::apply_few_rows)", 2048, 2048, 7, "weights streamed");
+  // Quantized weights (weight_formats.hpp): the decode GEMV of each dtype against float32's, all
+  // streamed from memory, and the streaming read that bounds them.
+  {
+    const double stream = stream_read_rate();
+    const double f32 = report_quantized_gemv(mha::WeightDtype::kF32, 2048, 2048, stream, 0);
+    for (mha::WeightDtype dtype : {mha::WeightDtype::kInt8, mha::WeightDtype::kQ4, mha::WeightDtype::kF16})
+      report_quantized_gemv(dtype, 2048, 2048, stream, f32);
+    // Prefill with quantized weights: the GEMM on slices dequantized per call, against float32's.
+    const int64_t M = 512, K = 768, N = 768;
+    const auto w = uniform(N * K, 41, 0.05f), b = uniform(N, 42, 0.1f), x = uniform(M * K, 43, 0.5f);
+    std::vector<float> y(M * N);
+    for (mha::WeightDtype dtype : {mha::WeightDtype::kF32, mha::WeightDtype::kInt8, mha::WeightDtype::kQ4, mha::WeightDtype::kF16}) {
+      const mha::kernels::PackedLinear linear = dtype == mha::WeightDtype::kF32
+          ? mha::kernels::PackedLinear(w.data(), b.data(), N, K)
+          : mha::kernels::PackedLinear(mha::kernels::quantize_matrix(dtype, w.data(), N, K), b.data());
+      // In the layer's tasks (rows_per_task): each dequantizes the slices it uses once.
+      const int64_t step = mha::kernels::PackedLinear::rows_per_task(M, 1);
+      const std::string kernel = std::string("projection GEMM, ") + mha::weight_dtype_name(dtype) + " weights (tasks of " +
+                                 std::to_string(step) + " rows)";
+      report(kernel.c_str(), "512 x 768 x 768", 2.0 * M * K * N, [&] {
+        for (int64_t r = 0; r < M; r += step) linear.apply(x.data(), y.data(), r, std::min(M, r + step));
+      });
+    }
+  }
   // A Qwen-like key projection (896 -> 128, from cache): in wasm 16 panels of 8 columns, five
   // threes and one alone (apply_few_rows' remainder loop).
   report_gemv("projection GEMV, one row, a key projection", 896, 128, 10, "weights read");

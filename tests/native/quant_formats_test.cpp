@@ -133,6 +133,18 @@ TEST_P(QuantFormatsShapes, DequantizedEqualsTheDefinition) {
     const QuantizedPanels panels(m);
     const std::vector<float> from_panels = panels.dequantized();
     for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(bits(from_panels[i]), bits(back[i])) << i;
+    // Slices as the GEMM takes them (from a block start, any depth): the vectorized
+    // dequantization against its element-by-element twin.
+    for (int64_t k0 = 0; k0 < in; k0 += 32) {
+      for (int64_t depth : {in - k0, std::min<int64_t>(in - k0, 32), std::min<int64_t>(in - k0, 7)}) {
+        for (int64_t p = 0; p < panels.num_panels(); ++p) {
+          std::vector<float> fast(static_cast<size_t>(depth * 64), 0.0f), twin(static_cast<size_t>(depth * 64), 0.0f);
+          panels.dequantize_slice(p, k0, depth, fast.data());
+          panels.dequantize_slice_reference(p, k0, depth, twin.data());
+          for (size_t i = 0; i < fast.size(); ++i) ASSERT_EQ(bits(fast[i]), bits(twin[i])) << k0 << " " << depth << " " << i;
+        }
+      }
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mha/errors.hpp"
+#include "mha/memory_budget.hpp"
 #include "mha/kernels/weight_formats.hpp"
 #include "mha/multihead_attention.hpp"
 #include "mha/saved_forward.hpp"
@@ -269,6 +270,26 @@ TEST(QuantLayer, LoadQuantizedErrorsNameTheArgumentAndShape) {
   EXPECT_EQ(message("q_proj_weight", WeightDtype::kF32, 1600, 0, 0),
             "loadQuantized: dtype must be 'f16', 'int8' or 'q4' (float32 weights go through loadStateDict), got 'f32'");
   EXPECT_FALSE(layer->has_weights());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(QuantLayer, MemoryBudgetCountsQuantizedBytes) {
+  mha::AttentionConfig c;
+  c.embed_dim = 64;
+  c.num_heads = 4;
+  c.kdim = 45;  // q4: 2 blocks per row, the last one padded
+  for (const char* dtype : {"int8", "q4", "f16"}) {
+    c.weight_dtype = dtype;
+    const auto items = mha::weight_memory(mha::resolve(c));
+    ASSERT_EQ(items[1].name, std::string("k_proj_weight (") + dtype + ")");
+    const uint64_t want = std::string(dtype) == "int8" ? 64 * 45 + 64 * 4 : std::string(dtype) == "q4" ? 64 * 2 * 16 + 64 * 2 * 4 : 64 * 45 * 2;
+    EXPECT_EQ(items[1].bytes, want) << dtype;
+    EXPECT_EQ(items[3].name, "in_proj_bias");  // biases stay float32
+    EXPECT_EQ(items[3].bytes, 3u * 64 * 4);
+  }
 }
 
 }  // namespace

@@ -181,11 +181,13 @@ void PackedLinear::apply_few_rows(const float* x, float* y, int64_t rows, int64_
     std::copy(out, out + cols, y + r * out_ + col0);
   };
   if (quantized_) {
-    QuantizedRow row;
-    for (int64_t r = 0; r < rows; ++r) {
-      quantize_activation_row(x + r * in_, in_, row);
-      quantized_gemv(*quantized_, x + r * in_, row, bias_.data(), y + r * out_, panel_begin, panel_end);
-    }
+    // Each row quantized once; then panel by panel, every row against the panel while it is in L1
+    // (the weights stream from memory once, as for float32).
+    QuantizedRow quantized_rows[kRows];
+    for (int64_t r = 0; r < rows; ++r) quantize_activation_row(x + r * in_, in_, quantized_rows[r]);
+    for (int64_t p = panel_begin; p < panel_end; ++p)
+      for (int64_t r = 0; r < rows; ++r)
+        quantized_gemv(*quantized_, x + r * in_, quantized_rows[r], bias_.data(), y + r * out_, p, p + 1);
     return;
   }
   int64_t p = panel_begin;

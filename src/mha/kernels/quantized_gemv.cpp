@@ -14,18 +14,11 @@
 #include "quantized_gemv.hpp"
 
 #include <algorithm>
-#include <cstring>
 
-#include "simd.hpp"
+#include "quantized_simd.hpp"
 
-#if defined(__wasm_simd128__)
-#include <wasm_simd128.h>
-#define MHA_QGEMV 1
-#elif defined(__AVX512BW__) || defined(__AVX2__)
-#include <immintrin.h>
-#define MHA_QGEMV 1
-#else
-#define MHA_QGEMV 0
+#ifndef MHA_QGEMV_PANELS
+#define MHA_QGEMV_PANELS 1
 #endif
 
 namespace mha::kernels {
@@ -33,103 +26,8 @@ namespace mha::kernels {
 #if MHA_QGEMV
 namespace {
 
+using namespace qsimd;
 constexpr int64_t kP = simd::kTileCols, kW = simd::kWidth;
-
-// The few integer and float operations the kernels need, per instruction set: I holds W int32
-// (or 2W int16) lanes, F W floats.
-#if defined(__wasm_simd128__)
-static_assert(kW == 4, "wasm: 4 lanes");
-using I = v128_t;
-using F = v128_t;
-inline I izero() { return wasm_i32x4_splat(0); }
-inline I iadd(I a, I b) { return wasm_i32x4_add(a, b); }
-inline I isub(I a, I b) { return wasm_i32x4_sub(a, b); }
-inline I imul(I a, I b) { return wasm_i32x4_mul(a, b); }
-inline I isplat(int32_t v) { return wasm_i32x4_splat(v); }
-inline I iload(const void* p) { return wasm_v128_load(p); }
-inline I pair(const int16_t* x) { return wasm_v128_load32_splat(x); }
-inline I dot(I a, I b) { return wasm_i32x4_dot_i16x8(a, b); }
-inline I widen_i8(const uint8_t* p) { return wasm_i16x8_load8x8(p); }  // 2W bytes -> 2W int16
-inline I mask16(I v, int m) { return wasm_v128_and(v, wasm_i16x8_splat(static_cast<int16_t>(m))); }
-inline I shr16(I v, int n) { return wasm_u16x8_shr(v, n); }
-inline F fzero() { return wasm_f32x4_splat(0.0f); }
-inline F fsplat(float v) { return wasm_f32x4_splat(v); }
-inline F fload(const float* p) { return wasm_v128_load(p); }
-inline void fstore(float* p, F v) { wasm_v128_store(p, v); }
-inline F fadd(F a, F b) { return wasm_f32x4_add(a, b); }
-inline F fmul(F a, F b) { return wasm_f32x4_mul(a, b); }
-inline F to_float(I v) { return wasm_f32x4_convert_i32x4(v); }
-// Halves [0, W) and [W, 2W) of 2W binary16 values (p) as floats, Inf/NaN-free panels only: the
-// half in the top 16 bits, an arithmetic shift by 3 puts exponent and mantissa where a float
-// has them (the sign smeared over bits 28..31, masked off), and 2^112 rebiases the exponent
-// (exactly, subnormal halves included).
-inline void widen_f16(const uint8_t* p, F& lo, F& hi) {
-  const v128_t h = wasm_v128_load(p), z = wasm_i32x4_splat(0);
-  const v128_t mask = wasm_i32x4_splat(static_cast<int32_t>(0x8fffe000u)), rebias = wasm_f32x4_splat(0x1p112f);
-  lo = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(wasm_i16x8_shuffle(z, h, 0, 8, 1, 9, 2, 10, 3, 11), 3), mask), rebias);
-  hi = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(wasm_i16x8_shuffle(z, h, 4, 12, 5, 13, 6, 14, 7, 15), 3), mask), rebias);
-}
-#elif defined(__AVX512BW__)
-static_assert(kW == 16, "AVX-512: 16 lanes");
-using I = __m512i;
-using F = __m512;
-inline I izero() { return _mm512_setzero_si512(); }
-inline I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
-inline I isub(I a, I b) { return _mm512_sub_epi32(a, b); }
-inline I imul(I a, I b) { return _mm512_mullo_epi32(a, b); }
-inline I isplat(int32_t v) { return _mm512_set1_epi32(v); }
-inline I iload(const void* p) { return _mm512_loadu_si512(p); }
-inline I pair(const int16_t* x) {
-  int32_t v;
-  std::memcpy(&v, x, sizeof v);
-  return _mm512_set1_epi32(v);
-}
-inline I dot(I a, I b) { return _mm512_madd_epi16(a, b); }
-inline I widen_i8(const uint8_t* p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-inline I mask16(I v, int m) { return _mm512_and_si512(v, _mm512_set1_epi16(static_cast<int16_t>(m))); }
-inline I shr16(I v, int n) { return _mm512_srli_epi16(v, static_cast<unsigned>(n)); }
-inline F fzero() { return _mm512_setzero_ps(); }
-inline F fsplat(float v) { return _mm512_set1_ps(v); }
-inline F fload(const float* p) { return _mm512_loadu_ps(p); }
-inline void fstore(float* p, F v) { _mm512_storeu_ps(p, v); }
-inline F fadd(F a, F b) { return _mm512_add_ps(a, b); }
-inline F fmul(F a, F b) { return _mm512_mul_ps(a, b); }
-inline F to_float(I v) { return _mm512_cvtepi32_ps(v); }
-inline void widen_f16(const uint8_t* p, F& lo, F& hi) {
-  lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  hi = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * kW)));
-}
-#else  // AVX2
-static_assert(kW == 8, "AVX2: 8 lanes");
-using I = __m256i;
-using F = __m256;
-inline I izero() { return _mm256_setzero_si256(); }
-inline I iadd(I a, I b) { return _mm256_add_epi32(a, b); }
-inline I isub(I a, I b) { return _mm256_sub_epi32(a, b); }
-inline I imul(I a, I b) { return _mm256_mullo_epi32(a, b); }
-inline I isplat(int32_t v) { return _mm256_set1_epi32(v); }
-inline I iload(const void* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline I pair(const int16_t* x) {
-  int32_t v;
-  std::memcpy(&v, x, sizeof v);
-  return _mm256_set1_epi32(v);
-}
-inline I dot(I a, I b) { return _mm256_madd_epi16(a, b); }
-inline I widen_i8(const uint8_t* p) { return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-inline I mask16(I v, int m) { return _mm256_and_si256(v, _mm256_set1_epi16(static_cast<int16_t>(m))); }
-inline I shr16(I v, int n) { return _mm256_srli_epi16(v, n); }
-inline F fzero() { return _mm256_setzero_ps(); }
-inline F fsplat(float v) { return _mm256_set1_ps(v); }
-inline F fload(const float* p) { return _mm256_loadu_ps(p); }
-inline void fstore(float* p, F v) { _mm256_storeu_ps(p, v); }
-inline F fadd(F a, F b) { return _mm256_add_ps(a, b); }
-inline F fmul(F a, F b) { return _mm256_mul_ps(a, b); }
-inline F to_float(I v) { return _mm256_cvtepi32_ps(v); }
-inline void widen_f16(const uint8_t* p, F& lo, F& hi) {
-  lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * kW)));
-}
-#endif
 
 // y's columns of panel p from the two float accumulators (a partial last panel through a buffer).
 inline void store_panel(const QuantizedPanels& w, int64_t p, F lo, F hi, const float* bias, float* y) {
@@ -149,70 +47,79 @@ inline void store_panel(const QuantizedPanels& w, int64_t p, F lo, F hi, const f
   std::copy(out, out + cols, y + col0);
 }
 
-// int8: runs of 256 depths (128 pairs) summed in int32, then added as floats.
+// int8: runs of 256 depths (128 pairs) summed in int32, then added as floats. NP panels at once
+// share each broadcast pair of activations (one splat per 2P x NP codes instead of per 2P).
+template <int NP>
 void gemv_int8(const QuantizedPanels& w, const QuantizedRow& row, const float* bias, float* y, int64_t p) {
   const int64_t pairs = (w.in_features() + 1) / 2;
-  const uint8_t* codes = w.codes(p);
+  const uint8_t* codes[NP];
+  for (int n = 0; n < NP; ++n) codes[n] = w.codes(p + n);
   const int16_t* xq = row.q.data();
-  F lo = fzero(), hi = fzero();
+  F lo[NP], hi[NP];
+  for (int n = 0; n < NP; ++n) lo[n] = hi[n] = fzero();
   for (int64_t u0 = 0; u0 < pairs; u0 += kInt8RunDepth / 2) {
     const int64_t u1 = std::min(pairs, u0 + kInt8RunDepth / 2);
-    I a0 = izero(), a1 = izero(), b0 = izero(), b1 = izero();
-    int64_t u = u0;
-    for (; u + 2 <= u1; u += 2) {  // two pairs per step: four independent chains
-      const uint8_t* c = codes + u * 2 * kP;
-      const I x0 = pair(xq + 2 * u), x1 = pair(xq + 2 * u + 2);
-      a0 = iadd(a0, dot(widen_i8(c), x0));
-      a1 = iadd(a1, dot(widen_i8(c + 2 * kW), x0));
-      b0 = iadd(b0, dot(widen_i8(c + 2 * kP), x1));
-      b1 = iadd(b1, dot(widen_i8(c + 2 * kP + 2 * kW), x1));
-    }
-    for (; u < u1; ++u) {
-      const uint8_t* c = codes + u * 2 * kP;
+    I a0[NP], a1[NP];
+    for (int n = 0; n < NP; ++n) a0[n] = a1[n] = izero();
+    for (int64_t u = u0; u < u1; ++u) {
       const I x0 = pair(xq + 2 * u);
-      a0 = iadd(a0, dot(widen_i8(c), x0));
-      a1 = iadd(a1, dot(widen_i8(c + 2 * kW), x0));
+      for (int n = 0; n < NP; ++n) {
+        const uint8_t* c = codes[n] + u * 2 * kP;
+        a0[n] = iadd(a0[n], dot(widen_i8(c), x0));
+        a1[n] = iadd(a1[n], dot(widen_i8(c + 2 * kW), x0));
+      }
     }
-    lo = fadd(lo, to_float(iadd(a0, b0)));
-    hi = fadd(hi, to_float(iadd(a1, b1)));
+    for (int n = 0; n < NP; ++n) {
+      lo[n] = fadd(lo[n], to_float(a0[n]));
+      hi[n] = fadd(hi[n], to_float(a1[n]));
+    }
   }
-  const float* scales = w.scales(p);
   const F dx = fsplat(row.scale);
-  store_panel(w, p, fmul(fmul(lo, fload(scales)), dx), fmul(fmul(hi, fload(scales + kW)), dx), bias, y);
+  for (int n = 0; n < NP; ++n) {
+    const float* scales = w.scales(p + n);
+    store_panel(w, p + n, fmul(fmul(lo[n], fload(scales)), dx), fmul(fmul(hi[n], fload(scales + kW)), dx), bias, y);
+  }
 }
 
 // q4: per block of 32 depths, 8 groups of 4 depths x P columns (2P bytes, read as int16 lanes
-// holding four nibbles each: quantized_panels.hpp).
-template <bool kZeroPoints>
+// holding four nibbles each: quantized_panels.hpp). NP panels share the broadcast pairs.
+template <bool kZeroPoints, int NP>
 void gemv_q4(const QuantizedPanels& w, const QuantizedRow& row, const float* bias, float* y, int64_t p) {
-  const uint8_t* codes = w.codes(p);
-  const float* scales = w.scales(p);
+  const uint8_t* codes[NP];
+  const float* scales[NP];
+  for (int n = 0; n < NP; ++n) codes[n] = w.codes(p + n), scales[n] = w.scales(p + n);
   const int16_t* xq = row.q.data();
-  F lo = fzero(), hi = fzero();
-  for (int64_t b = 0; b < w.blocks(); ++b, codes += 8 * 2 * kP) {
-    I a0 = izero(), a1 = izero();
+  F lo[NP], hi[NP];
+  for (int n = 0; n < NP; ++n) lo[n] = hi[n] = fzero();
+  for (int64_t b = 0; b < w.blocks(); ++b) {
+    I a0[NP], a1[NP];
+    for (int n = 0; n < NP; ++n) a0[n] = a1[n] = izero();
     const int16_t* x = xq + b * kQ4Block;
     for (int g = 0; g < 8; ++g) {
-      const I v = iload(codes + g * 2 * kP);
       const I x01 = pair(x + 4 * g), x23 = pair(x + 4 * g + 2);
-      a0 = iadd(a0, iadd(dot(mask16(v, 0x000f), x01), dot(mask16(shr16(v, 4), 0x000f), x23)));
-      a1 = iadd(a1, iadd(dot(mask16(shr16(v, 8), 0x000f), x01), dot(shr16(v, 12), x23)));
+      for (int n = 0; n < NP; ++n) {
+        const I v = iload(codes[n] + (b * 8 + g) * 2 * kP);
+        a0[n] = iadd(a0[n], iadd(dot(mask16(v, 0x000f), x01), dot(mask16(shr16(v, 4), 0x000f), x23)));
+        a1[n] = iadd(a1[n], iadd(dot(mask16(shr16(v, 8), 0x000f), x01), dot(shr16(v, 12), x23)));
+      }
     }
-    if constexpr (kZeroPoints) {
-      const I sums = isplat(row.sums[b]);
-      const int32_t* zp = w.zero_points(p) + b * kP;
-      a0 = isub(a0, imul(iload(zp), sums));
-      a1 = isub(a1, imul(iload(zp + kW), sums));
-    } else {
-      const I correction = isplat(8 * row.sums[b]);
-      a0 = isub(a0, correction);
-      a1 = isub(a1, correction);
+    for (int n = 0; n < NP; ++n) {
+      if constexpr (kZeroPoints) {
+        const I sums = isplat(row.sums[b]);
+        const int32_t* zp = w.zero_points(p + n) + b * kP;
+        a0[n] = isub(a0[n], imul(iload(zp), sums));
+        a1[n] = isub(a1[n], imul(iload(zp + kW), sums));
+      } else {
+        const I correction = isplat(8 * row.sums[b]);
+        a0[n] = isub(a0[n], correction);
+        a1[n] = isub(a1[n], correction);
+      }
+      lo[n] = fadd(lo[n], fmul(to_float(a0[n]), fload(scales[n] + b * kP)));
+      hi[n] = fadd(hi[n], fmul(to_float(a1[n]), fload(scales[n] + b * kP + kW)));
     }
-    lo = fadd(lo, fmul(to_float(a0), fload(scales + b * kP)));
-    hi = fadd(hi, fmul(to_float(a1), fload(scales + b * kP + kW)));
   }
   const F dx = fsplat(row.scale);
-  store_panel(w, p, fmul(lo, dx), fmul(hi, dx), bias, y);
+  for (int n = 0; n < NP; ++n) store_panel(w, p + n, fmul(lo[n], dx), fmul(hi[n], dx), bias, y);
 }
 
 // f16: the weights widened to floats in registers, two depth steps per iteration (four chains).
@@ -241,6 +148,26 @@ void gemv_f16(const QuantizedPanels& w, const float* x, const float* bias, float
   store_panel(w, p, fadd(a0, b0), fadd(a1, b1), bias, y);
 }
 
+// Panels processed together. Sharing the broadcast pairs between 2 panels was slower in wasm
+// (A/B, CPU time, 2048 x 2048 streamed, Node 20: int8 7.9 against 19-20 G weights/s, q4 14 against
+// 20: V8 spills the doubled accumulators), so one panel at a time, and the template stays for
+// instruction sets with more registers to try.
+constexpr int kPanelsAtOnce = MHA_QGEMV_PANELS;
+
+template <int NP>
+void panels(const QuantizedPanels& w, const float* x, const QuantizedRow& row, const float* bias, float* y, int64_t p) {
+  switch (w.dtype()) {
+    case WeightDtype::kInt8: gemv_int8<NP>(w, row, bias, y, p); break;
+    case WeightDtype::kQ4:
+      if (w.has_zero_points()) gemv_q4<true, NP>(w, row, bias, y, p);
+      else gemv_q4<false, NP>(w, row, bias, y, p);
+      break;
+    default:
+      for (int n = 0; n < NP; ++n) gemv_f16(w, x, bias, y, p + n);
+      break;
+  }
+}
+
 }  // namespace
 
 void quantized_gemv(const QuantizedPanels& w, const float* x, const QuantizedRow& row, const float* bias, float* y,
@@ -251,16 +178,9 @@ void quantized_gemv(const QuantizedPanels& w, const float* x, const QuantizedRow
     quantized_gemv_reference(w, x, row, bias, y, panel_begin, panel_end);
     return;
   }
-  for (int64_t p = panel_begin; p < panel_end; ++p) {
-    switch (w.dtype()) {
-      case WeightDtype::kInt8: gemv_int8(w, row, bias, y, p); break;
-      case WeightDtype::kQ4:
-        if (w.has_zero_points()) gemv_q4<true>(w, row, bias, y, p);
-        else gemv_q4<false>(w, row, bias, y, p);
-        break;
-      default: gemv_f16(w, x, bias, y, p); break;
-    }
-  }
+  int64_t p = panel_begin;
+  for (; p + kPanelsAtOnce <= panel_end; p += kPanelsAtOnce) panels<kPanelsAtOnce>(w, x, row, bias, y, p);
+  for (; p < panel_end; ++p) panels<1>(w, x, row, bias, y, p);
 }
 
 #else  // no SIMD (the scalar wasm build): the twin is the kernel

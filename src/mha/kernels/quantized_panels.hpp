@@ -49,6 +49,8 @@ class QuantizedPanels {
   // The panel's weights as floats for depths [k0, k0 + depth): out[k][c] = W[p*P + c][k0 + k]
   // (zeros in padding columns), the float GEMM's panel layout. k0 a multiple of 32 for q4.
   void dequantize_slice(int64_t panel, int64_t k0, int64_t depth, float* out) const;
+  // Its portable twin (element by element; the fast one must give the same bits).
+  void dequantize_slice_reference(int64_t panel, int64_t k0, int64_t depth, float* out) const;
 
   // W [out][in] as floats (stateDict, backward): the same values as dequantize_matrix.
   std::vector<float> dequantized() const;
