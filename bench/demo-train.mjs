@@ -6,9 +6,13 @@
 // (3) with --phase-change, per seed: the wall time and step from pressing Train until layer 1's
 // best induction score on held-out repeated blocks passes 0.3.
 // --screenshot=FILE saves the page (curves, heads) just after the first seed's phase change.
-//   node bench/demo-train.mjs [--steps=150] [--seeds=1,2,3] [--phase-change] [--limit=300] [--screenshot=docs/train-screenshot.png]
+// --clock=cpu times Node's and PyTorch's steps in CPU time of their process (a shared machine);
+// --rounds=N alternates N Node and N PyTorch runs and reports each and the medians. Chromium's
+// figures are the page header's (wall clock, as a user sees it).
+//   node bench/demo-train.mjs [--steps=150] [--rounds=1] [--clock=cpu] [--seeds=1,2,3] [--phase-change] [--limit=300] [--screenshot=docs/train-screenshot.png] [--no-browser]
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import os from 'node:os';
 
 import { init } from '../bindings/js/index.js';
 import { Trainer } from '../web/training/trainer.js';
@@ -18,6 +22,9 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/
 const STEPS = Number(args.steps ?? 150);
 const SEEDS = (args.seeds ?? '1,2,3').split(',').map(Number);
 const LIMIT_S = Number(args.limit ?? 300);
+const ROUNDS = Number(args.rounds ?? 1);
+const CPU_CLOCK = args.clock === 'cpu';
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
 const ROOT = new URL('..', import.meta.url);
 const vocab = JSON.parse(await readFile(new URL('web/model/vocab.json', ROOT), 'utf8'));
 
@@ -26,10 +33,17 @@ function nodeThroughput(mha) {
   const trainer = new Trainer({ mha, vocab, settings: { seed: 1 } });
   try {
     for (let i = 0; i < 10; i++) trainer.trainStep();
-    const started = performance.now();
+    // As tools/bench_training_torch.py times its steps: the batches are made outside the clock.
     let tokens = 0;
-    for (let i = 0; i < STEPS; i++) tokens += trainer.trainStep().tokens;
-    const seconds = (performance.now() - started) / 1000;
+    let seconds = 0;
+    for (let i = 0; i < STEPS; i++) {
+      const batch = trainer.nextBatch();
+      const started = performance.now();
+      const cpuStarted = process.cpuUsage();
+      tokens += trainer.trainStep(batch).tokens;
+      const cpu = process.cpuUsage(cpuStarted);
+      seconds += CPU_CLOCK ? (cpu.user + cpu.system) / 1e6 : (performance.now() - started) / 1000;
+    }
     return { backend: trainer.backend, tokensPerSecond: tokens / seconds, msPerStep: (1000 * seconds) / STEPS };
   } finally {
     trainer.dispose();
@@ -37,7 +51,9 @@ function nodeThroughput(mha) {
 }
 
 function torchThroughput() {
-  const out = execFileSync('/usr/bin/python3', [new URL('tools/bench_training_torch.py', ROOT).pathname, String(STEPS + 10)], { encoding: 'utf8' });
+  // One thread: torch's own (set_num_threads(1) in the script) and OpenBLAS' pool.
+  const env = { ...process.env, OPENBLAS_NUM_THREADS: '1', ...(CPU_CLOCK ? { BENCH_CLOCK: 'cpu' } : {}) };
+  const out = execFileSync('/usr/bin/python3', [new URL('tools/bench_training_torch.py', ROOT).pathname, String(STEPS + 10)], { encoding: 'utf8', env });
   return JSON.parse(out.trim().split('\n').at(-1));
 }
 
@@ -104,13 +120,29 @@ async function phaseChange(seed) {
 }
 
 const mha = await init({ threads: 1 });
-const report = { steps: STEPS, settings: 'the page defaults: batch 16 x 64 tokens, d_model 64, 4 heads, 2 layers, AdamW' };
-report.node = nodeThroughput(mha);
-report.torch = torchThroughput();
+const report = {
+  steps: STEPS, rounds: ROUNDS, clock: CPU_CLOCK ? 'cpu' : 'wall', load: os.loadavg(), date: new Date().toISOString(),
+  settings: 'the page defaults: batch 16 x 64 tokens, d_model 64, 4 heads, 2 layers, AdamW',
+  nodeRounds: [], torchRounds: [],
+};
+for (let round = 1; round <= ROUNDS; round++) {  // alternating, so both see the same spells of load
+  const node = nodeThroughput(mha);
+  const torch = torchThroughput();
+  report.nodeRounds.push(node);
+  report.torchRounds.push(torch);
+  console.log(`round ${round} (${report.clock} clock): Node, page trainer (${node.backend}) ${node.tokensPerSecond.toFixed(0)} tokens/s, ${node.msPerStep.toFixed(1)} ms/step; `
+    + `PyTorch ${torch.torch}, 1 thread, BLAS ${torch.blas} ${torch.tokensPerSecond.toFixed(0)} tokens/s, ${torch.msPerStep.toFixed(1)} ms/step; `
+    + `ratio ${(node.tokensPerSecond / torch.tokensPerSecond).toFixed(2)}x`);
+}
+report.node = { ...report.nodeRounds[0], tokensPerSecond: median(report.nodeRounds.map((r) => r.tokensPerSecond)), msPerStep: median(report.nodeRounds.map((r) => r.msPerStep)) };
+report.torch = { ...report.torchRounds[0], tokensPerSecond: median(report.torchRounds.map((r) => r.tokensPerSecond)), msPerStep: median(report.torchRounds.map((r) => r.msPerStep)) };
 report.nodeOverTorch = report.node.tokensPerSecond / report.torch.tokensPerSecond;
-console.log(`Node, page trainer (${report.node.backend}): ${report.node.tokensPerSecond.toFixed(0)} tokens/s, ${report.node.msPerStep.toFixed(1)} ms/step`);
-console.log(`PyTorch ${report.torch.torch}, 1 thread, BLAS ${report.torch.blas}: ${report.torch.tokensPerSecond.toFixed(0)} tokens/s, ${report.torch.msPerStep.toFixed(1)} ms/step`);
-console.log(`ratio: ${report.nodeOverTorch.toFixed(2)}x`);
+console.log(`median of ${ROUNDS}: Node ${report.node.tokensPerSecond.toFixed(0)} tokens/s (${report.node.msPerStep.toFixed(1)} ms/step), `
+  + `PyTorch ${report.torch.tokensPerSecond.toFixed(0)} tokens/s (${report.torch.msPerStep.toFixed(1)} ms/step): ratio ${report.nodeOverTorch.toFixed(2)}x`);
+if ('no-browser' in args) {
+  console.log(JSON.stringify(report));
+  process.exit(0);
+}
 
 // Chromium: throughput as the page's header shows it, and responsiveness, while training.
 const demo = await startDemo();
@@ -125,7 +157,7 @@ try {
 } finally {
   await demo.close();
 }
-report.chromiumOverTorch = report.chromium.tokensPerSecond / report.torch.tokensPerSecond;
+report.chromiumOverTorch = report.chromium.tokensPerSecond / report.torch.tokensPerSecond;  // (wall clock against the chosen clock)
 const c = report.chromium;
 console.log(`Chromium, page (${c.backend}): ${c.tokensPerSecond.toFixed(0)} tokens/s (${c.stepsPerSecond.toFixed(1)} steps/s), ${report.chromiumOverTorch.toFixed(2)}x PyTorch`);
 console.log(`  while training: frame gap median ${c.frameGapMs.median.toFixed(1)} ms, p95 ${c.frameGapMs.p95.toFixed(1)}, max ${c.frameGapMs.max.toFixed(1)}; `

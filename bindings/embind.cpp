@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mha/errors.hpp"
+#include "mha/kernels/linear.hpp"
 #include "mha/memory_budget.hpp"
 #include "mha/multihead_attention.hpp"
 #include "mha/saved_forward.hpp"
@@ -19,6 +20,10 @@
 using emscripten::val;
 
 namespace {
+
+// Bytes the allocator has handed out: mallinfo's int field, read back as the unsigned 32-bit
+// count it holds (above 2 GiB in use the int is negative).
+uint64_t heap_in_use() { return static_cast<uint32_t>(mallinfo().uordblks); }
 
 mha::Shape shape_of(const val& v) {
   mha::Shape s;
@@ -100,6 +105,20 @@ class CacheHandle {
  private:
   std::unique_ptr<mha::KvCache> cache_;
 };
+
+}  // namespace
+
+// val::as<CacheHandle*>() gets the JS object's address as a double, and embind 3.1.6 keeps class
+// pointers signed in JS: above 2 GiB the double is negative, and its cast to uintptr_t gives null
+// (the request then ran without its cache). Through a signed 64-bit integer both forms convert.
+template <>
+struct emscripten::internal::GenericWireTypeConverter<CacheHandle*> {
+  static CacheHandle* from(double address) {
+    return reinterpret_cast<CacheHandle*>(static_cast<uintptr_t>(static_cast<int64_t>(address)));
+  }
+};
+
+namespace {
 
 CacheHandle* cache_of(const val& v) {
   if (v.isUndefined() || v.isNull()) return nullptr;
@@ -281,7 +300,7 @@ class LayerHandle {
   bool checkLoadStateDict(double floats) {
     return guard([&] {
       mha::check_fits("the weights", mha::load_memory(layer_->config(), static_cast<uint64_t>(floats)),
-                      static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
+                      heap_in_use(), mha::addressable_bytes());
     });
   }
 
@@ -380,7 +399,7 @@ class LayerHandle {
       mha::check_fits("the inputs and buffers",
                       grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
                            : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads),
-                      static_cast<uint64_t>(mallinfo().uordblks), mha::addressable_bytes());
+                      heap_in_use(), mha::addressable_bytes());
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
     });
@@ -396,10 +415,12 @@ class LayerHandle {
     guard([&] {
       const mha::ResolvedConfig& c = layer_->config();
       const auto dtype = f16 ? mha::CacheDtype::kF16 : mha::CacheDtype::kF32;
-      const uint64_t bytes = mha::KvCache::byte_size(static_cast<int64_t>(batch), c.num_kv_heads,
-                                                     static_cast<int64_t>(capacity), c.head_dim, c.value_head_dim, dtype);
-      mha::check_fits("the cache would", {{"keys and values", bytes}}, static_cast<uint64_t>(mallinfo().uordblks),
-                      mha::addressable_bytes());
+      const auto bytes = [&](int64_t head_dim, int64_t value_head_dim) {  // (keys and values: two buffers)
+        return mha::KvCache::byte_size(static_cast<int64_t>(batch), c.num_kv_heads, static_cast<int64_t>(capacity),
+                                       head_dim, value_head_dim, dtype);
+      };
+      mha::check_fits("the cache would", {{"keys", bytes(c.head_dim, 0)}, {"values", bytes(0, c.value_head_dim)}},
+                      heap_in_use(), mha::addressable_bytes());
       made = new CacheHandle(layer_->create_cache(static_cast<int64_t>(batch), static_cast<int64_t>(capacity), dtype));
     });
     return made;
@@ -452,8 +473,25 @@ class LayerHandle {
   std::string error_;
 };
 
+// nn.Linear's forward and backward on heap addresses the JS wrapper (bindings/js/linear.js)
+// allocated, filled and checked; 0 for an absent bias / gradient.
+template <typename T>
+T* at(double address) { return reinterpret_cast<T*>(static_cast<uintptr_t>(address)); }
+
+void linearForward(double x, double weight, double bias, double y, double rows, double in, double out) {
+  mha::kernels::linear({at<const float>(x), at<const float>(weight), at<const float>(bias), at<float>(y),
+                        static_cast<int64_t>(rows), static_cast<int64_t>(in), static_cast<int64_t>(out)});
+}
+
+void linearBackward(double d_y, double x, double weight, double d_x, double d_weight, double d_bias, double rows,
+                    double in, double out) {
+  mha::kernels::linear_backward({at<const float>(d_y), at<const float>(x), at<const float>(weight), at<float>(d_x),
+                                 at<float>(d_weight), at<float>(d_bias), static_cast<int64_t>(rows),
+                                 static_cast<int64_t>(in), static_cast<int64_t>(out)});
+}
+
 // Bytes the allocator has handed out and not yet freed; the leak tests watch this.
-double heapAllocatedBytes() { return static_cast<double>(mallinfo().uordblks); }
+double heapAllocatedBytes() { return static_cast<double>(heap_in_use()); }
 
 }  // namespace
 
@@ -496,6 +534,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("weightsShape", &LayerHandle::weightsShape)
       .function("releaseResult", &LayerHandle::releaseResult);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
+  emscripten::function("linearForward", &linearForward);
+  emscripten::function("linearBackward", &linearBackward);
 #ifdef __EMSCRIPTEN_PTHREADS__
   emscripten::function("setNumThreads", &setNumThreads);
   emscripten::function("numThreads", &numThreads);

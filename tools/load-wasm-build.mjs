@@ -6,6 +6,7 @@ import os from 'node:os';
 
 import { defineKerasMultiHeadAttention } from '../bindings/js/keras.js';
 import { defineMultiHeadAttention } from '../bindings/js/layer.js';
+import { defineLinear } from '../bindings/js/linear.js';
 
 export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads'];
 const DIST = new URL('../dist/', import.meta.url);
@@ -25,5 +26,5 @@ export async function loadBuild(name) {
   }
   const module = await createMhaModule(args);
   const MultiHeadAttention = defineMultiHeadAttention(module);
-  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention) };
+  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module) };
 }

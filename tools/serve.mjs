@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The demo's static server: serves the page (web/), the package (bindings/js/, dist/) and the one
-// runtime dependency the loader may import (wasm-feature-detect), and nothing else, on 127.0.0.1 only.
+// The demo's static server: serves the page (web/), the package (bindings/js/, dist/), the one
+// runtime dependency the loader may import (wasm-feature-detect), the charts (uplot) and tfjs for the
+// Sentiment tab's training, and nothing else, on 127.0.0.1 only.
 // COOP/COEP headers make the page cross-origin isolated, which browsers require for wasm threads.
 //
 //   node tools/serve.mjs [port]        (or PORT=8080; port 0 picks a free one)
@@ -19,6 +20,9 @@ export const MOUNTS = [
   ['/dist/', join(ROOT, 'dist')],
   ['/node_modules/wasm-feature-detect/', join(ROOT, 'node_modules', 'wasm-feature-detect')],
   ['/node_modules/uplot/dist/', join(ROOT, 'node_modules', 'uplot', 'dist')],  // the Train mode's charts
+  // The Sentiment tab's training worker (loaded when the user presses Train): tfjs and its wasm backend.
+  ['/node_modules/@tensorflow/tfjs/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs', 'dist')],
+  ['/node_modules/@tensorflow/tfjs-backend-wasm/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs-backend-wasm', 'dist')],
   ['/', join(ROOT, 'web')],
 ];
 

@@ -403,6 +403,7 @@ function showSource(name) {
   for (const s of sources) $(`${s}-panel`).hidden = s !== name;
   if (name !== 'custom') state.source = name;  // 'custom' takes over once a file is shown
   sentimentMode.active = name === 'sentiment';
+  sentimentMode.training.show(name === 'sentiment');
   if (name === 'train') trainMode.activate().catch((error) => showMessage(error.message));
   else trainMode.deactivate();
 }
@@ -609,6 +610,13 @@ window.__mhaDemo = {
        * headScores: [{ layer, head, previousToken, induction, bracket, bos }], ablated, backend, settings } or null.
        */
       training: trainMode.status ? structuredClone(trainMode.status) : null,
+      /**
+       * Sentiment tab's "Train in this browser": { running, phase, backend, threads, settings, epoch, epochs, batch,
+       * batchesPerEpoch, progress, loss, accuracy, history: { loss, accuracy, valLoss, valAccuracy, seconds } (per epoch),
+       * curves: { x (epochs), loss, accuracy } (per batch, running means), stopped, finished, error,
+       * framesDuringTraining, inputsDuringTraining } or null before the first run.
+       */
+      sentimentTraining: sentimentMode.training.status ? structuredClone(sentimentMode.training.status) : null,
     };
   },
   /** Resolves when the running generation (if any) has ended and been drawn. */
@@ -649,6 +657,22 @@ window.__mhaDemo = {
   /** The trained weights as .safetensors bytes (what Export .safetensors downloads), as a plain array. */
   async trainedWeights() {
     return Array.from(await trainMode.weightsFile());
+  },
+  /**
+   * Opens the Sentiment tab and trains the classifier from a fresh initialisation with settings
+   * ({ epochs, learningRate, batchSize, samples, validationSplit, backend: 'wasm' | 'cpu' }); resolves once it runs.
+   */
+  async startSentimentTraining(settings = {}) {
+    if (state.source !== 'sentiment') $('source-sentiment').click();
+    await sentimentMode.training.start(settings);
+  },
+  /** Stops the classifier's training after its current batch; resolves with getState().sentimentTraining once its weights classify. */
+  async stopSentimentTraining() {
+    return structuredClone(await sentimentMode.training.stop());
+  },
+  /** Resolves with getState().sentimentTraining when the run has ended and its weights classify. */
+  async sentimentTrainingDone() {
+    return structuredClone(await sentimentMode.training.done());
   },
   /** "Use these weights in Generate": the default model becomes the trained one. */
   async useTrainedWeights() {

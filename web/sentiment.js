@@ -28,7 +28,8 @@ export class SentimentModel {
    */
   constructor(mha, { tensors }, vocab) {
     this.vocab = vocab;
-    this.index = new Map(vocab.words.map((w, i) => [w, i]));
+    // Index 0 is padding, never a word (a trained tokenizer's word list may have holes).
+    this.index = new Map(vocab.words.flatMap((w, i) => (i > 0 && typeof w === 'string' ? [[w, i]] : [])));
     this.maxLength = vocab.maxLength;
     this.embeddings = requireTensor(tensors, 'embedding/embeddings', [3001, 32]);
     this.convKernel = requireTensor(tensors, 'conv1d/kernel', [4, 32, 100]);
@@ -46,9 +47,15 @@ export class SentimentModel {
     }
   }
 
-  /** Token ids padded (or cut) to maxLength, as pad_sequences(padding='post', truncating='post'). */
+  /**
+   * Token ids padded (or cut) to maxLength, as pad_sequences(padding='post', truncating=vocab.truncate)
+   * does ('post' unless the vocabulary says 'pre'). A vocabulary with `oov: null` (Keras' Tokenizer
+   * without an oov_token, as the page's training fits it) drops unknown words instead.
+   */
   encode(text) {
-    const words = sentimentWords(text, this.vocab).slice(0, this.maxLength);
+    let all = sentimentWords(text, this.vocab);
+    if (this.vocab.oov === null) all = all.filter((w) => this.index.has(w));
+    const words = this.vocab.truncate === 'pre' ? all.slice(Math.max(0, all.length - this.maxLength)) : all.slice(0, this.maxLength);
     const ids = new Int32Array(this.maxLength);  // 0 = padding
     words.forEach((w, i) => { ids[i] = this.index.get(w) ?? this.vocab.oov; });
     const labels = Array.from({ length: this.maxLength }, (_, i) => (i < words.length

@@ -1,5 +1,5 @@
 // The page's Web Worker: owns the mha-wasm module and every forward pass, so typing never waits
-// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop' | 'sentiment'
+// on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop' | 'sentiment' | 'sentimentModel'
 // | 'train' | 'trainPause' | 'trainAblate' | 'trainProbe' | 'trainExport' | 'trainUse', ... };
 // out: { id, result } or { id, error } (the error's message is shown on the page), and for a
 // running 'generate' or 'train' any number of { id, progress } first. Big arrays are transferred, not copied.
@@ -14,7 +14,8 @@ import { describeHeads } from './training/head-scores.js';
 let mha;
 let model;
 let session;  // the generation state: one KV cache per layer, kept between Generate clicks
-let sentiment = null;  // the sentiment classifier, loaded on its first use
+let sentiment = null;  // the sentiment classifier in use: the shipped one (loaded on its first use) or one trained in the page
+const sentimentModels = { shipped: null, trained: null };
 let training = null;  // the Train mode's session (web/training/session.js), made on its first use
 
 /** The distinct buffers behind results' layers, to transfer (weights and output may share one). */
@@ -118,7 +119,7 @@ async function generate({ text, ...options }, progress) {
 async function classify({ text }) {
   if (!sentiment) {
     const [bytes, vocab] = await Promise.all([fetchOk('sentiment/sentiment.safetensors'), fetchOk('sentiment/vocab.json', 'json')]);
-    sentiment = new SentimentModel(mha, readSafetensors(bytes), vocab);
+    sentiment = sentimentModels.shipped = new SentimentModel(mha, readSafetensors(bytes), vocab);
   }
   const started = performance.now();
   const p = sentiment.predict(text);
@@ -131,8 +132,27 @@ async function classify({ text }) {
     config: { embedDim: 100, numHeads: 4, numKvHeads: 4 },
     description: 'The classifier\'s attention layer: Keras\' MultiHeadAttention(num_heads=4, key_dim=128) over the '
       + 'Conv1D features of the words (padded to 32 tokens; no mask, as in the tutorial).',
-    sentiment: { label: p.label, probability: p.probability, words: p.words },
+    sentiment: { text, label: p.label, probability: p.probability, words: p.words, model: sentiment === sentimentModels.trained ? 'trained' : 'shipped' },
   };
+}
+
+/**
+ * The Sentiment tab's model: 'trained' with { tensors, vocab } (the training worker's weights under
+ * Keras' names and its tokenizer) replaces the one trained before; 'shipped' goes back to web/sentiment/.
+ */
+async function useSentimentModel({ which, tensors, vocab }) {
+  if (which === 'trained' && tensors) {
+    const trained = new SentimentModel(mha, { tensors }, vocab);
+    sentimentModels.trained?.dispose();
+    sentimentModels.trained = trained;
+  }
+  if (which === 'shipped') {
+    sentiment = sentimentModels.shipped;  // null: loaded by the next classify
+    return { which };
+  }
+  if (which !== 'trained' || !sentimentModels.trained) throw new Error(`sentiment model: ${which === 'trained' ? 'nothing trained yet' : `unknown model '${which}'`}`);
+  sentiment = sentimentModels.trained;
+  return { which };
 }
 
 function stop() {
@@ -194,7 +214,7 @@ function useTrainedWeights() {
 }
 
 const handlers = {
-  load, run, custom, generate, stop, sentiment: classify,
+  load, run, custom, generate, stop, sentiment: classify, sentimentModel: useSentimentModel,
   train: (args, progress) => trainingSession().train(args, (message) => progress(message, probeBuffers(message)), yieldToMessages),
   trainPause: () => trainingSession().pause(),
   trainAblate: (args) => trainingSession().ablate(args),

@@ -1,12 +1,15 @@
 // Errors: the JS classes the core's error kinds map to, and the rule that every error a public
 // call throws starts with that call's name ('forward: query: ...', 'createCache: capacity ...').
 // (see bindings/embind.cpp: ErrorCode).
+import { describeGrowthRefusal } from './memory-growth.js';
+
 const ERROR_CLASSES = [Error, TypeError, RangeError, Error];
 
 /** Throws the error a handle recorded for its last call, named by `context` once. */
 export function throwHandleError(handle, context) {
   const ErrorClass = ERROR_CLASSES[handle.lastErrorKind()] ?? Error;
-  const message = handle.lastError();
+  let message = handle.lastError();
+  if (message.startsWith('out of memory')) message += describeGrowthRefusal(handle);
   throw new ErrorClass(message.startsWith(`${context}: `) ? message : `${context}: ${message}`);
 }
 

@@ -1,5 +1,7 @@
 // Moving typed arrays into and out of the wasm heap. HEAP views are re-read on every use:
-// they are replaced when memory grows.
+// they are replaced when memory grows. Addresses go up to 4 GiB: a pointer is an unsigned number
+// (`>>> 0` where wasm hands back an i32, `>>> 2` for a float index), never a signed `>> 2`.
+import { describeGrowthRefusal } from './memory-growth.js';
 
 /**
  * A current view of the heap. In the threaded build a worker thread may grow the (shared) memory,
@@ -18,16 +20,23 @@ export class HeapScope {
     this.pointers = [];
   }
 
-  /** Copies a Float32Array, Uint8Array or Int32Array into the heap; returns its address. */
-  copyIn(array) {
-    const bytes = Math.max(array.byteLength, 1);
-    const ptr = this.module._malloc(bytes);
+  /** Room for `bytes` bytes (at least 1), freed with the scope; `what` names it in the error. */
+  allocate(bytes, what = 'an output') {
+    bytes = Math.max(bytes, 1);
+    const ptr = this.module._malloc(bytes) >>> 0;  // an i32 export: negative above 2 GiB
     if (ptr === 0) {
-      throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for an input`);
+      throw new RangeError(`out of memory: cannot allocate ${bytes} bytes of WebAssembly memory for ${what}`
+        + describeGrowthRefusal(this.module));
     }
     this.pointers.push(ptr);
+    return ptr;
+  }
+
+  /** Copies a Float32Array, Uint8Array or Int32Array into the heap; returns its address. */
+  copyIn(array) {
+    const ptr = this.allocate(array.byteLength, 'an input');
     if (array instanceof Float32Array) {
-      heapView(this.module, Float32Array).set(array, ptr / 4);
+      heapView(this.module, Float32Array).set(array, ptr >>> 2);
     } else {  // byte for byte (an Int32Array set into a Uint8Array view would truncate each element)
       heapView(this.module, Uint8Array).set(new Uint8Array(array.buffer, array.byteOffset, array.byteLength), ptr);
     }
@@ -47,13 +56,13 @@ export class HeapScope {
  */
 export function copyOutFloats(module, ptr, length) {
   const copy = new Float32Array(length);
-  copy.set(heapView(module, Float32Array).subarray(ptr / 4, ptr / 4 + length));
+  copy.set(heapView(module, Float32Array).subarray(ptr >>> 2, (ptr >>> 2) + length));
   return copy;
 }
 
 /** Copies `target.length` floats at `ptr` into the caller's Float32Array `target`. */
 export function copyOutFloatsInto(module, ptr, target) {
-  target.set(heapView(module, Float32Array).subarray(ptr / 4, ptr / 4 + target.length));
+  target.set(heapView(module, Float32Array).subarray(ptr >>> 2, (ptr >>> 2) + target.length));
   return target;
 }
 

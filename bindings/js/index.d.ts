@@ -2,6 +2,7 @@
 /**
  * mha-wasm: multi-head attention with PyTorch `nn.MultiheadAttention` semantics
  * (batch-first, inference), compiled to SIMD WebAssembly.
+ * @module mha-wasm
  */
 
 /** A dense row-major tensor. `data.length` must equal the product of `shape`. */
@@ -525,8 +526,41 @@ export interface KerasMultiHeadAttentionConstructor {
   readonly prototype: KerasMultiHeadAttention;
 }
 
+/** Caller-owned buffers {@link MhaModule.linearBackward} writes the gradients into (each written whole). */
+export interface LinearBackwardOptions {
+  /** dLoss/dInput: a Float32Array of the input's size. */
+  dInput?: Float32Array;
+  /** dLoss/dWeight: a Float32Array of outFeatures * inFeatures floats. */
+  dWeight?: Float32Array;
+  /** dLoss/dBias: a Float32Array of outFeatures floats. */
+  dBias?: Float32Array;
+}
+
+/** The gradients of a linear layer (PyTorch's `nn.Linear`). */
+export interface LinearGradients {
+  /** dLoss/dInput, in the input's shape. */
+  input: Tensor;
+  /** dLoss/dWeight [outFeatures, inFeatures], row-major. */
+  weight: Float32Array;
+  /** dLoss/dBias [outFeatures] (the column sums of dOutput; ignore it for a layer without bias). */
+  bias: Float32Array;
+}
+
 /** A loaded wasm build, as {@link init} resolves it. */
 export interface MhaModule {
+  /**
+   * y = x W^T + b (PyTorch's `nn.Linear`) on the attention layers' wasm GEMM: input
+   * `[..., inFeatures]`, weight `[outFeatures, inFeatures]`, bias `[outFeatures]` or null; returns
+   * `[..., outFeatures]` (its data is `options.out` when given). Stateless: for the layers a model
+   * puts around attention (an unembedding, a classifier). See docs/training.md.
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  linear(input: Tensor, weight: Tensor, bias?: Float32Array | null, options?: { out?: Float32Array }): Tensor;
+  /**
+   * The gradients of {@link MhaModule.linear} for dOutput = dLoss/dOutput (the output's shape).
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  linearBackward(dOutput: Tensor, input: Tensor, weight: Tensor, options?: LinearBackwardOptions): LinearGradients;
   /** The layer class bound to this build: `new mha.MultiHeadAttention(config)`. */
   MultiHeadAttention: MultiHeadAttentionConstructor;
   /** Keras' MultiHeadAttention on the same core: `new mha.KerasMultiHeadAttention({ numHeads, keyDim })`. */

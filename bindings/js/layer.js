@@ -5,6 +5,7 @@ import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.j
 import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
 import { checkMask } from './masks.js';
+import { watchMemoryGrowth } from './memory-growth.js';
 import { checkQuantizedTensor, checkWeightDtype } from './quantized.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
@@ -130,6 +131,7 @@ const leakedLayers = new FinalizationRegistry((handle) => {
  * call that failed ('MultiHeadAttention: ...' from the constructor, 'forward: ...'): errors.js.
  */
 export function defineMultiHeadAttention(module) {
+  watchMemoryGrowth(module);
   return nameErrorsByCall(class MultiHeadAttention {
     #handle;
     #caches = new Set();  // alive caches this layer made; dispose() frees them
@@ -176,7 +178,7 @@ export function defineMultiHeadAttention(module) {
 
     /** The resolved configuration: every default filled in, plus headDim. */
     get config() {
-      return { ...this.#live('config').config(), weightDtype: this.#weightDtype };
+      return this.#live('config').config();  // weightDtype only when not 'f32', as other options
     }
 
     /**

@@ -3,6 +3,7 @@
 import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
 import { defineKerasMultiHeadAttention } from './keras.js';
 import { defineMultiHeadAttention } from './layer.js';
+import { defineLinear } from './linear.js';
 import { VARIANTS } from './variants.js';
 
 /**
@@ -55,6 +56,7 @@ export async function instantiate(name, numThreads, options) {
   return Object.freeze({
     MultiHeadAttention,
     KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention),
+    ...defineLinear(module),
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
     memoryBytes: () => memory().byteLength,
     build: Object.freeze({

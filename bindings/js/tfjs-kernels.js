@@ -1,12 +1,24 @@
-// Fast gradient kernels for training Embedding and Conv1D layers with tfjs (an explicit opt-in of
+// Fast kernels for training Embedding and Conv1D layers with tfjs (an explicit opt-in of
 // mha-wasm/tfjs). tfjs 4.22's cpu backend computes Embedding's gradient (UnsortedSegmentSum) with
 // one equal/multiply/sum pass per vocabulary row, and Conv1D's filter gradient
 // (Conv2DBackpropFilter) through TensorBuffer.get per multiply-add; its wasm backend has neither
 // kernel, so such a model cannot train there at all. These are the same sums written as one pass
 // over typed arrays: a scatter-add, and a sum of outer products (the GEMM X^T dY per filter tap).
+// On the cpu backend, Conv1D's forward (Conv2D) and input gradient (Conv2DBackpropInput) are
+// replaced too, for Conv1D's case only (stride 1, dilation 1, a filter one row high, channels
+// last): per filter tap a row-times-matrix product over contiguous rows. Other cases go to tfjs'
+// own kernel. tfjs-wasm's own Conv2D and Conv2DBackpropInput are compiled code and stay. Also on
+// cpu, Add when one operand is a bias along the last axes (biasAdd after Conv1D and Dense).
+import { conv1dFilterGradient, conv1dForward, conv1dInputGradient } from './tfjs-conv1d.js';
+
 const UNSORTED_SEGMENT_SUM = 'UnsortedSegmentSum';
 const CONV2D_BACKPROP_FILTER = 'Conv2DBackpropFilter';
-export const FAST_GRADIENT_KERNELS = Object.freeze([UNSORTED_SEGMENT_SUM, CONV2D_BACKPROP_FILTER]);
+const CONV2D = 'Conv2D';
+const CONV2D_BACKPROP_INPUT = 'Conv2DBackpropInput';
+const ADD = 'Add';
+export const FAST_GRADIENT_KERNELS = Object.freeze([UNSORTED_SEGMENT_SUM, CONV2D_BACKPROP_FILTER, CONV2D, CONV2D_BACKPROP_INPUT, ADD]);
+/** Kernels registered on the cpu backend only (where tfjs' own are JavaScript loops). */
+const CPU_ONLY = new Set([CONV2D, CONV2D_BACKPROP_INPUT, ADD]);
 const DEFAULT_BACKENDS = ['cpu', 'wasm'];
 
 /**
@@ -73,6 +85,13 @@ function conv2DBackpropFilter(tf, previous) {
       if (previous) return previous.kernelFunc(args);
       throw new Error(`Conv2DBackpropFilter (mha-wasm/tfjs fast gradients): only channels-last (NHWC) data is supported, got dataFormat '${dataFormat}'`);
     }
+    const conv1D = conv1DCase(tf, CONV2D_BACKPROP_FILTER, { xShape: x.shape, filterShape, dtype: x.dtype, strides, pad, dataFormat, dimRoundingMode });
+    if (conv1D.info) {  // Conv1D's case: contiguous dot products
+      const output = makeOutput(backend, filterShape);
+      const dW = output.values();
+      conv1dFilterGradient(elements(backend, x), elements(backend, dy), dW, conv1dDims(conv1D.info));
+      return finish(backend, output);
+    }
     const info = tf.backend_util.computeConv2DInfo(x.shape, filterShape, strides, 1, pad, dimRoundingMode, false, 'channelsLast');
     const { batchSize, inHeight, inWidth, inChannels, outHeight, outWidth, outChannels,
       filterHeight, filterWidth, strideHeight, strideWidth } = info;
@@ -120,8 +139,115 @@ function conv2DBackpropFilter(tf, previous) {
 }
 
 /**
+ * Conv1D's case of a Conv2D-shaped kernel, or the reason it is not: float32, channels last, a filter
+ * one row high, stride 1, dilation 1. Returns { info } (computeConv2DInfo's) or { refused }.
+ */
+function conv1DCase(tf, kernelName, { xShape, filterShape, dtype, strides, dilations = 1, pad, dataFormat, dimRoundingMode }) {
+  const pair = (v) => (Array.isArray(v) ? v : [v, v]);
+  const refuse = (why) => ({ refused: `${kernelName} (mha-wasm/tfjs fast kernels): only Conv1D's case is supported (float32, channels last, `
+    + `a filter 1 row high, stride 1, dilation 1), got ${why}` });
+  if (dtype !== 'float32') return refuse(`dtype ${dtype}`);
+  if (dataFormat !== undefined && dataFormat !== 'NHWC' && dataFormat !== 'channelsLast') return refuse(`dataFormat '${dataFormat}'`);
+  if (filterShape[0] !== 1) return refuse(`a filter ${filterShape[0]} rows high`);
+  if (pair(strides).some((v) => v !== 1)) return refuse(`strides ${JSON.stringify(strides)}`);
+  if (pair(dilations).some((v) => v !== 1)) return refuse(`dilations ${JSON.stringify(dilations)}`);
+  const info = tf.backend_util.computeConv2DInfo(xShape, filterShape, strides, 1, pad, dimRoundingMode, false, 'channelsLast');
+  if (info.padInfo.top !== 0 || info.padInfo.bottom !== 0) return refuse(`padding along the height (${info.padInfo.top}, ${info.padInfo.bottom})`);
+  return { info };
+}
+
+/** conv1d*'s dims from computeConv2DInfo's (Conv1D's case: the height is a batch dimension). */
+const conv1dDims = (info) => ({
+  rows: info.batchSize * info.inHeight, inWidth: info.inWidth, outWidth: info.outWidth, inChannels: info.inChannels,
+  outChannels: info.outChannels, filterWidth: info.filterWidth, left: info.padInfo.left,
+});
+
+/** A kernel for Conv1D's case; other cases go to `previous` (tfjs' own), or are an Error where there is none. */
+function conv1DKernel(tf, kernelName, previous, describe, compute) {
+  return (args) => {
+    const { info, refused } = conv1DCase(tf, kernelName, describe(args));
+    if (refused) {
+      if (previous) return previous.kernelFunc(args);
+      throw new Error(refused);
+    }
+    return compute(args, info);
+  };
+}
+
+/**
+ * Conv2D(x [B, H, W, Cin], filter [1, k, Cin, Cout]) -> y [B, H, OW, Cout]: per output position,
+ * y row = sum over taps of (x row at ow + tap - left) times the tap's [Cin, Cout] matrix.
+ */
+function conv2D(tf, previous) {
+  return conv1DKernel(tf, CONV2D, previous,
+    ({ inputs: { x, filter }, attrs }) => ({ xShape: x.shape, filterShape: filter.shape, dtype: x.dtype, ...attrs }),
+    ({ inputs: { x, filter }, backend }, info) => {
+      const output = makeOutput(backend, [info.batchSize, info.inHeight, info.outWidth, info.outChannels]);
+      const y = output.values();
+      conv1dForward(elements(backend, x), elements(backend, filter), y, conv1dDims(info));
+      return finish(backend, output);
+    });
+}
+
+/**
+ * Conv2DBackpropInput(dy [B, H, OW, Cout], filter [1, k, Cin, Cout]) -> dx (attrs.inputShape):
+ * dx[iw, ci] = sum over taps and output channels of dy[iw - tap + left, co] * filter[tap, ci, co].
+ */
+function conv2DBackpropInput(tf, previous) {
+  return conv1DKernel(tf, CONV2D_BACKPROP_INPUT, previous,
+    ({ inputs: { dy, filter }, attrs }) => ({ xShape: attrs.inputShape, filterShape: filter.shape, dtype: dy.dtype, ...attrs }),
+    ({ inputs: { dy, filter }, backend, attrs }, info) => {
+      const output = makeOutput(backend, attrs.inputShape);
+      const dx = output.values();
+      conv1dInputGradient(elements(backend, dy), elements(backend, filter), dx, conv1dDims(info));
+      return finish(backend, output);
+    });
+}
+
+/**
+ * Add(a, b) where one operand is a bias: float32, its shape (leading 1s aside) the other's last
+ * dimensions (what tfjs-layers' biasAdd adds after Conv1D and Dense). tfjs' cpu kernel computes
+ * every broadcast element's position through indexToLoc, allocating arrays per element. The same
+ * float32 sums (the same bits) as one pass; any other case goes to tfjs' own kernel.
+ */
+function addBias(tf, previous) {
+  return (args) => {
+    const { inputs: { a, b }, backend } = args;
+    // small's shape without its leading 1s equals big's last dimensions (and big has at least small's rank).
+    const trailing = (big, small) => {
+      const dims = small.shape.slice();
+      while (dims.length && dims[0] === 1) dims.shift();
+      return big.shape.length >= small.shape.length && dims.length > 0 && dims.every((d, i) => d === big.shape[big.shape.length - dims.length + i]);
+    };
+    const sizeOf = (t) => t.shape.reduce((x, y) => x * y, 1);
+    const fast = a.dtype === 'float32' && b.dtype === 'float32' && sizeOf(a) !== sizeOf(b)
+      && (sizeOf(a) > sizeOf(b) ? trailing(a, b) : trailing(b, a));
+    if (!fast) {
+      if (previous) return previous.kernelFunc(args);
+      throw new Error(`Add (mha-wasm/tfjs fast kernels): only a float32 bias along the last axes is supported, got [${a.shape}] ${a.dtype} + [${b.shape}] ${b.dtype}`);
+    }
+    const [big, small] = sizeOf(a) > sizeOf(b) ? [a, b] : [b, a];
+    const output = makeOutput(backend, big.shape);
+    const out = output.values();
+    const xs = elements(backend, big), bias = elements(backend, small), n = bias.length;
+    for (let at = 0; at < xs.length; at += n) for (let i = 0; i < n; i++) out[at + i] = xs[at + i] + bias[i];
+    return finish(backend, output);
+  };
+}
+
+const KERNEL_FACTORIES = {
+  [ADD]: addBias,
+  [UNSORTED_SEGMENT_SUM]: () => unsortedSegmentSum,
+  [CONV2D_BACKPROP_FILTER]: conv2DBackpropFilter,
+  [CONV2D]: conv2D,
+  [CONV2D_BACKPROP_INPUT]: conv2DBackpropInput,
+};
+
+/**
  * Registers the fast kernels with `tf` for each backend in `backends` (default cpu and wasm), in
- * place of tfjs' own (cpu) or where tfjs has none (wasm). Returns { backends, restore() }: restore()
+ * place of tfjs' own (cpu) or where tfjs has none (wasm): UnsortedSegmentSum and
+ * Conv2DBackpropFilter on every backend given; Conv2D and Conv2DBackpropInput (Conv1D's case) and
+ * Add (a bias along the last axes) on cpu. Returns { backends, restore() }: restore()
  * puts back what was registered before. Calling it again while registered is a no-op per backend.
  */
 export function registerFastGradients(tf, { backends = DEFAULT_BACKENDS } = {}) {
@@ -134,9 +260,10 @@ export function registerFastGradients(tf, { backends = DEFAULT_BACKENDS } = {}) 
   const saved = [];
   for (const backendName of backends) {
     for (const kernelName of FAST_GRADIENT_KERNELS) {
+      if (CPU_ONLY.has(kernelName) && backendName !== 'cpu') continue;
       const previous = tf.getKernel(kernelName, backendName);
       if (previous?.fastGradientOf === 'mha-wasm') continue;
-      const kernelFunc = kernelName === UNSORTED_SEGMENT_SUM ? unsortedSegmentSum : conv2DBackpropFilter(tf, previous);
+      const kernelFunc = KERNEL_FACTORIES[kernelName](tf, previous);
       if (previous) tf.unregisterKernel(kernelName, backendName);
       tf.registerKernel({ kernelName, backendName, kernelFunc, fastGradientOf: 'mha-wasm' });
       saved.push({ kernelName, backendName, previous });

@@ -37,6 +37,23 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
     return data instanceof Float32Array ? data : Float32Array.from(data);
   }
 
+  /**
+   * On tfjs-wasm, a float32 output tensor allocated in its heap, for mha-wasm to write its result
+   * into (forward's `out`): one copy from mha-wasm's heap to tfjs', where a JS array in between
+   * would take two. Allocate it before taking any view of tfjs' heap (allocating may move it).
+   * Null elsewhere (the cpu backend keeps the JS array mha-wasm returns, without a copy).
+   */
+  function heapOutput(shape) {
+    const backend = tf.backend();
+    if (typeof backend.typedArrayFromHeap !== 'function' || typeof backend.makeOutput !== 'function') return null;
+    const info = backend.makeOutput(shape, 'float32');
+    return {
+      view: () => backend.typedArrayFromHeap(info),
+      tensor: () => engine.makeTensorFromTensorInfo(info),
+      dispose: () => backend.disposeData(info.dataId),
+    };
+  }
+
   class MultiHeadAttention extends tf.layers.Layer {
     static className = 'MultiHeadAttention';
 
@@ -236,17 +253,25 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       const attend = tf.customGrad((...args) => {
         args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm
         this.#loadWeights(variables);
+        // Without a tape (inference) the output goes straight into tfjs-wasm's heap; a grad result keeps its own buffers.
+        const target = wantGradient ? null : heapOutput([query.shape[0], query.shape[1], this.outputShapeArg ?? this.inputSizes.query]);
         const asCore = (t) => ({ data: floats(t), shape: t.shape });
         const q = asCore(query), v = self ? null : asCore(value), k = self ? null : asCore(key ?? value);
-        const result = this.#core.forward(q, k, v, {
-          ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
-          ...(wantGradient ? { grad: true } : {}),
-          // Keras' scores are before dropout (its dropout layer follows the softmax).
-          ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
-        });
+        let result;
+        try {
+          result = this.#core.forward(q, k, v, {
+            ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
+            ...(wantGradient ? { grad: true } : {}), ...(target ? { out: target.view() } : {}),
+            // Keras' scores are before dropout (its dropout layer follows the softmax).
+            ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
+          });
+        } catch (error) {
+          target?.dispose();
+          throw error;
+        }
         if (wantGradient) this.#pending.add(result);
         if (result.weights) scores = result.weights;
-        const output = tf.tensor(result.output.data, result.output.shape, 'float32');
+        const output = target ? target.tensor() : tf.tensor(result.output.data, result.output.shape, 'float32');
         return {
           value: output,
           gradFunc: (dy) => {

@@ -2,6 +2,7 @@
  * mha-wasm/tfjs: mha-wasm's attention as a trainable tfjs-layers layer, and opt-in fast gradient
  * kernels for Embedding and Conv1D. `@tensorflow/tfjs` is an optional peer dependency: pass your
  * own namespace so the layer registers with the tfjs instance your model uses.
+ * @module mha-wasm/tfjs
  */
 import type { InitOptions, MhaModule } from './index.js';
 
@@ -11,9 +12,11 @@ export type Tfjs = any;
 
 /** Keras' MultiHeadAttention arguments, as tfjs-layers' port names them. */
 export interface MultiHeadAttentionArgs {
+  /** Number of attention heads (Keras' num_heads). */
   numHeads: number;
+  /** Size of each head's queries and keys (Keras' key_dim). */
   keyDim: number;
-  /** Default keyDim. */
+  /** Size of each head's values. Default keyDim. */
   valueDim?: number;
   /** Attention-probability dropout, applied when called with training (model.fit). Default 0. */
   dropout?: number;
@@ -23,66 +26,105 @@ export interface MultiHeadAttentionArgs {
   outputShape?: number | [number];
   /** Axes of a [batch, ..., features] input attended over (between 1 and rank - 2). Default all of them. */
   attentionAxes?: number | number[];
+  /** The kernels' initializer: a tf.initializers object, its name ('glorotUniform') or its { className, config }. Default 'glorotUniform'. */
   kernelInitializer?: unknown;
+  /** The biases' initializer, as kernelInitializer. Default 'zeros'. */
   biasInitializer?: unknown;
+  /** A tf.regularizers object (or its { className, config }) applied to the four kernels. */
   kernelRegularizer?: unknown;
+  /** A tf.regularizers object (or its { className, config }) applied to the four biases. */
   biasRegularizer?: unknown;
+  /** A tf.regularizers object applied to the layer's output. */
   activityRegularizer?: unknown;
+  /** A tf.constraints object, its name or its { className, config }, for the four kernels. */
   kernelConstraint?: unknown;
+  /** A tf.constraints object, its name or its { className, config }, for the four biases. */
   biasConstraint?: unknown;
   /** tf.layers' common arguments: name, trainable, inputShape, ... */
   name?: string;
+  /** Whether model.fit updates the layer's weights. Default true. */
   trainable?: boolean;
+  /** Any other tf.layers.Layer argument (inputShape, batchSize, dtype, ...). */
   [layerArg: string]: unknown;
 }
 
 /** apply(query, args): Keras' call arguments. Tensors or SymbolicTensors (all of one kind). */
 export interface MultiHeadAttentionCallArgs {
+  /** The value tensor [B, S, features] (self-attention: the query itself). */
   value: unknown;
+  /** The key tensor [B, S, features]. Default value. */
   key?: unknown;
   /** [B, T, S] (or [T, S], or [B, S]); 1 = attend. */
   attentionMask?: unknown;
+  /** Causal self-attention: query i attends to keys 0..i only. Default false. */
   useCausalMask?: boolean;
   /** Also return the scores [B, (other axes), H, T, S]: apply then returns [output, scores]. */
   returnAttentionScores?: boolean;
+  /** Training mode (dropout on). model.fit passes it; default false. */
   training?: boolean;
 }
 
 /** A tf.layers.Layer subclass; weights in Keras' layout and order (query kernel, bias, key ..., output ...). */
 export interface MultiHeadAttentionLayer {
+  /** Keras' call: the output [B, T, outputShape] (with returnAttentionScores: [output, scores]), eagerly or symbolically. */
   apply(query: unknown, args: MultiHeadAttentionCallArgs): unknown;
+  /** The weights as tensors, in Keras' order: query/kernel [in, H, keyDim], query/bias [H, keyDim], key/..., value/..., attention_output/kernel [H, valueDim, out], attention_output/bias [out]. */
   getWeights(): unknown[];
+  /** Sets the weights from tensors in getWeights()' order and shapes (Keras' get_weights() order). */
   setWeights(weights: unknown[]): void;
+  /** The weights' tf.LayerVariables, in getWeights()' order. */
   readonly trainableWeights: unknown[];
+  /** The layer's configuration (its constructor arguments), for serialization. */
   getConfig(): Record<string, unknown>;
+  /** Frees the layer's mha-wasm memory and its tfjs variables (a model's dispose() calls it). */
   dispose(): unknown;
+  /** The rest of tf.layers.Layer's members. */
   [member: string]: unknown;
 }
 
+/** registerFastGradients' options. */
 export interface FastGradientsOptions {
   /** Backends to register with. Default ['cpu', 'wasm']. */
   backends?: string[];
 }
 
+/** What registerFastGradients registered. */
 export interface FastGradientsRegistration {
+  /** The backends it was asked to register with. */
   readonly backends: string[];
   /** Puts back the kernels registered before. */
   restore(): void;
 }
 
-/** The kernels registerFastGradients registers: UnsortedSegmentSum (Embedding) and Conv2DBackpropFilter (Conv1D). */
+/** The kernels registerFastGradients registers: UnsortedSegmentSum (Embedding), Conv2DBackpropFilter, Conv2D and Conv2DBackpropInput (Conv1D), Add (a bias). */
 export declare const FAST_GRADIENT_KERNELS: readonly string[];
 
 /**
- * Registers fast UnsortedSegmentSum (Embedding's gradient) and Conv2DBackpropFilter (channels-last,
- * Conv1D's filter gradient) kernels with tf for the given backends, in place of tfjs' own.
+ * Registers fast kernels for training Embedding and Conv1D layers with tf: UnsortedSegmentSum
+ * (Embedding's gradient) and Conv2DBackpropFilter (channels-last, Conv1D's filter gradient) for the
+ * given backends, and on cpu Conv2D and Conv2DBackpropInput for Conv1D's case (stride 1, dilation 1)
+ * and Add for a float32 bias along the last axes (other cases go to tfjs' own kernels), in place of
+ * tfjs' own.
  */
 export declare function registerFastGradients(tf: Tfjs, options?: FastGradientsOptions): FastGradientsRegistration;
 
+/** The layer class MhaTfjs.MultiHeadAttention. */
+export interface MultiHeadAttentionClass {
+  /** A layer with Keras' arguments; its weights are made when it is first applied (input sizes inferred). */
+  new (args: MultiHeadAttentionArgs): MultiHeadAttentionLayer;
+  /** Keras' class name, under which tfjs serializes the layer: 'MultiHeadAttention'. */
+  readonly className: string;
+}
+
+/** What mhaTfjs returns: the layer bound to one tfjs namespace and one mha-wasm module. */
 export interface MhaTfjs {
-  MultiHeadAttention: new (args: MultiHeadAttentionArgs) => MultiHeadAttentionLayer;
+  /** The layer class (a tf.layers.Layer subclass, registered for serialization as 'MultiHeadAttention'). */
+  MultiHeadAttention: MultiHeadAttentionClass;
+  /** The layer's factory, as tf.layers.* are: new MultiHeadAttention(args). */
   multiHeadAttention(args: MultiHeadAttentionArgs): MultiHeadAttentionLayer;
+  /** registerFastGradients(tf, options) for this tf. */
   registerFastGradients(options?: FastGradientsOptions): FastGradientsRegistration;
+  /** The loaded mha-wasm module (init()'s result) the layer computes with. */
   module: MhaModule;
 }
 

@@ -27,7 +27,11 @@ namespace mha {
 struct MemoryItem {
   std::string name;
   uint64_t bytes;
+  int block = 0;  // items with the same nonzero block share one buffer (largest_block_bytes)
 };
+
+// The forward call's workspace: its projections, attended values and kernel scratch in one buffer.
+constexpr int kWorkspaceBlock = 1;
 
 // Sizes saturate at UINT64_MAX rather than wrap: they are only compared and printed.
 inline uint64_t saturating_bytes(const Shape& shape, uint64_t bytes_per_element) {
@@ -66,6 +70,17 @@ inline uint64_t addressable_bytes() {
   return emscripten_get_heap_max();
 #else
   return uint64_t{1} << 47;
+#endif
+}
+
+// The largest single buffer the allocator hands out. Emscripten's dlmalloc asks sbrk for less
+// than half the 32-bit address space at a time (HALF_MAX_SIZE_T), so in wasm one buffer stays
+// under 2 GiB even in a 4 GiB memory (2 GiB less its 64 KiB granularity and chunk headers).
+inline uint64_t largest_block_bytes() {
+#ifdef __EMSCRIPTEN__
+  return (uint64_t{1} << 31) - (uint64_t{1} << 17);
+#else
+  return addressable_bytes();
 #endif
 }
 
@@ -149,14 +164,14 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   // cache widens one head's keys and values per thread.
   const int64_t projected_keys = o.cache ? p.appended : S;
   if (!training) {
-    items.push_back({"projected queries", saturating_bytes({B, L, c.q_dim()}, 4)});
-    items.push_back({"projected keys and values", saturating_bytes({B, projected_keys, c.kv_dim() + c.value_kv_dim()}, 4)});
+    items.push_back({"projected queries", saturating_bytes({B, L, c.q_dim()}, 4), kWorkspaceBlock});
+    items.push_back({"projected keys and values", saturating_bytes({B, projected_keys, c.kv_dim() + c.value_kv_dim()}, 4), kWorkspaceBlock});
   }
   if (o.cache && o.cache->dtype() == CacheDtype::kF16)
-    items.push_back({"float16 cache widened", saturating_bytes({threads, S, c.head_dim + c.value_head_dim}, 4)});
-  if (!training) items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4)});
+    items.push_back({"float16 cache widened", saturating_bytes({threads, S, c.head_dim + c.value_head_dim}, 4), kWorkspaceBlock});
+  if (!training) items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4), kWorkspaceBlock});
   const int64_t scratch_rows = training ? std::max(L, kernels::decode_query_rows()) : L;
-  items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, scratch_rows, S)}, 4)});
+  items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, scratch_rows, S)}, 4), kWorkspaceBlock});
   items.push_back({"output", saturating_bytes(p.output_shape, 4)});
   if (o.need_weights) items.push_back({"attention weights", saturating_bytes(p.weights_shape, 4)});
   return items;
@@ -224,13 +239,37 @@ inline std::vector<MemoryItem> training_memory(const ResolvedConfig& c, const Fo
   return items;
 }
 
+// Throws a RangeError-kind ArgumentError when one buffer (an item, or the items of one block; an
+// item that sums several buffers is counted as one: only small ones do) exceeds `largest_block`.
+inline void check_blocks(const std::string& subject, const std::vector<MemoryItem>& items, uint64_t largest_block) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const int block = items[i].block;
+    bool counted = false;  // (a block is counted at its first item)
+    for (size_t j = 0; j < i && block != 0; ++j) counted = counted || items[j].block == block;
+    if (counted) continue;
+    std::vector<MemoryItem> parts;
+    for (size_t j = i; j < items.size(); ++j)
+      if (j == i || (block != 0 && items[j].block == block)) parts.push_back(items[j]);
+    const uint64_t bytes = total_bytes(parts);
+    if (bytes <= largest_block) continue;
+    std::string names;
+    for (const MemoryItem& part : parts) names += (names.empty() ? "" : " + ") + part.name;
+    throw range_error(subject + " need " + format_bytes(bytes) + " of " + memory_kind() + " in one block (" + names + ": " +
+                      std::to_string(bytes) + " bytes), more than the largest block this build can allocate (" +
+                      std::to_string(largest_block) + " bytes)");
+  }
+}
+
 // Throws a RangeError-kind ArgumentError when `items` do not fit beside the `in_use` bytes:
 // "<subject> need 12.9 GiB of WebAssembly memory (query 1.0 GiB, ...), more than the 2.0 GiB ...".
 inline void check_fits(const std::string& subject, const std::vector<MemoryItem>& items, uint64_t in_use,
                        uint64_t limit) {
   const uint64_t need = total_bytes(items);
   const uint64_t free = in_use < limit ? limit - in_use : 0;
-  if (need <= free) return;
+  if (need <= free) {
+    check_blocks(subject, items, largest_block_bytes());
+    return;
+  }
   std::string parts;
   for (const MemoryItem& item : items)
     if (item.bytes > 0) parts += (parts.empty() ? "" : ", ") + item.name + " " + format_bytes(item.bytes);

@@ -5,9 +5,10 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { readSafetensors } from '../../bindings/js/index.js';
+import { init, readSafetensors } from '../../bindings/js/index.js';
 import { sinusoidalPositions, tokenize } from '../../web/model.js';
 import { DEFAULT_PROBE } from '../../web/training/session.js';
+import { Trainer } from '../../web/training/trainer.js';
 import { startDemo } from './browser.js';
 
 const vocab = JSON.parse(await readFile(new URL('../../web/model/vocab.json', import.meta.url), 'utf8'));
@@ -127,5 +128,30 @@ test('"use these weights": the default model is the trained one and Generate wri
   await page.evaluate(() => window.__mhaDemo.generationDone());
   const text = await page.locator('#text').inputValue();
   assert.ok(text.startsWith(DEFAULT_PROBE) && text.length === DEFAULT_PROBE.length + 40, JSON.stringify(text));
+  assert.deepEqual(problems, []);
+});
+
+test('the same seed and settings give the same curves in the page and in Node (examples/train-tiny.mjs\'s trainer)', { timeout: 300_000 }, async () => {
+  const settings = { seed: 11, batchSize: 4, seqLen: 24, steps: 30, evalEvery: 10 };
+  await page.locator('#source-train').click();
+  await page.evaluate((s) => window.__mhaDemo.startTraining(s), settings);
+  await page.waitForFunction(() => { const t = window.__mhaDemo.getState().training; return !t.running && t.step === 30; }, null, { timeout: 0, polling: 250 });
+  const inPage = await training();
+  // The run's full settings (the ones not given come from the tab's controls, e.g. the learning rate).
+  assert.deepEqual({ ...inPage.settings, ...settings }, inPage.settings);
+  const mha = await init({ threads: 1 });
+  const trainer = new Trainer({ mha, vocab, settings: inPage.settings });
+  try {
+    let loss;
+    for (let step = 1; step <= 30; step++) ({ loss } = trainer.trainStep());
+    const { heldOutLoss, headScores } = trainer.evaluate();
+    assert.equal(inPage.backend, trainer.backend);
+    // The same wasm kernels on both sides: equal up to the threads build's summation order.
+    assert.ok(Math.abs(inPage.loss - loss) < 1e-5, `training loss at step 30: page ${inPage.loss}, Node ${loss}`);
+    assert.ok(Math.abs(inPage.heldOutLoss - heldOutLoss) < 1e-5, `held-out loss: page ${inPage.heldOutLoss}, Node ${heldOutLoss}`);
+    inPage.headScores.forEach((h, i) => assert.ok(Math.abs(h.induction - headScores[i].induction) < 1e-5, `L${h.layer} H${h.head} induction`));
+  } finally {
+    trainer.dispose();
+  }
   assert.deepEqual(problems, []);
 });

@@ -12,7 +12,7 @@ const builds = await loadAllBuilds({ threadCounts: [2] });
 const probe = x(2, 3);
 probe.data.forEach((_, i) => { probe.data[i] = Math.sin(i); });
 
-// The limit in a memory message depends on the build (2 GiB by default), and so does the attention
+// The limit in a memory message depends on the build (4 GiB by default), and so does the attention
 // kernels' scratch (vector width, threads; the table gives mha-simd's); the rest must match.
 const withoutLimit = (message) => message
   .replace(/more than the [\d.]+ GiB this build/, 'more than the N GiB this build')
@@ -37,6 +37,8 @@ for (const build of builds) {
           layer,
           make: (config) => { const l = new build.MultiHeadAttention(config); made.push(l); return l; },
           makeKeras: (config) => { const l = new build.KerasMultiHeadAttention(config); made.push(l); return l; },
+          linear: build.linear,
+          linearBackward: build.linearBackward,
         };
         const heapBefore = build.heapAllocatedBytes(), memoryBefore = build.memoryBytes();
         try {

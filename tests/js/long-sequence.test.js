@@ -5,47 +5,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { init } from '../../bindings/js/index.js';
+import { attendRow, projectRow } from './float64-attention.js';
 import { seededFloats } from './seeded.js';
 
-const L = 16384, E = 256, H = 4, Dh = E / H;
+const L = 16384, E = 256, H = 4;
 
 /** Output rows in float64: x W^T + b for every key and value, softmax, out_proj. */
 function referenceRows(rows, x, sd) {
-  const w = sd.in_proj_weight, b = sd.in_proj_bias;
-  const project = (row, part) => {
-    const y = new Float64Array(E);
-    for (let o = 0; o < E; o++) {
-      let acc = b[part * E + o];
-      for (let d = 0; d < E; d++) acc += x[row * E + d] * w[(part * E + o) * E + d];
-      y[o] = acc;
-    }
-    return y;
-  };
+  const project = (row, part) => projectRow(x, row, sd.in_proj_weight, sd.in_proj_bias, part * E, E);
   const keys = Array.from({ length: L }, (_, j) => project(j, 1));
   const values = Array.from({ length: L }, (_, j) => project(j, 2));
-  return rows.map((i) => attendRow(project(i, 0), keys, values, sd));
-}
-
-function attendRow(q, keys, values, sd) {
-  const attended = new Float64Array(E);
-  for (let h = 0; h < H; h++) {
-    const scores = keys.map((k) => {
-      let dot = 0;
-      for (let d = h * Dh; d < (h + 1) * Dh; d++) dot += q[d] * k[d];
-      return dot / Math.sqrt(Dh);
-    });
-    const max = Math.max(...scores);
-    const p = scores.map((s) => Math.exp(s - max));
-    const sum = p.reduce((a, c) => a + c, 0);
-    for (let j = 0; j < L; j++) for (let d = h * Dh; d < (h + 1) * Dh; d++) attended[d] += (p[j] / sum) * values[j][d];
-  }
-  const out = new Float64Array(E);
-  for (let o = 0; o < E; o++) {
-    let acc = sd['out_proj.bias'][o];
-    for (let d = 0; d < E; d++) acc += attended[d] * sd['out_proj.weight'][o * E + d];
-    out[o] = acc;
-  }
-  return out;
+  return rows.map((i) => attendRow(project(i, 0), keys, values, H, sd['out_proj.weight'], sd['out_proj.bias']));
 }
 
 test('L = S = 16384, E = 256, H = 4 runs in O(L*E) memory and matches float64 on sampled rows', () => {

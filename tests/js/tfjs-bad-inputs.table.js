@@ -3,7 +3,9 @@
 // into docs/bad-inputs.md with the core's table (node tests/js/bad-inputs.render.js).
 //
 // Each `call(t)` gets t.tf (the tfjs namespace), t.layer(args) (the factory), t.x (a [2, 3, 4]
-// tensor), t.mhaTfjs and t.registerFastGradients. This file loads nothing itself, so the renderer can import it.
+// tensor), t.mhaTfjs, t.registerFastGradients, t.checkTrainingSettings (the page's training settings)
+// and t.withoutTfjsKernel(name, fn) (runs fn with the fast kernels registered on cpu and tfjs' own
+// `name` kernel unregistered). This file loads nothing itself, so the renderer can import it.
 export const TFJS_ROWS = [
   // ---- constructing the layer ----
   { input: 'args is a number', call: (t) => t.layer(4), error: TypeError, message: 'MultiHeadAttention: args must be an object, got number' },
@@ -31,4 +33,14 @@ export const TFJS_ROWS = [
   { input: 'mhaTfjs given something that is not tfjs', call: (t) => t.mhaTfjs({ layers: {} }), error: TypeError, message: "mhaTfjs: tf must be the @tensorflow/tfjs namespace (import * as tf from '@tensorflow/tfjs'), got object" },
   { input: 'registerFastGradients without tf', call: (t) => t.registerFastGradients(undefined), error: TypeError, message: "registerFastGradients: pass the @tensorflow/tfjs namespace (import * as tf from '@tensorflow/tfjs')" },
   { input: 'registerFastGradients backends not an array', call: (t) => t.registerFastGradients(t.tf, { backends: 'wasm' }), error: TypeError, message: 'registerFastGradients: backends must be an array of backend names, got "wasm"' },
+  { input: 'fast Conv2D given a case other than Conv1D\'s, with no tfjs kernel to hand it to', call: (t) => t.withoutTfjsKernel('Conv2D', () => t.tf.conv2d(t.tf.zeros([1, 1, 8, 2]), t.tf.zeros([1, 3, 2, 2]), [1, 2], 'same')), error: Error, message: "Conv2D (mha-wasm/tfjs fast kernels): only Conv1D's case is supported (float32, channels last, a filter 1 row high, stride 1, dilation 1), got strides [1,2]" },
+  { input: 'fast Conv2DBackpropInput given a 2-D filter, with no tfjs kernel to hand it to', call: (t) => t.withoutTfjsKernel('Conv2DBackpropInput', () => t.tf.engine().runKernel('Conv2DBackpropInput', { dy: t.tf.zeros([1, 3, 4, 2]), filter: t.tf.zeros([2, 2, 3, 2]) }, { inputShape: [1, 3, 4, 3], strides: 1, pad: 'same', dataFormat: 'NHWC' })), error: Error, message: "Conv2DBackpropInput (mha-wasm/tfjs fast kernels): only Conv1D's case is supported (float32, channels last, a filter 1 row high, stride 1, dilation 1), got a filter 2 rows high" },
+  { input: 'fast Add given two int32 tensors, with no tfjs kernel to hand them to', call: (t) => t.withoutTfjsKernel('Add', () => t.tf.add(t.tf.zeros([2, 3], 'int32'), t.tf.zeros([3], 'int32'))), error: Error, message: 'Add (mha-wasm/tfjs fast kernels): only a float32 bias along the last axes is supported, got [2,3] int32 + [3] int32' },
+  // ---- the demo page's training run (web/sentiment-train/session.js) ----
+  { input: 'page training: settings not an object', call: (t) => t.checkTrainingSettings(10), error: TypeError, message: 'trainSentiment: settings must be an object, got number' },
+  { input: 'page training: an unknown setting', call: (t) => t.checkTrainingSettings({ epoch: 3 }), error: TypeError, message: "trainSentiment: unknown setting 'epoch'; known: epochs, batchSize, learningRate, validationSplit, samples" },
+  { input: 'page training: epochs 0', call: (t) => t.checkTrainingSettings({ epochs: 0 }), error: RangeError, message: 'trainSentiment: epochs must be an integer in [1, 1000], got 0' },
+  { input: 'page training: samples fewer than 10', call: (t) => t.checkTrainingSettings({ samples: 5 }), error: RangeError, message: 'trainSentiment: samples must be an integer in [10, 1000000], got 5' },
+  { input: 'page training: learning rate 0', call: (t) => t.checkTrainingSettings({ learningRate: 0 }), error: RangeError, message: 'trainSentiment: learningRate must be a number in (0, 1], got 0' },
+  { input: 'page training: validationSplit 1', call: (t) => t.checkTrainingSettings({ validationSplit: 1 }), error: RangeError, message: 'trainSentiment: validationSplit must be a number in (0, 1), got 1' },
 ];

@@ -36,6 +36,31 @@ TEST(MemoryBudget, NamesEveryBufferWhenOverTheLimit) {
   EXPECT_EQ(message_of({{"output", GiB}}, GiB, 2 * GiB), "");  // exactly fits
 }
 
+// wasm's allocator gives one buffer at most about 2 GiB (largest_block_bytes): an item, or the
+// items sharing a block (the forward call's workspace), must fit in it even when the total fits.
+TEST(MemoryBudget, RefusesABufferAboveTheLargestBlock) {
+  const uint64_t GiB = uint64_t{1} << 30;
+  const auto blocks_message = [&](const std::vector<mha::MemoryItem>& items) -> std::string {
+    try {
+      mha::check_blocks("the buffers", items, 2 * GiB);
+    } catch (const mha::ArgumentError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(blocks_message({{"query", GiB}, {"attention weights", 3 * GiB}}),
+            "the buffers need 3.0 GiB of memory in one block (attention weights: 3221225472 bytes), more than the "
+            "largest block this build can allocate (2147483648 bytes)");
+  EXPECT_EQ(blocks_message({{"query", GiB}, {"projected queries", GiB, mha::kWorkspaceBlock}, {"output", GiB},
+                            {"attention scratch", GiB, mha::kWorkspaceBlock}}),
+            "");  // exactly the largest block: fits
+  EXPECT_EQ(blocks_message({{"projected queries", GiB, mha::kWorkspaceBlock}, {"output", GiB},
+                            {"attention scratch", GiB + 1, mha::kWorkspaceBlock}}),
+            "the buffers need 2.0 GiB of memory in one block (projected queries + attention scratch: 2147483649 "
+            "bytes), more than the largest block this build can allocate (2147483648 bytes)");
+  EXPECT_EQ(blocks_message({{"keys", 2 * GiB}, {"values", 2 * GiB}}), "");  // two buffers
+}
+
 TEST(MemoryBudget, SaturatesInsteadOfOverflowing) {
   const uint64_t max = std::numeric_limits<uint64_t>::max();
   EXPECT_EQ(mha::saturating_bytes({int64_t{1} << 40, int64_t{1} << 40}, 4), max);

@@ -2,6 +2,8 @@
 // tools/train_sentiment.py) on the sentence typed in its box. The worker runs it (its attention
 // layer on mha-wasm's KerasMultiHeadAttention) and returns the result in the shape every view
 // reads, so the grid, the large heatmap and the line view show its 4 heads over the words.
+// "Train in this browser" (sentiment-training.js) trains a new one; the box then classifies with it.
+import { SentimentTraining } from './sentiment-training.js';
 
 export class SentimentMode {
   #worker;
@@ -19,6 +21,16 @@ export class SentimentMode {
     this.#show = show;
     this.#message = message;
     $('sentiment-text').addEventListener('input', () => this.run());
+    this.training = new SentimentTraining({
+      $,
+      message,
+      // The page's worker classifies with the trained weights (transferred) or the shipped ones again.
+      useModel: async (which, trained = {}) => {
+        const transfer = trained.tensors ? Object.values(trained.tensors).map((t) => t.data.buffer) : [];
+        await this.#worker.request('sentimentModel', { which, ...trained }, transfer);
+        if (this.active) await this.run();
+      },
+    });
   }
 
   /** Classifies the box's sentence; while a request is in flight only the latest text waits. */
@@ -33,6 +45,7 @@ export class SentimentMode {
         try {
           const result = await this.#worker.request('sentiment', { text });
           if (!this.active) continue;
+          this.training.noteInput();
           const { label, probability } = result.sentiment;
           this.#$('sentiment-result').textContent = `${label} · p(positive) = ${probability.toFixed(3)}`;
           this.#$('sentiment-result').className = label;

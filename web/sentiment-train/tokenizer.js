@@ -3,12 +3,12 @@
 // by count (ties: first seen); texts_to_sequences keeps only words with index < num_words (no OOV
 // token, so rarer and unseen words are dropped). pad_sequences: zeros after (padding='post'), and
 // Keras' default truncating='pre' (a longer sentence keeps its last maxlen words).
-const FILTERS = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n';
+export const TOKENIZER_FILTERS = '!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~\t\n';
 
 /** The words of a text as Keras' text_to_word_sequence splits them. */
 export function wordsOf(text) {
   let clean = text.toLowerCase();
-  for (const c of FILTERS) clean = clean.split(c).join(' ');
+  for (const c of TOKENIZER_FILTERS) clean = clean.split(c).join(' ');
   return clean.split(' ').filter((w) => w.length > 0);
 }
 

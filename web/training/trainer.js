@@ -1,7 +1,8 @@
 // Trains the demo's model architecture (tools/train_demo_model.py: embeddings + sinusoidal
 // positions, causal self-attention layers with residual adds, unembedding) from a seeded
-// initialisation. The attention layers run forward and backward in mha-wasm; embedding,
-// unembedding, cross-entropy and AdamW are the small JavaScript modules beside this file. The same
+// initialisation. The attention layers run forward and backward in mha-wasm, and so does the
+// unembedding (the package's linear()); embedding, cross-entropy and AdamW are the small JavaScript
+// modules beside this file. The same
 // code runs in the page's worker and in Node (examples/train-tiny.mjs): the same settings give the
 // same numbers.
 import { sinusoidalPositions } from '../model.js';
@@ -38,6 +39,7 @@ export class Trainer {
   #source;
   #offsets;
   #heldOut;
+  #mha = null;  // the package when the layers are mha-wasm's (its linear() runs the unembedding)
 
   /**
    * @param {{ mha?: object | null, vocab: object, settings?: object }} options mha: the loaded
@@ -67,6 +69,7 @@ export class Trainer {
       }
       this.#loadLayers();
       this.backend = mha && hasBackward(this.#layers[0], E) ? 'mha-wasm' : 'javascript';
+      if (this.backend === 'mha-wasm') this.#mha = mha;
       if (mha && this.backend === 'javascript') {
         for (const layer of this.#layers) layer.dispose();
         this.#layers = Array.from({ length: numLayers }, () => new ReferenceAttention({ embedDim: E, numHeads: H }));
@@ -157,13 +160,13 @@ export class Trainer {
       targets.set(ids.subarray(b * S + 1, (b + 1) * S), b * T);
     }
     const { x, saved, layers } = this.#forward(inputs, B, T, offsets, { grad: gradient, needWeights });
-    const logits = unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], N, this.V, E);
+    const logits = unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], N, this.V, E, this.#mha);
     const { loss, dLogits } = softmaxCrossEntropy(logits, targets, N, this.V, { gradient });
     if (!gradient) return { loss, layers };
 
     const grads = Object.fromEntries(Object.entries(this.params).map(([k, v]) => [k, new Float32Array(v.length)]));
     const dx = unembedBackward(dLogits, x, this.params['unembed.weight'],
-      { weight: grads['unembed.weight'], bias: grads['unembed.bias'] }, N, this.V, E);
+      { weight: grads['unembed.weight'], bias: grads['unembed.bias'] }, N, this.V, E, this.#mha);
     for (let l = this.#layers.length - 1; l >= 0; l--) {
       // x_{l+1} = x_l + attention_l(x_l): the residual passes dx through, the layer adds its part.
       const g = saved[l].backward({ data: dx, shape: [B, T, E] });
@@ -242,7 +245,7 @@ export class Trainer {
     const L = ids.length;
     const E = this.settings.dModel;
     const { x, layers } = this.#forward(Int32Array.from(ids), 1, L, [0], { needWeights: true });
-    return { layers, logits: unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], L, this.V, E) };
+    return { layers, logits: unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], L, this.V, E, this.#mha) };
   }
 
   /** The weights as a PyTorch-style state dict (copies), with the metadata web/model.js reads. */
