@@ -138,8 +138,8 @@ export interface ResolvedConfig {
   sinks?: true;
   /** Present when the layer has dropout. */
   dropout?: number;
-  /** How loadStateDict stores the projection weights. */
-  weightDtype: WeightDtype;
+  /** How loadStateDict stores the projection weights: present when not 'f32' (as the other options). */
+  weightDtype?: WeightDtype;
 }
 
 /** Options of {@link MultiHeadAttention.forward}; every one is optional. */
