@@ -4,6 +4,8 @@
 // and hands the trained weights to the page's worker, which then classifies with them. It also
 // counts the animation frames and the classified sentences the page handled while training ran:
 // the hook's evidence that the page stayed responsive.
+import { loadUPlot } from '../load-uplot.js';
+
 const CHART_HEIGHT = 200;
 const WORKER_URL = new URL('../sentiment-train/worker.js', import.meta.url);
 
@@ -163,11 +165,7 @@ export class SentimentTraining {
 
   async #loadCharts() {
     if (this.#uPlot) return;
-    const link = document.createElement('link');
-    link.rel = 'stylesheet';
-    link.href = '/node_modules/uplot/dist/uPlot.min.css';
-    document.head.append(link);
-    this.#uPlot = (await import('uplot')).default;
+    this.#uPlot = await loadUPlot();
     this.#redrawCharts();
   }
 

@@ -3,6 +3,7 @@
 // (uPlot, loaded when the tab is first opened), the grid and the heatmap on a probe text, the rates
 // in the status line. main.js wires it in with the worker and a few callbacks, as the other modes.
 import { DEFAULT_PROBE } from '../training/session.js';
+import { loadUPlot } from '../load-uplot.js';
 
 const SCORE_NAMES = { induction: 'induction', previousToken: 'previous token', bracket: 'bracket', bos: 'bos' };
 const HEAD_COLORS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
@@ -235,11 +236,7 @@ export class TrainMode {
 
   async #loadCharts() {
     if (this.#uPlot) return;
-    const link = document.createElement('link');
-    link.rel = 'stylesheet';
-    link.href = '/node_modules/uplot/dist/uPlot.min.css';
-    document.head.append(link);
-    this.#uPlot = (await import('uplot')).default;
+    this.#uPlot = await loadUPlot();
   }
 
   #chartWidth() {
