@@ -5,6 +5,7 @@
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <memory>
 #include <new>
@@ -24,6 +25,15 @@ namespace {
 // Bytes the allocator has handed out: mallinfo's int field, read back as the unsigned 32-bit
 // count it holds (above 2 GiB in use the int is negative).
 uint64_t heap_in_use() { return static_cast<uint32_t>(mallinfo().uordblks); }
+
+// The same where only "do `need` more bytes fit?" is asked: mallinfo walks every chunk of the
+// heap (2% of a small layer's decode step), while the heap's top (sbrk(0)) bounds the bytes in
+// use from above for free. The walk runs only when that bound leaves too little room, so a
+// refusal's message still gives the exact count.
+uint64_t heap_in_use_unless_fits(const std::vector<mha::MemoryItem>& items) {
+  const uint64_t top = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(sbrk(0)));
+  return mha::total_bytes(items) + top <= mha::addressable_bytes() ? top : heap_in_use();
+}
 
 mha::Shape shape_of(const val& v) {
   mha::Shape s;
@@ -396,10 +406,9 @@ class LayerHandle {
       const int threads = 1;
 #endif
       const bool grad = request["grad"].as<bool>();
-      mha::check_fits("the inputs and buffers",
-                      grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
-                           : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads),
-                      heap_in_use(), mha::addressable_bytes());
+      const std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
+                                                     : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
+      mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
     });

@@ -53,12 +53,16 @@ class StageRunner {
     return 2.0 * rows * w.in_features() * w.out_features() >= kMinParallelFlops;
   }
 
-  // y = x W^T + b for `rows` rows.
-  void project(const kernels::PackedLinear& w, const float* x, float* y, int64_t rows) const {
+  // y = x W^T + b for `rows` rows. `xq` (decoding): where x's rows are quantized once for
+  // int8 and q4 weights, shared by the call's projections of the same x and by every task.
+  void project(const kernels::PackedLinear& w, const float* x, float* y, int64_t rows,
+               kernels::QuantizedInput* xq = nullptr) const {
     if (rows < kernels::PackedLinear::few_rows()) {  // decoding: split the weights' columns instead
+      if (xq && w.takes_quantized_input()) xq->prepare(x, rows, w.in_features());
+      const kernels::QuantizedInput* prepared = xq && w.takes_quantized_input() ? xq : nullptr;
       const int64_t panels = w.num_panels(), step = (panels + 2 * threads_ - 1) / (2 * threads_);
       parallel((panels + step - 1) / step, projection_splits(w, rows), [&](int64_t t, int) {
-        w.apply_few_rows(x, y, rows, t * step, std::min(panels, (t + 1) * step));
+        w.apply_few_rows(x, y, rows, t * step, std::min(panels, (t + 1) * step), prepared);
       });
       return;
     }

@@ -159,10 +159,11 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
 
   // 1. Project, then rotate q and the new k to their positions (each sequence starts at 0; a
   // self cache's new tokens after the ones it holds). A self cache then keeps the new k and v.
-  run.project(packed_.q, query.data, q, B * L);
+  kernels::QuantizedInput xq;  // decoding with int8 / q4 weights: each input row quantized once
+  run.project(packed_.q, query.data, q, B * L, &xq);
   if (projected_keys > 0) {
-    run.project(packed_.k, key, k, B * projected_keys);
-    run.project(packed_.v, value, v, B * projected_keys);
+    run.project(packed_.k, key, k, B * projected_keys, &xq);
+    run.project(packed_.v, value, v, B * projected_keys, &xq);
   }
   rotate(p, options, self_attention, projected_keys, q, k, false);
   if (cache && !cross_cache) {
@@ -232,7 +233,7 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   }
 
   // 3. Combine: the output projection.
-  run.project(packed_.out, attended, output, B * L);
+  run.project(packed_.out, attended, output, B * L, &xq);
 }
 
 // Rotary on q (and the call's projected keys, self-attention sharing the query's positions), or

@@ -117,6 +117,23 @@ TEST_P(QuantKernels, NonFiniteActivationsPropagate) {
   for (float v : y) ASSERT_TRUE(std::isnan(v));
 }
 
+// A call's rows quantized once for every projection and task (QuantizedInput) give what each
+// projection quantizing its own rows gives, bit for bit.
+TEST_P(QuantKernels, SharedQuantizedInputGivesTheSameBits) {
+  const Case c = GetParam();
+  const PackedLinear packed(matrix(c, 41), nullptr);
+  const std::vector<float> x = random_vector(static_cast<size_t>(3 * c.in), 42);
+  std::vector<float> own(static_cast<size_t>(3 * c.out)), shared(own.size());
+  packed.apply_few_rows(x.data(), own.data(), 3, 0, packed.num_panels());
+  mha::kernels::QuantizedInput xq;
+  if (packed.takes_quantized_input()) xq.prepare(x.data(), 3, c.in);
+  const int64_t half = packed.num_panels() / 2;  // as two threads' shares
+  packed.apply_few_rows(x.data(), shared.data(), 3, 0, half, &xq);
+  packed.apply_few_rows(x.data(), shared.data(), 3, half, packed.num_panels(), &xq);
+  for (size_t i = 0; i < own.size(); ++i) ASSERT_EQ(own[i], shared[i]) << i;
+  EXPECT_EQ(packed.takes_quantized_input(), c.dtype != WeightDtype::kF16);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, QuantKernels,
     ::testing::Values(Case{WeightDtype::kInt8, 64, 128}, Case{WeightDtype::kInt8, 13, 45}, Case{WeightDtype::kInt8, 70, 777},
@@ -130,3 +147,37 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 }  // namespace
+
+// The activation row's rounding is C's roundf (half away from zero) without the library call:
+// every tie k + 0.5 in the int16 range, and values a few ulps either side of each, then a sweep.
+TEST(RoundHalfAway, IsRoundf) {
+  for (int k = -32768; k <= 32767; ++k) {
+    float v = static_cast<float>(k) + 0.5f;
+    for (int s = 0; s < 3; ++s) v = std::nextafter(v, -INFINITY);
+    for (int s = 0; s < 7; ++s, v = std::nextafter(v, INFINITY))
+      ASSERT_EQ(mha::kernels::round_half_away(v), std::roundf(v)) << v;
+  }
+  for (float v = -70000.0f; v < 70000.0f; v += 0.1234567f) ASSERT_EQ(mha::kernels::round_half_away(v), std::roundf(v)) << v;
+  for (float v : {0.0f, -0.0f, 0.49999997f, -0.49999997f, 8388607.5f, -8388607.5f, 16777216.0f, 1e30f, -1e30f})
+    ASSERT_EQ(mha::kernels::round_half_away(v), std::roundf(v)) << v;
+  // (-0.25 gives +0 where roundf gives -0: equal as floats, and the same int16.)
+}
+
+// prepare() keeps rows it holds (same source, count and length) and quantizes new ones.
+TEST(QuantizedInput, PrepareQuantizesOncePerSource) {
+  const std::vector<float> a = random_vector(100, 51), b = random_vector(100, 52);
+  mha::kernels::QuantizedInput xq;
+  xq.prepare(a.data(), 1, 100);
+  mha::kernels::QuantizedRow want;
+  mha::kernels::quantize_activation_row(a.data(), 100, want);
+  EXPECT_EQ(xq.row[0].q, want.q);
+  EXPECT_EQ(xq.row[0].sums, want.sums);
+  EXPECT_EQ(xq.row[0].scale, want.scale);
+  xq.row[0].scale = -1.0f;  // a marker: held rows are not quantized again
+  xq.prepare(a.data(), 1, 100);
+  EXPECT_EQ(xq.row[0].scale, -1.0f);
+  xq.prepare(b.data(), 1, 100);
+  mha::kernels::quantize_activation_row(b.data(), 100, want);
+  EXPECT_EQ(xq.row[0].q, want.q);
+  EXPECT_EQ(xq.row[0].scale, want.scale);
+}

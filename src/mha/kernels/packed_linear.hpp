@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "quantized_gemv.hpp"
 #include "quantized_panels.hpp"
 
 namespace mha::kernels {
@@ -51,9 +52,17 @@ class PackedLinear {
   int64_t num_panels() const;
   // y[r] = x[r] W^T + b for rows r < rows (rows < few_rows()), output panels [panel_begin,
   // panel_end): disjoint panel ranges may run on different threads (decoding splits by column).
-  void apply_few_rows(const float* x, float* y, int64_t rows, int64_t panel_begin, int64_t panel_end) const;
+  // A quantized int8 or q4 projection multiplies x quantized to int16 (quantized_gemv.hpp):
+  // `xq`, when given, holds x's rows quantized once for the whole call (QuantizedInput::prepare).
+  void apply_few_rows(const float* x, float* y, int64_t rows, int64_t panel_begin, int64_t panel_end,
+                      const QuantizedInput* xq = nullptr) const;
+  // Whether apply_few_rows multiplies a quantized x (int8 and q4 weights).
+  bool takes_quantized_input() const;
 
  private:
+  // apply_few_rows without a prepared input: quantizes x (int8, q4) for this call.
+  void apply_few_rows_quantizing(const float* x, float* y, int64_t rows, int64_t panel_begin, int64_t panel_end) const;
+
   int64_t in_ = 0, out_ = 0;
   std::vector<float> panels_;  // [ceil(out / kTileCols)][in][kTileCols], zero padded
   std::vector<float> bias_;    // [ceil(out / kTileCols) * kTileCols], zeros where absent

@@ -15,6 +15,7 @@
 // in the float32 layer.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +34,26 @@ struct QuantizedRow {
 constexpr int64_t kInt8RunDepth = 256;  // int8: depths summed in int32 before one float add
 
 void quantize_activation_row(const float* x, int64_t in_features, QuantizedRow& row);
+
+// roundf (half away from zero) without its library call, which wasm has no instruction for and
+// which cost a Qwen-like decode step 7% of its time: trunc, then one step away from zero when
+// the dropped fraction is at least one half (v - trunc(v) is exact in float).
+inline float round_half_away(float v) {
+  const float t = std::trunc(v);
+  return t + (std::fabs(v - t) >= 0.5f ? std::copysign(1.0f, v) : 0.0f);
+}
+
+// A call's few input rows (decoding) quantized once: every projection that reads the same rows
+// (self-attention's q, k and v) and every thread's share of a projection's panels use them.
+struct QuantizedInput {
+  static constexpr int kMaxRows = 8;  // PackedLinear::few_rows() on every instruction set
+  const float* source = nullptr;      // the rows they were made from, within one call
+  int64_t rows = 0, in_features = 0;
+  QuantizedRow row[kMaxRows];
+
+  // Quantizes x's `rows` rows of `in_features`, unless these are the rows held.
+  void prepare(const float* x, int64_t rows, int64_t in_features);
+};
 
 // y[o] for the columns of panels [panel_begin, panel_end) (y is the full row; bias may be null).
 void quantized_gemv(const QuantizedPanels& w, const float* x, const QuantizedRow& row, const float* bias, float* y,

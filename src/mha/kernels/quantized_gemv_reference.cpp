@@ -29,20 +29,40 @@ void quantize_activation_row(const float* x, int64_t in, QuantizedRow& row) {
   const int64_t padded = q4_blocks(in) * kQ4Block;
   row.q.assign(static_cast<size_t>(padded), 0);
   row.sums.assign(static_cast<size_t>(padded / kQ4Block), 0);
-  float amax = 0.0f;
-  row.finite = true;
-  for (int64_t i = 0; i < in; ++i) {
-    if (!std::isfinite(x[i])) row.finite = false;
-    amax = std::max(amax, std::fabs(x[i]));
+  // amax = max |x[i]|, in vectors (max is exact in any order); x[i] * 0 is NaN exactly when
+  // x[i] is Inf or NaN, so one sum of them says whether the row is finite.
+  simd::Vec largest(0.0f), poison(0.0f);
+  int64_t i = 0;
+  for (; i + kW <= in; i += kW) {
+    const simd::Vec v = simd::load(x + i);
+    largest = simd::max(largest, simd::abs(v));
+    poison = poison + v * simd::Vec(0.0f);
   }
+  float amax = simd::hmax(largest), nan_unless_finite = simd::hsum(poison);
+  for (; i < in; ++i) {
+    amax = std::max(amax, std::fabs(x[i]));
+    nan_unless_finite += x[i] * 0.0f;
+  }
+  row.finite = !std::isnan(nan_unless_finite);
   if (!row.finite) return;
   row.scale = amax / 32767.0f;
   const float inverse = row.scale != 0.0f ? 1.0f / row.scale : 0.0f;
-  for (int64_t i = 0; i < in; ++i) {
-    const float r = std::roundf(x[i] * inverse);
-    row.q[i] = static_cast<int16_t>(std::clamp(r, -32767.0f, 32767.0f));
-    row.sums[i / kQ4Block] += row.q[i];
+  int16_t* q = row.q.data();
+  for (int64_t i = 0; i < in; ++i) {  // (branch-free: the compiler vectorizes it)
+    const float r = round_half_away(x[i] * inverse);
+    q[i] = static_cast<int16_t>(std::min(32767.0f, std::max(-32767.0f, r)));
   }
+  for (int64_t b = 0; b < padded / kQ4Block; ++b) {
+    int32_t sum = 0;
+    for (int64_t j = 0; j < kQ4Block; ++j) sum += q[b * kQ4Block + j];
+    row.sums[b] = sum;
+  }
+}
+
+void QuantizedInput::prepare(const float* x, int64_t n, int64_t in) {
+  if (source == x && rows == n && in_features == in) return;
+  for (int64_t r = 0; r < n; ++r) quantize_activation_row(x + r * in, in, row[r]);
+  source = x, rows = n, in_features = in;
 }
 
 void quantized_gemv_reference(const QuantizedPanels& w, const float* x, const QuantizedRow& row, const float* bias,
