@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -96,11 +97,35 @@ double stream_read_rate() {
   return rate;
 }
 
+// What the quantized GEMV's arithmetic allows: the same kernel on 64 x 1024 weights that stay in
+// L1/L2 (nothing waits on memory), over and over, its activation row quantized once. Weights/s.
+double in_cache_rate(mha::WeightDtype dtype) {
+  const int64_t K = 1024, N = 64, calls = 2000;
+  const auto w = uniform(N * K, 51, 0.05f), b = uniform(N, 52, 0.1f), x = uniform(K, 53, 0.5f);
+  std::vector<float> y(N);
+  const mha::kernels::PackedLinear linear(mha::kernels::quantize_matrix(dtype, w.data(), N, K), b.data());
+  mha::kernels::QuantizedInput xq;
+  xq.prepare(x.data(), 1, K);
+  const std::string kernel = std::string("projection GEMV, one row, ") + mha::weight_dtype_name(dtype) + ", weights in cache";
+  report(kernel.c_str(), "1 x 1024 x 64", 2.0 * K * N * calls, [&] {
+    for (int64_t i = 0; i < calls; ++i) linear.apply_few_rows(x.data(), y.data(), 1, 0, linear.num_panels(), &xq);
+  });
+  return 1.0 * K * N * calls / last_best_cpu;
+}
+
+// The quantized GEMV's SIMD operations per weight, counted in quantized_gemv.cpp for 4-lane
+// vectors (wasm); wider vectors cover proportionally more weights per operation.
+double ops_per_weight(mha::WeightDtype dtype) {
+  const double per_4_lanes = dtype == mha::WeightDtype::kInt8 ? 7.0 / 16 : dtype == mha::WeightDtype::kQ4 ? 17.0 / 32 : 0;
+  return per_4_lanes * 4.0 / mha::kernels::simd::kWidth;
+}
+
 // Decoding's projection with quantized weights: one row against K x N weights of `dtype`, over
 // enough distinct copies (>= 128 MiB of float32 weights' worth, >= 48 MiB of the dtype's) that
 // they stream from memory, as a model's layers do. Prints the time per GEMV, the rate it reads
 // the dtype's bytes, and its speed against the float32 row (same shape, same streaming).
-double report_quantized_gemv(mha::WeightDtype dtype, int64_t K, int64_t N, double stream_rate, double f32_seconds) {
+double report_quantized_gemv(mha::WeightDtype dtype, int64_t K, int64_t N, double stream_rate, double f32_seconds,
+                             double arithmetic_rate = 0) {
   const auto w = uniform(N * K, 31, 0.05f), b = uniform(N, 32, 0.1f), x = uniform(K, 33, 0.5f);
   std::vector<float> y(N);
   const double bytes = dtype == mha::WeightDtype::kF32 ? 4.0 * K * N
@@ -125,6 +150,14 @@ double report_quantized_gemv(mha::WeightDtype dtype, int64_t K, int64_t N, doubl
   std::printf("| (GEMV %s, CPU time) | %.1f GB/s of its bytes (%.0f%% of the stream read), %.1f G weights/s, %.2fx float32's time | | | | |\n",
               mha::weight_dtype_name(dtype), bytes / s * 1e-9, 100.0 * bytes / s * 1e-9 / stream_rate,
               1.0 * K * N / s * 1e-9, f32_seconds > 0 ? f32_seconds / s : 1.0);
+  if (arithmetic_rate > 0) {
+    // The two limits: its bytes at the streaming rate, and its operations at the in-cache rate.
+    const double by_bytes = stream_rate * 1e9 / (bytes / (1.0 * K * N));
+    std::printf("| (GEMV %s: limits) | bytes %.1f G weights/s; arithmetic %.1f G weights/s (in cache: %.2f SIMD ops per "
+                "weight at %.1f G ops/s); ours %.0f%% of the lower |  |  |  |  |\n",
+                mha::weight_dtype_name(dtype), by_bytes * 1e-9, arithmetic_rate * 1e-9, ops_per_weight(dtype),
+                arithmetic_rate * ops_per_weight(dtype) * 1e-9, 100.0 * (1.0 * K * N / s) / std::min(by_bytes, arithmetic_rate));
+  }
   return s;
 }
 
@@ -194,9 +227,15 @@ int main() {
   // streamed from memory, and the streaming read that bounds them.
   {
     const double stream = stream_read_rate();
+    const double int8_limit = in_cache_rate(mha::WeightDtype::kInt8), q4_limit = in_cache_rate(mha::WeightDtype::kQ4);
+    const auto limit = [&](mha::WeightDtype d) { return d == mha::WeightDtype::kInt8 ? int8_limit : d == mha::WeightDtype::kQ4 ? q4_limit : 0; };
     const double f32 = report_quantized_gemv(mha::WeightDtype::kF32, 2048, 2048, stream, 0);
     for (mha::WeightDtype dtype : {mha::WeightDtype::kInt8, mha::WeightDtype::kQ4, mha::WeightDtype::kF16})
-      report_quantized_gemv(dtype, 2048, 2048, stream, f32);
+      report_quantized_gemv(dtype, 2048, 2048, stream, f32, limit(dtype));
+    // The small layers' projection (Qwen2.5-0.5B-like, 896 x 896), streamed the same way.
+    const double f32_small = report_quantized_gemv(mha::WeightDtype::kF32, 896, 896, stream, 0);
+    for (mha::WeightDtype dtype : {mha::WeightDtype::kInt8, mha::WeightDtype::kQ4})
+      report_quantized_gemv(dtype, 896, 896, stream, f32_small, limit(dtype));
     // Prefill with quantized weights: the GEMM on slices dequantized per call, against float32's.
     const int64_t M = 512, K = 768, N = 768;
     const auto w = uniform(N * K, 41, 0.05f), b = uniform(N, 42, 0.1f), x = uniform(M * K, 43, 0.5f);

@@ -5,7 +5,7 @@
 //
 // Operations per weight, wasm SIMD128 (W = 4), against f32's load + mul + add per 4 weights (0.75):
 //   int8: per 16 weights (a depth pair of a panel) 2 load8x8_s + 2 dot + 2 add + 1 splat: 0.44
-//   q4:   per 32 weights (a group) 1 load + 7 mask/shift + 4 dot + 4 add + 2 splats: 0.56
+//   q4:   per 32 weights (a group) 1 load + 6 mask/shift + 4 dot + 4 add + 2 splats: 0.53
 //   (widening int8 to f32 instead: extend, convert, mul, add per 4 weights and a horizontal sum
 //   of the depth pairs: 1.1 per weight, 2.5x the integer path's count, so the integer path it is)
 //   f16:  per 8 weights 1 load, 2 unpack, 2 shift, 2 and, 2 mul (the exponent), 2 mul + 2 add: 1.6
