@@ -35,9 +35,23 @@ uint64_t heap_in_use_unless_fits(const std::vector<mha::MemoryItem>& items) {
   return mha::total_bytes(items) + top <= mha::addressable_bytes() ? top : heap_in_use();
 }
 
+// The request properties' names as JS strings, made once per module: `request["causal"]` makes
+// its key string anew, a call into JS, on every read (14% of a small layer's decode step went
+// to making key strings).
+struct RequestKeys {
+  val length{"length"}, ptr{"ptr"}, shape{"shape"}, isBool{"isBool"}, causal{"causal"}, needWeights{"needWeights"},
+      averageWeights{"averageWeights"}, training{"training"}, seed{"seed"}, weightsBeforeDropout{"weightsBeforeDropout"},
+      query{"query"}, key{"key"}, value{"value"}, keyPaddingMask{"keyPaddingMask"}, attnMask{"attnMask"},
+      positions{"positions"}, cache{"cache"}, grad{"grad"};
+};
+const RequestKeys& keys() {
+  static const RequestKeys made;
+  return made;
+}
+
 mha::Shape shape_of(const val& v) {
   mha::Shape s;
-  const int n = v["length"].as<int>();
+  const int n = v[keys().length].as<int>();
   for (int i = 0; i < n; ++i) s.push_back(static_cast<int64_t>(v[i].as<double>()));
   return s;
 }
@@ -50,24 +64,24 @@ val array_of(const mha::Shape& s) {
 
 template <typename T>
 const T* pointer_of(const val& v) {
-  return reinterpret_cast<const T*>(v["ptr"].as<uintptr_t>());
+  return reinterpret_cast<const T*>(v[keys().ptr].as<uintptr_t>());
 }
 
 mha::TensorRef tensor_of(const val& v) {
   if (v.isUndefined() || v.isNull()) return {};
-  return {pointer_of<float>(v), shape_of(v["shape"])};
+  return {pointer_of<float>(v), shape_of(v[keys().shape])};
 }
 
 void positions_of(const val& v, mha::ForwardOptions& o) {
   if (v.isUndefined() || v.isNull()) return;
   o.positions = pointer_of<int32_t>(v);
-  o.positions_shape = shape_of(v["shape"]);
+  o.positions_shape = shape_of(v[keys().shape]);
 }
 
 mha::MaskRef mask_of(const val& v) {
   if (v.isUndefined() || v.isNull()) return {};
-  return {v["isBool"].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, pointer_of<void>(v),
-          shape_of(v["shape"])};
+  return {v[keys().isBool].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, pointer_of<void>(v),
+          shape_of(v[keys().shape])};
 }
 
 #ifdef __EMSCRIPTEN_PTHREADS__
@@ -163,12 +177,12 @@ val entries_of(const NamedFloats& named) {
 
 // Options every forward request shares (the JS wrapper checked their types).
 void read_options(const val& request, mha::ForwardOptions& o) {
-  o.causal = request["causal"].as<bool>();
-  o.need_weights = request["needWeights"].as<bool>();
-  o.average_weights = request["averageWeights"].as<bool>();
-  o.training = request["training"].as<bool>();
-  o.seed = static_cast<uint64_t>(request["seed"].as<double>());
-  o.weights_before_dropout = request["weightsBeforeDropout"].as<bool>();
+  o.causal = request[keys().causal].as<bool>();
+  o.need_weights = request[keys().needWeights].as<bool>();
+  o.average_weights = request[keys().averageWeights].as<bool>();
+  o.training = request[keys().training].as<bool>();
+  o.seed = static_cast<uint64_t>(request[keys().seed].as<double>());
+  o.weights_before_dropout = request[keys().weightsBeforeDropout].as<bool>();
 }
 
 // A forward request's tensors and options, pointing into the heap (the JS wrapper copied them in).
@@ -177,12 +191,12 @@ struct ForwardRequest {
   mha::ForwardOptions options;
 
   explicit ForwardRequest(const val& request)
-      : query(tensor_of(request["query"])), key(tensor_of(request["key"])), value(tensor_of(request["value"])) {
+      : query(tensor_of(request[keys().query])), key(tensor_of(request[keys().key])), value(tensor_of(request[keys().value])) {
     read_options(request, options);
-    options.key_padding_mask = mask_of(request["keyPaddingMask"]);
-    options.attn_mask = mask_of(request["attnMask"]);
-    positions_of(request["positions"], options);
-    if (CacheHandle* cache = cache_of(request["cache"])) options.cache = &cache->cache();
+    options.key_padding_mask = mask_of(request[keys().keyPaddingMask]);
+    options.attn_mask = mask_of(request[keys().attnMask]);
+    positions_of(request[keys().positions], options);
+    if (CacheHandle* cache = cache_of(request[keys().cache])) options.cache = &cache->cache();
   }
 };
 
@@ -276,10 +290,10 @@ class LayerHandle {
   bool loadStateDict(val entries) {
     return guard([&] {
       mha::StateDict sd;
-      const int n = entries["length"].as<int>();
+      const int n = entries[keys().length].as<int>();
       for (int i = 0; i < n; ++i) {
         val e = entries[i];
-        sd[e["name"].as<std::string>()] = {pointer_of<float>(e), static_cast<int64_t>(e["length"].as<double>())};
+        sd[e["name"].as<std::string>()] = {pointer_of<float>(e), static_cast<int64_t>(e[keys().length].as<double>())};
       }
       layer_->load_state_dict(sd);
     });
@@ -378,25 +392,25 @@ class LayerHandle {
       static const float kPlaceholder[1] = {};
       const auto shape_only = [](const val& t) -> mha::TensorRef {
         if (t.isUndefined() || t.isNull()) return {};
-        return {kPlaceholder, shape_of(t["shape"])};
+        return {kPlaceholder, shape_of(t[keys().shape])};
       };
       const auto mask_shape_only = [](const val& m) -> mha::MaskRef {
         if (m.isUndefined() || m.isNull()) return {};
-        return {m["isBool"].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, kPlaceholder, shape_of(m["shape"])};
+        return {m[keys().isBool].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, kPlaceholder, shape_of(m[keys().shape])};
       };
-      const mha::TensorRef q = shape_only(request["query"]), k = shape_only(request["key"]), v = shape_only(request["value"]);
+      const mha::TensorRef q = shape_only(request[keys().query]), k = shape_only(request[keys().key]), v = shape_only(request[keys().value]);
       mha::ForwardOptions o;
       read_options(request, o);
-      o.key_padding_mask = mask_shape_only(request["keyPaddingMask"]);
-      o.attn_mask = mask_shape_only(request["attnMask"]);
-      if (CacheHandle* cache = cache_of(request["cache"])) {
+      o.key_padding_mask = mask_shape_only(request[keys().keyPaddingMask]);
+      o.attn_mask = mask_shape_only(request[keys().attnMask]);
+      if (CacheHandle* cache = cache_of(request[keys().cache])) {
         if (cache->cache().owner() != layer_.get())
           throw mha::type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");
         o.cache = &cache->cache();
       }
-      if (!request["positions"].isUndefined() && !request["positions"].isNull()) {
+      if (!request[keys().positions].isUndefined() && !request[keys().positions].isNull()) {
         o.positions = reinterpret_cast<const int32_t*>(kPlaceholder);
-        o.positions_shape = shape_of(request["positions"]["shape"]);
+        o.positions_shape = shape_of(request[keys().positions][keys().shape]);
       }
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
@@ -405,7 +419,7 @@ class LayerHandle {
 #else
       const int threads = 1;
 #endif
-      const bool grad = request["grad"].as<bool>();
+      const bool grad = request[keys().grad].as<bool>();
       const std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
                                                      : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
       mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());

@@ -32,7 +32,8 @@ class StageRunner {
   static constexpr double kMinParallelFlops = 4e6;
   // A projection of a few rows (decoding) streams its weights once and is bound by the memory
   // bandwidth, which a second thread more than doubles (bench/stream-read.mjs); it splits from
-  // 256 KiB of weights on (a Qwen-like layer's 896 x 128 key projection: 448 KiB).
+  // 256 KiB of weights on, as stored (a Qwen-like layer's 896 x 128 key projection: 448 KiB in
+  // float32, 113 KiB in int8: that one stays on the calling thread).
   static constexpr double kMinParallelBytes = 1 << 18;
 
   explicit StageRunner(ThreadPool* pool) : pool_(pool), threads_(pool ? pool->size() : 1) {}
@@ -49,7 +50,7 @@ class StageRunner {
   }
 
   bool projection_splits(const kernels::PackedLinear& w, int64_t rows) const {
-    if (rows < kernels::PackedLinear::few_rows()) return 4.0 * w.in_features() * w.out_features() >= kMinParallelBytes;
+    if (rows < kernels::PackedLinear::few_rows()) return static_cast<double>(w.weight_bytes()) >= kMinParallelBytes;
     return 2.0 * rows * w.in_features() * w.out_features() >= kMinParallelFlops;
   }
 
