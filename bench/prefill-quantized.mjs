@@ -1,5 +1,5 @@
 // The whole layer's prefill with quantized weights against float32 (issue 24: within 1.15x):
-//   node bench/prefill-quantized.mjs [--threads=2] [--passes=5] [--dtypes=f32,int8,q4,f16] [--clock=cpu]
+//   node --no-liftoff bench/prefill-quantized.mjs [--threads=2] [--passes=5] [--dtypes=f32,int8,q4,f16] [--clock=cpu]
 //     [--only=Llama] [--lengths=128,512]
 // A prefill is one forward of L tokens through an empty KV cache, through the public JS API, on
 // the wasm builds (mha-simd 1 thread, mha-simd-threads N threads). Shapes: the prefill
