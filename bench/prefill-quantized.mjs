@@ -1,20 +1,21 @@
 // The whole layer's prefill with quantized weights against float32 (issue 24: within 1.15x):
-//   node --no-liftoff bench/prefill-quantized.mjs [--threads=2] [--passes=5] [--dtypes=f32,int8,q4,f16] [--clock=cpu]
+//   node --no-liftoff bench/prefill-quantized.mjs [--threads=2] [--passes=7] [--dtypes=f32,int8,q4,f16] [--clock=cpu]
 //     [--only=Llama] [--lengths=128,512]
 // A prefill is one forward of L tokens through an empty KV cache, through the public JS API, on
 // the wasm builds (mha-simd 1 thread, mha-simd-threads N threads). Shapes: the prefill
 // benchmark's self-attention shapes (bench/shapes.mjs, as bench/prefill-cache.mjs) and the decode
 // layers of bench/decode.mjs (Qwen-, Llama-, GPT-2-like, GQA as theirs) at --lengths tokens.
-// Each pass measures every dtype of a shape in turn (the order rotating pass by pass), a dtype's
-// figure being the median of a few calls; a cell is the median of its passes, and the ratio is
-// that dtype's cell over f32's in the same run. --clock=cpu: the 1-thread cells in the process's
-// CPU time (robust when other tenants share the cores); the N-thread cells are always wall time.
+// A pass runs one prefill of each dtype of a shape in turn (the order rotating pass by pass, so a
+// burst of the machine's other tenants falls on every dtype alike); a shape gets --passes passes,
+// more while under 2 s. A cell is the median of its passes, and a ratio the median of the passes'
+// ratios to f32's prefill in the same pass. --clock=cpu: the 1-thread cells in the process's CPU
+// time (robust when other tenants share the cores); the N-thread cells are always wall time.
 // The outputs are compared with f32's too (largest |difference| / largest |f32 output|).
 import { loadBuild } from '../tools/load-wasm-build.mjs';
 import { label, randomArray, randomStateDict, SHAPES } from './shapes.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
-const THREADS = Number(args.threads ?? 2), PASSES = Number(args.passes ?? 5);
+const THREADS = Number(args.threads ?? 2), PASSES = Number(args.passes ?? 7);
 const DTYPES = (args.dtypes ?? 'f32,int8,q4,f16').split(',');
 if (DTYPES[0] !== 'f32') DTYPES.unshift('f32');  // the ratios' denominator
 const CPU_CLOCK = args.clock === 'cpu', ONLY = args.only ?? '';
@@ -37,20 +38,8 @@ function makeLayer(MultiHeadAttention, { E, H, Hkv }, dtype) {
   return layer.loadStateDict(randomStateDict(layer, 0));  // the same float32 weights for every dtype
 }
 
-/** Median ms of `calls` prefills (at least 3, more while under ~0.3 s), on `now`'s clock. */
-function time(prefill, now) {
-  const times = [];
-  const started = performance.now();
-  do {
-    const t0 = now();
-    prefill();
-    times.push(now() - t0);
-  } while (times.length < 3 || (times.length < 15 && performance.now() - started < 300));
-  return median(times);
-}
-
 const builds = [['mha-simd', 1], ['mha-simd-threads', THREADS]];
-const cells = {};  // `${row} ${threads} ${dtype}` -> { ms: [], diff }
+const cells = {};  // `${row} ${threads} ${dtype}` -> { ms: [], ratios: [], diff }
 for (const [buildName, threads] of builds) {
   const { module, MultiHeadAttention } = await loadBuild(buildName);
   if (module.setNumThreads) module.setNumThreads(threads);
@@ -74,12 +63,21 @@ for (const [buildName, threads] of builds) {
     for (const r of runs) {
       let diff = 0;
       for (let i = 0; i < ref.length; i++) diff = Math.max(diff, Math.abs(ref[i] - r.first[i]));
-      (cells[`${s.name} ${threads} ${r.dtype}`] ??= { ms: [], diff: 0 }).diff = diff / scale;
+      (cells[`${s.name} ${threads} ${r.dtype}`] ??= { ms: [], ratios: [], diff: 0 }).diff = diff / scale;
     }
-    for (let pass = 0; pass < PASSES; pass++) {
+    const started = performance.now();
+    for (let pass = 0; pass < PASSES || (pass < 100 && performance.now() - started < 2000); pass++) {
+      const ms = {};
       for (let i = 0; i < runs.length; i++) {  // dtype order rotates pass by pass
         const r = runs[(i + pass) % runs.length];
-        cells[`${s.name} ${threads} ${r.dtype}`].ms.push(time(r.prefill, now));
+        const t0 = now();
+        r.prefill();
+        ms[r.dtype] = now() - t0;
+      }
+      for (const r of runs) {
+        const cell = cells[`${s.name} ${threads} ${r.dtype}`];
+        cell.ms.push(ms[r.dtype]);
+        cell.ratios.push(ms[r.dtype] / ms.f32);
       }
     }
     for (const r of runs) r.layer.dispose();
@@ -89,16 +87,15 @@ for (const [buildName, threads] of builds) {
 
 const clock1 = CPU_CLOCK ? 'CPU ms' : 'ms';
 console.log(`\n#### Prefill (one forward of L tokens through an empty KV cache) with quantized weights vs float32, wasm`);
-console.log(`(1 thread: mha-simd, ${CPU_CLOCK ? 'process CPU time' : 'wall time'}; ${THREADS} threads: mha-simd-threads, wall time; median of ${PASSES} passes, dtypes alternating)\n`);
-console.log(`| shape | dtype | 1 thread ${clock1} | / f32 | ${THREADS} threads ms | / f32 | largest difference / largest output |`);
-console.log('|---|---|---:|---:|---:|---:|---:|');
+console.log(`(1 thread: mha-simd, ${CPU_CLOCK ? 'process CPU time' : 'wall time'}; ${THREADS} threads: mha-simd-threads, wall time; `
+  + `median of at least ${PASSES} passes, dtypes alternating call by call; ratio: the median of the passes' ratios)\n`);
+console.log(`| shape | dtype | 1 thread ${clock1} | / f32 | ${THREADS} threads ms | / f32 | passes | largest difference / largest output |`);
+console.log('|---|---|---:|---:|---:|---:|---:|---:|');
 for (const s of ROWS) {
   for (const dtype of DTYPES) {
     const one = cells[`${s.name} 1 ${dtype}`], n = cells[`${s.name} ${THREADS} ${dtype}`];
-    const f1 = median(cells[`${s.name} 1 f32`].ms), fn = median(cells[`${s.name} ${THREADS} f32`].ms);
-    const m1 = median(one.ms), mn = median(n.ms);
-    console.log(`| ${s.name} | ${dtype} | ${m1.toFixed(2)} | ${(m1 / f1).toFixed(3)} | ${mn.toFixed(2)} | ${(mn / fn).toFixed(3)} | `
-      + `${dtype === 'f32' ? '' : Math.max(one.diff, n.diff).toExponential(1)} |`);
+    console.log(`| ${s.name} | ${dtype} | ${median(one.ms).toFixed(2)} | ${median(one.ratios).toFixed(3)} | ${median(n.ms).toFixed(2)} | `
+      + `${median(n.ratios).toFixed(3)} | ${one.ms.length} / ${n.ms.length} | ${dtype === 'f32' ? '' : Math.max(one.diff, n.diff).toExponential(1)} |`);
   }
 }
 process.exit(0);
