@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench`: installs the peers (bench/package.json and bench/debian-packages.txt, never
 # part of npm test), builds the wasm builds and the native Google Benchmark binary, then prints
-# the tables (bench/run.mjs, bench/variants.mjs, bench/decode.mjs, bench/training.mjs).
+# the tables (bench/run.mjs, bench/variants.mjs, bench/decode.mjs, bench/prefill-*.mjs, bench/training.mjs).
 # Extra arguments go to run.mjs, e.g. `npm run bench -- --shapes=0,3 --js=no`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,8 @@ node --no-liftoff bench/decode.mjs
 node --no-liftoff bench/decode.mjs --layers=8
 # Prefill through a KV cache against forward(x, { causal: true }) on the same shapes (target: within 5%).
 node bench/prefill-cache.mjs
+# Prefill with quantized weights (int8, q4, f16) against float32, the whole layer (target: within 1.15x).
+node --no-liftoff bench/prefill-quantized.mjs --clock=cpu
 # Training: forward + backward against forward alone (wasm 1 and 2 threads, native), tfjs' wasm and
 # cpu backends and PyTorch (OpenBLAS) on the same step, L = S = 8192 in the wasm builds' memory.
 node bench/training.mjs

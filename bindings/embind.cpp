@@ -3,6 +3,7 @@
 // from lastError()/lastErrorKind(). Tensors arrive as pointers into the wasm heap that the JS
 // wrapper allocated and filled; results stay in the handle until the wrapper copies them out.
 #include <emscripten/bind.h>
+#include <emscripten/em_macros.h>
 #include <emscripten/val.h>
 #include <malloc.h>
 #include <unistd.h>
@@ -517,6 +518,15 @@ void linearBackward(double d_y, double x, double weight, double d_x, double d_we
 double heapAllocatedBytes() { return static_cast<double>(heap_in_use()); }
 
 }  // namespace
+
+#ifdef __EMSCRIPTEN_PTHREADS__
+// A few bytes of the shared memory where a pool worker records a refused memory growth, so the
+// main thread's out-of-memory message can name it (layout and use: src/mha/wasm_threads_pre.js).
+extern "C" EMSCRIPTEN_KEEPALIVE uint32_t* mha_growth_refusal_record() {
+  alignas(8) static uint32_t record[32];
+  return record;
+}
+#endif
 
 EMSCRIPTEN_BINDINGS(mha_wasm) {
   emscripten::class_<CacheHandle>("CacheHandle")

@@ -2,9 +2,11 @@
 // out-of-memory error says how much was asked and what the engine allowed. Emscripten's glue
 // grows memory with wasmMemory.grow() and swallows the engine's RangeError (malloc then returns 0,
 // and C++ throws bad_alloc), so a wrapper on this module's own Memory object (not the global
-// prototype) records the refusal for the error to name.
+// prototype) records the refusal for the error to name. The threads build's pool workers grow
+// the same shared memory through their own Memory objects: their refusals are recorded in the
+// shared memory by the build's --pre-js (src/mha/wasm_threads_pre.js, takeWorkerGrowthRefusal).
 
-const watches = new WeakMap();  // the module, and its LayerHandle class -> { refusal }
+const watches = new WeakMap();  // the module, and its LayerHandle class -> { module, refusal }
 
 /** The module's memory: exported as wasmMemory by the threads build, else among its exports. */
 function memoryOf(module) {
@@ -14,7 +16,7 @@ function memoryOf(module) {
 /** Starts recording refused growths of `module`'s memory (once per module). */
 export function watchMemoryGrowth(module) {
   if (watches.has(module)) return;
-  const watch = { refusal: null };
+  const watch = { module, refusal: null };
   watches.set(module, watch);
   if (module.LayerHandle) watches.set(module.LayerHandle, watch);
   const memory = memoryOf(module);
@@ -48,16 +50,18 @@ export function formatBytes(bytes) {
 
 /**
  * The text to append to an out-of-memory message when the engine refused to grow the memory
- * since the last successful growth ('' when it did not), e.g. "; the engine refused to grow
- * WebAssembly memory to 1.3 GiB (1395654656 bytes), below this build's maximum: it allowed
- * 1.0 GiB so far (<the engine's reason>)". Reported once. (Emscripten asks the engine only for
- * sizes within the build's maximum.) `owner` is the module or one of its LayerHandle objects.
+ * since the last successful growth, on this thread or (threads build) a pool worker ('' when it
+ * did not), e.g. "; the engine refused to grow WebAssembly memory to 1.3 GiB (1395654656 bytes),
+ * below this build's maximum: it allowed 1.0 GiB so far (<the engine's reason>)". Reported once.
+ * (Emscripten asks the engine only for sizes within the build's maximum.) `owner` is the module or one of its LayerHandle objects.
  */
 export function describeGrowthRefusal(owner) {
   const watch = watches.get(owner) ?? watches.get(owner?.constructor);
-  const refusal = watch?.refusal;
-  if (!refusal) return '';
+  if (!watch) return '';
+  const fromWorker = watch.module.takeWorkerGrowthRefusal?.() ?? null;  // (both are taken)
+  const refusal = watch.refusal ?? fromWorker;
   watch.refusal = null;
+  if (!refusal) return '';
   return `; the engine refused to grow WebAssembly memory to ${formatBytes(refusal.to)} (${refusal.to} bytes), `
     + `below this build's maximum: it allowed ${formatBytes(refusal.from)} so far (${refusal.reason})`;
 }
