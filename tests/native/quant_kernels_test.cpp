@@ -4,6 +4,7 @@
 // not a multiple of 32 inputs or of a panel's columns, zero points, Inf/NaN activations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -161,6 +162,30 @@ TEST(RoundHalfAway, IsRoundf) {
   for (float v : {0.0f, -0.0f, 0.49999997f, -0.49999997f, 8388607.5f, -8388607.5f, 16777216.0f, 1e30f, -1e30f})
     ASSERT_EQ(mha::kernels::round_half_away(v), std::roundf(v)) << v;
   // (-0.25 gives +0 where roundf gives -0: equal as floats, and the same int16.)
+}
+
+// The activation row is the arithmetic quantized_gemv.hpp states: q = roundf(x * (1 / dx)),
+// dx = max |x| / 32767, block sums of q; rows with exact ties (x * inverse = k + 0.5) included.
+TEST(QuantizeActivationRow, IsTheStatedArithmetic) {
+  for (unsigned seed = 0; seed < 20; ++seed) {
+    std::vector<float> x = random_vector(77 + seed, 60 + seed);
+    x[seed % x.size()] = seed % 2 ? 1.0f : -1.0f;  // amax 1: inverse 32767, so x = (k + 0.5) / 32767 ties
+    for (size_t i = 0; i + 1 < x.size(); i += 5) x[i] = (static_cast<float>(i) - 40.5f) / 32767.0f;
+    mha::kernels::QuantizedRow row;
+    mha::kernels::quantize_activation_row(x.data(), static_cast<int64_t>(x.size()), row);
+    float amax = 0;
+    for (float v : x) amax = std::max(amax, std::fabs(v));
+    ASSERT_EQ(row.scale, amax / 32767.0f);
+    const float inverse = 1.0f / row.scale;
+    std::vector<int32_t> sums(row.sums.size(), 0);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const int16_t want = static_cast<int16_t>(std::clamp(std::roundf(x[i] * inverse), -32767.0f, 32767.0f));
+      ASSERT_EQ(row.q[i], want) << seed << " " << i;
+      sums[i / 32] += want;
+    }
+    for (size_t i = x.size(); i < row.q.size(); ++i) ASSERT_EQ(row.q[i], 0);
+    ASSERT_EQ(row.sums, sums);
+  }
 }
 
 // prepare() keeps rows it holds (same source, count and length) and quantizes new ones.

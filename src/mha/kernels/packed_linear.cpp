@@ -201,6 +201,10 @@ void PackedLinear::apply_few_rows(const float* x, float* y, int64_t rows, int64_
       apply_few_rows_quantizing(x, y, rows, panel_begin, panel_end);
       return;
     }
+    if (rows == 1) {  // (one call for the range: a call per panel cost a Qwen-like step 3%)
+      quantized_gemv(*quantized_, x, xq->row[0], bias_.data(), y, panel_begin, panel_end);
+      return;
+    }
     for (int64_t p = panel_begin; p < panel_end; ++p)
       for (int64_t r = 0; r < rows; ++r)
         quantized_gemv(*quantized_, x + r * in_, xq->row[r], bias_.data(), y + r * out_, p, p + 1);

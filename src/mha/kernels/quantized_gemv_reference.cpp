@@ -2,6 +2,7 @@
 // time, reading the panels element by element.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "quantized_gemv.hpp"
 #include "simd.hpp"
@@ -48,9 +49,15 @@ void quantize_activation_row(const float* x, int64_t in, QuantizedRow& row) {
   row.scale = amax / 32767.0f;
   const float inverse = row.scale != 0.0f ? 1.0f / row.scale : 0.0f;
   int16_t* q = row.q.data();
-  for (int64_t i = 0; i < in; ++i) {  // (branch-free: the compiler vectorizes it)
-    const float r = round_half_away(x[i] * inverse);
-    q[i] = static_cast<int16_t>(std::min(32767.0f, std::max(-32767.0f, r)));
+  // Branch-free, so the compiler vectorizes it; the int16 comes out of the float's low bits after
+  // adding 1.5 * 2^23 (exact for |r| < 2^22: simd.hpp's rounding bias), as a float -> int16
+  // conversion would be scalarized lane by lane (2.2 -> 0.96 us for 896 values in wasm).
+  for (int64_t i = 0; i < in; ++i) {
+    const float r = std::min(32767.0f, std::max(-32767.0f, round_half_away(x[i] * inverse)));
+    const float biased = r + simd::kRoundingBias;
+    uint32_t bits;
+    std::memcpy(&bits, &biased, sizeof bits);
+    q[i] = static_cast<int16_t>(static_cast<uint16_t>(bits));
   }
   for (int64_t b = 0; b < padded / kQ4Block; ++b) {
     int32_t sum = 0;
