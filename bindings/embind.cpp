@@ -36,23 +36,20 @@ uint64_t heap_in_use_unless_fits(const std::vector<mha::MemoryItem>& items) {
   return mha::total_bytes(items) + top <= mha::addressable_bytes() ? top : heap_in_use();
 }
 
-// The request properties' names as JS strings, made once per module: `request["causal"]` makes
-// its key string anew, a call into JS, on every read (14% of a small layer's decode step went
-// to making key strings).
+// The request properties' names as JS strings, made once per layer handle: `request["causal"]`
+// makes its key string anew, a call into JS, on every read (14% of a small layer's decode step
+// went to making key strings). (A function-local static would also allocate, in the threads
+// build, at its first use: a forward's heap accounting would see it.)
 struct RequestKeys {
   val length{"length"}, ptr{"ptr"}, shape{"shape"}, isBool{"isBool"}, causal{"causal"}, needWeights{"needWeights"},
       averageWeights{"averageWeights"}, training{"training"}, seed{"seed"}, weightsBeforeDropout{"weightsBeforeDropout"},
       query{"query"}, key{"key"}, value{"value"}, keyPaddingMask{"keyPaddingMask"}, attnMask{"attnMask"},
       positions{"positions"}, cache{"cache"}, grad{"grad"};
 };
-const RequestKeys& keys() {
-  static const RequestKeys made;
-  return made;
-}
 
-mha::Shape shape_of(const val& v) {
+mha::Shape shape_of(const RequestKeys& keys, const val& v) {
   mha::Shape s;
-  const int n = v[keys().length].as<int>();
+  const int n = v[keys.length].as<int>();
   for (int i = 0; i < n; ++i) s.push_back(static_cast<int64_t>(v[i].as<double>()));
   return s;
 }
@@ -64,25 +61,25 @@ val array_of(const mha::Shape& s) {
 }
 
 template <typename T>
-const T* pointer_of(const val& v) {
-  return reinterpret_cast<const T*>(v[keys().ptr].as<uintptr_t>());
+const T* pointer_of(const RequestKeys& keys, const val& v) {
+  return reinterpret_cast<const T*>(v[keys.ptr].as<uintptr_t>());
 }
 
-mha::TensorRef tensor_of(const val& v) {
+mha::TensorRef tensor_of(const RequestKeys& keys, const val& v) {
   if (v.isUndefined() || v.isNull()) return {};
-  return {pointer_of<float>(v), shape_of(v[keys().shape])};
+  return {pointer_of<float>(keys, v), shape_of(keys, v[keys.shape])};
 }
 
-void positions_of(const val& v, mha::ForwardOptions& o) {
+void positions_of(const RequestKeys& keys, const val& v, mha::ForwardOptions& o) {
   if (v.isUndefined() || v.isNull()) return;
-  o.positions = pointer_of<int32_t>(v);
-  o.positions_shape = shape_of(v[keys().shape]);
+  o.positions = pointer_of<int32_t>(keys, v);
+  o.positions_shape = shape_of(keys, v[keys.shape]);
 }
 
-mha::MaskRef mask_of(const val& v) {
+mha::MaskRef mask_of(const RequestKeys& keys, const val& v) {
   if (v.isUndefined() || v.isNull()) return {};
-  return {v[keys().isBool].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, pointer_of<void>(v),
-          shape_of(v[keys().shape])};
+  return {v[keys.isBool].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, pointer_of<void>(keys, v),
+          shape_of(keys, v[keys.shape])};
 }
 
 #ifdef __EMSCRIPTEN_PTHREADS__
@@ -177,13 +174,13 @@ val entries_of(const NamedFloats& named) {
 }
 
 // Options every forward request shares (the JS wrapper checked their types).
-void read_options(const val& request, mha::ForwardOptions& o) {
-  o.causal = request[keys().causal].as<bool>();
-  o.need_weights = request[keys().needWeights].as<bool>();
-  o.average_weights = request[keys().averageWeights].as<bool>();
-  o.training = request[keys().training].as<bool>();
-  o.seed = static_cast<uint64_t>(request[keys().seed].as<double>());
-  o.weights_before_dropout = request[keys().weightsBeforeDropout].as<bool>();
+void read_options(const RequestKeys& keys, const val& request, mha::ForwardOptions& o) {
+  o.causal = request[keys.causal].as<bool>();
+  o.need_weights = request[keys.needWeights].as<bool>();
+  o.average_weights = request[keys.averageWeights].as<bool>();
+  o.training = request[keys.training].as<bool>();
+  o.seed = static_cast<uint64_t>(request[keys.seed].as<double>());
+  o.weights_before_dropout = request[keys.weightsBeforeDropout].as<bool>();
 }
 
 // A forward request's tensors and options, pointing into the heap (the JS wrapper copied them in).
@@ -191,13 +188,14 @@ struct ForwardRequest {
   mha::TensorRef query, key, value;
   mha::ForwardOptions options;
 
-  explicit ForwardRequest(const val& request)
-      : query(tensor_of(request[keys().query])), key(tensor_of(request[keys().key])), value(tensor_of(request[keys().value])) {
-    read_options(request, options);
-    options.key_padding_mask = mask_of(request[keys().keyPaddingMask]);
-    options.attn_mask = mask_of(request[keys().attnMask]);
-    positions_of(request[keys().positions], options);
-    if (CacheHandle* cache = cache_of(request[keys().cache])) options.cache = &cache->cache();
+  ForwardRequest(const RequestKeys& keys, const val& request)
+      : query(tensor_of(keys, request[keys.query])), key(tensor_of(keys, request[keys.key])),
+        value(tensor_of(keys, request[keys.value])) {
+    read_options(keys, request, options);
+    options.key_padding_mask = mask_of(keys, request[keys.keyPaddingMask]);
+    options.attn_mask = mask_of(keys, request[keys.attnMask]);
+    positions_of(keys, request[keys.positions], options);
+    if (CacheHandle* cache = cache_of(request[keys.cache])) options.cache = &cache->cache();
   }
 };
 
@@ -291,10 +289,10 @@ class LayerHandle {
   bool loadStateDict(val entries) {
     return guard([&] {
       mha::StateDict sd;
-      const int n = entries[keys().length].as<int>();
+      const int n = entries[keys_.length].as<int>();
       for (int i = 0; i < n; ++i) {
         val e = entries[i];
-        sd[e["name"].as<std::string>()] = {pointer_of<float>(e), static_cast<int64_t>(e[keys().length].as<double>())};
+        sd[e["name"].as<std::string>()] = {pointer_of<float>(keys_, e), static_cast<int64_t>(e[keys_.length].as<double>())};
       }
       layer_->load_state_dict(sd);
     });
@@ -333,7 +331,7 @@ class LayerHandle {
   bool forward(val request) {
     releaseResult();
     return guard([&] {
-      const ForwardRequest r(request);
+      const ForwardRequest r(keys_, request);
       use_module_pool();
       result_ = layer_->forward(r.query, r.key, r.value, r.options);
     });
@@ -345,7 +343,7 @@ class LayerHandle {
     releaseResult();
     SavedForwardHandle* made = nullptr;
     guard([&] {
-      const ForwardRequest r(request);  // (a cache is refused by forward_for_training)
+      const ForwardRequest r(keys_, request);  // (a cache is refused by forward_for_training)
       use_module_pool();
       auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options);
       result_ = std::move(t.result);
@@ -391,27 +389,27 @@ class LayerHandle {
   bool checkForward(val request) {
     return guard([&] {
       static const float kPlaceholder[1] = {};
-      const auto shape_only = [](const val& t) -> mha::TensorRef {
+      const auto shape_only = [this](const val& t) -> mha::TensorRef {
         if (t.isUndefined() || t.isNull()) return {};
-        return {kPlaceholder, shape_of(t[keys().shape])};
+        return {kPlaceholder, shape_of(keys_, t[keys_.shape])};
       };
-      const auto mask_shape_only = [](const val& m) -> mha::MaskRef {
+      const auto mask_shape_only = [this](const val& m) -> mha::MaskRef {
         if (m.isUndefined() || m.isNull()) return {};
-        return {m[keys().isBool].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, kPlaceholder, shape_of(m[keys().shape])};
+        return {m[keys_.isBool].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat, kPlaceholder, shape_of(keys_, m[keys_.shape])};
       };
-      const mha::TensorRef q = shape_only(request[keys().query]), k = shape_only(request[keys().key]), v = shape_only(request[keys().value]);
+      const mha::TensorRef q = shape_only(request[keys_.query]), k = shape_only(request[keys_.key]), v = shape_only(request[keys_.value]);
       mha::ForwardOptions o;
-      read_options(request, o);
-      o.key_padding_mask = mask_shape_only(request[keys().keyPaddingMask]);
-      o.attn_mask = mask_shape_only(request[keys().attnMask]);
-      if (CacheHandle* cache = cache_of(request[keys().cache])) {
+      read_options(keys_, request, o);
+      o.key_padding_mask = mask_shape_only(request[keys_.keyPaddingMask]);
+      o.attn_mask = mask_shape_only(request[keys_.attnMask]);
+      if (CacheHandle* cache = cache_of(request[keys_.cache])) {
         if (cache->cache().owner() != layer_.get())
           throw mha::type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");
         o.cache = &cache->cache();
       }
-      if (!request[keys().positions].isUndefined() && !request[keys().positions].isNull()) {
+      if (!request[keys_.positions].isUndefined() && !request[keys_.positions].isNull()) {
         o.positions = reinterpret_cast<const int32_t*>(kPlaceholder);
-        o.positions_shape = shape_of(request[keys().positions][keys().shape]);
+        o.positions_shape = shape_of(keys_, request[keys_.positions][keys_.shape]);
       }
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
@@ -420,7 +418,7 @@ class LayerHandle {
 #else
       const int threads = 1;
 #endif
-      const bool grad = request[keys().grad].as<bool>();
+      const bool grad = request[keys_.grad].as<bool>();
       const std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
                                                      : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
       mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
@@ -452,7 +450,7 @@ class LayerHandle {
 
   // key/value: { ptr, shape } in the heap, as for forward.
   bool setKeyValue(CacheHandle& cache, val key, val value) {
-    return guard([&] { layer_->set_key_value(cache.cache(), tensor_of(key), tensor_of(value)); });
+    return guard([&] { layer_->set_key_value(cache.cache(), tensor_of(keys_, key), tensor_of(keys_, value)); });
   }
 
   uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
@@ -489,6 +487,7 @@ class LayerHandle {
     return false;
   }
 
+  RequestKeys keys_;
   std::unique_ptr<mha::MultiheadAttention> layer_;
   mha::ForwardResult result_;
   NamedFloats gradients_, state_dict_;
