@@ -59,8 +59,11 @@ class StageRunner {
   void project(const kernels::PackedLinear& w, const float* x, float* y, int64_t rows,
                kernels::QuantizedInput* xq = nullptr) const {
     if (rows < kernels::PackedLinear::few_rows()) {  // decoding: split the weights' columns instead
-      if (xq && w.takes_quantized_input()) xq->prepare(x, rows, w.in_features());
-      const kernels::QuantizedInput* prepared = xq && w.takes_quantized_input() ? xq : nullptr;
+      const kernels::QuantizedInput* prepared = nullptr;
+      if (xq && w.takes_quantized_input()) {
+        xq->prepare(x, rows, w.in_features());
+        prepared = xq;
+      }
       const int64_t panels = w.num_panels(), step = (panels + 2 * threads_ - 1) / (2 * threads_);
       parallel((panels + step - 1) / step, projection_splits(w, rows), [&](int64_t t, int) {
         w.apply_few_rows(x, y, rows, t * step, std::min(panels, (t + 1) * step), prepared);

@@ -168,9 +168,6 @@ int64_t PackedLinear::few_rows() { return kRows; }
 
 int64_t PackedLinear::num_panels() const { return round_up(out_, kCols) / kCols; }
 
-// Fewer rows than a micro-tile has (decoding: one token per call). Each panel is read once and
-// used for every row, so the weights stream at memory speed; one row keeps 6 (wasm) or 8
-// independent accumulator chains (mul + add latency would otherwise bound it).
 void PackedLinear::apply_few_rows_quantizing(const float* x, float* y, int64_t rows, int64_t panel_begin,
                                              int64_t panel_end) const {
   QuantizedInput own;  // (f16 multiplies x's floats: its rows stay empty)
@@ -182,6 +179,9 @@ bool PackedLinear::takes_quantized_input() const {
   return quantized_ && quantized_->dtype() != WeightDtype::kF16;
 }
 
+// Fewer rows than a micro-tile has (decoding: one token per call). Each panel is read once and
+// used for every row, so the weights stream at memory speed; one row keeps 6 (wasm) or 8
+// independent accumulator chains (mul + add latency would otherwise bound it).
 void PackedLinear::apply_few_rows(const float* x, float* y, int64_t rows, int64_t panel_begin,
                                   int64_t panel_end, const QuantizedInput* xq) const {
   const auto store_row = [&](int64_t r, int64_t p, Vec lo, Vec hi) {
