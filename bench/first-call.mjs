@@ -1,6 +1,6 @@
 // First call against later calls of one layer, through the public API (fresh process each run):
 //   node bench/first-call.mjs [L=2048] [threads=1]
-// Engines start wasm on a baseline compile; init()'s warm-up (bindings/js/loader.js) is what keeps
+// Engines start wasm on a baseline compile; init()'s warm-up (bindings/js/core/loader.js) is what keeps
 // the first call close to the later ones.
 import { init } from '../bindings/js/index.js';
 import { benchWeights, randomArray } from './shapes.mjs';

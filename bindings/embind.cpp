@@ -201,7 +201,7 @@ struct ForwardRequest {
 
 class LayerHandle {
  public:
-  // config: the JS config after bindings/js/layer.js checked its types; absent keys take the
+  // config: the JS config after bindings/js/core/layer.js checked its types; absent keys take the
   // core's defaults, and resolve() checks the values.
   explicit LayerHandle(val config) {
     guard([&] {
@@ -496,7 +496,7 @@ class LayerHandle {
   std::string error_;
 };
 
-// nn.Linear's forward and backward on heap addresses the JS wrapper (bindings/js/linear.js)
+// nn.Linear's forward and backward on heap addresses the JS wrapper (bindings/js/core/linear.js)
 // allocated, filled and checked; 0 for an absent bias / gradient.
 template <typename T>
 T* at(double address) { return reinterpret_cast<T*>(static_cast<uintptr_t>(address)); }

@@ -4,9 +4,9 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 
-import { defineKerasMultiHeadAttention } from '../bindings/js/keras.js';
-import { defineMultiHeadAttention } from '../bindings/js/layer.js';
-import { defineLinear } from '../bindings/js/linear.js';
+import { defineKerasMultiHeadAttention } from '../bindings/js/keras/keras.js';
+import { defineMultiHeadAttention } from '../bindings/js/core/layer.js';
+import { defineLinear } from '../bindings/js/core/linear.js';
 
 export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads'];
 const DIST = new URL('../dist/', import.meta.url);

@@ -18,7 +18,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/
 const backend = args.backend ?? 'cpu';
 const steps = Number(args.steps ?? 3), slowSteps = Number(args['slow-steps'] ?? 1);
 const tf = await loadTfjs(backend);
-const { registerFastGradients } = await import('../../bindings/js/tfjs-kernels.js');
+const { registerFastGradients } = await import('../../bindings/js/tfjs/kernels.js');
 const { mhaTfjs } = await import('../../bindings/js/tfjs.js');
 const { OpsAttention, IdentityAttention } = referenceAttentionLayers(tf);
 const mha = await mhaTfjs(tf, { threads: 1 });

@@ -493,7 +493,7 @@ export interface KerasCallResult<O extends KerasCallOptions = KerasCallOptions> 
   scores: TensorIf<O, 'returnAttentionScores'>;
 }
 
-/** Keras' MultiHeadAttention on this package's core (bindings/js/keras.js). */
+/** Keras' MultiHeadAttention on this package's core (bindings/js/keras/keras.js). */
 export interface KerasMultiHeadAttention {
   /** Every argument resolved. @throws {TypeError} before the layer is built (no call or setWeights yet). */
   readonly config: ResolvedKerasConfig;

@@ -1,6 +1,6 @@
 // mha-wasm: multi-head attention (PyTorch nn.MultiheadAttention semantics) in WebAssembly.
-import { instantiate } from './loader.js';
-import { chooseVariant } from './variants.js';
+import { instantiate } from './core/loader.js';
+import { chooseVariant } from './core/variants.js';
 
 const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads'];
 
@@ -52,6 +52,6 @@ export async function init(options = {}) {
   return module;
 }
 
-export { readSafetensors, stateDictFromSafetensors, writeSafetensors } from './safetensors.js';
-export { stateDictFromKeras, stateDictFromOnnxAttention } from './interop.js';
-export { readOnnx } from './onnx.js';
+export { readSafetensors, stateDictFromSafetensors, writeSafetensors } from './formats/safetensors.js';
+export { stateDictFromKeras, stateDictFromOnnxAttention } from './formats/interop.js';
+export { readOnnx } from './formats/onnx.js';

@@ -7,10 +7,10 @@
 //   import { mhaTfjs } from 'mha-wasm/tfjs';
 //   const { multiHeadAttention, MultiHeadAttention, registerFastGradients } = await mhaTfjs(tf, { threads: 1 });
 import { init } from './index.js';
-import { registerFastGradients } from './tfjs-kernels.js';
-import { defineTfjsMultiHeadAttention } from './tfjs-layer.js';
+import { registerFastGradients } from './tfjs/kernels.js';
+import { defineTfjsMultiHeadAttention } from './tfjs/layer.js';
 
-export { registerFastGradients, FAST_GRADIENT_KERNELS } from './tfjs-kernels.js';
+export { registerFastGradients, FAST_GRADIENT_KERNELS } from './tfjs/kernels.js';
 
 const PACKAGE = '@tensorflow/tfjs';
 const bound = new WeakMap();  // tf namespace -> { module: init options key, api }

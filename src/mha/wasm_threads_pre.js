@@ -37,7 +37,7 @@ var navigator = globalThis.navigator || { hardwareConcurrency: Module['hardwareC
 
 // A refused memory growth on a pool worker. Emscripten's glue grows the shared memory on whichever
 // thread's malloc needs it, and swallows the engine's RangeError; the main thread's record of
-// refusals (bindings/js/memory-growth.js, a wrapper on its own Memory object) never sees a
+// refusals (bindings/js/core/memory-growth.js, a wrapper on its own Memory object) never sees a
 // worker's, because each worker holds its own Memory object for the same shared buffer. So each
 // worker wraps its Memory object's grow, and a refusal is written where the main thread reads it:
 // into the shared memory itself, at mha_growth_refusal_record() (bindings/embind.cpp), laid out as

@@ -73,7 +73,7 @@ for (const name of ['mha-simd', 'mha-simd-threads']) {
       }
       const module = await create(args);
       if (threads) module.setNumThreads(2);
-      const { defineMultiHeadAttention } = await import('/bindings/js/layer.js');
+      const { defineMultiHeadAttention } = await import('/bindings/js/core/layer.js');
       return window.lowAndHigh(buildName, module, defineMultiHeadAttention(module));
     }, name);
     assert.ok(got.memoryBytes > 2 ** 31, `memory ${got.memoryBytes}`);

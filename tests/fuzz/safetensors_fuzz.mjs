@@ -1,4 +1,4 @@
-// A mutation fuzzer for the .safetensors reader (bindings/js/safetensors.js).
+// A mutation fuzzer for the .safetensors reader (bindings/js/formats/safetensors.js).
 //
 // Starts from valid files (written here with writeSafetensors, plus tests/fuzz/corpus/safetensors/)
 // and feeds readSafetensors / stateDictFromSafetensors with mutants: flipped bytes, truncations,
@@ -13,7 +13,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-import { readSafetensors, stateDictFromSafetensors, writeSafetensors } from '../../bindings/js/safetensors.js';
+import { readSafetensors, stateDictFromSafetensors, writeSafetensors } from '../../bindings/js/formats/safetensors.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, seed: { type: 'string' } } });
 const seed = Number(args.seed ?? Date.now() % 2 ** 31);

@@ -1,4 +1,4 @@
-// linear() and linearBackward() (bindings/js/linear.js) on every wasm build: values against the
+// linear() and linearBackward() (bindings/js/core/linear.js) on every wasm build: values against the
 // textbook float64 products on shapes that hit the GEMM's tile edges, batched shapes, caller-owned
 // buffers written whole, no wasm memory kept; and the demo trainer's unembedding on them equals its
 // plain-JavaScript path.

@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 import * as workerThreads from 'node:worker_threads';
 
-import { defineMultiHeadAttention } from '../../bindings/js/layer.js';
+import { defineMultiHeadAttention } from '../../bindings/js/core/layer.js';
 
 const REASON = 'WebAssembly.Memory.grow(): Maximum memory size exceeded';
 const refusingWorkerThreads = {

@@ -9,7 +9,7 @@
 //         even j: onnxruntime MatMulNBits' B), scales Float32Array [out][ceil(in/32)], zeroPoints
 //         null (8) or Uint8Array [out][ceil(ceil(in/32)/2)], two per byte, low nibble first
 //   f16:  data Uint16Array [out][in] (IEEE binary16 bits)
-import { floatToHalf, halfToFloat } from '../../bindings/js/float16.js';
+import { floatToHalf, halfToFloat } from '../../bindings/js/formats/float16.js';
 
 const f = Math.fround;
 export const Q4_BLOCK = 32;

@@ -109,6 +109,6 @@ test('JavaScript is served with the package\'s bare imports pointing at their se
   assert.equal(rewriteBareImports("import x from './layer.js'; import 'other-package';"), "import x from './layer.js'; import 'other-package';");
   // Files without such imports are served byte for byte.
   const { readFile } = await import('node:fs/promises');
-  const served = await get('/bindings/js/layer.js');
-  assert.deepEqual(served.body, await readFile(new URL('../../bindings/js/layer.js', import.meta.url)));
+  const served = await get('/bindings/js/core/layer.js');
+  assert.deepEqual(served.body, await readFile(new URL('../../bindings/js/core/layer.js', import.meta.url)));
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { loadTfjs } from '../../bench/tfjs/load-tfjs.js';
-import { FAST_GRADIENT_KERNELS, registerFastGradients } from '../../bindings/js/tfjs-kernels.js';
+import { FAST_GRADIENT_KERNELS, registerFastGradients } from '../../bindings/js/tfjs/kernels.js';
 import { seededFloats } from './seeded.js';
 
 const tf = await loadTfjs('cpu');

@@ -48,7 +48,7 @@ struct QuantizedMatrix {
   int zero_point(int64_t o, int64_t b) const;
 };
 
-// Binary16 <-> float32 (bindings/js/float16.js's arithmetic: NaN stays NaN, overflow is Inf).
+// Binary16 <-> float32 (bindings/js/formats/float16.js's arithmetic: NaN stays NaN, overflow is Inf).
 uint16_t float_to_half(float value);
 float half_to_float(uint16_t bits);
 

@@ -9,7 +9,7 @@
 // last): per filter tap a row-times-matrix product over contiguous rows. Other cases go to tfjs'
 // own kernel. tfjs-wasm's own Conv2D and Conv2DBackpropInput are compiled code and stay. Also on
 // cpu, Add when one operand is a bias along the last axes (biasAdd after Conv1D and Dense).
-import { conv1dFilterGradient, conv1dForward, conv1dInputGradient } from './tfjs-conv1d.js';
+import { conv1dFilterGradient, conv1dForward, conv1dInputGradient } from './conv1d.js';
 
 const UNSORTED_SEGMENT_SUM = 'UnsortedSegmentSum';
 const CONV2D_BACKPROP_FILTER = 'Conv2DBackpropFilter';

@@ -2,8 +2,8 @@
 // tfjs-layers' unexported port has them), computed by mha-wasm. Weights are tfjs variables in
 // Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout) and
 // the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
-import { attentionLayout } from './attention-axes.js';
-import { stateDictFromKeras } from './interop.js';
+import { attentionLayout } from '../keras/attention-axes.js';
+import { stateDictFromKeras } from '../formats/interop.js';
 
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];

@@ -1,7 +1,7 @@
 // Instantiates one wasm build: finds its files (defaults next to dist/'s JS, or the caller's
 // wasmUrl / locateFile), hands Node the bytes, and wraps the embind module in the public API.
 import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
-import { defineKerasMultiHeadAttention } from './keras.js';
+import { defineKerasMultiHeadAttention } from '../keras/keras.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { defineLinear } from './linear.js';
 import { VARIANTS } from './variants.js';

@@ -4,13 +4,13 @@
 // 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
 // happens once in setWeights, the mask inversion per call; the math is the core's.
 import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
-import { nameErrorsByCall } from './errors.js';
-import { checkFinite } from './finite.js';
-import { checkMask } from './masks.js';
-import { checkWeightDtype } from './quantized.js';
+import { nameErrorsByCall } from '../core/errors.js';
+import { checkFinite } from '../core/finite.js';
+import { checkMask } from '../core/masks.js';
+import { checkWeightDtype } from '../core/quantized.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
-} from './validate.js';
+} from '../core/validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
   'dropout', 'seed', 'attentionAxes', 'weightDtype'];

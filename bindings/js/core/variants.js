@@ -9,14 +9,14 @@ export const VARIANTS = {
   'mha-simd': {
     simd: true,
     threads: false,
-    factory: () => import('../../dist/mha-simd.mjs'),
-    files: { wasm: ['mha-simd.wasm', () => new URL('../../dist/mha-simd.wasm', import.meta.url)] },
+    factory: () => import('../../../dist/mha-simd.mjs'),
+    files: { wasm: ['mha-simd.wasm', () => new URL('../../../dist/mha-simd.wasm', import.meta.url)] },
   },
   'mha-scalar': {
     simd: false,
     threads: false,
-    factory: () => import('../../dist/mha-scalar.mjs'),
-    files: { wasm: ['mha-scalar.wasm', () => new URL('../../dist/mha-scalar.wasm', import.meta.url)] },
+    factory: () => import('../../../dist/mha-scalar.mjs'),
+    files: { wasm: ['mha-scalar.wasm', () => new URL('../../../dist/mha-scalar.wasm', import.meta.url)] },
   },
   'mha-simd-threads': {
     simd: true,
@@ -25,10 +25,10 @@ export const VARIANTS = {
     // bundlers must not try to bundle Emscripten's classic worker script (Vite cannot).
     factory: (urls) => import(/* @vite-ignore */ /* webpackIgnore: true */ urls.script.href),
     files: {
-      wasm: ['mha-simd-threads.wasm', () => new URL('../../dist/mha-simd-threads.wasm', import.meta.url)],
+      wasm: ['mha-simd-threads.wasm', () => new URL('../../../dist/mha-simd-threads.wasm', import.meta.url)],
       // Emscripten's pthread workers load this script, which then imports the module's JS itself.
-      worker: ['mha-simd-threads.worker.js', () => new URL('../../dist/mha-simd-threads.worker.js', import.meta.url)],
-      script: ['mha-simd-threads.mjs', () => new URL('../../dist/mha-simd-threads.mjs', import.meta.url)],
+      worker: ['mha-simd-threads.worker.js', () => new URL('../../../dist/mha-simd-threads.worker.js', import.meta.url)],
+      script: ['mha-simd-threads.mjs', () => new URL('../../../dist/mha-simd-threads.mjs', import.meta.url)],
     },
   },
 };

@@ -1,7 +1,7 @@
 // Weights from other frameworks, converted to the PyTorch state dict that loadStateDict takes.
 // PyTorch's Linear stores W as [out, in] (y = x W^T + b); Keras and ONNX store it input-major
 // [in, out] (y = x W + b), so every conversion is a transpose plus a reshape of the head axes.
-import { checkPlainObject, checkTensor, describe } from './validate.js';
+import { checkPlainObject, checkTensor, describe } from '../core/validate.js';
 
 /** [rows, cols] row-major -> [cols, rows]. */
 function transpose(data, rows, cols) {

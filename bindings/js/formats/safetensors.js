@@ -5,7 +5,7 @@
 // (no overlap, no gap, no trailing bytes). Typed arrays are read in the host's byte order;
 // every JavaScript engine with WebAssembly runs little-endian in practice.
 import { bfloat16ToFloat, floatToBfloat16, floatToHalf, halfToFloat } from './float16.js';
-import { describe, withArticle } from './validate.js';
+import { describe, withArticle } from '../core/validate.js';
 
 /** Bytes per element and the typed array each dtype is returned as. */
 const DTYPES = {
