@@ -230,6 +230,11 @@ export interface TrainingResult<O extends ForwardOptions = ForwardOptions> exten
    *   {TypeError | RangeError} for a dOut of the wrong kind or size.
    */
   backward(dOut: Tensor<Float32Array>): Gradients;
+  /**
+   * {@link TrainingResult.backward} as a promise, for code written once for every backend: the same
+   * gradients, or a rejection with backward's error named 'backwardAsync: ...'.
+   */
+  backwardAsync(dOut: Tensor<Float32Array>): Promise<Gradients>;
   /** Frees what forward kept, without a backward (a no-op after backward). */
   release(): void;
   /** True once backward() or release() ran. */
@@ -393,6 +398,15 @@ export interface MultiHeadAttention {
    */
   forward<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): ForwardResult<O>;
   /**
+   * {@link MultiHeadAttention.forward} as a promise, with the same arguments, options and result
+   * (with `grad: true` the result also has backwardAsync()): code written with it runs on every
+   * backend. On the wasm builds the work runs at the call, on the calling thread.
+   * @throws (rejects with) forward's errors, named 'forwardAsync: ...'.
+   */
+  forwardAsync<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): Promise<TrainingResult<O>>;
+  /** {@link MultiHeadAttention.forward} as a promise (see the overload above). */
+  forwardAsync<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): Promise<ForwardResult<O>>;
+  /**
    * A KV cache for decoding with this layer (memory checked against the budget and taken now).
    * @throws {TypeError | RangeError} for bad options, or a RangeError naming the bytes when it cannot fit.
    */
@@ -512,6 +526,8 @@ export interface KerasMultiHeadAttention {
   getWeights(): Tensor<Float32Array>[];
   /** Keras' argument order: call(query, value, key = value, options). */
   call<O extends KerasCallOptions = {}>(query: Tensor, value: Tensor, key?: Tensor | null, options?: O): KerasCallResult<O>;
+  /** call() as a promise (the layers' forwardAsync): the same result, or call's errors named 'callAsync: ...'. */
+  callAsync<O extends KerasCallOptions = {}>(query: Tensor, value: Tensor, key?: Tensor | null, options?: O): Promise<KerasCallResult<O>>;
   /** Frees the layer's wasm memory. */
   dispose(): void;
   /** The same as dispose(), for `using` declarations. */

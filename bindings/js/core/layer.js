@@ -1,6 +1,6 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
-import { nameErrorsByCall, throwHandleError } from './errors.js';
+import { nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
@@ -437,6 +437,21 @@ export function defineMultiHeadAttention(module) {
       } finally {
         handle.releaseResult();
         scope.free();
+      }
+    }
+
+    /**
+     * forward as a promise: the same arguments, options and result, for code written once for
+     * every backend (a WebGPU layer has only this form). On wasm the work runs now, on the calling
+     * thread, as forward; the promise settles with its result, or rejects with its error named
+     * 'forwardAsync: ...'. A result of `grad: true` also has backwardAsync(dOut).
+     */
+    async forwardAsync(query, key = null, value = null, options = {}) {
+      this.#live('forwardAsync');
+      try {
+        return this.forward(query, key, value, options);
+      } catch (error) {
+        throw withCallName(error, 'forwardAsync', ['forward']);
       }
     }
 

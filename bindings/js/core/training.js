@@ -1,7 +1,7 @@
 // The result of forward(..., { grad: true }): the output, plus what the backward pass needs, kept
 // in wasm memory (src/mha/saved_forward.hpp) until backward() or release().
 import { copyOutFloats, HeapScope } from './heap.js';
-import { throwHandleError } from './errors.js';
+import { throwHandleError, withCallName } from './errors.js';
 import { noParameterGradients } from './quantized.js';
 import { describe } from './validate.js';
 
@@ -102,6 +102,18 @@ export class TrainingResult {
     } finally {
       handle.releaseGradients();
       scope.free();
+    }
+  }
+
+  /**
+   * backward as a promise (forwardAsync's twin): the same gradients, or backward's error named
+   * 'backwardAsync: ...'. On wasm the work runs now, on the calling thread.
+   */
+  async backwardAsync(dOut) {
+    try {
+      return this.backward(dOut);
+    } catch (error) {
+      throw withCallName(error, 'backwardAsync', ['backward']);
     }
   }
 

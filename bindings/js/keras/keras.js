@@ -4,7 +4,7 @@
 // 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
 // happens once in setWeights, the mask inversion per call; the math is the core's.
 import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
-import { nameErrorsByCall } from '../core/errors.js';
+import { nameErrorsByCall, withCallName } from '../core/errors.js';
 import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
 import { checkWeightDtype } from '../core/quantized.js';
@@ -227,6 +227,15 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         if (query.shape.length > 3) return this.#callOverAxes(query, value, key, options, layout);
       }
       return this.#call3d(query, value, key, options);
+    }
+
+    /** call as a promise (the layers' forwardAsync): the same result, or call's error named 'callAsync: ...'. */
+    async callAsync(query, value, key = null, options = {}) {
+      try {
+        return this.call(query, value, key, options);
+      } catch (error) {
+        throw withCallName(error, 'callAsync', ['call']);
+      }
     }
 
     #call3d(query, value, key, options) {
