@@ -102,6 +102,35 @@ export function attentionModel({ B, L, S, E, H }, weights, cross) {
 }
 
 /**
+ * The same layer through onnxruntime's fused attention op, as its WebGPU builds run it: three
+ * MatMuls (no bias), com.microsoft MultiHeadAttention (num_heads H, the packed q/k/v bias [3E],
+ * its default scale 1/sqrt(Dh)), then the output MatMul and its bias. Input query [B, L, E] (and
+ * key [B, S, E] for cross-attention, used as key and value), output [B, L, E].
+ */
+export function fusedAttentionModel({ B, L, S, E, H }, weights, cross) {
+  const w = weights.in_proj_weight;
+  const part = (a, i, n) => a.subarray(i * n, (i + 1) * n);
+  const init = [
+    tensor(5, 'Wq', [E, E], FLOAT, transposed(part(w, 0, E * E), E, E)),
+    tensor(5, 'Wk', [E, E], FLOAT, transposed(part(w, 1, E * E), E, E)),
+    tensor(5, 'Wv', [E, E], FLOAT, transposed(part(w, 2, E * E), E, E)),
+    tensor(5, 'qkv_bias', [3 * E], FLOAT, weights.in_proj_bias.slice()),
+    tensor(5, 'Wo', [E, E], FLOAT, transposed(weights['out_proj.weight'], E, E)),
+    tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+  ];
+  const kv = cross ? 'key' : 'query';
+  const nodes = [
+    node('MatMul', ['query', 'Wq'], ['q']), node('MatMul', [kv, 'Wk'], ['k']), node('MatMul', [kv, 'Wv'], ['v']),
+    node('MultiHeadAttention', ['q', 'k', 'v', 'qkv_bias'], ['o0'], { num_heads: H }, 'com.microsoft'),
+    node('MatMul', ['o0', 'Wo'], ['o1']), node('Add', ['o1', 'bo'], ['output']),
+  ];
+  const inputs = [valueInfo(11, 'query', [B, L, E]), ...(cross ? [valueInfo(11, 'key', [B, S, E])] : [])];
+  const graph = msg(7, [...nodes, str(2, 'fused_mha'), ...init, ...inputs, valueInfo(12, 'output', [B, L, E])]);
+  const opsets = [msg(8, [str(1, ''), int(2, 17)]), msg(8, [str(1, 'com.microsoft'), int(2, 1)])];
+  return concat([int(1, 8), ...opsets, graph]);
+}
+
+/**
  * The query, key and value projection weights [out, in] of a state dict: slices of in_proj_weight
  * [E + 2 KV, E], or q_proj_weight / k_proj_weight / v_proj_weight (a GQA layer's).
  */

@@ -1,0 +1,62 @@
+// nn.MultiheadAttention's forward pass (batch-first, projections with bias, no mask) in float64:
+// the reference every implementation of a benchmark is checked against before it is timed.
+
+/** y [rows, out] = x [rows, in] W^T + b in float64; W [out, in] as nn.Linear; `rowsOf` W's rows used. */
+function linear(x, rows, inF, weight, bias, firstRow, outF) {
+  const y = new Float64Array(rows * outF);
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outF; o++) {
+      let acc = bias[firstRow + o];
+      const w = (firstRow + o) * inF;
+      for (let d = 0; d < inF; d++) acc += x[r * inF + d] * weight[w + d];
+      y[r * outF + o] = acc;
+    }
+  }
+  return y;
+}
+
+/**
+ * The output [B, L, E] as a Float64Array for query [B, L, E] and key = value [B, S, E] (self-attention:
+ * `key` null), weights as nn.MultiheadAttention's state dict.
+ */
+export function float64Attention({ B, L, S, E, H }, weights, query, key = null) {
+  const Dh = E / H, scale = 1 / Math.sqrt(Dh);
+  const { in_proj_weight: w, in_proj_bias: b } = weights;
+  const out = new Float64Array(B * L * E);
+  for (let n = 0; n < B; n++) {
+    const xq = query.subarray(n * L * E, (n + 1) * L * E);
+    const xkv = key ? key.subarray(n * S * E, (n + 1) * S * E) : xq;
+    const q = linear(xq, L, E, w, b, 0, E), k = linear(xkv, S, E, w, b, E, E), v = linear(xkv, S, E, w, b, 2 * E, E);
+    const attended = new Float64Array(L * E);
+    const p = new Float64Array(S);
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < L; i++) {
+        let max = -Infinity;
+        for (let j = 0; j < S; j++) {
+          let dot = 0;
+          for (let d = h * Dh; d < (h + 1) * Dh; d++) dot += q[i * E + d] * k[j * E + d];
+          p[j] = dot * scale;
+          max = Math.max(max, p[j]);
+        }
+        let sum = 0;
+        for (let j = 0; j < S; j++) sum += (p[j] = Math.exp(p[j] - max));
+        for (let j = 0; j < S; j++) {
+          const pj = p[j] / sum;
+          for (let d = h * Dh; d < (h + 1) * Dh; d++) attended[i * E + d] += pj * v[j * E + d];
+        }
+      }
+    }
+    out.set(linear(attended, L, E, weights['out_proj.weight'], weights['out_proj.bias'], 0, E), n * L * E);
+  }
+  return out;
+}
+
+/** The largest |got - want| over the largest |want|: one number for "is this output right". */
+export function relativeError(got, want) {
+  let err = 0, scale = 0;
+  for (let i = 0; i < want.length; i++) {
+    err = Math.max(err, Math.abs(got[i] - want[i]));
+    scale = Math.max(scale, Math.abs(want[i]));
+  }
+  return got.length === want.length ? err / scale : Infinity;
+}
