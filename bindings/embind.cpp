@@ -84,25 +84,25 @@ mha::MaskRef mask_of(const RequestKeys& keys, const val& v) {
 
 #ifdef __EMSCRIPTEN_PTHREADS__
 // The threads build's execution context: one pool for every layer of this module (wasm
-// threads are workers the module preallocates, so they are a per-module resource). Created
-// on first use with one thread per core; setNumThreads resizes it.
-std::shared_ptr<mha::ThreadPool>& module_pool() {
-  static std::shared_ptr<mha::ThreadPool> pool;
-  return pool;
-}
-
-std::shared_ptr<mha::ThreadPool> current_pool() {
-  if (!module_pool()) module_pool() = std::make_shared<mha::ThreadPool>(mha::ThreadPool::hardware_threads());
-  return module_pool();
-}
+// threads are workers the module preallocates, so they are a per-module resource), with one
+// thread per core; setNumThreads resizes it. Made at module start (static initialization, once
+// Emscripten has loaded its preallocated workers), not at the first call that needs it: its
+// workers' start-up allocations (src/mha/thread_pool.hpp) are then made before any call, never
+// inside one that a caller measures the heap around.
+const std::shared_ptr<mha::ThreadPool> module_pool = std::make_shared<mha::ThreadPool>(mha::ThreadPool::hardware_threads());
 
 // Threads the layers use from the next forward call on (clamped to 1..256); returns that count.
 int setNumThreads(int n) {
-  current_pool()->set_num_threads(n < 1 ? 1 : n > 256 ? 256 : n);
-  return module_pool()->size();
+  module_pool->set_num_threads(n < 1 ? 1 : n > 256 ? 256 : n);
+  return module_pool->size();
 }
 
-int numThreads() { return current_pool()->size(); }
+int numThreads() { return module_pool->size(); }
+
+// The pool's workers whose thread has not started yet (beyond Emscripten's preallocated workers,
+// a thread starts only once the main thread yields): the JS loaders wait for 0, so that each
+// thread's start-up allocations are made before the caller's first call.
+int threadsStarting() { return module_pool->starting(); }
 #endif
 
 // 0 = none, 1 = TypeError, 2 = RangeError, 3 = Error
@@ -414,7 +414,7 @@ class LayerHandle {
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
 #ifdef __EMSCRIPTEN_PTHREADS__
-      const int threads = current_pool()->size();
+      const int threads = module_pool->size();
 #else
       const int threads = 1;
 #endif
@@ -463,7 +463,7 @@ class LayerHandle {
   // The threads build runs every layer on the module's pool (its size as setNumThreads left it).
   void use_module_pool() {
 #ifdef __EMSCRIPTEN_PTHREADS__
-    layer_->set_thread_pool(current_pool());
+    layer_->set_thread_pool(module_pool);
 #endif
   }
 
@@ -571,5 +571,6 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
 #ifdef __EMSCRIPTEN_PTHREADS__
   emscripten::function("setNumThreads", &setNumThreads);
   emscripten::function("numThreads", &numThreads);
+  emscripten::function("threadsStarting", &threadsStarting);
 #endif
 }

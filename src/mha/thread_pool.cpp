@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#ifdef __EMSCRIPTEN_PTHREADS__
+#include <emscripten/em_asm.h>
+#endif
+
 namespace mha {
 
 int ThreadPool::hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
@@ -22,15 +26,43 @@ int ThreadPool::size() const {
   return participants_ + 1;
 }
 
+bool ThreadPool::starts_without_yield(std::thread& t) {
+#ifdef __EMSCRIPTEN_PTHREADS__
+  // Emscripten posts a pthread's start to its worker at once when the worker is loaded (the
+  // PTHREAD_POOL_SIZE workers it preloads); a worker it had to make loads first, which needs the
+  // creating thread's event loop.
+  return EM_ASM_INT({
+    var p = Module['PThread'].pthreads[$0 >>> 0];
+    return p && p.worker && p.worker.loaded ? 1 : 0;
+  }, reinterpret_cast<uintptr_t>(t.native_handle())) != 0;
+#else
+  (void)t;
+  return true;
+#endif
+}
+
 void ThreadPool::set_num_threads(int n) {
   std::lock_guard<std::mutex> run(run_mutex_);
   const int workers = std::clamp(n, 1, max_threads()) - 1;
+  std::vector<int> awaited;
   while (static_cast<int>(workers_.size()) < workers) {
     const int index = static_cast<int>(workers_.size());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      started_.push_back(0);
+    }
     workers_.emplace_back([this, index] { worker_loop(index); });
+    if (starts_without_yield(workers_.back())) awaited.push_back(index);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Each new thread's start-up allocations happen now, not inside a later call (header comment).
+  started_signal_.wait(lock, [&] { return std::all_of(awaited.begin(), awaited.end(), [&](int i) { return started_[i] != 0; }); });
   participants_ = workers;
+}
+
+int ThreadPool::starting() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(std::count(started_.begin(), started_.end(), 0));
 }
 
 ThreadPool::~ThreadPool() {
@@ -109,6 +141,8 @@ void ThreadPool::worker_loop(int index) {
     lock.lock();
   };
   std::unique_lock<std::mutex> lock(mutex_);
+  started_[index] = 1;  // (this thread's start-up allocations are made: set_num_threads may go on)
+  started_signal_.notify_all();
   for (;;) {
     const auto has_job = [&] { return job_ && generation_ != seen && index < participants_; };
     wake_.wait(lock, [&] { return stop_ || has_job() || (wakeups_ != woken && index < participants_); });

@@ -9,6 +9,13 @@
 // reason the pool never shrinks: set_num_threads parks surplus workers instead of joining
 // them (joining a pthread that never started would hang the wasm main thread).
 //
+// A thread's start allocates (in wasm, its thread-local storage block: 48 bytes of the heap), so
+// set_num_threads waits for the workers it made to start, wherever that cannot hang (natively
+// always; in wasm, a worker Emscripten preloaded, PTHREAD_POOL_SIZE): otherwise the allocation
+// lands in some later call of the caller, at a time that depends on scheduling, and heap
+// accounting around that call (tests/js/gradients-lifetime.test.js) sees it some of the time.
+// starting() counts the workers still to start (those that wait for the caller to yield).
+//
 // A worker that finishes a job watches for the next one for a short while (kSpin) before it
 // sleeps: a decode step runs five small jobs back to back (projections, attention, output), and
 // waking a sleeping thread costs about as long as one of them (in wasm, a futex round trip
@@ -39,8 +46,11 @@ class ThreadPool {
   // Threads parallel_for uses, the caller included.
   int size() const;
   // Uses n threads from the next parallel_for on (clamped to [1, max_threads()]); starts
-  // workers when there are too few, parks the surplus.
+  // workers when there are too few (and waits for them to start: see above), parks the surplus.
   void set_num_threads(int n);
+  // Workers made whose thread has not started yet: in wasm, those beyond Emscripten's preloaded
+  // pool, which start only after the calling thread yields to its event loop. 0 natively.
+  int starting() const;
 
   // Runs one job at a time; an exception from a task is rethrown here after all stop.
   using Task = std::function<void(int64_t index, int thread)>;
@@ -63,12 +73,15 @@ class ThreadPool {
     std::mutex error_mutex;
   };
   static void work_on(Job& job, int thread);
+  // Whether thread t starts without the caller yielding (see the header comment).
+  static bool starts_without_yield(std::thread& t);
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // serializes parallel_for and set_num_threads
   mutable std::mutex mutex_;  // guards everything below
-  std::condition_variable wake_, idle_;
+  std::condition_variable wake_, idle_, started_signal_;
+  std::vector<char> started_;  // per worker: its thread has started (set at the top of worker_loop)
   Job* job_ = nullptr;
   uint64_t generation_ = 0;
   uint64_t wakeups_ = 0;  // wake() calls

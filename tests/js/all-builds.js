@@ -1,5 +1,6 @@
 // Every wasm build in dist/ loaded side by side (tools/load-wasm-build.mjs), and the threaded
 // build at more than one thread count, for tests that must hold on each of them.
+import { threadsStarted } from '../../bindings/js/core/thread-start.js';
 import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
 
 /**
@@ -22,6 +23,10 @@ export async function loadAllBuilds({ threadCounts = [1, 3] } = {}) {
       entries.push({ ...base, label: name, use: () => {} });
       continue;
     }
+    // Every thread the entries will use starts now (a start allocates; the pool never shrinks),
+    // not in the first test that measures the heap around a call.
+    module.setNumThreads(Math.max(...threadCounts));
+    await threadsStarted(module);
     for (const n of threadCounts) {
       entries.push({ ...base, label: `${name} × ${n} threads`, use: () => module.setNumThreads(n) });
     }

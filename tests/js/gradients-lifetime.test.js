@@ -1,7 +1,10 @@
 // The life of a forward result with grad: true, on every build: backward once, a checked dOut,
 // release(), the layer's dispose() and loadStateDict() in between, grad with a cache, and the
 // FinalizationRegistry that frees a forgotten result. Each test also checks the wasm heap: what
-// forward kept is freed exactly once, whichever way the result ends.
+// forward kept is freed exactly once, whichever way the result ends. Each measured window is
+// preceded by the same calls once on the same layer (warmedUp), so whatever a first call makes
+// and keeps is made before the window opens, whenever it happens; a test of its own checks that
+// the warm-up itself leaves nothing behind once the layer is disposed (docs/contributing.md).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, test } from 'node:test';
@@ -22,11 +25,24 @@ const dOut = { data: seededFloats(B * L * E, 6), shape: [B, L, E] };
 
 for (const build of builds) {
   const make = () => new build.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(stateDict());
+  // A layer that has run forward with grad and backward once: the warm-up before a measured window.
+  const warmedUp = () => {
+    const layer = make();
+    layer.forward(x, null, null, { grad: true }).backward(dOut);
+    return layer;
+  };
 
   describe(`backward's lifetime on ${build.label}`, () => {
+    test('the warm-up (a layer, forward with grad, backward) leaves nothing behind after dispose()', () => {
+      build.use();
+      const heap = build.heapAllocatedBytes();
+      warmedUp().dispose();
+      assert.equal(build.heapAllocatedBytes(), heap);
+    });
+
     test('backward works once; a second call is an Error that says so, and frees nothing twice', () => {
       build.use();
-      const layer = make();
+      const layer = warmedUp();
       const heap = build.heapAllocatedBytes();
       const r = layer.forward(x, null, null, { grad: true });
       assert.ok(build.heapAllocatedBytes() > heap, 'forward with grad keeps its saved state in wasm memory');
@@ -42,7 +58,7 @@ for (const build of builds) {
 
     test('release() frees the saved state without backward; backward after it is an Error; release() again is a no-op', () => {
       build.use();
-      const layer = make();
+      const layer = warmedUp();
       const heap = build.heapAllocatedBytes();
       const r = layer.forward(x, null, null, { grad: true });
       r.release();
@@ -56,7 +72,7 @@ for (const build of builds) {
 
     test('release() after backward is a no-op', () => {
       build.use();
-      const layer = make();
+      const layer = warmedUp();
       const heap = build.heapAllocatedBytes();
       const r = layer.forward(x, null, null, { grad: true });
       const g = r.backward(dOut);
@@ -69,7 +85,7 @@ for (const build of builds) {
 
     test('a wrong dOut is refused before anything runs; the result then still works', () => {
       build.use();
-      const layer = make();
+      const layer = warmedUp();
       const r = layer.forward(x, null, null, { grad: true });
       const heap = build.heapAllocatedBytes();
       // Data shorter than its shape, a shape that is not the output's, the wrong array kind, no tensor.
@@ -100,7 +116,7 @@ for (const build of builds) {
 
     test('loadStateDict between forward and backward: backward is an Error (the weights it would differentiate are gone)', () => {
       build.use();
-      const layer = make();
+      const layer = warmedUp();
       const heap = build.heapAllocatedBytes();
       const r = layer.forward(x, null, null, { grad: true });
       const saved = build.heapAllocatedBytes() - heap;
@@ -115,11 +131,12 @@ for (const build of builds) {
 
     test('grad: true with a cache is a TypeError that says why; without grad there is no backward', () => {
       build.use();
-      const layer = make();
+      const layer = warmedUp();
       const cache = layer.createCache({ capacity: 8 });
+      const refused = () => layer.forward({ data: x.data.subarray(0, E), shape: [1, 1, E] }, null, null, { cache, grad: true });
+      assert.throws(refused, TypeError);  // (the warm-up of the measured call below)
       const heap = build.heapAllocatedBytes();
-      assert.throws(() => layer.forward({ data: x.data.subarray(0, E), shape: [1, 1, E] }, null, null, { cache, grad: true }),
-        (e) => e instanceof TypeError && /cache/.test(e.message) && /whole sequence|training/.test(e.message));
+      assert.throws(refused, (e) => e instanceof TypeError && /cache/.test(e.message) && /whole sequence|training/.test(e.message));
       assert.equal(build.heapAllocatedBytes(), heap);
       for (const options of [{}, { grad: false }]) {
         const r = layer.forward(x, null, null, options);
@@ -131,7 +148,7 @@ for (const build of builds) {
 
     test('two results of one layer are independent', () => {
       build.use();
-      const layer = make();
+      const layer = warmedUp();
       const heap = build.heapAllocatedBytes();
       const a = layer.forward(x, null, null, { grad: true });
       const y = { data: seededFloats(B * L * E, 7), shape: [B, L, E] };

@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import * as workerThreads from 'node:worker_threads';
 
 import { defineMultiHeadAttention } from '../../bindings/js/core/layer.js';
+import { threadsStarted } from '../../bindings/js/core/thread-start.js';
 
 const REASON = 'WebAssembly.Memory.grow(): Maximum memory size exceeded';
 const refusingWorkerThreads = {
@@ -33,7 +34,7 @@ const module = await createMhaModule({
   printErr: (text) => text.startsWith('Blocking on the main thread') || console.error(text),
 });
 module.setNumThreads(2);
-await new Promise((resolve) => { setTimeout(resolve, 200); });  // new pthreads start once the main thread yields
+await threadsStarted(module);  // (a pthread beyond the preloaded workers starts once the main thread yields)
 const MultiHeadAttention = defineMultiHeadAttention(module);
 
 // "...; the engine refused to grow WebAssembly memory to <asked> (<n> bytes), below this build's

@@ -73,4 +73,18 @@ TEST(Threads, TwoCallersShareOnePool) {
   EXPECT_EQ(got[1].output, want.output);
 }
 
+// A thread's start allocates (in wasm, its thread-local storage on the heap): the pool's
+// constructor and set_num_threads return once every worker they made has started, so that
+// allocation never lands inside a later call (thread_pool.hpp).
+TEST(Threads, WorkersHaveStartedWhenThePoolIsMadeOrGrown) {
+  mha::ThreadPool pool(3);
+  EXPECT_EQ(pool.starting(), 0);
+  pool.set_num_threads(6);
+  EXPECT_EQ(pool.starting(), 0);
+  EXPECT_EQ(pool.size(), 6);
+  pool.set_num_threads(2);  // parks the surplus; nothing new to start
+  EXPECT_EQ(pool.starting(), 0);
+  EXPECT_EQ(pool.size(), 2);
+}
+
 }  // namespace

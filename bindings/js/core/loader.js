@@ -4,6 +4,7 @@ import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
 import { defineKerasMultiHeadAttention } from '../keras/keras.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { defineLinear } from './linear.js';
+import { threadsStarted } from './thread-start.js';
 import { VARIANTS } from './variants.js';
 
 /**
@@ -49,7 +50,10 @@ export async function instantiate(name, numThreads, options) {
   } finally {
     worker?.stopListening();
   }
-  if (VARIANTS[name].threads) module.setNumThreads(numThreads);
+  if (VARIANTS[name].threads) {
+    module.setNumThreads(numThreads);
+    await threadsStarted(module);
+  }
   const memory = () => module.wasmMemory?.buffer ?? module.HEAP8.buffer;
   const MultiHeadAttention = defineMultiHeadAttention(module);
   warmUp(MultiHeadAttention);
