@@ -4,6 +4,7 @@
 // the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
 import { stateDictFromKeras } from '../formats/interop.js';
+import { isNodeReference, resolveNodeReference } from './node-references.js';
 
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
@@ -61,6 +62,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
     #loadedWeights = null;  // the variables' data ids last loaded into #core
     #pending = new Set();   // forward results kept for a backward that never came (freed next call)
     #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
+    #callRoles = null;      // the roles of the inputs of the apply() under way (build() gets only their shapes)
     #weightNames = [];      // Keras' names of this.weights, in order
 
     /**
@@ -74,7 +76,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       }
       const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
         kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
-        activityRegularizer, kernelConstraint, biasConstraint, ...layerArgs } = args;
+        activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape, ...layerArgs } = args;
       super({ ...layerArgs, activityRegularizer });
       const positive = (name, value, optional) => {
         if (optional && value == null) return;
@@ -88,6 +90,11 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
       }
       if (typeof useBias !== 'boolean') throw new TypeError(`MultiHeadAttention: useBias must be a boolean, got ${typeof useBias}`);
+      for (const [name, shape] of Object.entries({ queryShape, keyShape, valueShape })) {
+        if (shape != null && !(Array.isArray(shape) && shape.length >= 3 && shape.every((d) => d === null || Number.isInteger(d)))) {
+          throw new TypeError(`MultiHeadAttention: ${name} must be a shape [batch, ..., features] (Keras writes it after build), got ${JSON.stringify(shape)}`);
+        }
+      }
       const axes = attentionAxes == null ? null : [attentionAxes].flat();
       if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
         throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
@@ -100,6 +107,8 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         biasInitializer: getInitializer(biasInitializer),
         kernelRegularizer: getRegularizer(kernelRegularizer), biasRegularizer: getRegularizer(biasRegularizer),
         kernelConstraint: getConstraint(kernelConstraint), biasConstraint: getConstraint(biasConstraint),
+        // The input shapes Keras' get_config writes once built (a converted model's config carries them).
+        savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
       });
       this.supportsMasking = false;
       this.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
@@ -111,20 +120,37 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
      * functional model sees them); the list form apply([query, value, key?]) is also accepted.
      */
     apply(inputs, kwargs = {}) {
+      const { list, roles, options } = this.#arrange(inputs, kwargs);
+      this.#callRoles = roles;
+      try {
+        return super.apply(list, { ...options, attentionInputs: roles });
+      } finally {
+        this.#callRoles = null;
+      }
+    }
+
+    // apply()'s arguments as the layer's input list and each input's role (query, value, key, mask).
+    #arrange(inputs, kwargs) {
       if (kwargs === null || typeof kwargs !== 'object') throw new TypeError('MultiHeadAttention.apply: the second argument must be an object { value, key, attentionMask, ... }');
       for (const key of Object.keys(kwargs)) {
         if (!CALL_KEYS.includes(key)) throw new TypeError(`MultiHeadAttention.apply: unknown argument '${key}'; known: ${CALL_KEYS.slice(0, 6).join(', ')}`);
       }
-      const { value, key, attentionMask, attentionInputs, ...options } = kwargs;
+      const { attentionInputs, ...rest } = kwargs;
+      const { value, key, attentionMask, ...options } = this.#resolveReferences(inputs, rest);
       let list, roles;
-      if (Array.isArray(inputs)) {
+      if (!Array.isArray(inputs) && attentionInputs?.length === 1) {
+        list = [inputs];  // self-attention loaded from a model.json: the query is the value
+        roles = ['query'];
+      } else if (Array.isArray(inputs)) {
         list = inputs;
         roles = attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, Math.min(inputs.length, 3));
         if (value !== undefined || key !== undefined) throw new TypeError('MultiHeadAttention.apply: give value/key either in the input list or as arguments, not both');
       } else {
         if (value == null) throw new TypeError('MultiHeadAttention.apply: value is required: apply(query, { value }) (self-attention: { value: query })');
-        list = [inputs, value];
-        roles = ['query', 'value'];
+        // A converted model's self-attention names the query itself as the value: one input, as in Keras' graph.
+        const selfReference = value === inputs && isNodeReference(kwargs.value);
+        list = selfReference ? [inputs] : [inputs, value];
+        roles = selfReference ? ['query'] : ['query', 'value'];
         if (key != null) { list.push(key); roles.push('key'); }
         if (attentionMask != null) { list.push(attentionMask); roles.push('mask'); }
       }
@@ -142,15 +168,47 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         }
         this.#symbolicCall = call;
       }
-      return super.apply(list, { ...options, attentionInputs: roles });
+      return { list, roles, options };
+    }
+
+    // A converted model's kwargs name tensors by node reference ([layer, node, tensor]; see
+    // node-references.js): each becomes the SymbolicTensor it names, found upstream of the query.
+    #resolveReferences(query, kwargs) {
+      const resolved = { ...kwargs };
+      for (const role of ['value', 'key', 'attentionMask']) {
+        if (!isNodeReference(kwargs[role])) continue;
+        if (!(query instanceof tf.SymbolicTensor)) {
+          throw new TypeError(`MultiHeadAttention.apply: ${role} is a node reference ${JSON.stringify(kwargs[role])}, which only a model being loaded passes (with a symbolic query)`);
+        }
+        resolved[role] = resolveNodeReference(kwargs[role], query);
+        if (!resolved[role]) {
+          throw new Error(`MultiHeadAttention.apply: the model's ${role} is the output of layer '${kwargs[role][0]}' (node ${kwargs[role][1]}, tensor ${kwargs[role][2]}; tfjs' loader camelCases the name), `
+            + 'which is not upstream of the query: a converted Keras model gives the layer only its first argument as an input, and tfjs cannot '
+            + 'wire another branch (another model input, say) into it. Build the model in tfjs with the same layer names and load the weights '
+            + 'into it (docs/tfjs.md, "Bring your Keras model")');
+        }
+      }
+      return resolved;
+    }
+
+    // The roles of the inputs whose shapes build() and computeOutputShape() get.
+    #roles(count) {
+      return this.#callRoles ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, count);
     }
 
     build(inputShape) {
       const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
-      const roles = this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, shapes.length);
+      const roles = this.#roles(shapes.length);
       const shapeOf = (role) => shapes[roles.indexOf(role)] ?? null;
       const feature = (role) => shapeOf(role)?.[shapeOf(role).length - 1];
       const query = feature('query'), value = feature('value') ?? query, key = feature('key') ?? value;
+      // A converted model's config states the sizes Keras built with: the inputs must agree.
+      for (const [role, size] of Object.entries({ query, value, key })) {
+        const saved = this.savedShapes?.[role];
+        if (saved && saved[saved.length - 1] !== size) {
+          throw new RangeError(`MultiHeadAttention.build: the config's ${role}Shape [${saved}] has ${saved[saved.length - 1]} features, but the ${role} has ${size}`);
+        }
+      }
       for (const [role, size] of Object.entries({ query, value, key })) {
         if (!Number.isInteger(size)) throw new TypeError(`MultiHeadAttention.build: ${role}'s last dimension (its features) must be known, got shape [${shapeOf(role)}]`);
       }
@@ -181,7 +239,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
 
     computeOutputShape(inputShape) {
       const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
-      const roles = this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, shapes.length);
+      const roles = this.#roles(shapes.length);
       const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query;
       const output = [...query.slice(0, -1), this.outputShapeArg ?? query[query.length - 1]];
       if (!this.#symbolicCall?.returnAttentionScores) return output;
@@ -353,11 +411,31 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         ...super.getConfig(),
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, dropout: this.dropout,
         useBias: this.useBias, outputShape: this.outputShapeArg, attentionAxes: this.attentionAxes,
+        ...(this.savedShapes ? { queryShape: this.savedShapes.query, keyShape: this.savedShapes.key, valueShape: this.savedShapes.value } : {}),
         kernelInitializer: serialize(this.kernelInitializer),
         biasInitializer: serialize(this.biasInitializer),
         kernelRegularizer: serialize(this.kernelRegularizer), biasRegularizer: serialize(this.biasRegularizer),
         kernelConstraint: serialize(this.kernelConstraint), biasConstraint: serialize(this.biasConstraint),
       };
+    }
+
+    /**
+     * Keras' set_weights: one tensor per weight, in getWeights()' order, each of its weight's shape;
+     * a mismatch names the weight (tfjs' own check gives only the two shapes).
+     */
+    setWeights(weights) {
+      if (!this.built) throw new Error(`MultiHeadAttention.setWeights: layer '${this.name}' has no weights yet: apply it first (its input sizes decide their shapes)`);
+      if (!Array.isArray(weights) || weights.length !== this.weights.length) {
+        throw new RangeError(`MultiHeadAttention.setWeights: layer '${this.name}' expects ${this.weights.length} weights (${this.#weightNames.join(', ')}), got ${
+          Array.isArray(weights) ? weights.length : typeof weights}`);
+      }
+      this.weights.forEach((variable, i) => {
+        const shape = weights[i]?.shape;
+        if (!Array.isArray(shape) || shape.length !== variable.shape.length || shape.some((d, j) => d !== variable.shape[j])) {
+          throw new RangeError(`MultiHeadAttention.setWeights: weight ${i} '${variable.originalName}' has shape [${variable.shape}], got ${Array.isArray(shape) ? `[${shape}]` : typeof weights[i]}`);
+        }
+      });
+      super.setWeights(weights);
     }
 
     /** Frees the mha-wasm layer's memory (the tfjs variables are the model's: model.dispose()). */
