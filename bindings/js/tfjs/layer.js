@@ -21,6 +21,8 @@ function transpose(data, rows, cols) {
 }
 
 const product = (dims) => dims.reduce((a, b) => a * b, 1);
+/** Two gradients of one tensor ({ data, shape }) added element-wise. */
+const sum = (a, b) => ({ data: a.data.map((x, i) => x + b.data[i]), shape: a.shape });
 const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
 
 /** Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module. */
@@ -206,7 +208,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       for (const [role, size] of Object.entries({ query, value, key })) {
         const saved = this.savedShapes?.[role];
         if (saved && saved[saved.length - 1] !== size) {
-          throw new RangeError(`MultiHeadAttention.build: the config's ${role}Shape [${saved}] has ${saved[saved.length - 1]} features, but the ${role} has ${size}`);
+          throw new RangeError(`MultiHeadAttention.build: the config's ${role}Shape ${JSON.stringify(saved)} has ${saved[saved.length - 1]} features, but the ${role} has ${size}`);
         }
       }
       for (const [role, size] of Object.entries({ query, value, key })) {
@@ -276,8 +278,8 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       }
       const { batch, attended, order, inverse } = this.#axes(rank);
       if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
-      if (attentionMask || options.useCausalMask) {
-        throw new Error('MultiHeadAttention.call: attentionMask and useCausalMask are not supported together with attentionAxes other than all inner axes');
+      if (options.useCausalMask) {
+        throw new Error('MultiHeadAttention.call: useCausalMask is not supported on inputs of rank > 3 (Keras\' causal mask is over axis 1 of a [B, T, features] input)');
       }
       const fold = (t) => {
         const moved = tf.transpose(t, order);
@@ -288,9 +290,20 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
           throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
         }
       }
+      // Keras' mask over attention axes: [batch axes..., query's attended..., key's attended...], the
+      // layout the fold gives the scores: read as [B', T', S'].
+      let mask = null;
+      if (attentionMask) {
+        const want = [...batch, ...attended].map((a) => query.shape[a]).concat(attended.map((a) => value.shape[a]));
+        if (attentionMask.shape.join() !== want.join()) {
+          throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [${want}] (the query's other axes, its attended axes, the key's attended axes) `
+            + `for attentionAxes [${attended}] of a rank-${rank} input, got [${attentionMask.shape}]`);
+        }
+        mask = tf.reshape(attentionMask, [product(batch.map((a) => query.shape[a])), product(attended.map((a) => query.shape[a])), product(attended.map((a) => value.shape[a]))]);
+      }
       const same = value === query;
       const q = fold(query), v = same ? q : fold(value), k = key ? (key === value ? v : fold(key)) : null;
-      const result = this.#attend3d(q, v, k, null, options);
+      const result = this.#attend3d(q, v, k, mask, options);
       const [output, scores] = Array.isArray(result) ? result : [result, null];
       const outFeatures = output.shape[2];
       const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
@@ -335,7 +348,8 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
           gradFunc: (dy) => {
             this.#pending.delete(result);
             const g = result.backward({ data: floats(dy), shape: dy.shape });
-            const inputGrads = self ? [g.query] : key === null ? [g.query, g.value] : [g.query, g.value, g.key];
+            // Without a key the value is the key too: its gradient is the sum of both roles'.
+            const inputGrads = self ? [g.query] : key === null ? [g.query, sum(g.value, g.key)] : [g.query, g.value, g.key];
             return [...inputGrads.map((t) => tf.tensor(t.data, t.shape, 'float32')), ...this.#kerasGradients(g.params)];
           },
         };
