@@ -256,6 +256,13 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
     }
 
     call(inputs, kwargs = {}) {
+      // tfjs' model execution hands a layer the first input's implicit mask (Embedding maskZero,
+      // Masking) and drops the others'; Keras combines the query's and the value's, and its result on
+      // fully masked rows depends on float32 rounding of -1e9. Refused rather than silently ignored.
+      if ([kwargs.mask].flat().some((m) => m != null)) {
+        throw new Error(`MultiHeadAttention.call: layer '${this.name}' got an implicit mask (from Embedding maskZero or Masking upstream), which it does not apply: `
+          + 'pass attentionMask ([B, T, S], 1 = attend) instead');
+      }
       const list = Array.isArray(inputs) ? inputs : [inputs];
       const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
       const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
