@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The demo's static server: serves the page (web/), the package (bindings/js/, dist/), the one
 // runtime dependency the loader may import (wasm-feature-detect), the charts (uplot) and tfjs for the
-// Sentiment tab's training, and nothing else, on 127.0.0.1 only.
+// Sentiment tab's training (and tfjs' WebGPU backend for the tfjs tests), and nothing else, on 127.0.0.1 only.
 // COOP/COEP headers make the page cross-origin isolated, which browsers require for wasm threads.
 //
 //   node tools/serve.mjs [port]        (or PORT=8080; port 0 picks a free one)
@@ -23,6 +23,8 @@ export const MOUNTS = [
   // The Sentiment tab's training worker (loaded when the user presses Train): tfjs and its wasm backend.
   ['/node_modules/@tensorflow/tfjs/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs', 'dist')],
   ['/node_modules/@tensorflow/tfjs-backend-wasm/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs-backend-wasm', 'dist')],
+  // tfjs' WebGPU backend, for tests/browser/tfjs-backends.test.js and bench/tfjs/backends.mjs.
+  ['/node_modules/@tensorflow/tfjs-backend-webgpu/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs-backend-webgpu', 'dist')],
   ['/', join(ROOT, 'web')],
 ];
 

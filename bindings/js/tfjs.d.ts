@@ -40,6 +40,12 @@ export interface MultiHeadAttentionArgs {
   kernelConstraint?: unknown;
   /** A tf.constraints object, its name or its { className, config }, for the four biases. */
   biasConstraint?: unknown;
+  /** The query's shape Keras' get_config writes once built ([null, T, features]; a converted model's config has it): the query's features must match. */
+  queryShape?: (number | null)[] | null;
+  /** The key's shape as Keras writes it, checked as queryShape. */
+  keyShape?: (number | null)[] | null;
+  /** The value's shape as Keras writes it, checked as queryShape. */
+  valueShape?: (number | null)[] | null;
   /** tf.layers' common arguments: name, trainable, inputShape, ... */
   name?: string;
   /** Whether model.fit updates the layer's weights. Default true. */
@@ -54,7 +60,7 @@ export interface MultiHeadAttentionCallArgs {
   value: unknown;
   /** The key tensor [B, S, features]. Default value. */
   key?: unknown;
-  /** [B, T, S] (or [T, S], or [B, S]); 1 = attend. */
+  /** [B, T, S] (or [T, S], or [B, S]); 1 = attend. With attentionAxes on a rank > 3 input: [other axes..., query's attended axes..., key's attended axes...]. */
   attentionMask?: unknown;
   /** Causal self-attention: query i attends to keys 0..i only. Default false. */
   useCausalMask?: boolean;
@@ -70,7 +76,7 @@ export interface MultiHeadAttentionLayer {
   apply(query: unknown, args: MultiHeadAttentionCallArgs): unknown;
   /** The weights as tensors, in Keras' order: query/kernel [in, H, keyDim], query/bias [H, keyDim], key/..., value/..., attention_output/kernel [H, valueDim, out], attention_output/bias [out]. */
   getWeights(): unknown[];
-  /** Sets the weights from tensors in getWeights()' order and shapes (Keras' get_weights() order). */
+  /** Sets the weights from tensors in getWeights()' order and shapes (Keras' get_weights() order); a wrong count or shape is a RangeError naming the weight. */
   setWeights(weights: unknown[]): void;
   /** The weights' tf.LayerVariables, in getWeights()' order. */
   readonly trainableWeights: unknown[];

@@ -10,11 +10,19 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-/** A browser context with its own throwaway user-data-dir; close() removes it. */
-export async function launchBrowser() {
+/** Chromium's flags for WebGPU (and WebGL) on SwiftShader, the machine's software Vulkan (../shared facts in docs/tfjs.md). */
+export const SWIFTSHADER_GPU_FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
+  '--use-webgpu-adapter=swiftshader', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
+
+/**
+ * A browser context with its own throwaway user-data-dir; close() removes it. `gpu`: software WebGL
+ * and WebGPU (SwiftShader) instead of --disable-gpu.
+ */
+export async function launchBrowser({ gpu = false } = {}) {
   const profile = await mkdtemp(join(tmpdir(), 'mha-demo-chromium-'));
+  const args = gpu ? [...FLAGS.filter((f) => f !== '--disable-gpu'), ...SWIFTSHADER_GPU_FLAGS] : FLAGS;
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM, headless: true, args: FLAGS, acceptDownloads: true,
+    executablePath: CHROMIUM, headless: true, args, acceptDownloads: true,
     viewport: { width: 1360, height: 1000 },
   });
   return {

@@ -34,7 +34,7 @@ test('the main entry never loads tfjs; mha-wasm/tfjs is a separate entry', () =>
   assert.deepEqual(tfjsFiles, []);
   assert.ok(![...main.packages].some((p) => p.startsWith('@tensorflow')));
   const tfjsEntry = moduleGraph(join(ROOT, 'bindings/js/tfjs.js'));
-  assert.ok([...tfjsEntry.files].some((f) => f.endsWith('tfjs-layer.js')));
+  assert.ok([...tfjsEntry.files].some((f) => f.endsWith('tfjs/layer.js')));
 });
 
 test('import and require of mha-wasm/tfjs resolve through the exports map', () => {

@@ -4,6 +4,7 @@
 // the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
 import { stateDictFromKeras } from '../formats/interop.js';
+import { isNodeReference, resolveNodeReference } from './node-references.js';
 
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
@@ -20,6 +21,8 @@ function transpose(data, rows, cols) {
 }
 
 const product = (dims) => dims.reduce((a, b) => a * b, 1);
+/** Two gradients of one tensor ({ data, shape }) added element-wise. */
+const sum = (a, b) => ({ data: a.data.map((x, i) => x + b.data[i]), shape: a.shape });
 const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
 
 /** Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module. */
@@ -61,6 +64,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
     #loadedWeights = null;  // the variables' data ids last loaded into #core
     #pending = new Set();   // forward results kept for a backward that never came (freed next call)
     #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
+    #callRoles = null;      // the roles of the inputs of the apply() under way (build() gets only their shapes)
     #weightNames = [];      // Keras' names of this.weights, in order
 
     /**
@@ -74,7 +78,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       }
       const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
         kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
-        activityRegularizer, kernelConstraint, biasConstraint, ...layerArgs } = args;
+        activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape, ...layerArgs } = args;
       super({ ...layerArgs, activityRegularizer });
       const positive = (name, value, optional) => {
         if (optional && value == null) return;
@@ -88,6 +92,11 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
       }
       if (typeof useBias !== 'boolean') throw new TypeError(`MultiHeadAttention: useBias must be a boolean, got ${typeof useBias}`);
+      for (const [name, shape] of Object.entries({ queryShape, keyShape, valueShape })) {
+        if (shape != null && !(Array.isArray(shape) && shape.length >= 3 && shape.every((d) => d === null || Number.isInteger(d)))) {
+          throw new TypeError(`MultiHeadAttention: ${name} must be a shape [batch, ..., features] (Keras writes it after build), got ${JSON.stringify(shape)}`);
+        }
+      }
       const axes = attentionAxes == null ? null : [attentionAxes].flat();
       if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
         throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
@@ -100,6 +109,8 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         biasInitializer: getInitializer(biasInitializer),
         kernelRegularizer: getRegularizer(kernelRegularizer), biasRegularizer: getRegularizer(biasRegularizer),
         kernelConstraint: getConstraint(kernelConstraint), biasConstraint: getConstraint(biasConstraint),
+        // The input shapes Keras' get_config writes once built (a converted model's config carries them).
+        savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
       });
       this.supportsMasking = false;
       this.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
@@ -111,20 +122,37 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
      * functional model sees them); the list form apply([query, value, key?]) is also accepted.
      */
     apply(inputs, kwargs = {}) {
+      const { list, roles, options } = this.#arrange(inputs, kwargs);
+      this.#callRoles = roles;
+      try {
+        return super.apply(list, { ...options, attentionInputs: roles });
+      } finally {
+        this.#callRoles = null;
+      }
+    }
+
+    // apply()'s arguments as the layer's input list and each input's role (query, value, key, mask).
+    #arrange(inputs, kwargs) {
       if (kwargs === null || typeof kwargs !== 'object') throw new TypeError('MultiHeadAttention.apply: the second argument must be an object { value, key, attentionMask, ... }');
       for (const key of Object.keys(kwargs)) {
         if (!CALL_KEYS.includes(key)) throw new TypeError(`MultiHeadAttention.apply: unknown argument '${key}'; known: ${CALL_KEYS.slice(0, 6).join(', ')}`);
       }
-      const { value, key, attentionMask, attentionInputs, ...options } = kwargs;
+      const { attentionInputs, ...rest } = kwargs;
+      const { value, key, attentionMask, ...options } = this.#resolveReferences(inputs, rest);
       let list, roles;
-      if (Array.isArray(inputs)) {
+      if (!Array.isArray(inputs) && attentionInputs?.length === 1) {
+        list = [inputs];  // self-attention loaded from a model.json: the query is the value
+        roles = ['query'];
+      } else if (Array.isArray(inputs)) {
         list = inputs;
         roles = attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, Math.min(inputs.length, 3));
         if (value !== undefined || key !== undefined) throw new TypeError('MultiHeadAttention.apply: give value/key either in the input list or as arguments, not both');
       } else {
         if (value == null) throw new TypeError('MultiHeadAttention.apply: value is required: apply(query, { value }) (self-attention: { value: query })');
-        list = [inputs, value];
-        roles = ['query', 'value'];
+        // A converted model's self-attention names the query itself as the value: one input, as in Keras' graph.
+        const selfReference = value === inputs && isNodeReference(kwargs.value);
+        list = selfReference ? [inputs] : [inputs, value];
+        roles = selfReference ? ['query'] : ['query', 'value'];
         if (key != null) { list.push(key); roles.push('key'); }
         if (attentionMask != null) { list.push(attentionMask); roles.push('mask'); }
       }
@@ -142,15 +170,47 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         }
         this.#symbolicCall = call;
       }
-      return super.apply(list, { ...options, attentionInputs: roles });
+      return { list, roles, options };
+    }
+
+    // A converted model's kwargs name tensors by node reference ([layer, node, tensor]; see
+    // node-references.js): each becomes the SymbolicTensor it names, found upstream of the query.
+    #resolveReferences(query, kwargs) {
+      const resolved = { ...kwargs };
+      for (const role of ['value', 'key', 'attentionMask']) {
+        if (!isNodeReference(kwargs[role])) continue;
+        if (!(query instanceof tf.SymbolicTensor)) {
+          throw new TypeError(`MultiHeadAttention.apply: ${role} is a node reference ${JSON.stringify(kwargs[role])}, which only a model being loaded passes (with a symbolic query)`);
+        }
+        resolved[role] = resolveNodeReference(kwargs[role], query);
+        if (!resolved[role]) {
+          throw new Error(`MultiHeadAttention.apply: the model's ${role} is the output of layer '${kwargs[role][0]}' (node ${kwargs[role][1]}, tensor ${kwargs[role][2]}; tfjs' loader camelCases the name), `
+            + 'which is not upstream of the query: a converted Keras model gives the layer only its first argument as an input, and tfjs cannot '
+            + 'wire another branch (another model input, say) into it. Build the model in tfjs with the same layer names and load the weights '
+            + 'into it (docs/tfjs.md, "Bring your Keras model")');
+        }
+      }
+      return resolved;
+    }
+
+    // The roles of the inputs whose shapes build() and computeOutputShape() get.
+    #roles(count) {
+      return this.#callRoles ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, count);
     }
 
     build(inputShape) {
       const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
-      const roles = this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, shapes.length);
+      const roles = this.#roles(shapes.length);
       const shapeOf = (role) => shapes[roles.indexOf(role)] ?? null;
       const feature = (role) => shapeOf(role)?.[shapeOf(role).length - 1];
       const query = feature('query'), value = feature('value') ?? query, key = feature('key') ?? value;
+      // A converted model's config states the sizes Keras built with: the inputs must agree.
+      for (const [role, size] of Object.entries({ query, value, key })) {
+        const saved = this.savedShapes?.[role];
+        if (saved && saved[saved.length - 1] !== size) {
+          throw new RangeError(`MultiHeadAttention.build: the config's ${role}Shape ${JSON.stringify(saved)} has ${saved[saved.length - 1]} features, but the ${role} has ${size}`);
+        }
+      }
       for (const [role, size] of Object.entries({ query, value, key })) {
         if (!Number.isInteger(size)) throw new TypeError(`MultiHeadAttention.build: ${role}'s last dimension (its features) must be known, got shape [${shapeOf(role)}]`);
       }
@@ -181,7 +241,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
 
     computeOutputShape(inputShape) {
       const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
-      const roles = this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, shapes.length);
+      const roles = this.#roles(shapes.length);
       const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query;
       const output = [...query.slice(0, -1), this.outputShapeArg ?? query[query.length - 1]];
       if (!this.#symbolicCall?.returnAttentionScores) return output;
@@ -196,6 +256,13 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
     }
 
     call(inputs, kwargs = {}) {
+      // tfjs' model execution hands a layer the first input's implicit mask (Embedding maskZero,
+      // Masking) and drops the others'; Keras combines the query's and the value's, and its result on
+      // fully masked rows depends on float32 rounding of -1e9. Refused rather than silently ignored.
+      if ([kwargs.mask].flat().some((m) => m != null)) {
+        throw new Error(`MultiHeadAttention.call: layer '${this.name}' got an implicit mask (from Embedding maskZero or Masking upstream), which it does not apply: `
+          + 'pass attentionMask ([B, T, S], 1 = attend) instead');
+      }
       const list = Array.isArray(inputs) ? inputs : [inputs];
       const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
       const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
@@ -218,8 +285,8 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       }
       const { batch, attended, order, inverse } = this.#axes(rank);
       if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
-      if (attentionMask || options.useCausalMask) {
-        throw new Error('MultiHeadAttention.call: attentionMask and useCausalMask are not supported together with attentionAxes other than all inner axes');
+      if (options.useCausalMask) {
+        throw new Error('MultiHeadAttention.call: useCausalMask is not supported on inputs of rank > 3 (Keras\' causal mask is over axis 1 of a [B, T, features] input)');
       }
       const fold = (t) => {
         const moved = tf.transpose(t, order);
@@ -230,9 +297,20 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
           throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
         }
       }
+      // Keras' mask over attention axes: [batch axes..., query's attended..., key's attended...], the
+      // layout the fold gives the scores: read as [B', T', S'].
+      let mask = null;
+      if (attentionMask) {
+        const want = [...batch, ...attended].map((a) => query.shape[a]).concat(attended.map((a) => value.shape[a]));
+        if (attentionMask.shape.join() !== want.join()) {
+          throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [${want}] (the query's other axes, its attended axes, the key's attended axes) `
+            + `for attentionAxes [${attended}] of a rank-${rank} input, got [${attentionMask.shape}]`);
+        }
+        mask = tf.reshape(attentionMask, [product(batch.map((a) => query.shape[a])), product(attended.map((a) => query.shape[a])), product(attended.map((a) => value.shape[a]))]);
+      }
       const same = value === query;
       const q = fold(query), v = same ? q : fold(value), k = key ? (key === value ? v : fold(key)) : null;
-      const result = this.#attend3d(q, v, k, null, options);
+      const result = this.#attend3d(q, v, k, mask, options);
       const [output, scores] = Array.isArray(result) ? result : [result, null];
       const outFeatures = output.shape[2];
       const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
@@ -277,7 +355,8 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
           gradFunc: (dy) => {
             this.#pending.delete(result);
             const g = result.backward({ data: floats(dy), shape: dy.shape });
-            const inputGrads = self ? [g.query] : key === null ? [g.query, g.value] : [g.query, g.value, g.key];
+            // Without a key the value is the key too: its gradient is the sum of both roles'.
+            const inputGrads = self ? [g.query] : key === null ? [g.query, sum(g.value, g.key)] : [g.query, g.value, g.key];
             return [...inputGrads.map((t) => tf.tensor(t.data, t.shape, 'float32')), ...this.#kerasGradients(g.params)];
           },
         };
@@ -353,11 +432,31 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
         ...super.getConfig(),
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, dropout: this.dropout,
         useBias: this.useBias, outputShape: this.outputShapeArg, attentionAxes: this.attentionAxes,
+        ...(this.savedShapes ? { queryShape: this.savedShapes.query, keyShape: this.savedShapes.key, valueShape: this.savedShapes.value } : {}),
         kernelInitializer: serialize(this.kernelInitializer),
         biasInitializer: serialize(this.biasInitializer),
         kernelRegularizer: serialize(this.kernelRegularizer), biasRegularizer: serialize(this.biasRegularizer),
         kernelConstraint: serialize(this.kernelConstraint), biasConstraint: serialize(this.biasConstraint),
       };
+    }
+
+    /**
+     * Keras' set_weights: one tensor per weight, in getWeights()' order, each of its weight's shape;
+     * a mismatch names the weight (tfjs' own check gives only the two shapes).
+     */
+    setWeights(weights) {
+      if (!this.built) throw new Error(`MultiHeadAttention.setWeights: layer '${this.name}' has no weights yet: apply it first (its input sizes decide their shapes)`);
+      if (!Array.isArray(weights) || weights.length !== this.weights.length) {
+        throw new RangeError(`MultiHeadAttention.setWeights: layer '${this.name}' expects ${this.weights.length} weights (${this.#weightNames.join(', ')}), got ${
+          Array.isArray(weights) ? weights.length : typeof weights}`);
+      }
+      this.weights.forEach((variable, i) => {
+        const shape = weights[i]?.shape;
+        if (!Array.isArray(shape) || shape.length !== variable.shape.length || shape.some((d, j) => d !== variable.shape[j])) {
+          throw new RangeError(`MultiHeadAttention.setWeights: weight ${i} '${variable.originalName}' has shape [${variable.shape}], got ${Array.isArray(shape) ? `[${shape}]` : typeof weights[i]}`);
+        }
+      });
+      super.setWeights(weights);
     }
 
     /** Frees the mha-wasm layer's memory (the tfjs variables are the model's: model.dispose()). */
