@@ -1,0 +1,9 @@
+// The projections: y[M, N] = x[M, K] · w[N, K]ᵀ + bias on gemm.wgsl (32 x 32 tiles of y).
+import { dispatch, pipeline } from './pipelines.js';
+
+/** Encodes y = x wᵀ (+ bias when given) into `pass`; x, w, y are GPUBuffers. */
+export function encodeGemm(device, pass, buffers, { x, w, bias, y, M, N, K }) {
+  const dims = buffers.uniform(new Uint32Array([M, N, K, bias ? 1 : 0]), 'gemm dims');
+  const made = pipeline(device, 'gemm');
+  dispatch(device, pass, made, { 0: x, 1: w, 2: bias ?? w, 3: y, 4: dims }, [Math.ceil(N / 32), Math.ceil(M / 32), 1]);
+}
