@@ -16,8 +16,9 @@ import { encodeRotary, rotaryTable } from './rotary.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
 import { uploadWeights } from './weights.js';
 
-const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions',
-  'outputLocation', 'training', 'seed', 'out', 'weightsOut', 'cache', 'grad', 'weightsBeforeDropout', 'checkFinite'];
+// The wasm layer's options (in its order), then WebGPU's own.
+const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
+  'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
 const NOT_YET = ['out', 'weightsOut', 'cache', 'grad', 'checkFinite'];
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
