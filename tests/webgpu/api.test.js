@@ -178,6 +178,31 @@ describe('GPU-resident tensors', () => {
   });
 });
 
+describe('dropout', () => {
+  test('the same mask as the wasm layer for the same seed (Philox4x32-10 in WGSL), weights after and before it', async () => {
+    const rand = random(11);
+    const config = { embedDim: 16, numHeads: 4, numKvHeads: 2, dropout: 0.3 };
+    const cpu = new wasm.MultiHeadAttention(config).initialize({ seed: 5 });
+    const layer = new mha.MultiHeadAttention(config).initialize({ seed: 5 });
+    const q = { data: filled(2 * 37 * 16, rand), shape: [2, 37, 16] };
+    for (const options of [{ seed: 2 ** 40 + 7, averageWeights: false }, { seed: 3, weightsBeforeDropout: true }, { seed: 3 }]) {
+      const all = { training: true, needWeights: true, causal: true, ...options };
+      const want = cpu.forward(q, null, null, all);
+      const got = await layer.forwardAsync(q, null, null, all);
+      assert.notDeepEqual(got.output.data, cpu.forward(q, null, null, { causal: true }).output.data, 'dropout changed nothing');
+      for (const part of ['output', 'weights']) {
+        const w = want[part].data;
+        got[part].data.forEach((x, i) => assert.ok(Math.abs(x - w[i]) <= 1e-5 + 1e-4 * Math.abs(w[i]), `${part}[${i}]: ${x} vs ${w[i]}`));
+      }
+    }
+    // Without training, no dropout: the plain forward.
+    const plain = (await layer.forwardAsync(q)).output.data;
+    cpu.forward(q).output.data.forEach((x, i) => assert.ok(Math.abs(x - plain[i]) <= 1e-5 + 1e-4 * Math.abs(x)));
+    cpu.dispose();
+    layer.dispose();
+  });
+});
+
 describe('random configurations against the float64 oracle', () => {
   const rand = random(2026);
   const pick = (values) => values[Math.floor((rand() + 0.5) * values.length)];

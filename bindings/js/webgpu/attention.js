@@ -12,7 +12,7 @@ export function keysPerTile(headDim, valueHeadDim) {
 
 /** The score step's uniform block (score_epilogue.wgsl's Params). */
 function paramsBlock(c, call) {
-  const u = new Uint32Array(24);
+  const u = new Uint32Array(28);
   const f = new Float32Array(u.buffer);
   u.set([call.L, call.S, c.numHeads, c.numHeads / c.numKvHeads,
     c.numHeads * c.headDim, c.numKvHeads * c.headDim, c.numKvHeads * c.valueHeadDim, c.numHeads * c.valueHeadDim]);
@@ -23,13 +23,20 @@ function paramsBlock(c, call) {
   f[18] = call.averageWeights ? 1 / c.numHeads : 1;
   u[19] = call.averageWeights ? 1 : 0;
   u[20] = call.weights ? 1 : 0;
+  if (call.dropout) {  // (dropout.wgsl; the threshold and factor as src/mha/kernels/dropout.hpp computes them)
+    const p = Math.fround(call.dropout.p);
+    u.set([call.dropout.seed % 2 ** 32, Math.floor(call.dropout.seed / 2 ** 32), Math.min(4294967295, Math.floor(p * 4294967296))], 21);
+    f[24] = 1 / Math.fround(1 - p);
+    u[25] = 1;
+    u[26] = call.dropout.weightsBeforeDropout ? 1 : 0;
+  }
   return u;
 }
 
 /**
  * Encodes attention of q [B*L, H*Dh] against k [B*S, Hkv*Dh], v [B*S, Hkv*Dv] into attended
  * [B*L, H*Dv], and the weights into call.weights when given. `headParams`: [H] sinks then [H]
- * ALiBi slopes; masks additive (0 / -inf for bool).
+ * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training.
  */
 export function encodeAttention(device, pass, buffers, c, call) {
   const { B, L, S } = call;

@@ -56,6 +56,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #planner;  // a weightless LayerHandle of the same config: validation and shapes
     #config;
     #uploaded = null;  // the weights on the GPU, or null when they changed since
+    #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
     #disposed = false;
 
     constructor(config) {
@@ -65,6 +66,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       this.#layer = new wasm.MultiHeadAttention(config);
       this.#config = this.#layer.config;
       this.#planner = wasm[PLANNER](this.#config);
+      this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
     }
 
     #live(call) {
@@ -138,8 +140,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
         throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
       }
-      if (options.training && (this.#config.dropout ?? 0) > 0) {
-        throw new TypeError('training: dropout is not supported on the WebGPU backend yet');
+      if (options.seed !== undefined) {  // (the wasm layer's checkSeed)
+        if (typeof options.seed !== 'number') throw new TypeError(`seed must be a number, got ${describe(options.seed)}`);
+        if (!Number.isSafeInteger(options.seed) || options.seed < 0) {
+          throw new RangeError(`seed must be an integer from 0 to 2^53 - 1, got ${options.seed}`);
+        }
       }
       const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
       const attnMask = checkMask('attnMask', options.attnMask);
@@ -150,7 +155,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         query: shapeOf(q), key: shapeOf(k), value: shapeOf(v),
         keyPaddingMask: maskShape(keyPaddingMask), attnMask: maskShape(attnMask), positions: shapeOf(positions),
         cache: null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
-        averageWeights: options.averageWeights ?? true, grad: false, training: false, seed: 0, weightsBeforeDropout: false,
+        averageWeights: options.averageWeights ?? true, grad: false, training: options.training ?? false,
+        seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       };
       if (!this.#planner.checkForward(request)) throwHandleError(this.#planner, 'forwardAsync');
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
@@ -217,6 +223,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           attnMask: am && buffers.upload(am, 'attention mask'),
           attnMaskPerHead: call.attnMask?.shape.length === 3,
           causal: request.causal, averageWeights: request.averageWeights,
+          dropout: request.training && c.dropout > 0
+            ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
           dummy: buffers.storage(4, 'unused'),
         });
         encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });

@@ -1,10 +1,11 @@
 // The attention weights, when a call asks for them: each probability recomputed from q, k and
 // the row's log-sum-exp (flash_attention.wgsl wrote it), p = exp(score - lse), with the score
 // from the same epilogue. Per head, or averaged over heads (one invocation sums them all, so no
-// two invocations write the same weight). Template: DH.
+// two invocations write the same weight). Under dropout: after it (PyTorch) unless weights_before_dropout. Template: DH.
 // Dispatch: (ceil(S / 64), L, B * (H or 1 when averaged)).
 
 #include "score_epilogue.wgsl"
+#include "dropout.wgsl"
 
 const DH: u32 = {{DH}}u;
 
@@ -39,7 +40,9 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
     var dot = 0.0;
     for (var d = 0u; d < DH; d++) { dot += q[q_at + d] * k[k_at + d]; }
     let s = final_score(dot, h, i, j, bias);
-    total += params.weights_factor * exp(s - lse[(b * params.H + h) * params.L + row]);
+    var p = exp(s - lse[(b * params.H + h) * params.L + row]);
+    if (params.weights_before_dropout == 0u) { p *= dropout_factor(i, j, b * params.H + h); }
+    total += params.weights_factor * p;
   }
   weights[id.z * params.L * params.S + row * params.S + j] = total;
 }

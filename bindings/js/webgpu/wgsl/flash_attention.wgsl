@@ -1,11 +1,13 @@
 // Prefill attention as FlashAttention-2: one query row per invocation, 64 rows per workgroup,
 // keys and values in tiles of BC rows in workgroup memory, an online softmax (running max and
 // sum, the accumulator rescaled once per tile), so no L x S buffer exists. With write_lse the
-// row's log-sum-exp is kept for attention_weights.wgsl. Template: DH / DV (the head sizes of
+// row's log-sum-exp is kept for attention_weights.wgsl; training applies dropout.wgsl to the
+// probabilities (after the denominator, as the CPU). Template: DH / DV (the head sizes of
 // q.k and of v), BC (keys per tile, sized to fit the workgroup memory).
 // Dispatch: (ceil(L / 64), H, B). Head h reads key/value head h / heads_per_kv (GQA / MQA).
 
 #include "score_epilogue.wgsl"
+#include "dropout.wgsl"
 
 const BR: u32 = 64u;
 const DH: u32 = {{DH}}u;
@@ -90,8 +92,9 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) la
         for (var c = 0u; c < BC; c++) {
           if ((seen & (1u << c)) == 0u) { continue; }
           let p = exp(scores[c] - tile_max);
-          l += p;
-          for (var d = 0u; d < DV; d++) { acc[d] = fma(p, v_tile[c * DV + d], acc[d]); }
+          l += p;  // (the denominator before dropout; the values after it, as the CPU)
+          let kept = p * dropout_factor(i, t0 + c, b * params.H + h);
+          for (var d = 0u; d < DV; d++) { acc[d] = fma(kept, v_tile[c * DV + d], acc[d]); }
         }
         m = tile_max;
       }

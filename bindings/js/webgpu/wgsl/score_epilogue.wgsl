@@ -7,6 +7,7 @@
 //
 // i is the query's absolute position (first_query + row), j the key's. Masks arrive additive
 // (a bool mask as 0 / -inf, converted on the host); a key is blocked when its bias is -inf.
+// (Dropout, which acts on the probabilities, is in dropout.wgsl.)
 // Included by the kernels that need it (flash_attention.wgsl, attention_weights.wgsl): they bind
 // q at 0, k at 1 and the bindings below.
 
@@ -16,7 +17,8 @@ struct Params {
   scale: f32, softcap: f32, window: u32, causal: u32,
   first_query: u32, has_key_padding: u32, has_attn_mask: u32, attn_mask_per_head: u32,
   has_sinks: u32, has_alibi: u32, weights_factor: f32, average_heads: u32,
-  write_lse: u32, pad0: u32, pad1: u32, pad2: u32,
+  write_lse: u32, seed_low: u32, seed_high: u32, dropout_threshold: u32,
+  dropout_scale: f32, dropout_active: u32, weights_before_dropout: u32, pad0: u32,
 }
 
 @group(0) @binding(3) var<storage, read> key_padding: array<f32>;   // [B, S], additive
