@@ -3,11 +3,11 @@
 // log-sum-exp). Both take the score step's parameters from one uniform block (score_epilogue.wgsl).
 import { dispatch, pipeline } from './pipelines.js';
 
-const WORKGROUP_FLOATS = 4000;  // of the 4096 the default 16 KiB of workgroup storage holds
+const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
 
-/** Keys per tile: as many as fit in workgroup memory with their values, at most 32 (one u32 of flags). */
+/** Keys per tile: as many as fit in workgroup memory with their values (vec4-padded), at most 32 (one u32 of flags). */
 export function keysPerTile(headDim, valueHeadDim) {
-  return Math.min(32, Math.floor(WORKGROUP_FLOATS / (headDim + valueHeadDim)));
+  return Math.min(32, Math.floor(WORKGROUP_VEC4S / (Math.ceil(headDim / 4) + Math.ceil(valueHeadDim / 4))));
 }
 
 /** The score step's uniform block (score_epilogue.wgsl's Params). */
