@@ -162,6 +162,20 @@ describe('GPU-resident tensors', () => {
     layer.dispose();
   });
 
+  test('calls in flight together each get their own results', async () => {
+    const config = { embedDim: 8, numHeads: 2 };
+    const cpu = new wasm.MultiHeadAttention(config).initialize({ seed: 4 });
+    const layer = new mha.MultiHeadAttention(config).initialize({ seed: 4 });
+    const inputs = [1, 2, 3, 4].map((seed) => ({ data: filled(3 * 8, random(seed)), shape: [3, 8] }));
+    const results = await Promise.all(inputs.map((q, n) => layer.forwardAsync(q, null, null, { causal: n % 2 === 0 })));
+    results.forEach(({ output }, n) => {
+      const want = cpu.forward(inputs[n], null, null, { causal: n % 2 === 0 }).output.data;
+      output.data.forEach((x, i) => assert.ok(Math.abs(x - want[i]) <= 1e-5 + 1e-4 * Math.abs(want[i])));
+    });
+    cpu.dispose();
+    layer.dispose();
+  });
+
   test('new weights are uploaded before the next call', async () => {
     const config = { embedDim: 8, numHeads: 2 };
     const q = { data: filled(40, random(9)), shape: [5, 8] };

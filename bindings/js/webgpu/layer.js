@@ -230,8 +230,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });
         pass.end();
         device.queue.submit([encoder.finish()]);
-        const invalid = await device.popErrorScope();
-        const outOfMemory = await device.popErrorScope();
+        // Both scopes popped now, before any other call can push its own.
+        const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (call.gpuOutput) {
