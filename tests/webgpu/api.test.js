@@ -192,6 +192,26 @@ describe('GPU-resident tensors', () => {
   });
 });
 
+describe('large and odd head sizes', () => {
+  test('headDim 256 (7 keys per tile) and 130 / valueHeadDim 3 match the wasm layer', async () => {
+    for (const config of [{ embedDim: 512, numHeads: 2 }, { embedDim: 16, numHeads: 2, headDim: 130, valueHeadDim: 3, outputDim: 5 }]) {
+      const rand = random(config.embedDim);
+      const cpu = new wasm.MultiHeadAttention(config).initialize({ seed: 6 });
+      const layer = new mha.MultiHeadAttention(config).initialize({ seed: 6 });
+      const q = { data: filled(2 * 19 * config.embedDim, rand), shape: [2, 19, config.embedDim] };
+      const options = { causal: true, needWeights: true, averageWeights: false };
+      const want = cpu.forward(q, null, null, options);
+      const got = await layer.forwardAsync(q, null, null, options);
+      for (const part of ['output', 'weights']) {
+        const w = want[part].data;
+        got[part].data.forEach((x, i) => assert.ok(Math.abs(x - w[i]) <= 1e-5 + 1e-4 * Math.abs(w[i]), `${part}[${i}]: ${x} vs ${w[i]}`));
+      }
+      cpu.dispose();
+      layer.dispose();
+    }
+  });
+});
+
 describe('dropout', () => {
   test('the same mask as the wasm layer for the same seed (Philox4x32-10 in WGSL), weights after and before it', async () => {
     const rand = random(11);
