@@ -29,6 +29,9 @@ build_variant() {  # name, compile flags, extra link flags, --pre-js file
 #                     Workers are started with the module, one per core (at most 16), so a
 #                     forward call never waits for a worker to load. In Node the factory
 #                     needs { nodeWorkerThreads } (see src/mha/wasm_threads_pre.js).
+# The WebGPU kernels, embedded into bindings/js/webgpu/wgsl.generated.js (committed; see the tool).
+node tools/embed-wgsl.mjs
+
 mkdir -p dist
 build_variant mha-simd "-msimd128 -msse4.1"
 build_variant mha-scalar ""

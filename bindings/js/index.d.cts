@@ -3,6 +3,8 @@ import type * as esm from './index.js';
 
 export type * from './index.js';
 
+/** The same as the ES module's `init({ backend: 'webgpu' })`: the WebGPU backend (docs/webgpu.md). */
+export declare function init(options: esm.WebGpuInitOptions): Promise<esm.WebGpuModule>;
 /** The same as the ES module's `init()`: loads the WebAssembly module once (single-flight). */
 export declare function init(options?: esm.InitOptions): Promise<esm.MhaModule>;
 

@@ -610,7 +610,174 @@ export interface InitOptions {
    * and a console warning.
    */
   threads?: number;
+  /** 'wasm' (default): this module. 'webgpu': a {@link WebGpuModule} (see {@link WebGpuInitOptions}). */
+  backend?: 'wasm';
 }
+
+/**
+ * A GPUBuffer (WebGPU), as the WebGPU backend reads it: declared by shape, so these types need no
+ * WebGPU type package (any `GPUBuffer` fits).
+ */
+export interface WebGpuBuffer {
+  /** Its size in bytes. */
+  readonly size: number;
+  /** Its GPUBufferUsage flags (inputs need STORAGE). */
+  readonly usage: number;
+  /** Maps it for reading or writing (GPUBuffer.mapAsync). */
+  mapAsync(mode: number, offset?: number, size?: number): Promise<undefined | void>;
+  /** Frees it (GPUBuffer.destroy). */
+  destroy(): void;
+}
+
+/** A float32 tensor already on the GPU: `shape.reduce(*)` floats at the start of `buffer` (usage STORAGE). */
+export interface GpuTensorInput {
+  /** The buffer, on the layer's device, with GPUBufferUsage.STORAGE. */
+  buffer: WebGpuBuffer;
+  /** The tensor's shape, as a { data, shape } tensor's. */
+  shape: number[];
+}
+
+/** A result left on the GPU (`outputLocation: 'gpu'`): the caller owns the buffer and disposes it. */
+export interface GpuTensor {
+  /** Float32 values, row-major in `shape` (usage STORAGE | COPY_SRC | COPY_DST): the next layer's input as is. */
+  readonly buffer: WebGpuBuffer;
+  /** The tensor's shape. */
+  readonly shape: number[];
+  /** Copies the values back to the CPU. */
+  read(): Promise<Float32Array>;
+  /** Destroys the buffer. */
+  dispose(): void;
+}
+
+/** Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's, plus outputLocation. */
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'cache' | 'grad' | 'checkFinite'> {
+  /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
+  outputLocation?: 'cpu' | 'gpu';
+}
+
+/** Where the options put a result: a {@link GpuTensor} with `outputLocation: 'gpu'`, else a Float32Array tensor. */
+export type WebGpuResultTensor<O> = O extends WebGpuGpuOutput ? GpuTensor : Tensor<Float32Array>;
+
+/** Options that keep the results on the GPU. */
+export interface WebGpuGpuOutput {
+  /** 'gpu'. */
+  outputLocation: 'gpu';
+}
+
+/** Options that ask for the attention weights. */
+export interface WebGpuNeedWeights {
+  /** true. */
+  needWeights: true;
+}
+
+/** What {@link WebGpuMultiHeadAttention.forwardAsync} resolves to. */
+export interface WebGpuForwardResult<O extends WebGpuForwardOptions = WebGpuForwardOptions> {
+  /** [B, L, outputDim] or [L, outputDim]. */
+  output: WebGpuResultTensor<O>;
+  /** As {@link ForwardResult.weights}; null unless needWeights. */
+  weights: O extends WebGpuNeedWeights ? WebGpuResultTensor<O> : WebGpuResultTensor<O> | null;
+}
+
+/**
+ * MultiHeadAttention on WebGPU: the wasm layer's config, weights and errors, with forwardAsync.
+ * Its weights live in a wasm layer of the same config (loadStateDict, initialize, stateDict) and
+ * are uploaded to the GPU before the next call whenever they change.
+ */
+export interface WebGpuMultiHeadAttention
+  extends Pick<MultiHeadAttention, 'config' | 'alive' | 'byteSize' | 'stateDictShapes' | 'stateDict'> {
+  /** 'webgpu'. */
+  readonly backend: 'webgpu';
+  /** False once the device was lost (or the layer disposed): every call then rejects, saying so. */
+  readonly usable: boolean;
+  /** As {@link MultiHeadAttention.loadStateDict}; the GPU copy is replaced before the next call. */
+  loadStateDict(stateDict: StateDict): this;
+  /** As {@link MultiHeadAttention.initialize}; the GPU copy is replaced before the next call. */
+  initialize(options?: InitializeOptions): this;
+  /**
+   * The forward pass on the GPU: the same arguments and checks as the wasm layer's forward, and
+   * inputs may also be {@link GpuTensorInput}s on this module's device.
+   * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device
+   * limit a shape exceeds, or the device's loss.
+   */
+  forwardAsync<O extends WebGpuForwardOptions = {}>(query: Tensor | GpuTensorInput, key?: Tensor | GpuTensorInput | null,
+    value?: Tensor | GpuTensorInput | null, options?: O): Promise<WebGpuForwardResult<O>>;
+  /** @throws {TypeError} always: a WebGPU layer has no synchronous forward (use forwardAsync). */
+  forward(...args: unknown[]): never;
+  /** @throws {TypeError} always: a WebGPU layer has no synchronous backward. */
+  backward(...args: unknown[]): never;
+  /** Frees the layer's GPU weights and its wasm layer. */
+  dispose(): void;
+  /** The same as dispose(), for `using`. */
+  [Symbol.dispose](): void;
+}
+
+/** What the WebGPU backend says about its adapter. */
+export interface WebGpuAdapterInfo {
+  /** GPUAdapterInfo.vendor, e.g. 'google' for SwiftShader. */
+  vendor: string;
+  /** GPUAdapterInfo.architecture, e.g. 'swiftshader'. */
+  architecture: string;
+  /** GPUAdapterInfo.device. */
+  device: string;
+  /** GPUAdapterInfo.description. */
+  description: string;
+  /** True for a software or otherwise slow adapter (e.g. SwiftShader): for tests, not for speed. */
+  isFallbackAdapter: boolean;
+}
+
+/** The WebGPU backend, as `init({ backend: 'webgpu' })` resolves it. */
+export interface WebGpuModule {
+  /** 'webgpu'. */
+  readonly backend: 'webgpu';
+  /** The GPUDevice the layers run on (given as `device`, or opened from the adapter). */
+  readonly device: unknown;
+  /** The adapter the device came from (empty strings where a given device does not say). */
+  readonly adapterInfo: WebGpuAdapterInfo;
+  /** The device's features (e.g. 'subgroups', 'shader-f16'), sorted. */
+  readonly features: readonly string[];
+  /** null while the device works; its loss's reason and message once it was lost. */
+  readonly lost: WebGpuDeviceLoss | null;
+  /** The layer class on this device: `new mha.MultiHeadAttention(config)`. */
+  MultiHeadAttention: WebGpuMultiHeadAttentionConstructor;
+}
+
+/** Why a device was lost (GPUDeviceLostInfo). */
+export interface WebGpuDeviceLoss {
+  /** 'destroyed' or 'unknown'. */
+  reason: string;
+  /** The implementation's message. */
+  message: string;
+}
+
+/** The layer class of a {@link WebGpuModule}. */
+export interface WebGpuMultiHeadAttentionConstructor {
+  /** @throws {TypeError | RangeError} for a bad config, as the wasm layer's; for weightDtype other than 'f32'. */
+  new (config: AttentionConfig): WebGpuMultiHeadAttention;
+  /** The layers' prototype (for `instanceof`). */
+  readonly prototype: WebGpuMultiHeadAttention;
+}
+
+/** Options of `init({ backend: 'webgpu' })`; the wasm options (wasmUrl, ...) apply to its wasm module. */
+export interface WebGpuInitOptions extends Omit<InitOptions, 'backend'> {
+  /** 'webgpu'. */
+  backend: 'webgpu';
+  /** A GPU object (default `navigator.gpu`; in Node e.g. the 'webgpu' package's `create([])`). */
+  gpu?: WebGpuEntry;
+  /** A GPUDevice to share (tfjs', onnxruntime-web's), so buffers pass between them. */
+  device?: unknown;
+}
+
+/** A GPU object (navigator.gpu's type), as the WebGPU backend uses it. */
+export interface WebGpuEntry {
+  /** GPU.requestAdapter: resolves to an adapter, or null where none is available. */
+  requestAdapter(options?: object): Promise<unknown>;
+}
+
+/**
+ * The WebGPU backend: resolves once a device is open, or rejects with an Error saying why (no
+ * navigator.gpu and no `gpu`, no adapter, a limit the kernels need); never falls back to wasm.
+ */
+export declare function init(options: WebGpuInitOptions): Promise<WebGpuModule>;
 
 /**
  * Loads the WebAssembly module. Single-flight: calls that resolve to the same build and file

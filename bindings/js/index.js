@@ -1,8 +1,10 @@
 // mha-wasm: multi-head attention (PyTorch nn.MultiheadAttention semantics) in WebAssembly.
 import { instantiate } from './core/loader.js';
 import { chooseVariant } from './core/variants.js';
+import { initWebGpu } from './webgpu/index.js';
 
-const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads'];
+const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads', 'backend', 'gpu', 'device'];
+const BACKENDS = ['wasm', 'webgpu'];
 
 /** One loading or loaded module per build and file location; a failed load is forgotten. */
 const modules = new Map();
@@ -22,6 +24,14 @@ function checkOptions(options) {
   if (options.wasmUrl !== undefined && typeof options.wasmUrl !== 'string' && !(options.wasmUrl instanceof URL)) {
     throw new TypeError(`init: wasmUrl must be a string or a URL, got ${typeof options.wasmUrl}`);
   }
+  if (options.backend !== undefined && !BACKENDS.includes(options.backend)) {
+    throw new TypeError(`init: backend must be one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${String(options.backend)}`);
+  }
+  for (const key of ['gpu', 'device']) {
+    if (options[key] !== undefined && options.backend !== 'webgpu') {
+      throw new TypeError(`init: ${key} is an option of backend: 'webgpu'`);
+    }
+  }
 }
 
 function cacheKey(name, { wasmUrl, locateFile }) {
@@ -35,6 +45,9 @@ function cacheKey(name, { wasmUrl, locateFile }) {
  */
 export async function init(options = {}) {
   checkOptions(options);
+  // WebGPU: the wasm module still validates configs and inputs and holds the weights.
+  const { backend, gpu, device, ...wasmOptions } = options;
+  if (backend === 'webgpu') return initWebGpu({ gpu, device }, await init(wasmOptions));
   const { name, numThreads, warning } = await chooseVariant(options);
   if (warning) console.warn(warning);
   const key = cacheKey(name, options);

@@ -3,6 +3,7 @@
 import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
 import { defineKerasMultiHeadAttention } from '../keras/keras.js';
 import { defineMultiHeadAttention } from './layer.js';
+import { forwardPlanner, PLANNER } from './planner.js';
 import { defineLinear } from './linear.js';
 import { threadsStarted } from './thread-start.js';
 import { VARIANTS } from './variants.js';
@@ -62,6 +63,7 @@ export async function instantiate(name, numThreads, options) {
     KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention),
     ...defineLinear(module),
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
+    [PLANNER]: forwardPlanner(module),
     memoryBytes: () => memory().byteLength,
     build: Object.freeze({
       name,

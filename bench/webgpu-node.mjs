@@ -1,0 +1,39 @@
+// Our WebGPU backend against our wasm (one thread) in Node, on Dawn (npm 'webgpu'): a
+// self-attention layer with its projections per shape, median of 3 calls after one warm-up call
+// (which compiles the shaders), from CPU arrays to CPU arrays. On this CPU-only machine Dawn runs
+// on SwiftShader (a software adapter): the ratio says where a software adapter stands, not a GPU.
+//   LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/webgpu-node.mjs
+import { create, globals } from 'webgpu';
+
+import { init } from '../bindings/js/index.js';
+
+Object.assign(globalThis, globals);
+const gpu = create([]);
+const webgpu = await init({ backend: 'webgpu', gpu });
+const wasm = await init({ threads: 1 });
+const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+console.log(`adapter: ${webgpu.adapterInfo.description} (fallback: ${webgpu.adapterInfo.isFallbackAdapter})`);
+console.log('B x L x E x H      | WebGPU ms | GFLOPS | wasm 1 thread ms | WebGPU / wasm');
+for (const [B, L, E, H] of [[1, 1, 512, 8], [1, 128, 512, 8], [8, 64, 256, 4], [1, 512, 768, 12]]) {
+  const query = { data: Float32Array.from({ length: B * L * E }, () => Math.random() - 0.5), shape: [B, L, E] };
+  const onGpu = new webgpu.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize();
+  const onCpu = new wasm.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize();
+  await onGpu.forwardAsync(query);
+  onCpu.forward(query);
+  const gpuMs = [], cpuMs = [];
+  for (let i = 0; i < 3; i++) {
+    let t = performance.now();
+    await onGpu.forwardAsync(query);
+    gpuMs.push(performance.now() - t);
+    t = performance.now();
+    onCpu.forward(query);
+    cpuMs.push(performance.now() - t);
+  }
+  const flops = 8 * B * L * E * E + 4 * B * L * L * E;  // q, k, v, out projections + q.k and p.v
+  const g = median(gpuMs), c = median(cpuMs);
+  console.log(`${`${B} x ${L} x ${E} x ${H}`.padEnd(18)} | ${g.toFixed(1).padStart(9)} | ${(flops / g / 1e6).toFixed(2).padStart(6)} | `
+    + `${c.toFixed(2).padStart(16)} | ${(g / c).toFixed(0).padStart(12)}x`);
+  onGpu.dispose();
+  onCpu.dispose();
+}
+process.exit(0);  // (Dawn's device keeps the event loop alive)

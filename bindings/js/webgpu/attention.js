@@ -1,0 +1,57 @@
+// Attention on the GPU: flash_attention.wgsl (the attended values, FlashAttention-2) and, when
+// the call asks for weights, attention_weights.wgsl (the probabilities from the row's
+// log-sum-exp). Both take the score step's parameters from one uniform block (score_epilogue.wgsl).
+import { dispatch, pipeline } from './pipelines.js';
+
+const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
+
+/** Keys per tile: as many as fit in workgroup memory with their values (vec4-padded), at most 32 (one u32 of flags). */
+export function keysPerTile(headDim, valueHeadDim) {
+  return Math.min(32, Math.floor(WORKGROUP_VEC4S / (Math.ceil(headDim / 4) + Math.ceil(valueHeadDim / 4))));
+}
+
+/** The score step's uniform block (score_epilogue.wgsl's Params). */
+function paramsBlock(c, call) {
+  const u = new Uint32Array(28);
+  const f = new Float32Array(u.buffer);
+  u.set([call.L, call.S, c.numHeads, c.numHeads / c.numKvHeads,
+    c.numHeads * c.headDim, c.numKvHeads * c.headDim, c.numKvHeads * c.valueHeadDim, c.numHeads * c.valueHeadDim]);
+  f[8] = c.scale;
+  f[9] = c.softcap ?? 0;
+  u.set([c.slidingWindow ?? 0, call.causal ? 1 : 0, 0, call.keyPadding ? 1 : 0, call.attnMask ? 1 : 0,
+    call.attnMaskPerHead ? 1 : 0, c.sinks ? 1 : 0, c.alibiSlopes ? 1 : 0], 10);
+  f[18] = call.averageWeights ? 1 / c.numHeads : 1;
+  u[19] = call.averageWeights ? 1 : 0;
+  u[20] = call.weights ? 1 : 0;
+  if (call.dropout) {  // (dropout.wgsl; the threshold and factor as src/mha/kernels/dropout.hpp computes them)
+    const p = Math.fround(call.dropout.p);
+    u.set([call.dropout.seed % 2 ** 32, Math.floor(call.dropout.seed / 2 ** 32), Math.min(4294967295, Math.floor(p * 4294967296))], 21);
+    f[24] = 1 / Math.fround(1 - p);
+    u[25] = 1;
+    u[26] = call.dropout.weightsBeforeDropout ? 1 : 0;
+  }
+  return u;
+}
+
+/**
+ * Encodes attention of q [B*L, H*Dh] against k [B*S, Hkv*Dh], v [B*S, Hkv*Dv] into attended
+ * [B*L, H*Dv], and the weights into call.weights when given. `headParams`: [H] sinks then [H]
+ * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training.
+ */
+export function encodeAttention(device, pass, buffers, c, call) {
+  const { B, L, S } = call;
+  const Dh = c.headDim, Dv = c.valueHeadDim, H = c.numHeads;
+  const BC = keysPerTile(Dh, Dv);
+  const params = buffers.uniform(paramsBlock(c, call), 'attention params');
+  const lse = call.weights ? buffers.storage(B * H * L, 'lse') : call.dummy;
+  const shared = {
+    0: call.q, 1: call.k, 3: call.keyPadding ?? call.headParams, 4: call.attnMask ?? call.headParams,
+    5: call.headParams, 6: params,
+  };
+  dispatch(device, pass, pipeline(device, 'flash_attention', { DH: Dh, DV: Dv, BC }),
+    { ...shared, 2: call.v, 7: call.attended, 8: lse }, [Math.ceil(L / 64), H, B]);
+  if (call.weights) {
+    dispatch(device, pass, pipeline(device, 'attention_weights', { DH: Dh }),
+      { ...shared, 7: call.weights, 8: lse }, [Math.ceil(S / 64), L, B * (call.averageWeights ? 1 : H)]);
+  }
+}

@@ -1,0 +1,18 @@
+// The WebGPU backend: init({ backend: 'webgpu', gpu?, device? }) resolves to this room's module
+// object: the device it runs on and a MultiHeadAttention with forwardAsync.
+import { openDevice } from './device.js';
+import { defineWebGpuMultiHeadAttention } from './layer.js';
+
+/** The WebGPU module object, given the loaded wasm module (config, weights and shape checks). */
+export async function initWebGpu({ gpu, device }, wasm) {
+  const state = await openDevice({ gpu, device });
+  return Object.freeze({
+    backend: 'webgpu',
+    device: state.device,
+    adapterInfo: Object.freeze(state.adapterInfo),
+    features: Object.freeze(state.features),
+    /** null while the device works; { reason, message } once it was lost. */
+    get lost() { return state.lost; },
+    MultiHeadAttention: defineWebGpuMultiHeadAttention(state, wasm),
+  });
+}

@@ -1,0 +1,288 @@
+// MultiHeadAttention on WebGPU: the same config, weights and options as the wasm layer, with
+// forwardAsync instead of forward. It owns a wasm layer of the same config, which validates the
+// config and holds the weights (loadStateDict, initialize, stateDict), and a weightless planner
+// handle that validates each call and plans its shapes (the C++ plan_forward: one source of
+// truth). This file glues them to the GPU: weights uploaded when they change, the call's
+// kernels encoded (projections, rotary, attention, output projection), results read back or
+// left on the GPU.
+import { throwHandleError, withCallName } from '../core/errors.js';
+import { checkMask } from '../core/masks.js';
+import { PLANNER } from '../core/planner.js';
+import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
+import { encodeAttention, keysPerTile } from './attention.js';
+import { lostError } from './device.js';
+import { encodeGemm } from './gemm.js';
+import { encodeRotary, rotaryTable } from './rotary.js';
+import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
+import { uploadWeights } from './weights.js';
+
+// The wasm layer's options (in its order), then WebGPU's own.
+const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
+  'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
+const NOT_YET = ['out', 'weightsOut', 'cache', 'grad', 'checkFinite'];
+const count = (shape) => shape.reduce((n, d) => n * d, 1);
+const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+/** An additive float mask (a bool mask's true = blocked becomes -inf), as the kernels read masks. */
+function additive(mask) {
+  if (!mask) return null;
+  if (mask.data instanceof Float32Array) return mask.data;
+  return Float32Array.from(mask.data, (x) => (x ? -Infinity : 0));
+}
+
+/** Makes the WebGPU MultiHeadAttention class bound to `gpu` ({ device, ... } from openDevice) and a wasm module. */
+export function defineWebGpuMultiHeadAttention(gpu, wasm) {
+  const { device } = gpu;
+  const limits = device.limits;
+
+  function checkSize(name, floats) {
+    const bytes = floats * 4;
+    for (const limit of ['maxStorageBufferBindingSize', 'maxBufferSize']) {
+      if (bytes > limits[limit]) {
+        throw new RangeError(`${name} needs ${bytes} bytes, above the device's ${limit} of ${limits[limit]}`);
+      }
+    }
+  }
+  function checkGroups(name, groups) {
+    const most = limits.maxComputeWorkgroupsPerDimension;
+    if (groups.some((g) => g > most)) {
+      throw new RangeError(`${name} needs [${groups.join(', ')}] workgroups, above the device's `
+        + `maxComputeWorkgroupsPerDimension of ${most}`);
+    }
+  }
+
+  return class MultiHeadAttention {
+    #layer;    // the wasm layer: config, weights
+    #planner;  // a weightless LayerHandle of the same config: validation and shapes
+    #config;
+    #uploaded = null;  // the weights on the GPU, or null when they changed since
+    #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
+    #disposed = false;
+
+    constructor(config) {
+      if (config?.weightDtype !== undefined && config.weightDtype !== 'f32') {
+        throw new TypeError(`MultiHeadAttention: weightDtype '${config.weightDtype}' is not supported on the WebGPU backend yet (only 'f32')`);
+      }
+      this.#layer = new wasm.MultiHeadAttention(config);
+      this.#config = this.#layer.config;
+      this.#planner = wasm[PLANNER](this.#config);
+      this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
+    }
+
+    #live(call) {
+      if (this.#disposed) throw new TypeError(`MultiHeadAttention.${call}: this layer was disposed`);
+      if (gpu.lost) throw lostError(call, gpu.lost);
+    }
+
+    get backend() { return 'webgpu'; }
+    get config() { return this.#layer.config; }
+    get byteSize() { return this.#layer.byteSize; }
+    get alive() { return !this.#disposed; }
+    /** True while the device works; false once it was lost (the layer is unusable then). */
+    get usable() { return !this.#disposed && !gpu.lost; }
+    stateDictShapes() { return this.#layer.stateDictShapes(); }
+    stateDict() { return this.#layer.stateDict(); }
+
+    loadStateDict(stateDict) {
+      this.#live('loadStateDict');
+      this.#layer.loadStateDict(stateDict);
+      this.#forgetUpload();
+      return this;
+    }
+
+    initialize(options = {}) {
+      this.#live('initialize');
+      this.#layer.initialize(options);
+      this.#forgetUpload();
+      return this;
+    }
+
+    #forgetUpload() {
+      this.#uploaded?.destroy();
+      this.#uploaded = null;
+    }
+
+    forward() {
+      throw new TypeError('forward: a WebGPU layer runs asynchronously (no hidden synchronous readback); '
+        + 'use await layer.forwardAsync(query, key, value, options)');
+    }
+
+    backward() {
+      throw new TypeError('backward: a WebGPU layer has no synchronous backward; use backwardAsync '
+        + '(gradients on WebGPU are not implemented yet)');
+    }
+
+    async forwardAsync(query, key = null, value = null, options = {}) {
+      try {
+        return await this.#forwardAsync(query, key, value, options);
+      } catch (error) {
+        throw withCallName(error, 'forwardAsync');
+      }
+    }
+
+    async #forwardAsync(query, key, value, options) {
+      this.#live('forwardAsync');
+      const q = checkInput('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
+      if (key !== null && key !== undefined && !('data' in Object(key)) && !('buffer' in Object(key)) && value == null) {
+        throw new TypeError('key must be { data, shape }, { buffer, shape } or null; to pass options for self-attention '
+          + 'call forwardAsync(query, null, null, options)');
+      }
+      const k = checkInput('key', key, { expected: '[B, S, kdim]', optional: true });
+      const v = checkInput('value', value, { expected: '[B, S, vdim]', optional: true });
+      checkPlainObject('forwardAsync: options', options);
+      checkKnownKeys('options', options, OPTION_KEYS);
+      for (const name of NOT_YET) {
+        if (options[name] !== undefined && options[name] !== null && options[name] !== false) {
+          throw new TypeError(`${name}: not supported on the WebGPU backend yet`);
+        }
+      }
+      for (const flag of ['causal', 'needWeights', 'averageWeights', 'training', 'weightsBeforeDropout']) checkBoolean(flag, options[flag]);
+      if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
+        throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
+      }
+      if (options.seed !== undefined) {  // (the wasm layer's checkSeed)
+        if (typeof options.seed !== 'number') throw new TypeError(`seed must be a number, got ${describe(options.seed)}`);
+        if (!Number.isSafeInteger(options.seed) || options.seed < 0) {
+          throw new RangeError(`seed must be an integer from 0 to 2^53 - 1, got ${options.seed}`);
+        }
+      }
+      const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
+      const attnMask = checkMask('attnMask', options.attnMask);
+      const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
+      const shapeOf = (t) => t && { shape: t.shape };
+      const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
+      const request = {
+        query: shapeOf(q), key: shapeOf(k), value: shapeOf(v),
+        keyPaddingMask: maskShape(keyPaddingMask), attnMask: maskShape(attnMask), positions: shapeOf(positions),
+        cache: null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
+        averageWeights: options.averageWeights ?? true, grad: false, training: options.training ?? false,
+        seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
+      };
+      if (!this.#planner.checkForward(request)) throwHandleError(this.#planner, 'forwardAsync');
+      if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+      const outputShape = this.#planner.plannedOutputShape();
+      const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
+      return this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
+        gpuOutput: options.outputLocation === 'gpu' });
+    }
+
+    async #run(call) {
+      const c = this.#config;
+      const { q, request } = call;
+      const self = !call.k;
+      const batched = q.shape.length === 3;
+      const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
+      const S = self ? L : call.k.shape[call.k.shape.length - 2];
+      const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
+      const AD = c.numHeads * c.valueHeadDim;
+      // The device's limits, before anything is made.
+      if (keysPerTile(c.headDim, c.valueHeadDim) < 1) {
+        throw new RangeError(`headDim + valueHeadDim = ${c.headDim + c.valueHeadDim} floats per key do not fit the `
+          + 'kernels\' workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
+      }
+      for (const [name, floats] of [['query', B * L * c.embedDim], ['the projected queries', B * L * QD],
+        ['the projected keys', B * S * KV], ['the projected values', B * S * VKV], ['the attended values', B * L * AD],
+        ['the output', count(call.outputShape)], ['the weights', call.weightsShape ? count(call.weightsShape) : 0]]) {
+        checkSize(name, floats);
+      }
+      checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
+      checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
+      if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
+
+      if (!this.#uploaded) this.#uploaded = uploadWeights(device, c, this.#layer.stateDict());
+      const w = this.#uploaded;
+      const buffers = new CallBuffers(device);
+      try {
+        await this.#checkGpuInputs(call);
+        const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
+        const x = input(q, 'query');
+        const xk = self ? x : input(call.k, 'key');
+        const xv = self ? x : input(call.v, 'value');
+        const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * S * KV, 'k');
+        const vp = buffers.storage(B * S * VKV, 'v'), attended = buffers.storage(B * L * AD, 'attended');
+        const output = buffers.storage(count(call.outputShape), 'output');
+        const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
+        device.pushErrorScope('out-of-memory');
+        device.pushErrorScope('validation');
+        const encoder = device.createCommandEncoder();
+        const pass = encoder.beginComputePass();
+        encodeGemm(device, pass, buffers, { x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
+        encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * S, N: KV, K: c.kdim });
+        encodeGemm(device, pass, buffers, { x: xv, w: w.v, bias: w.vBias, y: vp, M: B * S, N: VKV, K: c.vdim });
+        if (c.rotary) {
+          const positions = call.positions?.data;
+          encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, positions), rows: B * L,
+            rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
+          encodeRotary(device, pass, buffers, { x: kp, table: rotaryTable(c.rotary, B, S, self ? positions : null), rows: B * S,
+            rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
+        }
+        const kpm = additive(call.keyPaddingMask), am = additive(call.attnMask);
+        encodeAttention(device, pass, buffers, c, {
+          B, L, S, q: qp, k: kp, v: vp, attended, weights, headParams: w.headParams,
+          keyPadding: kpm && buffers.upload(kpm, 'key padding mask'),
+          attnMask: am && buffers.upload(am, 'attention mask'),
+          attnMaskPerHead: call.attnMask?.shape.length === 3,
+          causal: request.causal, averageWeights: request.averageWeights,
+          dropout: request.training && c.dropout > 0
+            ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
+          dummy: buffers.storage(4, 'unused'),
+        });
+        encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });
+        pass.end();
+        device.queue.submit([encoder.finish()]);
+        // Both scopes popped now, before any other call can push its own.
+        const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+        if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
+        if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        if (call.gpuOutput) {
+          return {
+            output: gpuTensor(device, buffers.keep(output), call.outputShape),
+            weights: weights ? gpuTensor(device, buffers.keep(weights), call.weightsShape) : null,
+          };
+        }
+        const [outData, weightsData] = await Promise.all([readBack(device, output, count(call.outputShape)),
+          weights ? readBack(device, weights, count(call.weightsShape)) : null]);
+        return {
+          output: { data: outData, shape: call.outputShape },
+          weights: weights ? { data: weightsData, shape: call.weightsShape } : null,
+        };
+      } catch (error) {
+        const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
+        if (lost) throw lostError('forwardAsync', { reason: lost.reason, message: lost.message });
+        throw error;
+      } finally {
+        buffers.free();
+      }
+    }
+
+    /** Each caller's GPUBuffer in its own error scope: a buffer of another device or a destroyed one is named. */
+    async #checkGpuInputs(call) {
+      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v]]) {
+        if (!t?.onGpu) continue;
+        device.pushErrorScope('validation');
+        const probe = device.createBuffer({ size: 4, usage: 0x08 });
+        const encoder = device.createCommandEncoder();
+        encoder.copyBufferToBuffer(t.buffer, 0, probe, 0, 4);
+        device.queue.submit([encoder.finish()]);
+        probe.destroy();
+        const error = await device.popErrorScope();
+        if (error) {
+          throw new TypeError(`${name}.buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one): ${error.message}`);
+        }
+      }
+    }
+
+    /** Frees the GPU weights and the wasm layer. Safe to call more than once. */
+    dispose() {
+      if (this.#disposed) return;
+      this.#disposed = true;
+      this.#forgetUpload();
+      this.#planner.delete();
+      this.#layer.dispose();
+    }
+
+    [disposeSymbol]() {
+      this.dispose();
+    }
+  };
+}

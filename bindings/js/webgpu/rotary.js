@@ -1,0 +1,31 @@
+// Rotary position embedding on the GPU (rotary.wgsl), in place on projected q or k rows. The
+// angles' cos and sin are computed here in float64, as src/mha/rotary.cpp does, then rounded.
+import { dispatch, pipeline } from './pipelines.js';
+
+/** [rows, dim / 2, 2] cos/sin of each row's position (positions[r], else r - rows within each of `batch`). */
+export function rotaryTable({ dim, base }, batch, rowsPerBatch, positions) {
+  const half = dim / 2;
+  const invFreq = Array.from({ length: half }, (_, t) => 1 / base ** ((2 * t) / dim));
+  const table = new Float32Array(batch * rowsPerBatch * half * 2);
+  for (let r = 0; r < batch * rowsPerBatch; r++) {
+    const position = positions ? positions[r] : r % rowsPerBatch;
+    for (let t = 0; t < half; t++) {
+      const angle = position * invFreq[t];
+      table[(r * half + t) * 2] = Math.cos(angle);
+      table[(r * half + t) * 2 + 1] = Math.sin(angle);
+    }
+  }
+  return table;
+}
+
+/** Encodes the rotation of `rows` rows of x (row stride `rowStride`, `heads` heads of headDim). */
+export function encodeRotary(device, pass, buffers, { x, table, rows, rowStride, heads, headDim, rotary }) {
+  const half = rotary.dim / 2;
+  const total = rows * heads * half;
+  if (total === 0) return;
+  const params = buffers.uniform(new Uint32Array([rows, rowStride, heads, headDim, half, rotary.interleaved ? 1 : 0, 0, 0]), 'rotary');
+  const groups = Math.ceil(total / 64);
+  const x_groups = Math.min(groups, 65535);
+  dispatch(device, pass, pipeline(device, 'rotary'), { 0: x, 1: buffers.upload(table, 'rotary table'), 2: params },
+    [x_groups, Math.ceil(groups / x_groups), 1]);
+}

@@ -1,0 +1,104 @@
+// Tensors on the GPU: the buffers a call makes (freed when it ends unless handed to the caller),
+// uploads, readbacks, the caller's { buffer, shape } inputs checked, and { buffer, shape, read,
+// dispose } outputs (outputLocation: 'gpu').
+import { checkTensor, describe } from '../core/validate.js';
+
+const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01;  // GPUBufferUsage
+const count = (shape) => shape.reduce((n, d) => n * d, 1);
+
+/** Whether `x` is a GPUBuffer (by its surface, so buffers of any WebGPU implementation pass). */
+export const isGpuBuffer = (x) => x !== null && typeof x === 'object' && typeof x.mapAsync === 'function'
+  && typeof x.usage === 'number' && typeof x.size === 'number';
+
+/**
+ * An input tensor: { data: Float32Array, shape } (checked as the wasm layer checks it) or
+ * { buffer: GPUBuffer, shape } holding float32 values, usable as a storage buffer.
+ */
+export function checkInput(name, tensor, { expected, optional = false }) {
+  if (tensor !== null && typeof tensor === 'object' && 'buffer' in tensor && !ArrayBuffer.isView(tensor)) {
+    const { buffer, shape } = tensor;
+    if (!isGpuBuffer(buffer)) throw new TypeError(`${name}.buffer must be a GPUBuffer, got ${describe(buffer)}`);
+    if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw new TypeError(`${name}.shape must be an array of non-negative integers${expected ? ` (${expected})` : ''}`);
+    }
+    if ((buffer.usage & STORAGE) === 0) {
+      throw new TypeError(`${name}.buffer: a GPUBuffer without GPUBufferUsage.STORAGE; the kernels read it as a storage buffer`);
+    }
+    if (buffer.size < count(shape) * 4) {
+      throw new RangeError(`${name}: shape [${shape.join(', ')}] needs ${count(shape) * 4} bytes, but the buffer has ${buffer.size}`);
+    }
+    return { buffer, shape, onGpu: true };
+  }
+  return checkTensor(name, tensor, { expected, optional });
+}
+
+/** The buffers of one call: made here, destroyed by free() except those kept for the caller. */
+export class CallBuffers {
+  #device;
+  #made = [];
+
+  constructor(device) {
+    this.#device = device;
+  }
+
+  /** A storage buffer of `floats` floats (at least one, so an empty tensor still binds). */
+  storage(floats, label) {
+    const buffer = this.#device.createBuffer({
+      label, size: Math.max(16, Math.ceil(floats * 4 / 16) * 16), usage: STORAGE | COPY_SRC | COPY_DST,
+    });
+    this.#made.push(buffer);
+    return buffer;
+  }
+
+  /** A storage buffer holding `array` (a Float32Array or Uint32Array). */
+  upload(array, label) {
+    const buffer = this.storage(array.length, label);
+    this.#device.queue.writeBuffer(buffer, 0, array);
+    return buffer;
+  }
+
+  /** A uniform buffer holding `array`. */
+  uniform(array, label) {
+    const buffer = this.#device.createBuffer({ label, size: Math.ceil(array.byteLength / 16) * 16, usage: 0x40 | COPY_DST });
+    this.#device.queue.writeBuffer(buffer, 0, array);
+    this.#made.push(buffer);
+    return buffer;
+  }
+
+  /** A buffer the caller keeps (not destroyed by free()). */
+  keep(buffer) {
+    this.#made = this.#made.filter((b) => b !== buffer);
+    return buffer;
+  }
+
+  free() {
+    for (const buffer of this.#made) buffer.destroy();
+    this.#made = [];
+  }
+}
+
+/** The first `floats` floats of `buffer`, read back to the CPU. */
+export async function readBack(device, buffer, floats) {
+  const bytes = floats * 4;
+  if (bytes === 0) return new Float32Array(0);
+  const staging = device.createBuffer({ size: bytes, usage: MAP_READ | COPY_DST });
+  try {
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, 0, staging, 0, bytes);
+    device.queue.submit([encoder.finish()]);
+    await staging.mapAsync(MAP_READ);
+    return new Float32Array(staging.getMappedRange().slice(0));
+  } finally {
+    staging.destroy();
+  }
+}
+
+/** A result left on the GPU: { buffer, shape, read(), dispose() }; the caller owns the buffer. */
+export function gpuTensor(device, buffer, shape) {
+  return {
+    buffer,
+    shape,
+    read: () => readBack(device, buffer, count(shape)),
+    dispose: () => buffer.destroy(),
+  };
+}

@@ -1,0 +1,79 @@
+// The WebGPU backend in Chromium (headless, SwiftShader's WebGPU adapter): PyTorch fixtures
+// through forwardAsync on a device with subgroups and one without, the same numbers as in Node
+// (within the fixtures' tolerance of PyTorch; tests/webgpu/ runs all of them in Node).
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium } from 'playwright-core';
+
+import { startServer } from '../../tools/serve.mjs';
+import { caseOptions, layerConfig, loadFixtures, worstError } from '../js/fixtures.js';
+import { CHROMIUM } from './browser.js';
+
+const FLAGS = ['--headless', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--enable-unsafe-webgpu', '--enable-features=Vulkan',
+  '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader', '--use-angle=swiftshader'];
+const NAMES = ['self_weights_per_head', 'kdim_vdim', 'masks_combined', 'attn_float_3d', 'gqa', 'fully_masked_attn_row',
+  'free_head_sizes_cross_gqa', 'gpt_oss_sinks_window_rotary_gqa', 'phi_partial_rotary_interleaved_alibi_softcap',
+  'rotary_left_padded_positions'];
+const { tolerance, cases } = loadFixtures();
+const chosen = cases.filter((c) => NAMES.includes(c.name));
+
+let server, context, page, profile;
+before(async () => {
+  ({ server } = await startServer({ port: 0 }));
+  profile = await mkdtemp(join(tmpdir(), 'mha-webgpu-chromium-'));
+  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  page = await context.newPage();
+  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+});
+after(async () => {
+  await context?.close();
+  server?.close();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+/** Runs the cases in the page on a device with (or without) subgroups; returns each output and weights. */
+async function runInPage(subgroups) {
+  const plain = (t) => t && { data: Array.from(t.data), shape: t.shape, kind: t.data.constructor.name };
+  const input = chosen.map((c) => ({
+    name: c.name, config: layerConfig(c), stateDict: Object.fromEntries(Object.entries(c.stateDict).map(([k, v]) => [k, Array.from(v)])),
+    query: plain(c.tensors.query), key: plain(c.tensors.key), value: plain(c.tensors.value),
+    options: Object.fromEntries(Object.entries(caseOptions(c)).map(([k, v]) => [k, v?.data ? plain(v) : v])),
+  }));
+  return page.evaluate(async ({ input, subgroups }) => {
+    const { init } = await import('/bindings/js/index.js');
+    const adapter = await navigator.gpu.requestAdapter();
+    const device = await adapter.requestDevice({ requiredFeatures: subgroups ? ['subgroups'] : [] });
+    const mha = await init({ backend: 'webgpu', device });
+    const typed = (t) => t && { data: new globalThis[t.kind](t.data), shape: t.shape };
+    const results = [];
+    for (const c of input) {
+      const layer = new mha.MultiHeadAttention(c.config);
+      layer.loadStateDict(Object.fromEntries(Object.entries(c.stateDict).map(([k, v]) => [k, new Float32Array(v)])));
+      const options = Object.fromEntries(Object.entries(c.options).map(([k, v]) => [k, v?.kind ? typed(v) : v]));
+      const { output, weights } = await layer.forwardAsync(typed(c.query), typed(c.key), typed(c.value), options);
+      results.push({ output: Array.from(output.data), weights: weights && Array.from(weights.data) });
+      layer.dispose();
+    }
+    return { results, features: mha.features, architecture: mha.adapterInfo.architecture };
+  }, { input, subgroups });
+}
+
+for (const subgroups of [true, false]) {
+  test(`${chosen.length} fixtures in Chromium's WebGPU ${subgroups ? 'with' : 'without'} subgroups match PyTorch`, async () => {
+    const { results, features, architecture } = await runInPage(subgroups);
+    assert.equal(architecture, 'swiftshader');
+    assert.equal(features.includes('subgroups'), subgroups);
+    chosen.forEach((c, n) => {
+      const e = worstError(Float32Array.from(results[n].output), c.tensors.output.data, tolerance);
+      assert.ok(e.ratio <= 1, `${c.name}: output[${e.index}] off by ${e.absolute}`);
+      if (c.tensors.weights) {
+        const w = worstError(Float32Array.from(results[n].weights), c.tensors.weights.data, tolerance);
+        assert.ok(w.ratio <= 1, `${c.name}: weights[${w.index}] off by ${w.absolute}`);
+      }
+    });
+  });
+}
