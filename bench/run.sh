@@ -27,3 +27,8 @@ node --no-liftoff bench/prefill-quantized.mjs --clock=cpu
 # Training: forward + backward against forward alone (wasm 1 and 2 threads, native), tfjs' wasm and
 # cpu backends and PyTorch (OpenBLAS) on the same step, L = S = 8192 in the wasm builds' memory.
 node bench/training.mjs
+# WebGPU: our backend against our wasm and onnxruntime-web's WebGPU MultiHeadAttention (JSEP and
+# native builds, subgroups on and off) in headless Chromium on its adapter (SwiftShader here: ratios,
+# not a GPU's speed), every output checked against float64 first; then ours against wasm in Node (Dawn).
+node bench/webgpu.mjs
+LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/webgpu-node.mjs
