@@ -23,6 +23,10 @@ namespace mha {
 // row's log-sum-exp. O((L + S) x features), never L x S.
 struct SavedForward;
 
+// Step-by-step forward passes (attention_steps.hpp).
+struct StepRequest;
+struct CapturedStep;
+
 // dLoss/d everything a forward pass read that can learn or carries a gradient.
 struct Gradients {
   std::vector<float> query;  // query's shape; with self-attention the sum of its three uses
@@ -77,6 +81,13 @@ class MultiheadAttention {
   // key and value may be empty TensorRefs for self-attention.
   ForwardResult forward(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                         const ForwardOptions& options = {}) const;
+
+  // forward() step by step (attention_steps.hpp), for calls that capture steps or patch one:
+  // `captured` receives the steps `steps` asks for, in the chain's order. The default paths
+  // never come here. Throws ArgumentError for a request check_steps refuses.
+  ForwardResult forward_steps(const TensorRef& query, const TensorRef& key, const TensorRef& value,
+                              const ForwardOptions& options, const StepRequest& steps,
+                              std::vector<CapturedStep>& captured) const;
 
   // Training: forward() that also returns what backward() needs (options.cache must be null;
   // options.training with config.dropout > 0 applies dropout with options.seed).

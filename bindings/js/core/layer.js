@@ -7,6 +7,7 @@ import { initialStateDict } from './initialize.js';
 import { checkMask } from './masks.js';
 import { watchMemoryGrowth } from './memory-growth.js';
 import { checkQuantizedTensor, checkWeightDtype } from './quantized.js';
+import { checkCapture, checkPatch, copyOutCaptured, patchForCore } from './steps.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
@@ -20,7 +21,7 @@ const CONFIG_KEYS = [
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const OPTION_KEYS = [
   'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
-  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite',
+  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch',
 ];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 
@@ -395,6 +396,8 @@ export function defineMultiHeadAttention(module) {
       if (options.checkFinite) checkFinite({ query, key, value }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
+      const capture = checkCapture(options.capture);
+      const patch = checkPatch(options.patch);
 
       // A training call without a seed takes the layer's next one (dropout's mask depends on it).
       const seed = options.training ? (options.seed ?? this.#nextSeed++) : 0;
@@ -413,6 +416,8 @@ export function defineMultiHeadAttention(module) {
         training: options.training ?? false,
         seed,
         weightsBeforeDropout: options.weightsBeforeDropout ?? false,
+        capture,
+        patch: patchForCore(patch, toCore),
       });
       // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
       if (!handle.checkForward(request(shapeForCore))) throwHandleError(handle, 'forward');
@@ -433,7 +438,7 @@ export function defineMultiHeadAttention(module) {
         const output = { data: copyOut(handle.outputPtr(), outputShape, out), shape: outputShape };
         const weightsShape = handle.weightsShape();
         const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape, weightsOut), shape: weightsShape };
-        return { output, weights };
+        return capture ? { output, weights, captured: copyOutCaptured(module, handle) } : { output, weights };
       } finally {
         handle.releaseResult();
         scope.free();
