@@ -187,6 +187,64 @@ for (const build of builds) {
       layer.dispose();
     });
 
+    test('training: the pattern is before dropout, z and the weights after it, as forward\'s', () => {
+      build.use();
+      const layer = new MultiHeadAttention({ embedDim: 8, numHeads: 2, dropout: 0.5 });
+      layer.loadStateDict(randomStateDict(layer, 70));
+      const x = { data: seededFloats(2 * 5 * 8, 71), shape: [2, 5, 8] };
+      const options = { training: true, seed: 9, needWeights: true, averageWeights: false };
+      const after = layer.forward(x, null, null, options);
+      const before = layer.forward(x, null, null, { ...options, weightsBeforeDropout: true });
+      const r = layer.forward(x, null, null, { ...options, capture: ['pattern'] });
+      const f64 = (t) => ({ data: Float64Array.from(t.data), shape: t.shape });
+      assertClose(r.output, f64(after.output), 'output');
+      assertClose(r.weights, f64(after.weights), 'weights after dropout');
+      assertClose(r.captured.pattern, f64(before.weights), 'pattern before dropout');
+      layer.dispose();
+    });
+
+    test('cross-attention caches and float16 caches: the keys and values the call read', () => {
+      build.use();
+      const layer = new MultiHeadAttention({ embedDim: 8, numHeads: 2, kdim: 6, vdim: 5 });
+      const sd = randomStateDict(layer, 80);
+      layer.loadStateDict(sd);
+      const q = { data: seededFloats(2 * 3 * 8, 81), shape: [2, 3, 8] };
+      const k = { data: seededFloats(2 * 4 * 6, 82), shape: [2, 4, 6] };
+      const v = { data: seededFloats(2 * 4 * 5, 83), shape: [2, 4, 5] };
+      const cache = layer.createCache({ batch: 2, capacity: 4 }).setKeyValue(k, v);
+      const { captured } = layer.forward(q, null, null, { cache, capture: true });
+      const ref = attentionSteps(layer.config, sd, { query: q, key: k, value: v, causal: false });
+      for (const step of STEPS) assertClose(captured[step], ref[step], `cross cache: ${step}`);
+      const self = new MultiHeadAttention({ embedDim: 8, numHeads: 2 });
+      self.loadStateDict(randomStateDict(self, 84));
+      const x = { data: seededFloats(5 * 8, 85), shape: [5, 8] };
+      const f16 = self.createCache({ capacity: 5, dtype: 'f16' });
+      const got = self.forward(x, null, null, { cache: f16, capture: ['k'] }).captured.k;
+      const want = self.forward(x, null, null, { causal: true, capture: ['k'] }).captured.k;
+      assert.deepEqual(got.shape, [2, 5, 4]);
+      for (let i = 0; i < want.data.length; i++) assert.ok(Math.abs(got.data[i] - want.data[i]) <= 1e-3 * Math.abs(want.data[i]) + 1e-6);
+      layer.dispose();
+      self.dispose();
+    });
+
+    test('the Keras layer: capture and patch pass through; its attention scores are the pattern', () => {
+      build.use();
+      const keras = new build.KerasMultiHeadAttention({ numHeads: 2, keyDim: 3, valueDim: 4, queryDim: 6, valueInputDim: 5 });
+      keras.setWeights(Object.values(keras.weightShapes()).map((shape, i) => seededFloats(shape.reduce((a, b) => a * b, 1), 92 + i)));
+      const q = { data: seededFloats(2 * 3 * 6, 90), shape: [2, 3, 6] };
+      const v = { data: seededFloats(2 * 4 * 5, 91), shape: [2, 4, 5] };
+      const r = keras.call(q, v, null, { returnAttentionScores: true, capture: ['pattern', 'z'] });
+      assert.deepEqual(Object.keys(r.captured), ['pattern', 'z']);
+      assert.deepEqual(r.captured.pattern, r.scores);
+      assert.deepEqual(r.captured.z.shape, [2, 3, 2, 4]);
+      // Every head ablated: each output row is the output dense layer's bias.
+      const ablated = keras.call(q, v, null, { patch: { z: { data: new Float32Array(48), shape: [2, 3, 2, 4] } } }).output;
+      for (let row = 1; row < 6; row++) assert.deepEqual([...ablated.data.subarray(row * 6, row * 6 + 6)], [...ablated.data.subarray(0, 6)]);
+      assert.throws(() => keras.call({ data: new Float32Array(2 * 2 * 3 * 6), shape: [2, 2, 3, 6] }, { data: new Float32Array(2 * 2 * 4 * 5), shape: [2, 2, 4, 5] }, null, { capture: true }),
+        { name: 'TypeError', message: 'call: capture: not with inputs of rank > 3 (attentionAxes); pass [B, T, features]' });
+      keras.dispose();
+    });
+
     test('bad inputs: an Error naming the option and what was expected', () => {
       build.use();
       const layer = new MultiHeadAttention({ embedDim: 8, numHeads: 2, numKvHeads: 1 });
