@@ -172,19 +172,20 @@ export const FAMILY_PRESETS = {
  * Builds the user's layer and runs self-attention on their embeddings.
  * @param mha the loaded package; stateDict: name -> Float32Array (prefix already removed)
  */
-export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {} }) {
+export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {}, capture = false }) {
   const [L, E] = embeddings.shape;
   const config = inferConfig(stateDict, E, numHeads, 'state dict', variants);
   const layer = new mha.MultiHeadAttention(config);
   try {
     layer.loadStateDict(stateDict);
     const started = performance.now();
-    const { output, weights } = layer.forward({ data: embeddings.data, shape: [L, E] }, null, null, {
-      causal, needWeights: true, averageWeights: false,
+    const { output, weights, captured } = layer.forward({ data: embeddings.data, shape: [L, E] }, null, null, {
+      causal, needWeights: true, averageWeights: false, ...(capture && { capture: true }),
       ...(embeddings.padding && { keyPaddingMask: { data: embeddings.padding, shape: [L] } }),
     });
     const wasmMs = performance.now() - started;
-    return { config: layer.config, layers: [{ weights: weights.data, output: output.data }], wasmMs };
+    const steps = capture ? { input: embeddings.data, captured } : {};
+    return { config: layer.config, layers: [{ weights: weights.data, output: output.data, ...steps }], wasmMs };
   } finally {
     layer.dispose();
   }

@@ -50,7 +50,44 @@ async function load() {
   };
 }
 
-function run({ text, padding = 0 }) {
+/** A sentiment result's steps without the batch of one: [1, ...] shapes lose their 1. */
+function unbatched(captured) {
+  return Object.fromEntries(Object.entries(captured).map(([name, t]) => [name, { data: t.data, shape: t.shape.slice(1) }]));
+}
+
+/**
+ * The Steps view's z patches (docs/steps.md), per layer: zeros for the `ablated` heads, and for the
+ * `patched` heads their z on `patchText` (as many tokens as the text shown: activation patching).
+ * Heads are [layer, head] pairs.
+ */
+function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingMask) {
+  if (ablated.length === 0 && patched.length === 0) return [];
+  let other = null;
+  if (patched.length > 0) {
+    const ids = tokenize(patchText, model.vocab).ids;
+    const padding = keyPaddingMask ? keyPaddingMask.reduce((n, p) => n + p, 0) : 0;
+    if (ids.length !== L - padding) {
+      throw new RangeError(`patch: the second text has ${ids.length - 1} characters; patching needs as many as the text shown (${L - padding - 1})`);
+    }
+    for (let i = 0; i < padding; i++) ids.push(model.vocab.bos);
+    other = model.forward(ids, { keyPaddingMask, capture: true }).layers;
+  }
+  const H = model.numHeads, Dv = model.dModel / H;
+  return Array.from({ length: model.numLayers }, (_, l) => {
+    const heads = [...ablated, ...patched].filter(([layer]) => layer === l).map(([, h]) => h);
+    if (heads.length === 0) return null;
+    const z = new Float32Array(L * H * Dv);  // zeros: the ablated heads
+    for (const [layer, h] of patched) {
+      if (layer !== l) continue;
+      const from = other[l].captured.z.data;
+      for (let i = 0; i < L; i++) z.set(from.subarray((i * H + h) * Dv, (i * H + h + 1) * Dv), (i * H + h) * Dv);
+    }
+    return { z: { data: z, shape: [L, H, Dv] }, heads: [...new Set(heads)] };
+  });
+}
+
+/** steps: the Steps view is open: capture every layer's steps, and apply its ablations and patches. */
+function run({ text, padding = 0, steps = null }) {
   const { ids, labels } = tokenize(text, model.vocab);
   // New text ends a generation; the caches keep what it shares with the text they hold.
   session.stop();
@@ -62,7 +99,8 @@ function run({ text, padding = 0 }) {
     labels.push('<pad>');
   }
   const started = performance.now();
-  const { layers, logits, wasmMs } = model.forward(ids, { keyPaddingMask: paddingMask });
+  const patches = steps ? zPatches(steps, ids.length, paddingMask) : [];
+  const { layers, logits, wasmMs } = model.forward(ids, { keyPaddingMask: paddingMask, capture: Boolean(steps), patches });
   const V = model.vocab.tokens.length;
   const last = ids.length - padding - 1;
   return {
@@ -72,6 +110,7 @@ function run({ text, padding = 0 }) {
     causal: true,
     config: { embedDim: model.dModel, numHeads: model.numHeads, numKvHeads: model.numHeads },
     cacheLength,
+    steps,
   };
 }
 
@@ -116,16 +155,16 @@ async function generate({ text, ...options }, progress) {
 }
 
 /** The Sentiment mode: the classifier on one sentence, as a result the page's views can draw. */
-async function classify({ text }) {
+async function classify({ text, capture = false }) {
   if (!sentiment) {
     const [bytes, vocab] = await Promise.all([fetchOk('sentiment/sentiment.safetensors'), fetchOk('sentiment/vocab.json', 'json')]);
     sentiment = sentimentModels.shipped = new SentimentModel(mha, readSafetensors(bytes), vocab);
   }
   const started = performance.now();
-  const p = sentiment.predict(text);
+  const p = sentiment.predict(text, { capture });
   return {
     text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started,
-    layers: [{ weights: p.weights, output: p.output }],
+    layers: [{ weights: p.weights, output: p.output, ...(capture && { input: p.input, captured: unbatched(p.captured) }) }],
     padding: null,  // the tutorial's model has no mask: its words attend to the padding too
     prediction: [{ token: 'positive', probability: p.probability }, { token: 'negative', probability: 1 - p.probability }],
     causal: false,
@@ -160,7 +199,7 @@ function stop() {
   return { cacheLength: session.cacheLength };
 }
 
-function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants }) {
+function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false }) {
   const embeddings = parseEmbeddings(embeddingsFile.name, embeddingsFile.bytes);
   let names;
   try {
@@ -178,7 +217,7 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   // Keep only this layer's own keys (a deeper prefix could also match, e.g. "attn." inside "attn.sub.").
   const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) => LAYER_KEYS.includes(k)));
   const started = performance.now();
-  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants });
+  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants, capture });
   const L = embeddings.shape[0];
   return {
     ...result,

@@ -43,7 +43,7 @@ export class SentimentMode {
         const text = this.#pending;
         this.#pending = null;
         try {
-          const result = await this.#worker.request('sentiment', { text });
+          const result = await this.#worker.request('sentiment', { text, capture: true });  // the Steps view reads the steps
           if (!this.active) continue;
           this.training.noteInput();
           const { label, probability } = result.sentiment;
