@@ -389,7 +389,8 @@ class LayerHandle {
     guard([&] {
       const ForwardRequest r(keys_, request);  // (a cache is refused by forward_for_training)
       use_module_pool();
-      auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options);
+      const mha::StepRequest steps = steps_of(keys_, request);
+      auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options, &steps, &captured_);
       result_ = std::move(t.result);
       made = new SavedForwardHandle(std::move(t.saved));
     });

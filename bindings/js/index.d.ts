@@ -200,7 +200,8 @@ export interface ForwardOptions {
    * Record the attention's intermediate steps (docs/steps.md): `true` for all of them, or a list
    * of step names. The result's `captured` then holds each as a tensor. The call takes a slower,
    * step-by-step path (calls without `capture` or `patch` are unchanged); the captured steps
-   * count against the same memory budget as the rest of the call. Not with `grad`.
+   * count against the same memory budget as the rest of the call. With `grad`, the
+   * {@link TrainingResult} has `captured` too.
    */
   capture?: true | false | readonly StepName[];
   /**
@@ -209,7 +210,9 @@ export interface ForwardOptions {
    * values are taken (all heads when `heads` is left out; for `k` and `v` they are key/value
    * heads). With `capture`, each captured step holds what flowed: the patched values from the
    * patched step on. Zeros in `z` ablate a head; a `z` captured from another input is activation
-   * patching. Not with `grad`.
+   * patching. With `grad: true` the gradients flow through the patched graph: the patched tensor
+   * is a constant (its heads pass no gradient back); a `pattern` patch is then refused (the
+   * backward pass recomputes the softmax from q and k).
    */
   patch?: StepPatch;
 }
@@ -263,8 +266,6 @@ export interface GradForwardOptions extends ForwardOptions {
   cache?: undefined;
   out?: undefined;
   weightsOut?: undefined;
-  capture?: false;
-  patch?: undefined;
 }
 
 /** Gradients of a loss, from {@link TrainingResult.backward}. */

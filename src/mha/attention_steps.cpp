@@ -14,6 +14,7 @@
 #include "kernels/score_epilogue.hpp"
 #include "layer_stages.hpp"
 #include "multihead_attention.hpp"
+#include "saved_forward.hpp"
 
 namespace mha {
 
@@ -69,9 +70,6 @@ CheckedSteps check_steps(const ResolvedConfig& c, const ForwardPlan& p, const St
   CheckedSteps checked;
   for (size_t i = 0; i < request.capture.size(); ++i)
     checked.capture[static_cast<int>(parse_step(request.capture[i], "capture[" + std::to_string(i) + "]"))] = true;
-  if (grad && request.present())
-    throw type_error(std::string(request.patch.present() ? "patch" : "capture") +
-                     ": not with grad: true (a recorded or patched forward pass is not differentiated)");
   const StepPatch& patch = request.patch;
   if (!patch.present()) return checked;
   if (patch.steps.size() != 1) {
@@ -102,6 +100,9 @@ CheckedSteps check_steps(const ResolvedConfig& c, const ForwardPlan& p, const St
       throw range_error("patch.heads[" + std::to_string(i) + "]: head " + std::to_string(h) + " is listed twice");
     checked.patched_heads[h] = true;
   }
+  if (grad && step == Step::kPattern)
+    throw type_error("patch.pattern: not with grad: true (the backward pass recomputes the softmax from q and k; "
+                     "patch q, k, v or z instead)");
   checked.patching = true;
   checked.patched = step;
   checked.patch_data = patch.tensor.data;
@@ -150,15 +151,17 @@ void patch_rows(const float* patch, float* rows_layout, const std::vector<bool>&
 
 ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const TensorRef& key_in,
                                                 const TensorRef& value_in, const ForwardOptions& options,
-                                                const StepRequest& request, std::vector<CapturedStep>& captured) const {
+                                                const StepRequest& request, std::vector<CapturedStep>& captured,
+                                                SavedForward* saved) const {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const ForwardPlan p = plan(query, key_in, value_in, options);
   const ResolvedConfig& c = config_;
-  const CheckedSteps steps = check_steps(c, p, request);
-  std::vector<MemoryItem> need =
-      forward_memory(c, p, options, !key_in.present(), false, pool_ ? pool_->size() : 1);
-  for (const MemoryItem& item : steps_memory(c, p, steps, false)) need.push_back(item);
-  check_fits("the buffers", need, 0, addressable_bytes());
+  const CheckedSteps steps = check_steps(c, p, request, saved != nullptr);
+  if (!saved) {  // (forward_for_training counts its own buffers, these included)
+    std::vector<MemoryItem> need = forward_memory(c, p, options, !key_in.present(), false, pool_ ? pool_->size() : 1);
+    for (const MemoryItem& item : steps_memory(c, p, steps, false)) need.push_back(item);
+    check_fits("the buffers", need, 0, addressable_bytes());
+  }
 
   const int64_t B = p.batch, L = p.query_len, S = p.key_len, H = c.num_heads, Hkv = c.num_kv_heads;
   const int64_t Dh = c.head_dim, Dv = c.value_head_dim, QD = c.q_dim(), KV = c.kv_dim(), VKV = c.value_kv_dim(),
@@ -265,12 +268,14 @@ ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const Te
         }
         if (!any_key) {
           std::fill(pattern, pattern + S, 0.0f);
+          if (saved) saved->lse.data()[(b * H + h) * L + i] = kNegInf;
         } else {
           float sum = e.has_sink() ? std::exp(e.sink - row_max) : 0.0f;
           for (int64_t j = 0; j < S; ++j) {
             pattern[j] = logits[j] == kNegInf ? 0.0f : std::exp(logits[j] - row_max);
             sum += pattern[j];
           }
+          if (saved) saved->lse.data()[(b * H + h) * L + i] = row_max + std::log(sum);
           const float inv_sum = 1.0f / sum;
           for (int64_t j = 0; j < S; ++j) pattern[j] *= inv_sum;
         }
@@ -299,6 +304,17 @@ ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const Te
       for (int64_t h = 0; h < H; ++h)
         if (steps.patched_heads[h]) std::copy_n(steps.patch_data + (row * H + h) * Dv, Dv, z.data() + row * AD + h * Dv);
   if (float* out = keep(Step::kZ)) std::copy(z.begin(), z.end(), out);
+  if (saved) {  // what backward reads: the values that flowed, and which of them were constants
+    std::copy(q.begin(), q.end(), saved->q.data());
+    std::copy(k.begin(), k.end(), saved->k.data());
+    std::copy(v.begin(), v.end(), saved->v.data());
+    std::copy(z.begin(), z.end(), saved->attended.data());
+    if (steps.patching) {
+      std::vector<bool>* constant[kStepCount] = {&saved->constant_q, &saved->constant_k, &saved->constant_v, nullptr,
+                                                 nullptr, nullptr, &saved->constant_z, nullptr};
+      *constant[static_cast<int>(steps.patched)] = steps.patched_heads;
+    }
+  }
 
   // 3. Combine: the output projection of the concatenated z, and on request each head's share.
   run.project(packed_.out, z.data(), r.output.data(), B * L);

@@ -76,7 +76,8 @@ Shape step_shape(const ResolvedConfig& c, const ForwardPlan& p, Step step);
 
 // Checks a step request against the call's plan, in one place: step names, one step per patch,
 // a patchable step, the patch's shape (the step's captured shape), its heads, and that the
-// request fits the call (not with grad). Throws ArgumentError naming it.
+// request fits the call (with grad, no pattern patch: backward recomputes the softmax). Throws
+// ArgumentError naming it.
 CheckedSteps check_steps(const ResolvedConfig& c, const ForwardPlan& p, const StepRequest& request, bool grad = false);
 
 // The buffers the step path adds to forward_memory(): the keys and values gathered per call,

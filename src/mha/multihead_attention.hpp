@@ -85,15 +85,20 @@ class MultiheadAttention {
   // forward() step by step (attention_steps.hpp), for calls that capture steps or patch one:
   // `captured` receives the steps `steps` asks for, in the chain's order. The default paths
   // never come here. Throws ArgumentError for a request check_steps refuses.
+  // With `saved` (forward_for_training), q, k, v, z and each row's log-sum-exp are kept for
+  // backward(), and the patched heads recorded as constants.
   ForwardResult forward_steps(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                               const ForwardOptions& options, const StepRequest& steps,
-                              std::vector<CapturedStep>& captured) const;
+                              std::vector<CapturedStep>& captured, SavedForward* saved = nullptr) const;
 
   // Training: forward() that also returns what backward() needs (options.cache must be null;
   // options.training with config.dropout > 0 applies dropout with options.seed).
   struct TrainingForward;
+  // With `steps` (capture or patch), the step-by-step path runs (forward_steps): `captured`
+  // receives the steps, and the gradients treat a patched tensor as a constant.
   TrainingForward forward_for_training(const TensorRef& query, const TensorRef& key, const TensorRef& value,
-                                       const ForwardOptions& options) const;
+                                       const ForwardOptions& options, const StepRequest* steps = nullptr,
+                                       std::vector<CapturedStep>* captured = nullptr) const;
   // d_output: dLoss/dOutput, the forward's output shape. Throws when the layer's weights changed
   // since that forward (load_state_dict).
   Gradients backward(const SavedForward& saved, const float* d_output) const;

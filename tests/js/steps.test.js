@@ -245,6 +245,49 @@ for (const build of builds) {
       keras.dispose();
     });
 
+    test('grad: true through a patch: the patched tensor is a constant; gradients equal the reference\'s finite differences', () => {
+      build.use();
+      const layer = new MultiHeadAttention({ embedDim: 8, numHeads: 4, numKvHeads: 2 });
+      const sd = randomStateDict(layer, 100);
+      layer.loadStateDict(sd);
+      const L = 3, x = { data: seededFloats(L * 8, 101), shape: [L, 8] };
+      const G = seededFloats(L * 8, 102);  // loss = sum(output * G)
+      const shapes = { q: [4, L, 2], k: [2, L, 2], v: [2, L, 2], z: [L, 4, 2] };
+      for (const [step, shape] of Object.entries(shapes)) {
+        const data = seededFloats(shape.reduce((a, b) => a * b, 1), 103, 0.7);
+        const heads = [1];
+        const r = layer.forward(x, null, null, { grad: true, causal: true, capture: ['z'], patch: { [step]: { data, shape }, heads } });
+        const plain = layer.forward(x, null, null, { causal: true, capture: ['z'], patch: { [step]: { data, shape }, heads } });
+        assert.deepEqual(r.captured.z, plain.captured.z, `${step}: captured with grad`);
+        const g = r.backward({ data: G, shape: [L, 8] });
+        // Central differences of the float64 reference that patches, in float64.
+        const loss = (query, stateDict) => {
+          const out = attentionSteps(layer.config, stateDict, { query, causal: true }, { step, data, heads }).output.data;
+          return out.reduce((sum, o, i) => sum + o * G[i], 0);
+        };
+        const h = 1e-6;
+        const numeric = (array, i, f) => {
+          const plus = Float64Array.from(array), minus = Float64Array.from(array);
+          plus[i] += h;
+          minus[i] -= h;
+          return (f(plus) - f(minus)) / (2 * h);
+        };
+        const dx = Float64Array.from(x.data, (_, i) => numeric(x.data, i, (d) => loss({ data: d, shape: x.shape }, sd)));
+        assertClose(g.query, { data: dx, shape: x.shape }, `${step}: dQuery`);
+        for (const key of ['q_proj_weight', 'k_proj_weight', 'v_proj_weight']) {
+          const w = sd[key];
+          const dw = Float64Array.from(w, (_, i) => numeric(w, i, (changed) => loss(x, { ...sd, [key]: changed })));
+          assertClose({ data: g.params[key], shape: [w.length] }, { data: dw, shape: [w.length] }, `${step}: d ${key}`);
+        }
+      }
+      // Every head of z a constant: nothing reaches the query or the input projections.
+      const all = layer.forward(x, null, null, { grad: true, patch: { z: { data: new Float32Array(L * 8), shape: [L, 4, 2] } } });
+      const g = all.backward({ data: G, shape: [L, 8] });
+      assert.ok(g.query.data.every((v) => v === 0));
+      for (const key of ['q_proj_weight', 'k_proj_weight', 'v_proj_weight', 'out_proj.weight']) assert.ok(g.params[key].every((v) => v === 0), key);
+      layer.dispose();
+    });
+
     test('bad inputs: an Error naming the option and what was expected', () => {
       build.use();
       const layer = new MultiHeadAttention({ embedDim: 8, numHeads: 2, numKvHeads: 1 });
@@ -265,7 +308,7 @@ for (const build of builds) {
         [{ patch: { z: zeros([2, 3, 2, 4]), heads: [1, 1] } }, RangeError, 'forward: patch.heads[1]: head 1 is listed twice'],
         [{ patch: { z: zeros([2, 3, 2, 4]), heads: [0.5] } }, TypeError, 'forward: patch.heads must be an array of head indices (integers), got an Array'],
         [{ patch: { z: { data: new Float64Array(48), shape: [2, 3, 2, 4] } } }, TypeError, 'forward: patch.z.data must be a Float32Array, got a Float64Array'],
-        [{ capture: true, grad: true }, TypeError, 'forward: capture: not with grad: true (a recorded or patched forward pass is not differentiated)'],
+        [{ grad: true, patch: { pattern: zeros([2, 2, 3, 3]) } }, TypeError, 'forward: patch.pattern: not with grad: true (the backward pass recomputes the softmax from q and k; patch q, k, v or z instead)'],
       ];
       for (const [options, Kind, message] of rows) {
         assert.throws(() => layer.forward(x, null, null, options), (e) => {

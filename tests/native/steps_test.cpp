@@ -98,7 +98,7 @@ TEST(Steps, CheckStepsNamesWhatItRefuses) {
   r.capture = {"attn"};
   EXPECT_EQ(message(r), "capture[0]: unknown step 'attn'; the steps are q, k, v, scores, logits, pattern, z, result");
   r.capture = {"z"};
-  EXPECT_EQ(message(r, true), "capture: not with grad: true (a recorded or patched forward pass is not differentiated)");
+  EXPECT_EQ(message(r, true), "");
   r.patch.steps = {"result"};
   r.patch.tensor = {x.data(), {2, 2, 8}};
   EXPECT_EQ(message(r), "patch: the step 'result' cannot be patched (the steps a later step reads can: q, k, v, pattern, z)");
@@ -109,6 +109,11 @@ TEST(Steps, CheckStepsNamesWhatItRefuses) {
   EXPECT_EQ(message(r), "patch.heads[1]: head -1 is out of range: q has 2 heads (0 to 1)");
   r.patch.heads = {1};
   EXPECT_EQ(message(r), "");
+  r.patch.steps = {"pattern"};
+  r.patch.tensor.shape = {2, 2, 2};
+  EXPECT_EQ(message(r, true),
+            "patch.pattern: not with grad: true (the backward pass recomputes the softmax from q and k; patch q, k, v or z "
+            "instead)");
 }
 
 }  // namespace

@@ -427,7 +427,7 @@ export function defineMultiHeadAttention(module) {
       }
       const weightsOut = options.weightsOut == null ? null
         : checkOutBuffer(module, 'weightsOut', options.weightsOut, handle.plannedWeightsShape());
-      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value });
+      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value }, capture);
       const scope = new HeapScope(module);
       try {
         const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)));
@@ -445,7 +445,7 @@ export function defineMultiHeadAttention(module) {
       }
     }
 
-    #forwardForTraining(handle, request, inputs) {
+    #forwardForTraining(handle, request, inputs, capture) {
       const scope = new HeapScope(module);
       let saved = null;
       try {
@@ -468,6 +468,7 @@ export function defineMultiHeadAttention(module) {
         saved = null;  // the record owns it now
         this.#trainingRecords.add(record);
         const result = new TrainingResult(record, output, weights);
+        if (capture) result.captured = copyOutCaptured(module, handle);
         return result;
       } finally {
         saved?.delete();
