@@ -250,6 +250,10 @@ function renderSteps() {
   const defaultModel = state.source === 'default';
   $('steps-patch-row').hidden = !defaultModel;
   $('steps-ablate').parentElement.hidden = !defaultModel;
+  if (result.generation) {
+    renderCacheSteps();
+    return;
+  }
   if (!layerResult.captured) {
     state.steps = null;
     const generating = Boolean(result.generation?.running);
@@ -281,6 +285,29 @@ function renderSteps() {
   ];
   $('steps-summary').textContent = `Layer ${layer}, head ${head}, query ${query} '${displayToken(labels[query])}'. `
     + (changes.length && defaultModel ? `Changed: ${changes.join(', ')} (the prediction and later layers follow).` : '');
+}
+
+/** Generate: the newest token's step, its one query row against everything the cache holds. */
+function renderCacheSteps() {
+  const { layer, head } = state.selected;
+  const result = state.result;
+  const cache = result.cacheSteps;
+  $('steps-patch-row').hidden = true;  // (ablation and patching: the default model's own runs)
+  $('steps-ablate').parentElement.hidden = true;
+  if (!cache) {
+    state.steps = null;
+    $('steps-summary').textContent = 'Generate with the Steps view open (and the cache on) to follow each new token '
+      + 'reading the keys and values its cache holds.';
+    return;
+  }
+  const { position } = cache;
+  const labels = result.labels.slice(0, position + 1);
+  $('steps-query').replaceChildren(new Option(`${position}: ${displayToken(labels[position])}`, String(position)));
+  const hs = headSteps(cache.layers[layer], { head, config: result.config });
+  stepsView.draw(hs, { query: 0, labels, causal: true, padding: null, queryOffset: position });
+  state.steps = stepsState(hs, { layer, head, query: position, row: 0 });
+  $('steps-summary').textContent = `Generate: token ${position} '${displayToken(labels[position])}' (layer ${layer}, head ${head}) `
+    + `reads the K and V of the ${hs.sizes.S} tokens in its cache.`;
 }
 
 /** Adds or removes [layer, head] in list, then reruns the default model with the change. */
@@ -617,6 +644,7 @@ const generateMode = new GenerateMode({
     return state.renderMs;
   },
   message: showMessage,
+  wantsSteps: () => state.view === 'steps',
 });
 
 const sentimentMode = new SentimentMode({

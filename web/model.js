@@ -135,8 +135,10 @@ export class DemoModel {
    * after the last one, and with needWeights, per layer the new rows of attention: weights
    * [H, ids.length, cache length] and output [ids.length, E]. Used for a chunked prefill and for
    * one-token generation steps: the work is O(tokens so far) per token, not a pass over the text.
+   * With `capture`, each layer also has `input` and `captured`: the new rows' steps against the
+   * whole cache (docs/steps.md), for the page's Steps view.
    */
-  extend(ids, caches, { needWeights = false } = {}) {
+  extend(ids, caches, { needWeights = false, capture = false } = {}) {
     const E = this.dModel;
     const L = ids.length;
     const first = caches[0].length;
@@ -152,12 +154,13 @@ export class DemoModel {
     const layers = [];
     let wasmMs = 0;
     this.#layers.forEach((layer, l) => {
+      const input = capture ? x.slice() : null;
       const started = performance.now();
-      const { output, weights } = layer.forward({ data: x, shape: [L, E] }, null, null,
-        { cache: caches[l], needWeights, averageWeights: false });
+      const { output, weights, captured } = layer.forward({ data: x, shape: [L, E] }, null, null,
+        { cache: caches[l], needWeights, averageWeights: false, ...(capture && { capture: true }) });
       wasmMs += performance.now() - started;
       for (let i = 0; i < x.length; i++) x[i] += output.data[i];
-      if (needWeights) layers.push({ weights: weights.data, output: output.data });
+      if (needWeights) layers.push({ weights: weights.data, output: output.data, ...(capture && { input, captured }) });
     });
     return { logits: this.unembed(x.subarray((L - 1) * E)), layers, wasmMs };
   }

@@ -64,33 +64,41 @@ export function headSteps(layerResult, { head, config }) {
 
 const row = (m, i) => Array.from(m.data.subarray(i * m.cols, (i + 1) * m.cols));
 
-/** getState().steps: the query's numbers through the chain, as plain arrays (-Infinity where blocked). */
-export function stepsState(hs, { layer, head, query }) {
+/**
+ * getState().steps: the query's numbers through the chain, as plain arrays (-Infinity where
+ * blocked). `row`: the query's row in the matrices (a cache step has one row, at position `query`).
+ */
+export function stepsState(hs, { layer, head, query, row: r = query }) {
   const { mats, sizes } = hs;
   return {
     layer, head, query, scale: sizes.scale,
-    q: row(mats.q, query),
+    q: row(mats.q, r),
     keys: Array.from({ length: sizes.S }, (_, j) => row(mats.k, j)),
-    scores: row(mats.scores, query),
-    logits: row(mats.logits, query),
-    pattern: row(mats.pattern, query),
+    scores: row(mats.scores, r),
+    logits: row(mats.logits, r),
+    pattern: row(mats.pattern, r),
     values: Array.from({ length: sizes.S }, (_, j) => row(mats.v, j)),
-    z: row(mats.zhead, query),
-    output: row(mats.output, query),
+    z: row(mats.zhead, r),
+    output: row(mats.output, r),
   };
 }
 
 const fmt = (x) => (x === -Infinity ? '−∞' : Math.abs(x) >= 1000 || (x !== 0 && Math.abs(x) < 0.001) ? x.toExponential(2) : x.toFixed(3));
 const vector = (values, limit = 8) => `[${values.slice(0, limit).map(fmt).join(', ')}${values.length > limit ? ', …' : ''}]`;
 
-/** The tooltip of cell (i, j) of step `id`: the arithmetic behind the number. */
-export function describeCell(hs, id, i, j, labels) {
+/**
+ * The tooltip of cell (i, j) of step `id`: the arithmetic behind the number. Query row i is the
+ * token at position i + queryOffset (a cache step's one row is the newest token).
+ */
+export function describeCell(hs, id, i, j, labels, queryOffset = 0) {
   const { mats, sizes } = hs;
   const m = mats[id];
   const value = m.data[i * m.cols + j];
   const token = (t) => `'${displayToken(labels[t] ?? String(t))}'`;
+  const rowIndex = i;
+  i += queryOffset;  // positions in the text from here on; rowIndex reads the matrices
   if (id === 'qk' || id === 'scores') {
-    const q = row(mats.q, i), k = row(mats.k, j);
+    const q = row(mats.q, rowIndex), k = row(mats.k, j);
     const products = q.map((x, d) => x * k[d]);
     const sum = products.reduce((a, b) => a + b, 0);
     return [`query ${i} ${token(i)} · key ${j} ${token(j)}`,
@@ -98,12 +106,12 @@ export function describeCell(hs, id, i, j, labels) {
       `Σ = ${fmt(sum)}${id === 'scores' ? ` × scale ${fmt(sizes.scale)} (1/√${sizes.Dh}) = ${fmt(value)}` : ''}`].join('\n');
   }
   if (id === 'logits') {
-    const score = mats.scores.data[i * m.cols + j];
+    const score = mats.scores.data[rowIndex * m.cols + j];
     return value === -Infinity ? `query ${i} → key ${j}: blocked (−∞): softmax gives it 0`
       : `query ${i} → key ${j}: score ${fmt(score)}${Math.abs(value - score) > 1e-6 ? ` → ${fmt(value)} (mask / variant)` : ' (not masked)'}`;
   }
   if (id === 'pattern') {
-    const logits = row(mats.logits, i);
+    const logits = row(mats.logits, rowIndex);
     if (logits[j] === -Infinity) return `query ${i} → key ${j}: blocked: 0`;
     const max = Math.max(...logits);
     const sum = logits.reduce((a, l) => a + (l === -Infinity ? 0 : Math.exp(l - max)), 0);
@@ -111,7 +119,7 @@ export function describeCell(hs, id, i, j, labels) {
       `exp(x − max) / Σ = exp(${fmt(logits[j])} − ${fmt(max)}) / ${fmt(sum)}`,
       `= ${fmt(Math.exp(logits[j] - max))} / ${fmt(sum)} = ${fmt(value)}`].join('\n');
   }
-  const rowName = CHAIN.find((s) => s.id === id).queryRows ? `token ${i} ${token(i)}` : `key ${i} ${token(i)}`;
+  const rowName = CHAIN.find((s) => s.id === id).queryRows ? `token ${i} ${token(i)}` : `key ${rowIndex} ${token(rowIndex)}`;
   return `${rowName}, feature ${j}: ${fmt(value)}`;
 }
 
@@ -148,6 +156,7 @@ export class StepsView {
   #hovered = null;
   #steps = null;  // the head's steps drawn last
   #labels = [];
+  #queryOffset = 0;
 
   /** $: the page's getElementById; onSelectQuery(i) is called when a query row is clicked. */
   constructor($, { onSelectQuery }) {
@@ -186,10 +195,14 @@ export class StepsView {
     this.#renderCode();
   }
 
-  /** Draws head `hs` (headSteps) with `query` outlined. */
-  draw(hs, { query, labels, causal, padding }) {
+  /**
+   * Draws head `hs` (headSteps) with row `query` outlined; `queryOffset`: the position of row 0
+   * (a cache step: its one row is the newest token).
+   */
+  draw(hs, { query, labels, causal, padding, queryOffset = 0 }) {
     this.#steps = { ...hs, causal, padding: Boolean(padding) };
     this.#labels = labels;
+    this.#queryOffset = queryOffset;
     const { L, S, E, H, Dh, Dv, OD } = hs.sizes;
     const shapes = {
       x: `[L, E] = [${L}, ${E}]`, q: `[L, Dh] = [${L}, ${Dh}]`, k: `[S, Dh] = [${S}, ${Dh}]`, v: `[S, Dv] = [${S}, ${Dv}]`,
@@ -235,7 +248,7 @@ export class StepsView {
       tip.hidden = true;
       return;
     }
-    tip.textContent = describeCell(this.#steps, id, cell.i, cell.j, this.#labels);
+    tip.textContent = describeCell(this.#steps, id, cell.i, cell.j, this.#labels, this.#queryOffset);
     const panel = this.#$('steps-panel').getBoundingClientRect();
     tip.style.left = `${event.clientX - panel.left + 14}px`;
     tip.style.top = `${event.clientY - panel.top + 12}px`;

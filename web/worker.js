@@ -128,6 +128,8 @@ async function generate({ text, ...options }, progress) {
   let posted = performance.now();
   const flush = () => {
     if (batch.length === 0) return;
+    // The Steps view draws the newest token: only the batch's last one keeps its steps.
+    for (const token of batch.slice(0, -1)) for (const layer of token.layers) delete layer.captured;
     progress({
       tokens: batch,
       prediction: topK(Array.from(last.logits), model.vocab.tokens, 5),

@@ -178,6 +178,30 @@ test('ablating a head zeroes its z and changes the prediction; patching takes z 
   assert.deepEqual(now.prediction.map((p) => p.token), prediction.map((p) => p.token));
 });
 
+test('Generate: the newest token\'s step reads K and V from the cache as it fills', async () => {
+  await showSteps({ layer: 1, head: 3 });
+  await page.locator('#gen-count').fill('6');
+  await page.locator('#gen-sampling').selectOption('greedy');
+  await page.locator('#gen-start').click();
+  await page.evaluate(() => window.__mhaDemo.generationDone());
+  const { steps, labels, ids } = await state();
+  const S = labels.length;
+  assert.equal(steps.query, S - 1);
+  assert.equal(steps.keys.length, S, 'the cache holds every token so far');
+  assert.match(await page.locator('#steps-summary').textContent(), new RegExp(`reads the K and V of the ${S} tokens in its cache`));
+  // The same row of the whole text's causal forward, in Node.
+  const expected = expectedSteps(await nodeSteps(ids), { layer: 1, head: 3, query: S - 1 });
+  for (const name of ['q', 'keys', 'scores', 'pattern', 'z', 'output']) {
+    const worst = maxDifference(steps[name], expected[name]);
+    assert.ok(worst <= 1e-4, `${name}: largest difference ${worst}`);
+  }
+  const weights = await page.evaluate(() => window.__mhaDemo.getWeights(1, 3));
+  assert.ok(maxDifference(steps.pattern, weights.slice((S - 1) * S, S * S)) <= 1e-6);
+  // Typing ends the generation view: the text's own steps again.
+  await page.locator('#text').fill('kelumi likes the red boat (near the old hill). kelu');
+  await page.waitForFunction(() => window.__mhaDemo.getState().generation?.running !== true && window.__mhaDemo.getState().steps?.keys.length === 52);
+});
+
 test('saves a screenshot of the Steps view', async () => {
   await showSteps({ layer: 1, head: 2, query: 30 });
   await page.locator('#steps-chain [data-step=pattern]').hover();
