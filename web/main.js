@@ -257,7 +257,7 @@ function renderSteps() {
   if (!layerResult.captured) {
     state.steps = null;
     const generating = Boolean(result.generation?.running);
-    $('steps-summary').textContent = state.source === 'train' ? 'The Steps view reads the default model, Your layer and Sentiment; not the model being trained yet.'
+    $('steps-summary').textContent = state.source === 'train' ? 'The steps appear with the model\'s first evaluation.'
       : generating ? 'The steps are drawn for the text shown once generation stops.' : 'Computing the steps…';
     if (defaultModel && !generating && stepsRequestedFor !== result) {
       stepsRequestedFor = result;

@@ -158,7 +158,8 @@ test('ablating a head zeroes its z and changes the prediction; patching takes z 
   const second = text.split('').reverse().join('');
   await page.locator('#steps-patch-text').fill(second);
   await page.locator('#steps-patch').click();
-  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 1 && window.__mhaDemo.getState().steps);
+  // (The patched run has been drawn once the z shown is no longer the text's own.)
+  await page.waitForFunction((own) => window.__mhaDemo.getState().steps?.z.some((x, i) => x !== own[i]), before.z);
   now = await state();
   const vocab = JSON.parse(await readFile(new URL('../../web/model/vocab.json', import.meta.url), 'utf8'));
   const secondSteps = await nodeSteps(tokenize(second, vocab).ids);
@@ -207,6 +208,20 @@ test('saves a screenshot of the Steps view', async () => {
   await page.locator('#steps-chain [data-step=pattern]').hover();
   await mkdir(new URL('.', SCREENSHOT), { recursive: true });
   await page.locator('.selected-view').screenshot({ path: SCREENSHOT.pathname });
+});
+
+test('Train: the model being trained shows its steps, updated with each evaluation', { timeout: 300_000 }, async () => {
+  await page.locator('#source-train').click();
+  await page.evaluate((s) => window.__mhaDemo.startTraining(s), { seed: 5, batchSize: 4, seqLen: 16, steps: 20, evalEvery: 10 });
+  await page.waitForFunction(() => { const t = window.__mhaDemo.getState().training; return !t.running && t.step === 20; }, null, { timeout: 0, polling: 250 });
+  const shown = await showSteps({ layer: 1, head: 0, query: 5 });
+  const { labels } = await state();
+  assert.equal(shown.keys.length, labels.length);
+  const weights = await page.evaluate(() => window.__mhaDemo.getWeights(1, 0));
+  assert.ok(maxDifference(shown.pattern, weights.slice(5 * labels.length, 6 * labels.length)) <= 1e-6);
+  assert.deepEqual(shown.logits.slice(6), Array(labels.length - 6).fill(-Infinity));
+  await page.locator('#source-default').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default');
 });
 
 test('Sentiment mode: the Keras layer\'s steps, bidirectional (nothing blocked), equal to its head view', async () => {
