@@ -352,13 +352,14 @@ class LayerHandle {
   }
 
   // request: { query, key, value, keyPaddingMask, attnMask, causal, needWeights, averageWeights,
-  // capture, patch }. With capture or patch the steps' path runs (capturedEntries() lists them).
-  bool forward(val request) {
+  // capture, patch }. `steps`: the request has capture or patch (read only then, so the other
+  // calls cost what they did): the steps' path runs, and capturedEntries() lists what it kept.
+  bool forward(val request, bool steps_given) {
     releaseResult();
     return guard([&] {
       const ForwardRequest r(keys_, request);
       use_module_pool();
-      const mha::StepRequest steps = steps_of(keys_, request);
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request) : mha::StepRequest{};
       if (steps.present()) {
         result_ = layer_->forward_steps(r.query, r.key, r.value, r.options, steps, captured_);
       } else {
@@ -383,13 +384,13 @@ class LayerHandle {
 
   // forward() that keeps what backward needs: the result as forward's, plus the saved state
   // (null with lastError set on failure).
-  SavedForwardHandle* forwardForTraining(val request) {
+  SavedForwardHandle* forwardForTraining(val request, bool steps_given) {
     releaseResult();
     SavedForwardHandle* made = nullptr;
     guard([&] {
       const ForwardRequest r(keys_, request);  // (a cache is refused by forward_for_training)
       use_module_pool();
-      const mha::StepRequest steps = steps_of(keys_, request);
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request) : mha::StepRequest{};
       auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options, &steps, &captured_);
       result_ = std::move(t.result);
       made = new SavedForwardHandle(std::move(t.saved));
@@ -431,7 +432,7 @@ class LayerHandle {
   // Checks a forward request before the JS wrapper copies its inputs in: the shapes, then
   // whether the inputs and the call's buffers fit in the wasm memory still free. The request's
   // tensors carry shapes only; planning never reads data, so each gets a placeholder address.
-  bool checkForward(val request) {
+  bool checkForward(val request, bool steps_given) {
     return guard([&] {
       static const float kPlaceholder[1] = {};
       const auto shape_only = [this](const val& t) -> mha::TensorRef {
@@ -466,7 +467,7 @@ class LayerHandle {
       const bool grad = request[keys_.grad].as<bool>();
       std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
                                                : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
-      const mha::StepRequest steps = steps_of(keys_, request, kPlaceholder);
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request, kPlaceholder) : mha::StepRequest{};
       if (steps.present())
         for (const mha::MemoryItem& item :
              mha::steps_memory(layer_->config(), plan, mha::check_steps(layer_->config(), plan, steps, grad), true))

@@ -420,17 +420,18 @@ export function defineMultiHeadAttention(module) {
         patch: patchForCore(patch, toCore),
       });
       // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
-      if (!handle.checkForward(request(shapeForCore))) throwHandleError(handle, 'forward');
+      const steps = capture !== undefined || patch !== null;  // (the core reads them only then)
+      if (!handle.checkForward(request(shapeForCore), steps)) throwHandleError(handle, 'forward');
       const out = checkOutBuffer(module, 'out', options.out, handle.plannedOutputShape());
       if (options.weightsOut != null && !options.needWeights) {
         throw new TypeError('weightsOut: given without needWeights: true');
       }
       const weightsOut = options.weightsOut == null ? null
         : checkOutBuffer(module, 'weightsOut', options.weightsOut, handle.plannedWeightsShape());
-      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value }, capture);
+      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value }, capture, steps);
       const scope = new HeapScope(module);
       try {
-        const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)));
+        const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)), steps);
         if (!ok) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
         const copyOut = (ptr, shape, target) => (target ? copyOutFloatsInto(module, ptr, target)
@@ -445,11 +446,11 @@ export function defineMultiHeadAttention(module) {
       }
     }
 
-    #forwardForTraining(handle, request, inputs, capture) {
+    #forwardForTraining(handle, request, inputs, capture, steps) {
       const scope = new HeapScope(module);
       let saved = null;
       try {
-        saved = handle.forwardForTraining(request((tensor) => tensorForCore(scope, tensor)));
+        saved = handle.forwardForTraining(request((tensor) => tensorForCore(scope, tensor)), steps);
         if (!saved) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
         const count = (shape) => shape.reduce((n, d) => n * d, 1);
