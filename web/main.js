@@ -248,8 +248,9 @@ function renderSteps() {
   const result = state.result;
   const layerResult = result.layers[layer];
   const defaultModel = state.source === 'default';
-  $('steps-patch-row').hidden = !defaultModel;
-  $('steps-ablate').parentElement.hidden = !defaultModel;
+  const changeable = defaultModel || state.source === 'sentiment';  // (runs the Steps view can repeat with a patch)
+  $('steps-patch-row').hidden = !changeable;
+  $('steps-ablate').parentElement.hidden = !changeable;
   if (result.generation) {
     renderCacheSteps();
     return;
@@ -284,7 +285,7 @@ function renderSteps() {
     ...state.patched.map(([l, h]) => `L${l} H${h} patched from '${state.patchText}'`),
   ];
   $('steps-summary').textContent = `Layer ${layer}, head ${head}, query ${query} '${displayToken(labels[query])}'. `
-    + (changes.length && defaultModel ? `Changed: ${changes.join(', ')} (the prediction and later layers follow).` : '');
+    + (changes.length && changeable ? `Changed: ${changes.join(', ')} (the prediction and later layers follow).` : '');
 }
 
 /** Generate: the newest token's step, its one query row against everything the cache holds. */
@@ -310,12 +311,18 @@ function renderCacheSteps() {
     + `reads the K and V of the ${hs.sizes.S} tokens in its cache.`;
 }
 
-/** Adds or removes [layer, head] in list, then reruns the default model with the change. */
+/** Runs the source shown again, with the Steps view's ablations and patches. */
+function rerun() {
+  if (state.source === 'sentiment') sentimentMode.run();
+  else runText();
+}
+
+/** Adds or removes [layer, head] in list, then runs the source again with the change. */
 function toggleHead(list, on) {
   const pair = [state.selected.layer, state.selected.head];
   const kept = state[list].filter((p) => !samePair(pair)(p));
   state[list] = on ? [...kept, pair] : kept;
-  runText();
+  rerun();
 }
 
 function renderOutputs() {
@@ -501,6 +508,9 @@ function showSource(name) {
   selectTab(sources.map((s) => `source-${s}`), `source-${name}`);
   for (const s of sources) $(`${s}-panel`).hidden = s !== name;
   if (name !== 'custom') state.source = name;  // 'custom' takes over once a file is shown
+  // The Steps view's ablations and patches belong to the model they were made on.
+  state.ablated = [];
+  state.patched = [];
   sentimentMode.active = name === 'sentiment';
   sentimentMode.training.show(name === 'sentiment');
   if (name === 'train') trainMode.activate().catch((error) => showMessage(error.message));
@@ -575,7 +585,7 @@ function bindEvents() {
   $('steps-clear').addEventListener('click', () => {
     state.ablated = [];
     state.patched = [];
-    runText();
+    rerun();
   });
   $('export-png').addEventListener('click', exportPng);
   $('export-json').addEventListener('click', exportJson);
@@ -655,6 +665,7 @@ const sentimentMode = new SentimentMode({
     accept(result);
   },
   message: showMessage,
+  stepsOptions: stepsRunOptions,
 });
 
 const trainMode = new TrainMode({

@@ -56,6 +56,21 @@ function unbatched(captured) {
 }
 
 /**
+ * One layer's z patch for the Steps view: zeros for the heads in `ablated`, the heads in `patched`
+ * from `other` ([L, H, Dv] flattened, or null), as forward's patch ({ z, heads }); null for none.
+ * `batch`: the shape gets a leading batch of one (the Keras layer's [1, T, H, Dv]).
+ */
+function zPatch(ablated, patched, other, L, H, Dv, batch = false) {
+  const heads = [...new Set([...ablated, ...patched])];
+  if (heads.length === 0) return null;
+  const z = new Float32Array(L * H * Dv);
+  for (const h of patched) {
+    for (let i = 0; i < L; i++) z.set(other.subarray((i * H + h) * Dv, (i * H + h + 1) * Dv), (i * H + h) * Dv);
+  }
+  return { z: { data: z, shape: batch ? [1, L, H, Dv] : [L, H, Dv] }, heads };
+}
+
+/**
  * The Steps view's z patches (docs/steps.md), per layer: zeros for the `ablated` heads, and for the
  * `patched` heads their z on `patchText` (as many tokens as the text shown: activation patching).
  * Heads are [layer, head] pairs.
@@ -73,17 +88,8 @@ function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingM
     other = model.forward(ids, { keyPaddingMask, capture: true }).layers;
   }
   const H = model.numHeads, Dv = model.dModel / H;
-  return Array.from({ length: model.numLayers }, (_, l) => {
-    const heads = [...ablated, ...patched].filter(([layer]) => layer === l).map(([, h]) => h);
-    if (heads.length === 0) return null;
-    const z = new Float32Array(L * H * Dv);  // zeros: the ablated heads
-    for (const [layer, h] of patched) {
-      if (layer !== l) continue;
-      const from = other[l].captured.z.data;
-      for (let i = 0; i < L; i++) z.set(from.subarray((i * H + h) * Dv, (i * H + h + 1) * Dv), (i * H + h) * Dv);
-    }
-    return { z: { data: z, shape: [L, H, Dv] }, heads: [...new Set(heads)] };
-  });
+  const of = (pairs, l) => pairs.filter(([layer]) => layer === l).map(([, h]) => h);
+  return Array.from({ length: model.numLayers }, (_, l) => zPatch(of(ablated, l), of(patched, l), other?.[l].captured.z.data, L, H, Dv));
 }
 
 /** steps: the Steps view is open: capture every layer's steps, and apply its ablations and patches. */
@@ -157,13 +163,22 @@ async function generate({ text, ...options }, progress) {
 }
 
 /** The Sentiment mode: the classifier on one sentence, as a result the page's views can draw. */
-async function classify({ text, capture = false }) {
+async function classify({ text, capture = false, steps = null }) {
   if (!sentiment) {
     const [bytes, vocab] = await Promise.all([fetchOk('sentiment/sentiment.safetensors'), fetchOk('sentiment/vocab.json', 'json')]);
     sentiment = sentimentModels.shipped = new SentimentModel(mha, readSafetensors(bytes), vocab);
   }
   const started = performance.now();
-  const p = sentiment.predict(text, { capture });
+  // The Steps view's ablated and patched heads (layer 0: the classifier's one attention layer); a
+  // patch's second sentence pads to the same 32 tokens, so any sentence fits.
+  let patch = null;
+  if (steps && (steps.ablated.length || steps.patched.length)) {
+    const heads = (pairs) => pairs.filter(([l]) => l === 0).map(([, h]) => h);
+    const other = steps.patched.length ? sentiment.predict(steps.patchText, { capture: true }).captured.z : null;
+    const [, T, H, Dv] = sentiment.zShape;
+    patch = zPatch(heads(steps.ablated), heads(steps.patched), other?.data, T, H, Dv, true);
+  }
+  const p = sentiment.predict(text, { capture, patch });
   return {
     text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started,
     layers: [{ weights: p.weights, output: p.output, ...(capture && { input: p.input, captured: unbatched(p.captured) }) }],

@@ -233,7 +233,28 @@ test('Sentiment mode: the Keras layer\'s steps, bidirectional (nothing blocked),
   assert.ok(shown.logits.every((x) => Number.isFinite(x)), 'no key is blocked');
   const weights = await page.evaluate(() => window.__mhaDemo.getWeights(0, 1));
   assert.ok(maxDifference(shown.pattern, weights.slice(2 * labels.length, 3 * labels.length)) <= 1e-6);
-  assert.equal(await page.locator('#steps-patch-row').isHidden(), true);
+  // Ablating head 1 zeroes its z and moves the probability; patching takes z from another sentence.
+  const second = 'a dull and boring film';
+  const setSentence = async (text) => {
+    await page.locator('#sentiment-text').fill(text);
+    await page.waitForFunction((t) => window.__mhaDemo.getState().sentiment?.text === t, text);
+  };
+  await setSentence(second);
+  const secondZ = (await showSteps({ layer: 0, head: 1, query: 2 })).z;
+  const first = 'the acting was great but the film was far too long';
+  await setSentence(first);
+  const own = await showSteps({ layer: 0, head: 1, query: 2 });
+  const probability = (await state()).sentiment.probability;
+  await page.locator('#steps-ablate').check();
+  await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.every((x) => x === 0));
+  assert.notEqual((await state()).sentiment.probability, probability);
+  await page.locator('#steps-ablate').uncheck();
+  await page.waitForFunction((z) => window.__mhaDemo.getState().steps?.z.some((x, i) => x !== z[i]) === false, own.z);
+  await page.locator('#steps-patch-text').fill(second);
+  await page.locator('#steps-patch').click();
+  await page.waitForFunction((z) => window.__mhaDemo.getState().steps?.z.some((x, i) => x !== z[i]), own.z);
+  assert.ok(maxDifference((await state()).steps.z, secondZ) <= 1e-6, 'head 1\'s z is the second sentence\'s');
+  await page.locator('#steps-clear').click();
   await page.locator('#source-default').click();
   assert.deepEqual(problems, []);
 });
