@@ -248,8 +248,8 @@ function renderSteps() {
   const result = state.result;
   const layerResult = result.layers[layer];
   const defaultModel = state.source === 'default';
-  const changeable = defaultModel || state.source === 'sentiment';  // (runs the Steps view can repeat with a patch)
-  $('steps-patch-row').hidden = !changeable;
+  const changeable = defaultModel || state.source === 'sentiment' || state.source === 'custom';  // (runs it can repeat)
+  $('steps-patch-row').hidden = !(defaultModel || state.source === 'sentiment');  // (a second input to patch from)
   $('steps-ablate').parentElement.hidden = !changeable;
   if (result.generation) {
     renderCacheSteps();
@@ -314,6 +314,7 @@ function renderCacheSteps() {
 /** Runs the source shown again, with the Steps view's ablations and patches. */
 function rerun() {
   if (state.source === 'sentiment') sentimentMode.run();
+  else if (state.source === 'custom') runCustom();
   else runText();
 }
 
@@ -437,6 +438,7 @@ async function runCustom() {
       causal: $('byo-causal').checked,
       variants: customVariants(),
       capture: true,  // the Steps view reads the steps
+      steps: stepsRunOptions(),
     });
     const select = $('byo-prefix');
     select.replaceChildren(...result.prefixes.map((p) => new Option(p || '(top level)', p, false, p === result.prefix)));

@@ -216,7 +216,7 @@ function stop() {
   return { cacheLength: session.cacheLength };
 }
 
-function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false }) {
+function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false, steps = null }) {
   const embeddings = parseEmbeddings(embeddingsFile.name, embeddingsFile.bytes);
   let names;
   try {
@@ -234,7 +234,8 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   // Keep only this layer's own keys (a deeper prefix could also match, e.g. "attn." inside "attn.sub.").
   const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) => LAYER_KEYS.includes(k)));
   const started = performance.now();
-  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants, capture });
+  const ablated = steps ? steps.ablated.filter(([l]) => l === 0).map(([, h]) => h) : [];
+  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants, capture, ablated });
   const L = embeddings.shape[0];
   return {
     ...result,

@@ -146,6 +146,11 @@ test('a Mistral-style layer (rotary + GQA + sliding window, head size free of E 
   assert.ok(maxDifference(steps.scores, row(captured.scores, (1 * L + 6) * L, L)) <= 1e-5);
   assert.ok(maxDifference(steps.q, row(captured.q, (1 * L + 6) * M.head, M.head)) <= 1e-5);
   assert.ok(maxDifference(steps.keys.flat(), row(captured.k, 0, L * M.head)) <= 1e-5);
+  // Ablating the head reruns the layer with zeros in its z.
+  await page.locator('#steps-ablate').check();
+  await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.every((x) => x === 0));
+  await page.locator('#steps-ablate').uncheck();
+  await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.some((x) => x !== 0));
   await page.locator('#view-heatmap').click();
   await page.locator('#byo-family').selectOption('pytorch');
   assert.deepEqual(problems, []);
