@@ -170,21 +170,25 @@ export const FAMILY_PRESETS = {
 
 /**
  * Builds the user's layer and runs self-attention on their embeddings.
- * @param mha the loaded package; stateDict: name -> Float32Array (prefix already removed)
+ * @param mha the loaded package; stateDict: name -> Float32Array (prefix already removed);
+ *   capture: also return the steps (docs/steps.md); ablated: heads whose z is zeroed
  */
-export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {} }) {
+export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {}, capture = false, ablated = [] }) {
   const [L, E] = embeddings.shape;
   const config = inferConfig(stateDict, E, numHeads, 'state dict', variants);
   const layer = new mha.MultiHeadAttention(config);
   try {
     layer.loadStateDict(stateDict);
     const started = performance.now();
-    const { output, weights } = layer.forward({ data: embeddings.data, shape: [L, E] }, null, null, {
-      causal, needWeights: true, averageWeights: false,
+    const { output, weights, captured } = layer.forward({ data: embeddings.data, shape: [L, E] }, null, null, {
+      causal, needWeights: true, averageWeights: false, ...(capture && { capture: true }),
+      // The Steps view's ablated heads: zeros in their z.
+      ...(ablated.length && { patch: { z: { data: new Float32Array(L * layer.config.numHeads * layer.config.valueHeadDim), shape: [L, layer.config.numHeads, layer.config.valueHeadDim] }, heads: ablated } }),
       ...(embeddings.padding && { keyPaddingMask: { data: embeddings.padding, shape: [L] } }),
     });
     const wasmMs = performance.now() - started;
-    return { config: layer.config, layers: [{ weights: weights.data, output: output.data }], wasmMs };
+    const steps = capture ? { input: embeddings.data, captured } : {};
+    return { config: layer.config, layers: [{ weights: weights.data, output: output.data, ...steps }], wasmMs };
   } finally {
     layer.dispose();
   }

@@ -104,18 +104,20 @@ export class GenerationSession {
    *   { id, layers: [{ weights [H, position + 1], output [E] }], logits [V] (of the token after),
    *     attentionMs, stepMs, cacheLength }
    * Its return value says how many prompt tokens the cache already held (`reused`).
-   * options: { count, temperature, topK, seed, useCache }. A stop() ends it between steps.
+   * options: { count, temperature, topK, seed, useCache, steps }. With `steps` (and the cache),
+   * each layer of a token also has its steps against the cache (DemoModel.extend's capture).
+   * A stop() ends it between steps.
    * Bad options throw here, before any step.
    */
-  generate(promptIds, { count, temperature = 0, topK = 0, seed = 0, useCache = true }) {
+  generate(promptIds, { count, temperature = 0, topK = 0, seed = 0, useCache = true, steps = false }) {
     checkSampling({ count, temperature, topK, seed });
     if (promptIds.length + count > CACHE_CAPACITY) {
       throw new RangeError(`the prompt (${promptIds.length} tokens) plus count (${count}) must fit in ${CACHE_CAPACITY} tokens`);
     }
-    return this.#steps(promptIds, { count, temperature, topK, seed, useCache });
+    return this.#steps(promptIds, { count, temperature, topK, seed, useCache, steps });
   }
 
-  *#steps(promptIds, { count, temperature, topK, seed, useCache }) {
+  *#steps(promptIds, { count, temperature, topK, seed, useCache, steps }) {
     this.stop();
     const run = this.#run;
     const random = seededRandom(seed);
@@ -137,7 +139,7 @@ export class GenerationSession {
       ids.push(id);
       let step;
       if (useCache) {
-        step = this.model.extend([id], this.#caches, { needWeights: true });
+        step = this.model.extend([id], this.#caches, { needWeights: true, capture: steps });
         this.#cachedIds.push(id);
       } else {
         step = this.#recompute(ids);

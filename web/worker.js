@@ -50,7 +50,50 @@ async function load() {
   };
 }
 
-function run({ text, padding = 0 }) {
+/** A sentiment result's steps without the batch of one: [1, ...] shapes lose their 1. */
+function unbatched(captured) {
+  return Object.fromEntries(Object.entries(captured).map(([name, t]) => [name, { data: t.data, shape: t.shape.slice(1) }]));
+}
+
+/**
+ * One layer's z patch for the Steps view: zeros for the heads in `ablated`, the heads in `patched`
+ * from `other` ([L, H, Dv] flattened, or null), as forward's patch ({ z, heads }); null for none.
+ * `batch`: the shape gets a leading batch of one (the Keras layer's [1, T, H, Dv]).
+ */
+function zPatch(ablated, patched, other, L, H, Dv, batch = false) {
+  const heads = [...new Set([...ablated, ...patched])];
+  if (heads.length === 0) return null;
+  const z = new Float32Array(L * H * Dv);
+  for (const h of patched) {
+    for (let i = 0; i < L; i++) z.set(other.subarray((i * H + h) * Dv, (i * H + h + 1) * Dv), (i * H + h) * Dv);
+  }
+  return { z: { data: z, shape: batch ? [1, L, H, Dv] : [L, H, Dv] }, heads };
+}
+
+/**
+ * The Steps view's z patches (docs/steps.md), per layer: zeros for the `ablated` heads, and for the
+ * `patched` heads their z on `patchText` (as many tokens as the text shown: activation patching).
+ * Heads are [layer, head] pairs.
+ */
+function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingMask) {
+  if (ablated.length === 0 && patched.length === 0) return [];
+  let other = null;
+  if (patched.length > 0) {
+    const ids = tokenize(patchText, model.vocab).ids;
+    const padding = keyPaddingMask ? keyPaddingMask.reduce((n, p) => n + p, 0) : 0;
+    if (ids.length !== L - padding) {
+      throw new RangeError(`patch: the second text has ${ids.length - 1} characters; patching needs as many as the text shown (${L - padding - 1})`);
+    }
+    for (let i = 0; i < padding; i++) ids.push(model.vocab.bos);
+    other = model.forward(ids, { keyPaddingMask, capture: true }).layers;
+  }
+  const H = model.numHeads, Dv = model.dModel / H;
+  const of = (pairs, l) => pairs.filter(([layer]) => layer === l).map(([, h]) => h);
+  return Array.from({ length: model.numLayers }, (_, l) => zPatch(of(ablated, l), of(patched, l), other?.[l].captured.z.data, L, H, Dv));
+}
+
+/** steps: the Steps view is open: capture every layer's steps, and apply its ablations and patches. */
+function run({ text, padding = 0, steps = null }) {
   const { ids, labels } = tokenize(text, model.vocab);
   // New text ends a generation; the caches keep what it shares with the text they hold.
   session.stop();
@@ -62,7 +105,8 @@ function run({ text, padding = 0 }) {
     labels.push('<pad>');
   }
   const started = performance.now();
-  const { layers, logits, wasmMs } = model.forward(ids, { keyPaddingMask: paddingMask });
+  const patches = steps ? zPatches(steps, ids.length, paddingMask) : [];
+  const { layers, logits, wasmMs } = model.forward(ids, { keyPaddingMask: paddingMask, capture: Boolean(steps), patches });
   const V = model.vocab.tokens.length;
   const last = ids.length - padding - 1;
   return {
@@ -72,6 +116,7 @@ function run({ text, padding = 0 }) {
     causal: true,
     config: { embedDim: model.dModel, numHeads: model.numHeads, numKvHeads: model.numHeads },
     cacheLength,
+    steps,
   };
 }
 
@@ -89,6 +134,8 @@ async function generate({ text, ...options }, progress) {
   let posted = performance.now();
   const flush = () => {
     if (batch.length === 0) return;
+    // The Steps view draws the newest token: only the batch's last one keeps its steps.
+    for (const token of batch.slice(0, -1)) for (const layer of token.layers) delete layer.captured;
     progress({
       tokens: batch,
       prediction: topK(Array.from(last.logits), model.vocab.tokens, 5),
@@ -116,16 +163,25 @@ async function generate({ text, ...options }, progress) {
 }
 
 /** The Sentiment mode: the classifier on one sentence, as a result the page's views can draw. */
-async function classify({ text }) {
+async function classify({ text, capture = false, steps = null }) {
   if (!sentiment) {
     const [bytes, vocab] = await Promise.all([fetchOk('sentiment/sentiment.safetensors'), fetchOk('sentiment/vocab.json', 'json')]);
     sentiment = sentimentModels.shipped = new SentimentModel(mha, readSafetensors(bytes), vocab);
   }
   const started = performance.now();
-  const p = sentiment.predict(text);
+  // The Steps view's ablated and patched heads (layer 0: the classifier's one attention layer); a
+  // patch's second sentence pads to the same 32 tokens, so any sentence fits.
+  let patch = null;
+  if (steps && (steps.ablated.length || steps.patched.length)) {
+    const heads = (pairs) => pairs.filter(([l]) => l === 0).map(([, h]) => h);
+    const other = steps.patched.length ? sentiment.predict(steps.patchText, { capture: true }).captured.z : null;
+    const [, T, H, Dv] = sentiment.zShape;
+    patch = zPatch(heads(steps.ablated), heads(steps.patched), other?.data, T, H, Dv, true);
+  }
+  const p = sentiment.predict(text, { capture, patch });
   return {
     text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started,
-    layers: [{ weights: p.weights, output: p.output }],
+    layers: [{ weights: p.weights, output: p.output, ...(capture && { input: p.input, captured: unbatched(p.captured) }) }],
     padding: null,  // the tutorial's model has no mask: its words attend to the padding too
     prediction: [{ token: 'positive', probability: p.probability }, { token: 'negative', probability: 1 - p.probability }],
     causal: false,
@@ -160,7 +216,7 @@ function stop() {
   return { cacheLength: session.cacheLength };
 }
 
-function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants }) {
+function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false, steps = null }) {
   const embeddings = parseEmbeddings(embeddingsFile.name, embeddingsFile.bytes);
   let names;
   try {
@@ -178,7 +234,8 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   // Keep only this layer's own keys (a deeper prefix could also match, e.g. "attn." inside "attn.sub.").
   const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) => LAYER_KEYS.includes(k)));
   const started = performance.now();
-  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants });
+  const ablated = steps ? steps.ablated.filter(([l]) => l === 0).map(([, h]) => h) : [];
+  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants, capture, ablated });
   const L = embeddings.shape[0];
   return {
     ...result,

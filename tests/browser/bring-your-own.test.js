@@ -131,6 +131,7 @@ test('a Mistral-style layer (rotary + GQA + sliding window, head size free of E 
     rotary: { dim: 8 }, slidingWindow: 3 });
   layer.loadStateDict(Object.fromEntries(Object.entries(mistral).map(([k, t]) => [k, t.data])));
   const expected = layer.forward({ data: embeddings, shape: [L, M.E] }, null, null, { causal: true, needWeights: true, averageWeights: false }).weights.data;
+  const { captured } = layer.forward({ data: embeddings, shape: [L, M.E] }, null, null, { causal: true, capture: true });
   layer.dispose();
   for (let h = 0; h < M.H; h++) {
     const shown = await page.evaluate((head) => window.__mhaDemo.getWeights(0, head), h);
@@ -138,6 +139,19 @@ test('a Mistral-style layer (rotary + GQA + sliding window, head size free of E 
     // The window: query 6 sees keys 4, 5, 6 only.
     assert.deepEqual(Array.from(shown.slice(6 * L, 7 * L), (w) => w > 0), [false, false, false, false, true, true, true]);
   }
+  // The Steps view of head 1 (key/value head 0), query 6: the package's capture, the window blocked.
+  const steps = await page.evaluate(() => window.__mhaDemo.showSteps({ layer: 0, head: 1, query: 6 }));
+  const row = (t, start, n) => Array.from(t.data.subarray(start, start + n));
+  assert.deepEqual(steps.logits.slice(0, 4), [-Infinity, -Infinity, -Infinity, -Infinity]);
+  assert.ok(maxDifference(steps.scores, row(captured.scores, (1 * L + 6) * L, L)) <= 1e-5);
+  assert.ok(maxDifference(steps.q, row(captured.q, (1 * L + 6) * M.head, M.head)) <= 1e-5);
+  assert.ok(maxDifference(steps.keys.flat(), row(captured.k, 0, L * M.head)) <= 1e-5);
+  // Ablating the head reruns the layer with zeros in its z.
+  await page.locator('#steps-ablate').check();
+  await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.every((x) => x === 0));
+  await page.locator('#steps-ablate').uncheck();
+  await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.some((x) => x !== 0));
+  await page.locator('#view-heatmap').click();
   await page.locator('#byo-family').selectOption('pytorch');
   assert.deepEqual(problems, []);
 });

@@ -40,6 +40,8 @@ class GeneratedText {
     const i = this.labels.length;
     const C = this.stride;
     const E = this.config.embedDim;
+    // The Steps view's newest token: its steps against the cache (one query row, S = i + 1 keys).
+    if (layers[0].captured) this.cacheSteps = { position: i, layers: layers.map(({ captured, input, output }) => ({ captured, input, output })) };
     layers.forEach(({ weights, output }, l) => {
       for (let h = 0; h < this.config.numHeads; h++) {
         this.layers[l].weights.set(weights.subarray(h * (i + 1), (h + 1) * (i + 1)), (h * C + i) * C);
@@ -75,7 +77,10 @@ export class GenerateMode {
   /** The caches' length as the worker last reported it (tokens held). */
   cacheLength = 0;
 
-  constructor({ worker, $, show, redraw, message }) {
+  #wantsSteps;  // () => whether the Steps view is open (then each token brings its steps)
+
+  constructor({ worker, $, show, redraw, message, wantsSteps = () => false }) {
+    this.#wantsSteps = wantsSteps;
     this.#worker = worker;
     this.#$ = $;
     this.#show = show;
@@ -141,7 +146,7 @@ export class GenerateMode {
       this.#text.generation.cacheLength = this.cacheLength;
     };
     try {
-      const result = await this.#worker.request('generate', { text: box.value, ...settings }, [], onProgress);
+      const result = await this.#worker.request('generate', { text: box.value, ...settings, steps: this.#wantsSteps() }, [], onProgress);
       if (runId === this.#runId) {
         this.cacheLength = result.cacheLength;
         Object.assign(this.#text.generation, { cacheLength: result.cacheLength, reused: result.reused });
