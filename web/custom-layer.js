@@ -169,18 +169,19 @@ export const FAMILY_PRESETS = {
 };
 
 /**
- * Builds the user's layer and runs self-attention on their embeddings.
- * @param mha the loaded package; stateDict: name -> Float32Array (prefix already removed);
+ * Builds the user's layer and runs self-attention on their embeddings (forwardAsync: the same on
+ * the wasm module and the WebGPU one, which has no capture or patch yet).
+ * @param mha the loaded package (either backend); stateDict: name -> Float32Array (prefix already removed);
  *   capture: also return the steps (docs/steps.md); ablated: heads whose z is zeroed
  */
-export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {}, capture = false, ablated = [] }) {
+export async function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {}, capture = false, ablated = [] }) {
   const [L, E] = embeddings.shape;
   const config = inferConfig(stateDict, E, numHeads, 'state dict', variants);
   const layer = new mha.MultiHeadAttention(config);
   try {
     layer.loadStateDict(stateDict);
     const started = performance.now();
-    const { output, weights, captured } = layer.forward({ data: embeddings.data, shape: [L, E] }, null, null, {
+    const { output, weights, captured } = await layer.forwardAsync({ data: embeddings.data, shape: [L, E] }, null, null, {
       causal, needWeights: true, averageWeights: false, ...(capture && { capture: true }),
       // The Steps view's ablated heads: zeros in their z.
       ...(ablated.length && { patch: { z: { data: new Float32Array(L * layer.config.numHeads * layer.config.valueHeadDim), shape: [L, layer.config.numHeads, layer.config.valueHeadDim] }, heads: ablated } }),

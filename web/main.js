@@ -16,6 +16,8 @@ const worker = new WorkerClient(new URL('./worker.js', import.meta.url));
 const state = {
   source: 'default',      // 'default' model, the user's 'custom' layer, the 'sentiment' classifier, or the model being trained ('train')
   info: null,             // the worker's load result: build, vocab, heads, config
+  backends: null,         // the worker's backends (web/backends.js info()): chosen, adapter, note, per mode
+  runError: null,         // the message of the latest failed run (null after a drawn one)
   result: null,           // the latest forward pass
   selected: { layer: 0, head: 0 },
   mode: 'head',           // 'head' or 'mean' (averaged over the layer's heads)
@@ -96,10 +98,58 @@ function renderStatus() {
   const tokens = result ? `<b>${result.labels.length}</b> tokens · ` : '';
   const timing = state.source === 'train' ? trainMode.statusHtml()
     : !result ? '' : result.generation ? generateMode.statusHtml(result.generation, state.renderMs)
-    : `attention layers in wasm <b>${result.wasmMs.toFixed(2)} ms</b> · whole forward pass `
+    : `attention layers on ${result.backend === 'webgpu' ? 'WebGPU' : 'wasm'} <b>${result.wasmMs.toFixed(2)} ms</b> · whole forward pass `
     + `<b>${result.totalMs.toFixed(2)} ms</b> · drawing <b>${state.renderMs.toFixed(0)} ms</b>`;
   $('status').innerHTML = `build <b>${build.name}</b> · SIMD <b>${build.simd ? 'on' : 'off'}</b> · threads <b>${build.threads ? `on (${build.numThreads ?? '?'})` : 'off'}</b>`
     + `${crossOriginIsolated ? '' : ' (page not cross-origin isolated)'} · ${tokens}${timing}`;
+}
+
+const MODE_NAMES = { default: 'Default model', custom: 'Your layer', generate: 'Generate', train: 'Train', steps: 'Steps', sentiment: 'Sentiment' };
+
+/** The header's backend line: what runs, on which adapter, the modes that stay on wasm and why, and the switch. */
+function renderBackend() {
+  const b = state.backends;
+  if (!b) return;
+  const onGpu = b.chosen === 'webgpu' && b.available;
+  const gpuName = b.adapter ? `${b.adapter.description || b.adapter.vendor || 'unnamed adapter'}${b.adapter.isFallbackAdapter ? ' (software)' : ''}` : null;
+  const wasmName = `wasm SIMD · ${b.build.threads} thread${b.build.threads === 1 ? '' : 's'}`;
+  $('backend-text').innerHTML = '';
+  $('backend-text').append(Object.assign(document.createElement('b'), { textContent: onGpu ? `WebGPU · ${gpuName}` : wasmName }));
+  const stays = Object.entries(b.modes).filter(([, m]) => m.why).map(([mode, m]) => `${MODE_NAMES[mode]}: wasm (${m.why})`);
+  $('backend-note').textContent = [b.note, ...stays].filter(Boolean).join(' · ');
+  const select = $('backend-switch');
+  select.options[0].textContent = wasmName;
+  select.options[1].textContent = gpuName ? `WebGPU · ${gpuName}` : 'WebGPU (not available)';
+  select.options[1].disabled = !b.adapter;  // (after a loss the switch asks for a new device)
+  select.disabled = !b.adapter;
+  select.value = b.chosen;
+}
+
+/** The worker's backend changed (the switch, or a lost device): redraw the source shown on it. */
+async function redrawOn(backends) {
+  state.backends = backends;
+  renderBackend();
+  const expected = state.source === 'default' && !state.result?.generation ? backends.modes[state.view === 'steps' ? 'steps' : 'default'].backend
+    : state.source === 'custom' ? backends.modes[state.view === 'steps' ? 'steps' : 'custom'].backend : null;
+  const drawn = nextRender();
+  if (expected && state.result?.backend !== expected) rerun();
+  else render();
+  await drawn;
+  while (expected && state.result?.backend !== expected) {
+    if (state.runError) throw new Error(state.runError);
+    await nextRender();
+  }
+}
+
+/** The switch: runs the page on 'webgpu' or 'wasm' from now on; the text, generated tokens and training stay. */
+async function switchBackend(backend) {
+  try {
+    await redrawOn(await worker.request('backend', { backend }));
+  } catch (error) {
+    showMessage(`Could not switch to ${backend}: ${error.message}`);
+    renderBackend();
+    throw error;
+  }
 }
 
 function renderPrediction() {
@@ -260,9 +310,9 @@ function renderSteps() {
     const generating = Boolean(result.generation?.running);
     $('steps-summary').textContent = state.source === 'train' ? 'The steps appear with the model\'s first evaluation.'
       : generating ? 'The steps are drawn for the text shown once generation stops.' : 'Computing the steps…';
-    if (defaultModel && !generating && stepsRequestedFor !== result) {
+    if ((defaultModel || state.source === 'custom') && !generating && stepsRequestedFor !== result) {
       stepsRequestedFor = result;
-      runText();
+      rerun();
     }
     return;
   }
@@ -362,7 +412,15 @@ function showMessage(text, kind = 'error') {
   box.className = kind === 'info' ? 'info' : '';
 }
 
+/** A run failed: the message says why, and whoever waits for a redraw (the switch) hears of it. */
+function runFailed(text) {
+  state.runError = text;
+  showMessage(text);
+  for (const waiter of renderWaiters.splice(0)) waiter();
+}
+
 function accept(result) {
+  state.runError = null;
   state.result = result;
   if (result.cacheLength !== undefined) generateMode.cacheLength = result.cacheLength;
   state.meanCache = new Map();
@@ -389,7 +447,7 @@ async function runText() {
           showMessage(null);
         }
       } catch (error) {
-        showMessage(`Could not run the model: ${error.message}`);
+        runFailed(`Could not run the model: ${error.message}`);
       }
     }
   } finally {
@@ -437,7 +495,7 @@ async function runCustom() {
       prefix: $('byo-prefix').value,
       causal: $('byo-causal').checked,
       variants: customVariants(),
-      capture: true,  // the Steps view reads the steps
+      capture: state.view === 'steps',  // the Steps view reads the steps
       steps: stepsRunOptions(),
     });
     const select = $('byo-prefix');
@@ -448,7 +506,7 @@ async function runCustom() {
     showMessage(`Loaded ${weightsFile.name}${result.prefix ? ` (layer '${result.prefix}')` : ''}: embedDim ${embedDim}, `
       + `${numHeads} heads${numKvHeads < numHeads ? `, ${numKvHeads} key/value heads` : ''}, ${result.labels.length} tokens.`, 'info');
   } catch (error) {
-    showMessage(error.message);
+    runFailed(error.message);
   }
 }
 
@@ -589,6 +647,11 @@ function bindEvents() {
     state.patched = [];
     rerun();
   });
+  $('backend-switch').addEventListener('change', () => switchBackend($('backend-switch').value).catch(() => {}));
+  worker.onNotice = (backends) => {
+    showMessage(backends.note, 'info');
+    redrawOn(backends);
+  };
   $('export-png').addEventListener('click', exportPng);
   $('export-json').addEventListener('click', exportJson);
 
@@ -718,6 +781,14 @@ window.__mhaDemo = {
     const { result } = state;
     return {
       source: state.source,
+      /** The backend the page runs on ('webgpu' | 'wasm'); modes WebGPU cannot run yet stay on wasm (backends.modes). */
+      backend: state.backends?.chosen ?? null,
+      /** The WebGPU adapter's description ('' when it gives none), or null without one. */
+      adapter: state.backends?.adapter?.description ?? null,
+      /** { chosen, available, adapter, note, timings, build, modes: { default|custom|generate|train|steps|sentiment: { backend, why } } } */
+      backends: state.backends ? structuredClone(state.backends) : null,
+      /** The backend that computed the result shown. */
+      ranOn: state.result?.backend ?? null,
       build: state.info?.build ?? null,
       ids: result?.ids ?? null,
       labels: result?.labels ?? null,
@@ -782,6 +853,13 @@ window.__mhaDemo = {
   },
   /** Resolves after the next redraw. */
   nextRender,
+  /** Runs the page on 'webgpu' or 'wasm' (the header's switch); resolves once it has switched and redrawn. */
+  setBackend: switchBackend,
+  /** Test only: destroys the worker's WebGPU device (as a driver reset would); resolves once the page runs on wasm again. */
+  async loseDevice() {
+    await worker.request('testLoseDevice', {});
+    while (state.backends.available) await nextRender();
+  },
   /**
    * Opens the Steps view on layer `layer`, head `head` and query token `query` (default: the last
    * token); resolves with getState().steps once it is drawn.
@@ -848,7 +926,9 @@ window.__mhaDemo = {
 window.__mhaDemo.ready = (async () => {
   bindEvents();
   try {
-    state.info = await worker.request('load', {});
+    state.info = await worker.request('load', { text: $('text').value });
+    state.backends = state.info.backends;
+    renderBackend();
     renderStatus();
     const drawn = nextRender();
     runText();

@@ -85,6 +85,26 @@ export class DemoModel {
     }
   }
 
+  /**
+   * The same model with its attention layers made by another module, e.g. the WebGPU backend's
+   * (init({ backend: 'webgpu' })): the page runs the default model on either.
+   */
+  copyOn(mha) {
+    const V = this.vocab.tokens.length, E = this.dModel;
+    const f32 = (data, shape) => ({ dtype: 'F32', shape, data });
+    const tensors = {
+      'tok_embed.weight': f32(this.embedding, [V, E]),
+      'unembed.weight': f32(this.unembedWeight, [V, E]),
+      'unembed.bias': f32(this.unembedBias, [V]),
+    };
+    this.#layers.forEach((layer, l) => {
+      const shapes = layer.stateDictShapes();
+      for (const [key, data] of Object.entries(layer.stateDict())) tensors[`layers.${l}.${key}`] = f32(data, shapes[key]);
+    });
+    const metadata = { dModel: String(E), numHeads: String(this.numHeads), numLayers: String(this.numLayers) };
+    return new DemoModel(mha, { tensors, metadata }, this.vocab);
+  }
+
   /** Token embeddings plus positions, [L, E]. */
   embed(ids) {
     const E = this.dModel;
@@ -102,26 +122,51 @@ export class DemoModel {
    * (forward's capture: docs/steps.md). `patches[l]` ({ z, heads }, or absent) is layer l's patch
    * of z: zeros ablate heads, another text's z patches them (then everything after follows).
    */
-  forward(ids, { keyPaddingMask = null, capture = false, patches = [] } = {}) {
-    const L = ids.length;
-    const E = this.dModel;
+  forward(ids, options = {}) {
     const x = this.embed(ids);
     const layers = [];
     let wasmMs = 0;
     this.#layers.forEach((layer, l) => {
-      const input = capture ? x.slice() : null;
       const started = performance.now();
-      const { output, weights, captured } = layer.forward({ data: x, shape: [L, E] }, null, null, {
-        causal: true, needWeights: true, averageWeights: false,
-        ...(keyPaddingMask && { keyPaddingMask: { data: keyPaddingMask, shape: [L] } }),
-        ...(capture && { capture: true }),
-        ...(patches[l] && { patch: patches[l] }),
-      });
+      const result = layer.forward({ data: x, shape: [ids.length, this.dModel] }, null, null, this.#options(l, ids.length, options));
       wasmMs += performance.now() - started;
-      for (let i = 0; i < x.length; i++) x[i] += output.data[i];
-      layers.push({ weights: weights.data, output: output.data, ...(capture && { input, captured }) });
+      layers.push(this.#addLayer(x, result, options));
     });
     return { layers, logits: this.unembed(x), wasmMs };
+  }
+
+  /**
+   * forward() through each layer's forwardAsync: the same result on a wasm model, and the only call
+   * of a model made on the WebGPU backend (init({ backend: 'webgpu' }); no capture or patches there yet).
+   */
+  async forwardAsync(ids, options = {}) {
+    const x = this.embed(ids);
+    const layers = [];
+    let wasmMs = 0;
+    for (const [l, layer] of this.#layers.entries()) {
+      const started = performance.now();
+      const result = await layer.forwardAsync({ data: x, shape: [ids.length, this.dModel] }, null, null, this.#options(l, ids.length, options));
+      wasmMs += performance.now() - started;
+      layers.push(this.#addLayer(x, result, options));
+    }
+    return { layers, logits: this.unembed(x), wasmMs };
+  }
+
+  /** Layer l's forward options for a text of L tokens. */
+  #options(l, L, { keyPaddingMask = null, capture = false, patches = [] }) {
+    return {
+      causal: true, needWeights: true, averageWeights: false,
+      ...(keyPaddingMask && { keyPaddingMask: { data: keyPaddingMask, shape: [L] } }),
+      ...(capture && { capture: true }),
+      ...(patches[l] && { patch: patches[l] }),
+    };
+  }
+
+  /** The residual add x += output; returns the layer's entry of forward's `layers`. */
+  #addLayer(x, { output, weights, captured }, { capture = false }) {
+    const input = capture ? x.slice() : null;
+    for (let i = 0; i < x.length; i++) x[i] += output.data[i];
+    return { weights: weights.data, output: output.data, ...(capture && { input, captured }) };
   }
 
   /** One KV cache per layer, for generating token by token with step(). */

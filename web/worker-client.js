@@ -1,13 +1,19 @@
 // Promise-based requests to the page's worker: each message carries an id; the reply settles it,
-// and a long request (Generate) may send progress messages before it.
+// and a long request (Generate) may send progress messages before it. A { notice } answers no request.
 export class WorkerClient {
   #worker;
   #nextId = 1;
   #pending = new Map();
+  /** (notice) => called for each message the worker sends unasked. */
+  onNotice = null;
 
   constructor(url) {
     this.#worker = new Worker(url, { type: 'module' });
     this.#worker.onmessage = ({ data }) => {
+      if ('notice' in data) {  // news the worker sends unasked (the WebGPU device was lost)
+        this.onNotice?.(data.notice);
+        return;
+      }
       const request = this.#pending.get(data.id);
       if (!request) return;
       if ('progress' in data) {

@@ -1,9 +1,12 @@
 // The page's Web Worker: owns the mha-wasm module and every forward pass, so typing never waits
 // on the computation. Messages in: { id, type: 'load' | 'run' | 'custom' | 'generate' | 'stop' | 'sentiment' | 'sentimentModel'
-// | 'train' | 'trainPause' | 'trainAblate' | 'trainProbe' | 'trainExport' | 'trainUse', ... };
+// | 'train' | 'trainPause' | 'trainAblate' | 'trainProbe' | 'trainExport' | 'trainUse' | 'backend' | 'testLoseDevice', ... };
 // out: { id, result } or { id, error } (the error's message is shown on the page), and for a
-// running 'generate' or 'train' any number of { id, progress } first. Big arrays are transferred, not copied.
+// running 'generate' or 'train' any number of { id, progress } first; { notice: backends } when the
+// WebGPU device is lost. Big arrays are transferred, not copied.
+// Which backend (wasm or WebGPU) runs each mode: web/backends.js (backendFor), through onBackend below.
 import { init, readSafetensors, stateDictFromSafetensors } from '../bindings/js/index.js';
+import { Backends } from './backends.js';
 import { DemoModel, tokenize, topK } from './model.js';
 import { GenerationSession } from './generation.js';
 import { SentimentModel } from './sentiment.js';
@@ -13,6 +16,8 @@ import { describeHeads } from './training/head-scores.js';
 
 let mha;
 let model;
+let backends;     // web/backends.js: the wasm module, the WebGPU one where there is an adapter, the choice
+let gpuModel = null;  // the default model's layers on WebGPU (same weights as `model`), while a device works
 let session;  // the generation state: one KV cache per layer, kept between Generate clicks
 let sentiment = null;  // the sentiment classifier in use: the shipped one (loaded on its first use) or one trained in the page
 const sentimentModels = { shipped: null, trained: null };
@@ -34,20 +39,77 @@ async function fetchOk(url, kind) {
   return kind === 'json' ? response.json() : new Uint8Array(await response.arrayBuffer());
 }
 
-async function load() {
+async function load({ text = '' } = {}) {
   // One core stays with the page (drawing, typing, Stop): with 2 cores the worker runs one thread.
-  mha = await init({ threads: Math.max(1, (navigator.hardwareConcurrency || 1) - 1) });
+  const wasmOptions = { threads: Math.max(1, (navigator.hardwareConcurrency || 1) - 1) };
+  mha = await init(wasmOptions);
   const [bytes, vocab, heads] = await Promise.all([
     fetchOk('model/demo-model.safetensors'), fetchOk('model/vocab.json', 'json'), fetchOk('model/heads.json', 'json'),
   ]);
   model = new DemoModel(mha, readSafetensors(bytes), vocab);
   session = new GenerationSession(model);
+  backends = new Backends(mha, wasmOptions);
+  backends.onLost = (info) => {
+    dropGpuModel();
+    self.postMessage({ notice: info });
+  };
+  if (await backends.openWebGpu()) {
+    makeGpuModel();
+    // A hardware adapter: WebGPU is the default if it ran the default model on the page's text faster.
+    const ids = tokenize(text, vocab).ids;
+    await backends.chooseDefault(async (backend) => {
+      const started = performance.now();
+      await (backend === 'webgpu' ? gpuModel : model).forwardAsync(ids);
+      return performance.now() - started;
+    });
+  }
   return {
     build: { ...mha.build },
+    backends: backends.info(),
     vocab,
     heads,
     config: { embedDim: model.dModel, numHeads: model.numHeads, numKvHeads: model.numHeads, numLayers: model.numLayers },
   };
+}
+
+/** The default model's layers on the WebGPU device, with the weights of `model` (the shipped or trained ones). */
+function makeGpuModel() {
+  dropGpuModel();
+  gpuModel = model.copyOn(backends.gpu);
+}
+
+function dropGpuModel() {
+  gpuModel?.dispose();
+  gpuModel = null;
+}
+
+/**
+ * Runs `call(backend)` on the backend that runs `mode`; a WebGPU device lost during the call
+ * (GPUDevice.destroy(), a driver reset) moves every mode to wasm and runs it again there.
+ */
+async function onBackend(mode, call) {
+  const backend = backends.backendFor(mode);
+  try {
+    return { ...(await call(backend)), backend };
+  } catch (error) {
+    if (backend !== 'webgpu' || !/device was lost/.test(error.message)) throw error;
+    backends.lose(`the WebGPU device was lost during a run (${error.message.replace(/^.*device was lost \(([^)]*)\).*$/s, '$1')})`);
+    return { ...(await call('wasm')), backend: 'wasm' };
+  }
+}
+
+/** 'backend': the page's switch. Resolves with the new backends.info(). */
+async function chooseBackend({ backend }) {
+  await backends.choose(backend);
+  if (backend === 'webgpu' && !gpuModel) makeGpuModel();
+  return backends.info();
+}
+
+/** Test-only ('testLoseDevice'): destroys the WebGPU device as a driver reset would, to test the fallback. */
+function loseDevice() {
+  if (!backends.gpu) throw new Error('testLoseDevice: no WebGPU device is open');
+  backends.gpu.device.destroy();
+  return {};
 }
 
 /** A sentiment result's steps without the batch of one: [1, ...] shapes lose their 1. */
@@ -92,8 +154,11 @@ function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingM
   return Array.from({ length: model.numLayers }, (_, l) => zPatch(of(ablated, l), of(patched, l), other?.[l].captured.z.data, L, H, Dv));
 }
 
-/** steps: the Steps view is open: capture every layer's steps, and apply its ablations and patches. */
-function run({ text, padding = 0, steps = null }) {
+/**
+ * steps: the Steps view is open: capture every layer's steps, and apply its ablations and patches.
+ * mode: 'default', or 'generate' for Generate's prompt.
+ */
+async function run({ text, padding = 0, steps = null }, mode = 'default') {
   const { ids, labels } = tokenize(text, model.vocab);
   // New text ends a generation; the caches keep what it shares with the text they hold.
   session.stop();
@@ -106,11 +171,12 @@ function run({ text, padding = 0, steps = null }) {
   }
   const started = performance.now();
   const patches = steps ? zPatches(steps, ids.length, paddingMask) : [];
-  const { layers, logits, wasmMs } = model.forward(ids, { keyPaddingMask: paddingMask, capture: Boolean(steps), patches });
+  const { layers, logits, wasmMs, backend } = await onBackend(steps ? 'steps' : mode, (on) => (on === 'webgpu' ? gpuModel : model)
+    .forwardAsync(ids, { keyPaddingMask: paddingMask, capture: Boolean(steps), patches }));
   const V = model.vocab.tokens.length;
   const last = ids.length - padding - 1;
   return {
-    text, ids, labels, layers, wasmMs, totalMs: performance.now() - started,
+    text, ids, labels, layers, wasmMs, totalMs: performance.now() - started, backend,
     padding: paddingMask,
     prediction: topK(Array.from(logits.subarray(last * V, (last + 1) * V)), model.vocab.tokens, 5),
     causal: true,
@@ -126,7 +192,7 @@ function run({ text, padding = 0, steps = null }) {
  * { tokens: [{ id, label, layers, attentionMs, stepMs }], prediction, cacheLength }.
  */
 async function generate({ text, ...options }, progress) {
-  const prompt = run({ text });
+  const prompt = await run({ text }, 'generate');
   const steps = session.generate(prompt.ids, options);  // options: { count, temperature, topK, seed, useCache }
   progress({ prompt }, buffersOf(prompt.layers));
   let batch = [];
@@ -180,7 +246,7 @@ async function classify({ text, capture = false, steps = null }) {
   }
   const p = sentiment.predict(text, { capture, patch });
   return {
-    text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started,
+    text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started, backend: 'wasm',
     layers: [{ weights: p.weights, output: p.output, ...(capture && { input: p.input, captured: unbatched(p.captured) }) }],
     padding: null,  // the tutorial's model has no mask: its words attend to the padding too
     prediction: [{ token: 'positive', probability: p.probability }, { token: 'negative', probability: 1 - p.probability }],
@@ -216,7 +282,7 @@ function stop() {
   return { cacheLength: session.cacheLength };
 }
 
-function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false, steps = null }) {
+async function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false, steps = null }) {
   const embeddings = parseEmbeddings(embeddingsFile.name, embeddingsFile.bytes);
   let names;
   try {
@@ -235,7 +301,9 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) => LAYER_KEYS.includes(k)));
   const started = performance.now();
   const ablated = steps ? steps.ablated.filter(([l]) => l === 0).map(([, h]) => h) : [];
-  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants, capture, ablated });
+  const mode = capture || ablated.length ? 'steps' : 'custom';
+  const result = await onBackend(mode, (on) => runCustomLayer(on === 'webgpu' ? backends.gpu : mha,
+    { embeddings, stateDict: own, numHeads, causal, variants, capture, ablated }));
   const L = embeddings.shape[0];
   return {
     ...result,
@@ -263,6 +331,7 @@ function useTrainedWeights() {
   model.dispose();
   model = trained;
   session = new GenerationSession(model);
+  if (backends.gpu) makeGpuModel();
   return {
     step: trainer.step,
     config: { embedDim: model.dModel, numHeads: model.numHeads, numKvHeads: model.numHeads, numLayers: model.numLayers },
@@ -278,6 +347,8 @@ const handlers = {
   trainProbe: ({ text }) => trainingSession().probe(text),
   trainExport: () => ({ bytes: trainingSession().exportWeights() }),
   trainUse: useTrainedWeights,
+  backend: chooseBackend,
+  testLoseDevice: loseDevice,
 };
 
 self.onmessage = async ({ data: { id, type, ...args } }) => {

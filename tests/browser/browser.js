@@ -37,11 +37,12 @@ export async function launchBrowser({ gpu = false } = {}) {
 /**
  * Serves the demo (tools/serve.mjs on a free port), opens it in a fresh Chromium and waits (at most
  * 60 s) until it has drawn its first view. Returns the page, a live list of console errors and
- * uncaught exceptions, and close() for the browser and the server.
+ * uncaught exceptions, and close() for the browser and the server. `gpu`: Chromium with WebGPU on
+ * SwiftShader (launchBrowser), so the page finds a (software) adapter.
  */
-export async function startDemo() {
+export async function startDemo({ gpu = false } = {}) {
   const { server, url } = await startServer({ port: 0 });
-  const browser = await launchBrowser();
+  const browser = await launchBrowser({ gpu });
   const close = async () => {
     await browser.close();
     server.close();
