@@ -110,7 +110,8 @@ export class Backends {
     return {
       chosen: this.chosen,
       available: Boolean(this.gpu),
-      adapter: this.adapter && { ...this.adapter },
+      // name: the description, or vendor and architecture where the browser gives no description (Chromium's SwiftShader).
+      adapter: this.adapter && { ...this.adapter, name: this.adapter.description || [this.adapter.vendor, this.adapter.architecture].filter(Boolean).join(' ') || 'unnamed adapter' },
       note: this.note,
       timings: this.timings,
       build: { simd: this.wasm.build.simd, threads: this.wasm.build.threads ? this.wasm.build.numThreads ?? 1 : 1 },

@@ -111,7 +111,7 @@ function renderBackend() {
   const b = state.backends;
   if (!b) return;
   const onGpu = b.chosen === 'webgpu' && b.available;
-  const gpuName = b.adapter ? `${b.adapter.description || b.adapter.vendor || 'unnamed adapter'}${b.adapter.isFallbackAdapter ? ' (software)' : ''}` : null;
+  const gpuName = b.adapter ? `${b.adapter.name}${b.adapter.isFallbackAdapter ? ' (software)' : ''}` : null;
   const wasmName = `wasm SIMD · ${b.build.threads} thread${b.build.threads === 1 ? '' : 's'}`;
   $('backend-text').innerHTML = '';
   $('backend-text').append(Object.assign(document.createElement('b'), { textContent: onGpu ? `WebGPU · ${gpuName}` : wasmName }));
@@ -783,8 +783,8 @@ window.__mhaDemo = {
       source: state.source,
       /** The backend the page runs on ('webgpu' | 'wasm'); modes WebGPU cannot run yet stay on wasm (backends.modes). */
       backend: state.backends?.chosen ?? null,
-      /** The WebGPU adapter's description ('' when it gives none), or null without one. */
-      adapter: state.backends?.adapter?.description ?? null,
+      /** The WebGPU adapter's description (vendor and architecture where the browser gives none), or null without one. */
+      adapter: state.backends?.adapter?.name ?? null,
       /** { chosen, available, adapter, note, timings, build, modes: { default|custom|generate|train|steps|sentiment: { backend, why } } } */
       backends: state.backends ? structuredClone(state.backends) : null,
       /** The backend that computed the result shown. */

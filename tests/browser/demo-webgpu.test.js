@@ -1,0 +1,174 @@
+// The demo page on WebGPU, in Chromium with SwiftShader's (software) WebGPU adapter: the page finds
+// the adapter but keeps wasm as the default (a software adapter is slower); the switch moves the
+// modes that run on WebGPU (Default model, Your layer) there, with the same numbers as on wasm;
+// the modes WebGPU cannot run yet stay on wasm and the header says why; switching mid-run keeps the
+// generated tokens and the training state; a lost device (GPUDevice.destroy()) moves the page to wasm.
+// SwiftShader is slow: short texts, few tokens, few training steps.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { writeSafetensors } from '../../bindings/js/index.js';
+import { startDemo } from './browser.js';
+import { maxDifference, referenceAttention } from './node-reference.js';
+
+const TEXT = 'kelumi likes the red boat. kelu';
+let demo;
+let page;
+let problems;
+
+before(async () => {
+  demo = await startDemo({ gpu: true });
+  ({ page, problems } = demo);
+});
+
+after(() => demo?.close());
+
+const state = () => page.evaluate(() => window.__mhaDemo.getState());
+const setBackend = (backend) => page.evaluate((b) => window.__mhaDemo.setBackend(b), backend);
+const header = () => page.locator('#backend').innerText();
+
+/** Every head's weights, every layer's output and the prediction the page shows now. */
+async function shown() {
+  return page.evaluate(() => {
+    const demo = window.__mhaDemo;
+    const s = demo.getState();
+    const heads = [];
+    for (let l = 0; l < s.numLayers; l++) for (let h = 0; h < s.config.numHeads; h++) heads.push(demo.getWeights(l, h));
+    const outputs = Array.from({ length: s.numLayers }, (_, l) => demo.getOutput(l));
+    return { heads, outputs, prediction: s.prediction, ranOn: s.ranOn, ids: s.ids };
+  });
+}
+
+function assertSame(a, b, what) {
+  a.heads.forEach((w, i) => assert.ok(maxDifference(w, b.heads[i]) <= 1e-5, `${what}: head ${i} differs by ${maxDifference(w, b.heads[i])}`));
+  a.outputs.forEach((o, l) => assert.ok(maxDifference(o, b.outputs[l]) <= 1e-4, `${what}: layer ${l}'s output differs by ${maxDifference(o, b.outputs[l])}`));
+  assert.deepEqual(a.prediction.map((p) => p.token), b.prediction.map((p) => p.token), `${what}: the predicted characters`);
+  a.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - b.prediction[i].probability) <= 1e-5, `${what}: p(${p.token})`));
+}
+
+test('a software adapter is found but wasm stays the default; the header says which backend and adapter run', async () => {
+  const s = await state();
+  assert.equal(s.backend, 'wasm');
+  assert.equal(s.ranOn, 'wasm');
+  assert.equal(s.adapter, 'google swiftshader');
+  assert.equal(s.backends.adapter.isFallbackAdapter, true);
+  assert.equal(s.backends.available, true);
+  assert.match(await header(), /wasm SIMD · \d threads?\n?.*software one \(not the default: wasm is faster\); the switch reaches it/s);
+  assert.equal(await page.locator('#backend-switch').inputValue(), 'wasm');
+  assert.deepEqual(problems, []);
+});
+
+test('Default model: the switch runs it on WebGPU with the wasm backend\'s numbers; the text stays', { timeout: 300_000 }, async () => {
+  await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+  const onWasm = await shown();
+  assert.equal(onWasm.ranOn, 'wasm');
+  await setBackend('webgpu');
+  const s = await state();
+  assert.equal(s.backend, 'webgpu');
+  assert.equal(await page.locator('#text').inputValue(), TEXT);
+  const onGpu = await shown();
+  assert.equal(onGpu.ranOn, 'webgpu');
+  assert.deepEqual(onGpu.ids, onWasm.ids);
+  assertSame(onGpu, onWasm, 'WebGPU vs wasm');
+  // ... and PyTorch's model through the package in Node.
+  const reference = await referenceAttention(onGpu.ids);
+  const L = onGpu.ids.length;
+  reference.forEach((layer, l) => {
+    for (let h = 0; h < 4; h++) {
+      const worst = maxDifference(onGpu.heads[l * 4 + h], layer.perHead.subarray(h * L * L, (h + 1) * L * L));
+      assert.ok(worst <= 1e-5, `layer ${l} head ${h} vs Node: ${worst}`);
+    }
+  });
+  const text = await header();
+  assert.match(text, /WebGPU · google swiftshader \(software\)/);
+  for (const line of ['Generate: wasm (the WebGPU backend has no KV cache yet)', 'Train: wasm (the WebGPU backend has no backward pass yet)',
+    'Steps: wasm (the WebGPU backend has no capture (the Steps view) yet)']) assert.ok(text.includes(line), `${line} in ${text}`);
+  assert.match(await page.locator('#status').innerText(), /attention layers on WebGPU \d+\.\d\d ms/);
+  // Typing on WebGPU redraws on WebGPU.
+  await page.evaluate((t) => window.__mhaDemo.setText(t), `${TEXT}m`);
+  assert.equal((await state()).ranOn, 'webgpu');
+  assert.deepEqual(problems, []);
+});
+
+test('Your layer: the same weights on WebGPU as on wasm', { timeout: 300_000 }, async () => {
+  const E = 8, L = 5;
+  const fill = (n, seed) => Float32Array.from({ length: n }, (_, i) => Math.sin(seed * 7.3 + i * 0.37) * 0.5);
+  const bytes = Buffer.from(writeSafetensors({
+    in_proj_weight: { data: fill(3 * E * E, 1), shape: [3 * E, E] }, in_proj_bias: { data: fill(3 * E, 2), shape: [3 * E] },
+    'out_proj.weight': { data: fill(E * E, 3), shape: [E, E] }, 'out_proj.bias': { data: fill(E, 4), shape: [E] },
+  }));
+  const rows = Array.from({ length: L }, (_, i) => Array.from(fill(E, 10 + i)));
+  await page.locator('#source-custom').click();
+  await page.locator('#byo-embeddings').setInputFiles({ name: 'x.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(rows)) });
+  await page.locator('#byo-weights').setInputFiles({ name: 'layer.safetensors', mimeType: 'application/octet-stream', buffer: bytes });
+  await page.locator('#byo-heads').fill('2');
+  await page.locator('#byo-run').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().source === 'custom');
+  const weights = () => page.evaluate(() => [0, 1].map((h) => window.__mhaDemo.getWeights(0, h)));
+  const onGpu = await weights();
+  assert.equal((await state()).ranOn, 'webgpu');
+  await setBackend('wasm');
+  assert.equal((await state()).ranOn, 'wasm');
+  const onWasm = await weights();
+  onGpu.forEach((w, h) => assert.ok(maxDifference(w, onWasm[h]) <= 1e-5, `head ${h}`));
+  await setBackend('webgpu');
+  assert.equal((await state()).ranOn, 'webgpu');
+  await page.locator('#source-default').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
+  assert.deepEqual(problems, []);
+});
+
+test('Generate and Train stay on wasm; switching mid-run keeps the generated tokens and the training state', { timeout: 300_000 }, async () => {
+  assert.equal((await state()).backends.modes.generate.backend, 'wasm');
+  await page.locator('#gen-count').fill('40');
+  await page.locator('#gen-sampling').selectOption('greedy');
+  await page.locator('#gen-start').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().generation.generated >= 3);
+  await setBackend('wasm');
+  await setBackend('webgpu');
+  await page.evaluate(() => window.__mhaDemo.generationDone());
+  const g = (await state()).generation;
+  assert.equal(g.generated, 40, 'every token arrived across the switches');
+  const text = await page.locator('#text').inputValue();
+  assert.equal(text.length, `${TEXT}m`.length + 40);
+
+  await page.evaluate(() => window.__mhaDemo.startTraining({ seed: 5, batchSize: 4, seqLen: 16, steps: 30, evalEvery: 10 }));
+  await page.waitForFunction(() => window.__mhaDemo.getState().training.step >= 5, null, { polling: 100 });
+  await setBackend('wasm');
+  const before = (await state()).training.step;
+  await page.waitForFunction(() => { const t = window.__mhaDemo.getState().training; return !t.running && t.step === 30; }, null, { timeout: 0, polling: 250 });
+  assert.ok(before >= 5, 'the switch did not reset the training');
+  await setBackend('webgpu');
+  assert.equal((await state()).training.step, 30);
+  assert.equal((await state()).backends.modes.train.backend, 'wasm');
+  await page.locator('#source-default').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
+  assert.deepEqual(problems, []);
+});
+
+test('a device lost mid-run: the page says so in one line and continues on wasm, without a reload', { timeout: 300_000 }, async () => {
+  assert.equal((await state()).backend, 'webgpu');
+  await page.evaluate(() => { window.__loaded = true; });  // (a reload would lose it)
+  const text = await page.locator('#text').inputValue();
+  const next = `${text.slice(0, 20)} kel`;
+  // A run in flight on WebGPU, then the device destroyed under it.
+  await page.evaluate((t) => { window.__typed = window.__mhaDemo.setText(t); }, next);
+  await page.evaluate(() => window.__mhaDemo.loseDevice());
+  await page.evaluate(() => window.__typed);
+  await page.waitForFunction(() => window.__mhaDemo.getState().ranOn === 'wasm');
+  const s = await state();
+  assert.equal(s.backend, 'wasm');
+  assert.equal(s.backends.available, false);
+  assert.equal(await page.evaluate(() => window.__loaded), true);
+  assert.equal(await page.locator('#text').inputValue(), next);
+  assert.match(await page.locator('#backend-note').innerText(), /^the WebGPU device was lost[^\n]*destroyed[^\n]*; continuing on wasm$/);
+  assert.match(await page.locator('#backend-text').innerText(), /^wasm SIMD/);
+  // The numbers are the package's (Node's) on wasm.
+  const now = await shown();
+  const reference = await referenceAttention(now.ids);
+  const L = now.ids.length;
+  assert.ok(maxDifference(now.heads[7], reference[1].perHead.subarray(3 * L * L, 4 * L * L)) <= 1e-5);
+  // The switch asks for a new device.
+  await setBackend('webgpu');
+  assert.equal((await state()).ranOn, 'webgpu');
+  assert.deepEqual(problems, []);
+});
