@@ -65,6 +65,14 @@ export class Backends {
     this.onLost(this.info());
   }
 
+  /** WebGPU opened but cannot run the page's work: wasm from now on, and `note` says why. */
+  refuse(why) {
+    this.gpu = null;
+    this.adapter = null;
+    this.chosen = 'wasm';
+    this.note = why;
+  }
+
   /** 'webgpu' or 'wasm': the backend that runs `mode` ('default', 'custom', 'generate', 'train', 'steps', 'sentiment'). */
   backendFor(mode) {
     return this.chosen === 'webgpu' && this.gpu && !WEBGPU_LACKS[mode] ? 'webgpu' : 'wasm';

@@ -54,14 +54,19 @@ async function load({ text = '' } = {}) {
     self.postMessage({ notice: info });
   };
   if (await backends.openWebGpu()) {
-    makeGpuModel();
-    // A hardware adapter: WebGPU is the default if it ran the default model on the page's text faster.
-    const ids = tokenize(text, vocab).ids;
-    await backends.chooseDefault(async (backend) => {
-      const started = performance.now();
-      await (backend === 'webgpu' ? gpuModel : model).forwardAsync(ids);
-      return performance.now() - started;
-    });
+    try {
+      makeGpuModel();
+      // A hardware adapter: WebGPU is the default if it ran the default model on the page's text faster.
+      const ids = tokenize(text, vocab).ids;
+      await backends.chooseDefault(async (backend) => {
+        const started = performance.now();
+        await (backend === 'webgpu' ? gpuModel : model).forwardAsync(ids);
+        return performance.now() - started;
+      });
+    } catch (error) {  // a device that cannot run the model: the page runs on wasm and says why
+      backends.refuse(`WebGPU could not run the model (${error.message}); running on wasm`);
+      dropGpuModel();
+    }
   }
   return {
     build: { ...mha.build },
