@@ -724,7 +724,7 @@ export interface GpuTensor {
 }
 
 /** Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's, plus outputLocation. */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'cache' | 'grad' | 'checkFinite'> {
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'cache' | 'grad' | 'checkFinite' | 'capture' | 'patch'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
   outputLocation?: 'cpu' | 'gpu';
 }
