@@ -5,7 +5,7 @@ import { init } from '../bindings/js/index.js';
 
 /**
  * What the WebGPU backend lacks for a mode, which therefore stays on wasm while WebGPU is chosen.
- * When the WebGPU backend gains it (the KV cache, backward, capture, Keras' layer), delete the
+ * When the WebGPU backend gains it (the KV cache, backward, capture), delete the
  * mode's line: the mode then runs on WebGPU (its worker code already calls forwardAsync, or says
  * below what else it needs).
  */
@@ -15,7 +15,6 @@ export const WEBGPU_LACKS = {
   // Train: web/training/trainer.js calls forward with grad and backward.
   train: 'the WebGPU backend has no backward pass yet',
   steps: 'the WebGPU backend has no capture (the Steps view) yet',
-  sentiment: 'the WebGPU backend has no Keras layer yet',
 };
 
 /** Forward passes of each backend timed at start; WebGPU is the default where it was faster. */

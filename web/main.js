@@ -130,7 +130,7 @@ async function redrawOn(backends) {
   state.backends = backends;
   renderBackend();
   const expected = state.source === 'default' && !state.result?.generation ? backends.modes[state.view === 'steps' ? 'steps' : 'default'].backend
-    : state.source === 'custom' ? backends.modes[state.view === 'steps' ? 'steps' : 'custom'].backend : null;
+    : state.source === 'custom' || state.source === 'sentiment' ? backends.modes[state.view === 'steps' ? 'steps' : state.source].backend : null;
   const drawn = nextRender();
   if (expected && state.result?.backend !== expected) rerun();
   else render();
@@ -310,7 +310,7 @@ function renderSteps() {
     const generating = Boolean(result.generation?.running);
     $('steps-summary').textContent = state.source === 'train' ? 'The steps appear with the model\'s first evaluation.'
       : generating ? 'The steps are drawn for the text shown once generation stops.' : 'Computing the steps…';
-    if ((defaultModel || state.source === 'custom') && !generating && stepsRequestedFor !== result) {
+    if (changeable && !generating && stepsRequestedFor !== result) {
       stepsRequestedFor = result;
       rerun();
     }

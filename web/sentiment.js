@@ -4,6 +4,7 @@
 //   -> Flatten -> Dense(1, sigmoid)
 // Runs in the page's worker, in examples/sentiment.mjs and in the tests, so it touches no DOM.
 
+import { stateDictFromKeras } from '../bindings/js/index.js';
 import { requireTensor as requireModelTensor } from './model.js';
 
 const HEADS = 4;
@@ -20,6 +21,8 @@ export function sentimentWords(text, vocab) {
 
 export class SentimentModel {
   #attention;
+  #kerasWeights;  // the attention's weights under Keras' names, for a copy on another backend
+  #other = null;  // { mha, layer }: the attention as a MultiHeadAttention of another module (predictAsync)
 
   /**
    * @param mha the loaded package (init())
@@ -39,8 +42,9 @@ export class SentimentModel {
     this.#attention = new mha.KerasMultiHeadAttention({ numHeads: HEADS, keyDim: KEY_DIM, queryDim: 100 });
     try {
       const shapes = this.#attention.weightShapes();
-      this.#attention.setWeights(Object.fromEntries(Object.entries(shapes).map(([name, shape]) => [
-        name, { data: requireTensor(tensors, `multi_head_attention/${name}`, shape), shape }])));
+      this.#kerasWeights = Object.fromEntries(Object.entries(shapes).map(([name, shape]) => [
+        name, { data: requireTensor(tensors, `multi_head_attention/${name}`, shape), shape }]));
+      this.#attention.setWeights(this.#kerasWeights);
     } catch (error) {
       this.dispose();
       throw error;
@@ -73,9 +77,39 @@ export class SentimentModel {
    * the attention's patch (Keras' call takes forward's), e.g. zeros in a head's z.
    */
   predict(text, { capture = false, patch = null } = {}) {
+    const { ids, labels, words, conv } = this.#features(text);
+    const started = performance.now();
+    const x = { data: conv, shape: [1, this.maxLength, 100] };
+    const { output, scores, captured } = this.#attention.call(x, x, x, { returnAttentionScores: true, ...(capture && { capture: true }), ...(patch && { patch }) });
+    const wasmMs = performance.now() - started;
+    return { ...this.#classify(output.data), ids, labels, words, weights: scores.data, output: output.data, wasmMs, ...(capture && { input: conv, captured }) };
+  }
+
+  /**
+   * predict() with the attention layer made by `mha` (e.g. the WebGPU backend's, init({ backend:
+   * 'webgpu' })) as a MultiHeadAttention of the same weights (stateDictFromKeras) through
+   * forwardAsync: the same numbers, no capture or patch.
+   */
+  async predictAsync(text, mha) {
+    if (this.#other?.mha !== mha) {
+      this.#other?.layer.dispose();
+      const stateDict = stateDictFromKeras(this.#kerasWeights);
+      const layer = new mha.MultiHeadAttention(stateDict.config);
+      layer.loadStateDict(stateDict);
+      this.#other = { mha, layer };
+    }
+    const { ids, labels, words, conv } = this.#features(text);
+    const started = performance.now();
+    const { output, weights } = await this.#other.layer.forwardAsync({ data: conv, shape: [1, this.maxLength, 100] }, null, null,
+      { needWeights: true, averageWeights: false });
+    const wasmMs = performance.now() - started;
+    return { ...this.#classify(output.data), ids, labels, words, weights: weights.data, output: output.data, wasmMs };
+  }
+
+  /** The attention's input: Embedding, then Conv1D 'same' with kernel 4 (TensorFlow pads 1 step before and 2 after). */
+  #features(text) {
     const { ids, labels, words } = this.encode(text);
     const T = this.maxLength, E = 32, F = 100;
-    // Embedding, then Conv1D 'same' with kernel 4: TensorFlow pads 1 step before and 2 after.
     const conv = new Float32Array(T * F);
     for (let t = 0; t < T; t++) {
       for (let f = 0; f < F; f++) {
@@ -89,17 +123,15 @@ export class SentimentModel {
         conv[t * F + f] = sum;
       }
     }
-    const started = performance.now();
-    const x = { data: conv, shape: [1, T, F] };
-    const { output, scores, captured } = this.#attention.call(x, x, x, { returnAttentionScores: true, ...(capture && { capture: true }), ...(patch && { patch }) });
-    const wasmMs = performance.now() - started;
+    return { ids, labels, words, conv };
+  }
+
+  /** Flatten -> Dense(1, sigmoid) on the attention's output. */
+  #classify(output) {
     let logit = this.denseBias[0];
-    for (let i = 0; i < T * F; i++) logit += output.data[i] * this.denseKernel[i];
+    for (let i = 0; i < output.length; i++) logit += output[i] * this.denseKernel[i];
     const probability = 1 / (1 + Math.exp(-logit));
-    return {
-      probability, label: probability >= 0.5 ? 'positive' : 'negative', ids, labels, words,
-      weights: scores.data, output: output.data, wasmMs, ...(capture && { input: conv, captured }),
-    };
+    return { probability, label: probability >= 0.5 ? 'positive' : 'negative' };
   }
 
   /** Per head, the words the layer attends to most: the mean weight over the sentence's query words. */
@@ -117,5 +149,7 @@ export class SentimentModel {
   dispose() {
     this.#attention?.dispose();
     this.#attention = null;
+    this.#other?.layer.dispose();
+    this.#other = null;
   }
 }

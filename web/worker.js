@@ -249,9 +249,10 @@ async function classify({ text, capture = false, steps = null }) {
     const [, T, H, Dv] = sentiment.zShape;
     patch = zPatch(heads(steps.ablated), heads(steps.patched), other?.data, T, H, Dv, true);
   }
-  const p = sentiment.predict(text, { capture, patch });
+  const { backend, ...p } = await onBackend(capture || patch ? 'steps' : 'sentiment', async (on) => (on === 'webgpu'
+    ? sentiment.predictAsync(text, backends.gpu) : sentiment.predict(text, { capture, patch })));
   return {
-    text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started, backend: 'wasm',
+    text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started, backend,
     layers: [{ weights: p.weights, output: p.output, ...(capture && { input: p.input, captured: unbatched(p.captured) }) }],
     padding: null,  // the tutorial's model has no mask: its words attend to the padding too
     prediction: [{ token: 'positive', probability: p.probability }, { token: 'negative', probability: 1 - p.probability }],

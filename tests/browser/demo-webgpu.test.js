@@ -1,6 +1,6 @@
 // The demo page on WebGPU, in Chromium with SwiftShader's (software) WebGPU adapter: the page finds
 // the adapter but keeps wasm as the default (a software adapter is slower); the switch moves the
-// modes that run on WebGPU (Default model, Your layer) there, with the same numbers as on wasm;
+// modes that run on WebGPU (Default model, Your layer, Sentiment) there, with the same numbers as on wasm;
 // the modes WebGPU cannot run yet stay on wasm and the header says why; switching mid-run keeps the
 // generated tokens and the training state; a lost device (GPUDevice.destroy()) moves the page to wasm.
 // SwiftShader is slow: short texts, few tokens, few training steps.
@@ -112,6 +112,32 @@ test('Your layer: the same weights on WebGPU as on wasm', { timeout: 300_000 }, 
   onGpu.forEach((w, h) => assert.ok(maxDifference(w, onWasm[h]) <= 1e-5, `head ${h}`));
   await setBackend('webgpu');
   assert.equal((await state()).ranOn, 'webgpu');
+  await page.locator('#source-default').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
+  assert.deepEqual(problems, []);
+});
+
+test('Sentiment: the classifier\'s attention on WebGPU gives the wasm probability and heads', { timeout: 300_000 }, async () => {
+  const sentence = 'a good film, not boring at all';
+  const classified = async (backend) => {
+    await setBackend(backend);
+    await page.locator('#sentiment-text').fill(sentence);
+    await page.waitForFunction(([t, b]) => { const s = window.__mhaDemo.getState(); return s.sentiment?.text === t && s.ranOn === b; }, [sentence, backend]);
+    return page.evaluate(() => ({
+      sentiment: window.__mhaDemo.getState().sentiment,
+      heads: [0, 1, 2, 3].map((h) => window.__mhaDemo.getWeights(0, h)),
+      output: window.__mhaDemo.getOutput(0),
+    }));
+  };
+  await page.locator('#source-sentiment').click();
+  const onGpu = await classified('webgpu');
+  const onWasm = await classified('wasm');
+  assert.equal(onGpu.sentiment.label, onWasm.sentiment.label);
+  assert.ok(Math.abs(onGpu.sentiment.probability - onWasm.sentiment.probability) <= 1e-5,
+    `p(positive) ${onGpu.sentiment.probability} vs ${onWasm.sentiment.probability}`);
+  onGpu.heads.forEach((w, h) => assert.ok(maxDifference(w, onWasm.heads[h]) <= 1e-5, `head ${h}`));
+  assert.ok(maxDifference(onGpu.output, onWasm.output) <= 1e-4, 'output');
+  await setBackend('webgpu');
   await page.locator('#source-default').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
   assert.deepEqual(problems, []);

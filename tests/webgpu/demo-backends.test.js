@@ -47,7 +47,7 @@ test('a software adapter: opened, not the default; the switch runs the default m
     assert.equal(backend, WEBGPU_LACKS[mode] ? 'wasm' : 'webgpu', mode);
     assert.equal(why, WEBGPU_LACKS[mode] ?? null, mode);
   }
-  assert.deepEqual(Object.keys(WEBGPU_LACKS).sort(), ['generate', 'sentiment', 'steps', 'train']);
+  assert.deepEqual(Object.keys(WEBGPU_LACKS).sort(), ['generate', 'steps', 'train']);
 
   const vocab = JSON.parse(webFile('model/vocab.json'));
   const model = new DemoModel(wasm, readSafetensors(new Uint8Array(webFile('model/demo-model.safetensors'))), vocab);

@@ -1,6 +1,6 @@
 // The page's Sentiment mode: the Keras tutorial's classifier (web/sentiment.js, trained by
 // tools/train_sentiment.py) on the sentence typed in its box. The worker runs it (its attention
-// layer on mha-wasm's KerasMultiHeadAttention) and returns the result in the shape every view
+// layer on mha-wasm's KerasMultiHeadAttention, or on WebGPU the same weights as a MultiHeadAttention) and returns the result in the shape every view
 // reads, so the grid, the large heatmap and the line view show its 4 heads over the words.
 // "Train in this browser" (sentiment-training.js) trains a new one; the box then classifies with it.
 import { SentimentTraining } from './sentiment-training.js';
@@ -46,7 +46,8 @@ export class SentimentMode {
         const text = this.#pending;
         this.#pending = null;
         try {
-          const result = await this.#worker.request('sentiment', { text, capture: true, steps: this.#stepsOptions() });  // the Steps view reads the steps
+          const steps = this.#stepsOptions();  // the Steps view is open: it reads the captured steps
+          const result = await this.#worker.request('sentiment', { text, capture: Boolean(steps), steps });
           if (!this.active) continue;
           this.training.noteInput();
           const { label, probability } = result.sentiment;
