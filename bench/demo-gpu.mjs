@@ -28,6 +28,23 @@ async function keystroke() {
   }, expected);
 }
 
+/** Sentiment: types one character at the end of its sentence; ms from its input event to the drawn heads. */
+async function sentimentKeystroke() {
+  const expected = `${await page.locator('#sentiment-text').inputValue()}s`;
+  await page.evaluate(() => {
+    const box = document.getElementById('sentiment-text');
+    box.addEventListener('input', (event) => { window.__typedAt = event.timeStamp; }, { once: true });
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  });
+  await page.keyboard.type('s');
+  return page.evaluate(async (text) => {
+    const demo = window.__mhaDemo;
+    while (demo.getState().sentiment?.text !== text) await demo.nextRender();
+    return performance.now() - window.__typedAt;
+  }, expected);
+}
+
 /** Your layer: ms from the Run click to the drawn heads. */
 async function customRun() {
   await page.evaluate(() => {
@@ -94,6 +111,14 @@ try {
     results[backend] = await timeMode(keystroke, backend);
   }
   row('Default model (2 layers, E 64, 4 heads)', `keystroke, ~${text.length + 1 + repeats} tokens`, results.wasm, results.webgpu);
+
+  // Sentiment: the Keras classifier (32 tokens, E 100, 4 heads of 128).
+  await page.locator('#source-sentiment').click();
+  for (const backend of ['wasm', 'webgpu']) {
+    await page.locator('#sentiment-text').fill('the film was good');
+    results[backend] = await timeMode(sentimentKeystroke, backend);
+  }
+  row('Sentiment (Keras classifier: E 100, 4 heads of 128)', 'keystroke, 32 tokens', results.wasm, results.webgpu);
 
   // Your layer: a BERT-base-sized layer (E 768, 12 heads) over 128 tokens.
   const E = 768, L = 128;
