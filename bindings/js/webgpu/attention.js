@@ -10,8 +10,8 @@ export function keysPerTile(headDim, valueHeadDim) {
   return Math.min(32, Math.floor(WORKGROUP_VEC4S / (Math.ceil(headDim / 4) + Math.ceil(valueHeadDim / 4))));
 }
 
-/** The score step's uniform block (score_epilogue.wgsl's Params). */
-function paramsBlock(c, call) {
+/** The score step's uniform block (score_epilogue.wgsl's Params); the backward pass reuses it. */
+export function paramsBlock(c, call) {
   const u = new Uint32Array(28);
   const f = new Float32Array(u.buffer);
   u.set([call.L, call.S, c.numHeads, c.numHeads / c.numKvHeads,
@@ -22,7 +22,7 @@ function paramsBlock(c, call) {
     call.attnMaskPerHead ? 1 : 0, c.sinks ? 1 : 0, c.alibiSlopes ? 1 : 0], 10);
   f[18] = call.averageWeights ? 1 / c.numHeads : 1;
   u[19] = call.averageWeights ? 1 : 0;
-  u[20] = call.weights ? 1 : 0;
+  u[20] = call.weights || call.lse ? 1 : 0;
   if (call.dropout) {  // (dropout.wgsl; the threshold and factor as src/mha/kernels/dropout.hpp computes them)
     const p = Math.fround(call.dropout.p);
     u.set([call.dropout.seed % 2 ** 32, Math.floor(call.dropout.seed / 2 ** 32), Math.min(4294967295, Math.floor(p * 4294967296))], 21);
@@ -36,14 +36,15 @@ function paramsBlock(c, call) {
 /**
  * Encodes attention of q [B*L, H*Dh] against k [B*S, Hkv*Dh], v [B*S, Hkv*Dv] into attended
  * [B*L, H*Dv], and the weights into call.weights when given. `headParams`: [H] sinks then [H]
- * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training.
+ * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training;
+ * call.lse: a [B, H, L] buffer for the rows' log-sum-exps (kept for the backward pass), when given.
  */
 export function encodeAttention(device, pass, buffers, c, call) {
   const { B, L, S } = call;
   const Dh = c.headDim, Dv = c.valueHeadDim, H = c.numHeads;
   const BC = keysPerTile(Dh, Dv);
   const params = buffers.uniform(paramsBlock(c, call), 'attention params');
-  const lse = call.weights ? buffers.storage(B * H * L, 'lse') : call.dummy;
+  const lse = call.lse ?? (call.weights ? buffers.storage(B * H * L, 'lse') : call.dummy);
   const shared = {
     0: call.q, 1: call.k, 3: call.keyPadding ?? call.headParams, 4: call.attnMask ?? call.headParams,
     5: call.headParams, 6: params,

@@ -10,16 +10,18 @@ import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
 import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { encodeAttention, keysPerTile } from './attention.js';
+import { checkBackwardLimits, runBackward } from './backward.js';
 import { lostError } from './device.js';
 import { encodeGemm } from './gemm.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
+import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
 import { uploadWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
-const NOT_YET = ['out', 'weightsOut', 'cache', 'grad', 'checkFinite'];
+const NOT_YET = ['out', 'weightsOut', 'cache', 'checkFinite'];
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -58,6 +60,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #uploaded = null;  // the weights on the GPU, or null when they changed since
     #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
     #disposed = false;
+    #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
     constructor(config) {
       if (config?.weightDtype !== undefined && config.weightDtype !== 'f32') {
@@ -108,8 +111,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     }
 
     backward() {
-      throw new TypeError('backward: a WebGPU layer has no synchronous backward; use backwardAsync '
-        + '(gradients on WebGPU are not implemented yet)');
+      throw new TypeError('backward: a WebGPU layer has no synchronous backward; use '
+        + 'await (await layer.forwardAsync(query, key, value, { grad: true })).backwardAsync(dOut)');
     }
 
     async forwardAsync(query, key = null, value = null, options = {}) {
@@ -131,6 +134,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const v = checkInput('value', value, { expected: '[B, S, vdim]', optional: true });
       checkPlainObject('forwardAsync: options', options);
       checkKnownKeys('options', options, OPTION_KEYS);
+      checkBoolean('grad', options.grad);
+      if (options.grad && options.cache != null) {  // (the wasm layer's check and words)
+        throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
+          + 'pass the whole sequence without a cache)');
+      }
       for (const name of NOT_YET) {
         if (options[name] !== undefined && options[name] !== null && options[name] !== false) {
           throw new TypeError(`${name}: not supported on the WebGPU backend yet`);
@@ -155,7 +163,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         query: shapeOf(q), key: shapeOf(k), value: shapeOf(v),
         keyPaddingMask: maskShape(keyPaddingMask), attnMask: maskShape(attnMask), positions: shapeOf(positions),
         cache: null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
-        averageWeights: options.averageWeights ?? true, grad: false, training: options.training ?? false,
+        averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       };
       if (!this.#planner.checkForward(request)) throwHandleError(this.#planner, 'forwardAsync');
@@ -187,14 +195,24 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
       checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
       checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
+      if (request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
 
       if (!this.#uploaded) this.#uploaded = uploadWeights(device, c, this.#layer.stateDict());
       const w = this.#uploaded;
       const buffers = new CallBuffers(device);
+      let kept = false;  // true when a training result holds the buffers for its backward pass
       try {
         await this.#checkGpuInputs(call);
-        const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
+        // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
+        const copies = [];
+        const input = (t, label) => {
+          if (!t.onGpu) return buffers.upload(t.data, label);
+          if (!request.grad) return t.buffer;
+          const copy = buffers.storage(count(t.shape), label);
+          copies.push([t.buffer, copy, count(t.shape) * 4]);
+          return copy;
+        };
         const x = input(q, 'query');
         const xk = self ? x : input(call.k, 'key');
         const xv = self ? x : input(call.v, 'value');
@@ -205,6 +223,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         device.pushErrorScope('out-of-memory');
         device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
+        for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
         const pass = encoder.beginComputePass();
         encodeGemm(device, pass, buffers, { x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
         encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * S, N: KV, K: c.kdim });
@@ -217,7 +236,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
             rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
         }
         const kpm = additive(call.keyPaddingMask), am = additive(call.attnMask);
-        encodeAttention(device, pass, buffers, c, {
+        const attention = {
           B, L, S, q: qp, k: kp, v: vp, attended, weights, headParams: w.headParams,
           keyPadding: kpm && buffers.upload(kpm, 'key padding mask'),
           attnMask: am && buffers.upload(am, 'attention mask'),
@@ -226,7 +245,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           dropout: request.training && c.dropout > 0
             ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
           dummy: buffers.storage(4, 'unused'),
-        });
+          lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
+        };
+        encodeAttention(device, pass, buffers, c, attention);
         encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });
         pass.end();
         device.queue.submit([encoder.finish()]);
@@ -234,6 +255,22 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        if (request.grad) {
+          const saved = { buffers, c, B, L, S, self, w, attention, x, xk, xv, q: qp, k: kp, v: vp, attended,
+            lse: attention.lse, positions: call.positions && Int32Array.from(call.positions.data),
+            inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
+          const outputResult = call.gpuOutput ? gpuTensor(device, buffers.keep(output), call.outputShape)
+            : { data: await readBack(device, output, count(call.outputShape)), shape: call.outputShape };
+          const weightsResult = !weights ? null : call.gpuOutput ? gpuTensor(device, buffers.keep(weights), call.weightsShape)
+            : { data: await readBack(device, weights, count(call.weightsShape)), shape: call.weightsShape };
+          const record = gpuTrainingRecord(saved, {
+            backward: (s, dOut) => this.#backward(s, dOut),
+            onFree: (r) => this.#trainingRecords.delete(r),
+          });
+          this.#trainingRecords.add(record);
+          kept = true;
+          return new GpuTrainingResult(record, outputResult, weightsResult);
+        }
         if (call.gpuOutput) {
           return {
             output: gpuTensor(device, buffers.keep(output), call.outputShape),
@@ -249,6 +286,45 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       } catch (error) {
         const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
         if (lost) throw lostError('forwardAsync', { reason: lost.reason, message: lost.message });
+        throw error;
+      } finally {
+        if (!kept) buffers.free();
+      }
+    }
+
+    /** The backward pass of a forward result with grad (training.js calls it): backward.js on the saved buffers. */
+    async #backward(saved, dOut) {
+      this.#live('backwardAsync');
+      if (saved.w !== this.#uploaded) {
+        throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
+          + 'run forward again with the new weights');
+      }
+      const buffers = new CallBuffers(device);
+      try {
+        const out = dOut.buffer ?? buffers.upload(dOut.data, 'd output');
+        device.pushErrorScope('out-of-memory');
+        device.pushErrorScope('validation');
+        let gradients;
+        let failed = null;
+        try {
+          gradients = await runBackward(device, buffers, saved, out, this.#layer.stateDictShapes());
+        } catch (error) {
+          failed = error;
+        }
+        const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+        if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
+        if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        if (failed) throw failed;
+        const shapes = saved.inputShapes;
+        return {
+          query: { data: gradients.query, shape: shapes.query },
+          key: gradients.key && { data: gradients.key, shape: shapes.key },
+          value: gradients.value && { data: gradients.value, shape: shapes.value },
+          params: gradients.params,
+        };
+      } catch (error) {
+        const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
+        if (lost) throw lostError('backwardAsync', { reason: lost.reason, message: lost.message });
         throw error;
       } finally {
         buffers.free();
@@ -276,6 +352,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     dispose() {
       if (this.#disposed) return;
       this.#disposed = true;
+      for (const record of [...this.#trainingRecords]) freeGpuRecord(record, 'disposed');
       this.#forgetUpload();
       this.#planner.delete();
       this.#layer.dispose();

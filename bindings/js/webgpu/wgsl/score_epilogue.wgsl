@@ -67,3 +67,12 @@ fn final_score(dot: f32, h: u32, i: u32, j: u32, bias: f32) -> f32 {
   }
   return s + bias;
 }
+
+// The backward's factor d(final score)/d(scale * q.k) for a visible key, from its dot product:
+// softcap's derivative 1 - tanh^2 (as the CPU's transform_score_derivative), else 1. ALiBi and the masks
+// add constants, so they pass the gradient through unchanged.
+fn softcap_slope(dot: f32) -> f32 {
+  if (params.softcap <= 0.0) { return 1.0; }
+  let t = tanh(clamp(dot * params.scale / params.softcap, -15.0, 15.0));
+  return 1.0 - t * t;
+}
