@@ -44,8 +44,9 @@ function encodeWeightGrad(device, pass, buffers, { dy, x, dw, db, M, N, K }) {
 export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
   const { B, L, S } = s;
   checkSize('the backward\'s packed query rows', B * c.numHeads * L * packedRowVec4s(c) * 4);
-  checkGroups('the backward\'s projections', [Math.ceil(Math.max(c.embedDim, c.kdim, c.vdim, c.numHeads * c.valueHeadDim) / 32),
-    Math.ceil(Math.max(B * Math.max(L, S), c.outputDim, c.numHeads * c.headDim) / 32)]);
+  const QD = c.numHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim, AD = c.numHeads * c.valueHeadDim;
+  checkGroups('the backward\'s projections', [Math.ceil(Math.max(c.embedDim, c.kdim, c.vdim, AD) / 32),
+    Math.ceil(Math.max(B * Math.max(L, S), c.outputDim, QD, VKV) / 32)]);
   checkGroups('the attention backward', [Math.ceil(Math.max(L, S) / 64), c.numHeads, B]);
 }
 

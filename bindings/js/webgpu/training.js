@@ -6,11 +6,23 @@ import { withCallName } from '../core/errors.js';
 import { describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
 
+let warnedAboutLeak = false;
+/** A result garbage-collected with its GPU buffers still held: free them, and say so once (as the wasm layer). */
+const leakedResults = new FinalizationRegistry((record) => {
+  if (record.state !== 'ready') return;
+  if (!warnedAboutLeak) {
+    warnedAboutLeak = true;
+    console.warn('mha-wasm: a WebGPU forward result with grad: true was garbage-collected before backwardAsync() or '
+      + 'release(); its GPU buffers were freed late. Call r.backwardAsync(dOut) or r.release() for every such result.');
+  }
+  freeGpuRecord(record, 'collected');
+});
+
 const sameShape = (a, b) => Array.isArray(a) && a.length === b.length && a.every((d, i) => d === b[i]);
 
 /**
  * What a result and its layer share: the saved state and where it stands ('ready', 'running'
- * while its backward runs, then 'done', 'released', or 'disposed' with its layer). `owner` is the
+ * while its backward runs, then 'done', 'released', 'disposed' with its layer, or 'collected'). `owner` is the
  * layer's private side: { backward(saved, dOut) -> Promise<Gradients>, onFree(record) }.
  */
 export function gpuTrainingRecord(saved, owner) {
@@ -33,6 +45,7 @@ export class GpuTrainingResult {
     this.#record = record;
     this.output = output;
     this.weights = weights;
+    leakedResults.register(this, record, this);
   }
 
   /**
@@ -70,6 +83,7 @@ export class GpuTrainingResult {
     record.state = 'running';
     try {
       const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data });
+      leakedResults.unregister(this);
       freeGpuRecord(record, 'done');
       return gradients;
     } catch (error) {
@@ -83,6 +97,7 @@ export class GpuTrainingResult {
   /** Frees what forward kept on the GPU, without a backward (a no-op after backward or a release). */
   release() {
     if (this.#record.state === 'running') return;  // the running backward frees it when it ends
+    leakedResults.unregister(this);
     freeGpuRecord(this.#record, 'released');
   }
 
