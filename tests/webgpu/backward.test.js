@@ -120,6 +120,33 @@ describe('dropout: the backward uses the forward\'s mask (as the wasm layer)', (
   }
 });
 
+describe('head sizes at the workgroup storage\'s limits, and more rows and keys than one workgroup, against the wasm backward', () => {
+  for (const [name, config, B, L, S, options] of [
+    ['head size 256 (7 keys, 7 packed rows per tile)', { embedDim: 512, numHeads: 2 }, 1, 9, 9, { causal: true }],
+    ['headDim 130, valueHeadDim 3, outputDim 5, cross', { embedDim: 8, numHeads: 2, headDim: 130, valueHeadDim: 3, outputDim: 5, kdim: 3, vdim: 6 }, 2, 4, 11, {}],
+    ['B 1, L 80, S 130, GQA, key padding', { embedDim: 16, numHeads: 4, numKvHeads: 2, kdim: 12, vdim: 8 }, 1, 80, 130, { padding: true }],
+  ]) {
+    test(name, async () => {
+      const rand = random(L * S);
+      const reference = new wasm.MultiHeadAttention(config).initialize({ seed: 2 });
+      const layer = new mha.MultiHeadAttention(config).loadStateDict(reference.stateDict());
+      const c = reference.config;
+      const self = S === L && !config.kdim;
+      const q = { data: filled(B * L * c.embedDim, rand), shape: [B, L, c.embedDim] };
+      const k = self ? null : { data: filled(B * S * c.kdim, rand), shape: [B, S, c.kdim] };
+      const v = self ? null : { data: filled(B * S * c.vdim, rand), shape: [B, S, c.vdim] };
+      const keyPaddingMask = options.padding ? { data: Uint8Array.from({ length: B * S }, (_, j) => j % 7 === 3), shape: [B, S] } : undefined;
+      const call = { grad: true, causal: options.causal ?? false, keyPaddingMask };
+      const r = await layer.forwardAsync(q, k, v, call);
+      const want = reference.forward(q, k, v, call);
+      const dOut = { data: filled(want.output.data.length, rand), shape: want.output.shape };
+      expectGradients(await r.backwardAsync(dOut), want.backward(dOut), Math.max(L, S, c.embedDim, c.headDim), name);
+      layer.dispose();
+      reference.dispose();
+    });
+  }
+});
+
 describe('GPU-resident inputs and dOut', () => {
   test('{ buffer, shape } inputs, outputLocation gpu, dOut as a buffer: the gradients of the same call from arrays', async () => {
     const { device } = mha;
