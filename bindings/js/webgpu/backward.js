@@ -23,10 +23,13 @@ export const packedRowVec4s = (c) => Math.ceil(c.headDim / 4) + Math.ceil(c.valu
 /** Query rows per tile of attention_backward_dkdv: as many packed rows as fit, at most 64. */
 export const rowsPerTile = (c) => Math.min(64, Math.floor(WORKGROUP_VEC4S / packedRowVec4s(c)));
 
+/** gemm_*_grad.wgsl's template: vec4 loads when both row lengths are multiples of 4. */
+const loads = (a, b) => (a % 4 === 0 && b % 4 === 0 ? { T: 'vec4<f32>', V: 4, PICK: 'value[u]' } : { T: 'f32', V: 1, PICK: 'value' });
+
 function encodeInputGrad(device, pass, buffers, { dy, w, dx, M, N, K, accumulate = false }) {
   if (M === 0 || K === 0) return;
   const dims = buffers.uniform(new Uint32Array([M, N, K, accumulate ? 1 : 0]), 'input grad dims');
-  dispatch(device, pass, pipeline(device, 'gemm_input_grad'), { 0: dy, 1: w, 2: dx, 3: dims },
+  dispatch(device, pass, pipeline(device, 'gemm_input_grad', loads(N, K)), { 0: dy, 1: w, 2: dx, 3: dims },
     [Math.ceil(K / 32), Math.ceil(M / 32), 1]);
 }
 
@@ -34,7 +37,7 @@ function encodeWeightGrad(device, pass, buffers, { dy, x, dw, db, M, N, K }) {
   if (N === 0) return;
   const dims = buffers.uniform(new Uint32Array([M, N, K, 0]), 'weight grad dims');
   if (K > 0) {
-    dispatch(device, pass, pipeline(device, 'gemm_weight_grad'), { 0: dy, 1: x, 2: dw, 3: dims },
+    dispatch(device, pass, pipeline(device, 'gemm_weight_grad', loads(N, K)), { 0: dy, 1: x, 2: dw, 3: dims },
       [Math.ceil(K / 32), Math.ceil(N / 32), 1]);
   }
   if (db) dispatch(device, pass, pipeline(device, 'gemm_bias_grad'), { 0: dy, 2: db, 3: dims }, [Math.ceil(N / 64), 1, 1]);
