@@ -18,7 +18,7 @@ function paramsBlock(c, call) {
     c.numHeads * c.headDim, c.numKvHeads * c.headDim, c.numKvHeads * c.valueHeadDim, c.numHeads * c.valueHeadDim]);
   f[8] = c.scale;
   f[9] = c.softcap ?? 0;
-  u.set([c.slidingWindow ?? 0, call.causal ? 1 : 0, 0, call.keyPadding ? 1 : 0, call.attnMask ? 1 : 0,
+  u.set([c.slidingWindow ?? 0, call.causal ? 1 : 0, call.firstQuery ?? 0, call.keyPadding ? 1 : 0, call.attnMask ? 1 : 0,
     call.attnMaskPerHead ? 1 : 0, c.sinks ? 1 : 0, c.alibiSlopes ? 1 : 0], 10);
   f[18] = call.averageWeights ? 1 / c.numHeads : 1;
   u[19] = call.averageWeights ? 1 : 0;
@@ -30,12 +30,15 @@ function paramsBlock(c, call) {
     u[25] = 1;
     u[26] = call.dropout.weightsBeforeDropout ? 1 : 0;
   }
+  u[27] = call.kvRows ?? call.S;
   return u;
 }
 
 /**
  * Encodes attention of q [B*L, H*Dh] against k [B*S, Hkv*Dh], v [B*S, Hkv*Dv] into attended
- * [B*L, H*Dv], and the weights into call.weights when given. `headParams`: [H] sinks then [H]
+ * [B*L, H*Dv], and the weights into call.weights when given. With a KV cache: k and v hold
+ * call.kvRows rows per batch row (its capacity), of which the first S are seen, and query row r
+ * is at position call.firstQuery + r. `headParams`: [H] sinks then [H]
  * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training.
  */
 export function encodeAttention(device, pass, buffers, c, call) {
