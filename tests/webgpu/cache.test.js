@@ -60,6 +60,32 @@ describe('a KV cache on the GPU', () => {
     assert.equal(cache.alive, false);
   });
 
+  test('a long cache (flash-decoding over 3 chunks) with sinks, ALiBi and a whole chunk padded', async () => {
+    const long = { embedDim: 32, numHeads: 4, numKvHeads: 1, sinks: true, alibi: true };
+    const N = 304, prefill = 300;
+    const xs = Float32Array.from({ length: B * N * E }, random(4));
+    const padding = new Uint8Array(B * N);
+    padding.fill(1, N, N + 140);  // batch row 1: tokens 0..139 are padding
+    const cpu = new wasm.MultiHeadAttention(long).initialize({ seed: 2 });
+    const sinks = Float32Array.from({ length: 4 }, (_, h) => h - 1.5);
+    cpu.loadStateDict({ ...cpu.stateDict(), sinks });
+    const layer = new mha.MultiHeadAttention(long).loadStateDict(cpu.stateDict());
+    const full = cpu.forward({ data: xs, shape: [B, N, E] }, null, null,
+      { causal: true, keyPaddingMask: { data: padding, shape: [B, N] } }).output.data;
+    const cache = layer.createCache({ batch: B, capacity: N });
+    let done = 0;
+    for (const n of [prefill, 1, 1, 2]) {
+      const mask = new Uint8Array(B * (done + n));
+      for (let b = 0; b < B; b++) for (let j = 0; j < done + n; j++) mask[b * (done + n) + j] = padding[b * N + j];
+      const { output } = await layer.forwardAsync(rows(xs, B, N, E, done, n), null, null,
+        { cache, keyPaddingMask: { data: mask, shape: [B, done + n] } });
+      if (n < prefill) close(output.data, rows(full, B, N, E, done, n).data, `tokens ${done}..${done + n - 1}`);
+      done += n;
+    }
+    cpu.dispose();
+    layer.dispose();
+  });
+
   test('truncate and reset, then decoding again', async () => {
     const cpu = new wasm.MultiHeadAttention(config).initialize({ seed: 9 });
     const layer = new mha.MultiHeadAttention(config).initialize({ seed: 9 });

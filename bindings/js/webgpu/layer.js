@@ -21,6 +21,7 @@ import { uploadWeights } from './weights.js';
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
 const NOT_YET = ['out', 'weightsOut', 'grad', 'checkFinite'];
+const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -302,6 +303,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           causal: request.causal || Boolean(cache), averageWeights: request.averageWeights,
           dropout: request.training && c.dropout > 0
             ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
+          // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
+          decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
           dummy: buffers.storage(4, 'unused'),
         });
         encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });
