@@ -2,18 +2,17 @@
 // forwardAsync instead of forward. It owns a wasm layer of the same config, which validates the
 // config and holds the weights (loadStateDict, initialize, stateDict), and a weightless planner
 // handle that validates each call and plans its shapes (the C++ plan_forward: one source of
-// truth). This file glues them to the GPU: weights uploaded when they change, the call's
-// kernels encoded (projections, rotary, attention, output projection), results read back or
-// left on the GPU.
+// truth). This file glues them to the GPU: weights uploaded when they change, each call checked
+// and its buffers made, its kernels encoded (forward-pass.js) in error scopes, results read back
+// or left on the GPU; KV caches (cache.js) made and checked.
 import { throwHandleError, withCallName } from '../core/errors.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
-import { encodeAttention, keysPerTile } from './attention.js';
+import { keysPerTile } from './attention.js';
 import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
-import { encodeGemm } from './gemm.js';
-import { encodeRotary, rotaryTable } from './rotary.js';
+import { encodeForward } from './forward-pass.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
 import { uploadWeights } from './weights.js';
 
@@ -265,50 +264,22 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         const x = input(q, 'query');
         const xk = self ? x : input(call.k, 'key');
         const xv = self ? x : input(call.v, 'value');
-        const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * newKeys * KV, 'k');
-        const vp = buffers.storage(B * newKeys * VKV, 'v'), attended = buffers.storage(B * L * AD, 'attended');
         const output = buffers.storage(count(call.outputShape), 'output');
         const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
         device.pushErrorScope('out-of-memory');
         device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
-        let pass = encoder.beginComputePass();
-        encodeGemm(device, pass, buffers, { x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
-        encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim });
-        encodeGemm(device, pass, buffers, { x: xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim });
-        if (c.rotary) {
-          const positions = call.positions?.data;
-          encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, positions, cached), rows: B * L,
-            rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
-          encodeRotary(device, pass, buffers, { x: kp, table: rotaryTable(c.rotary, B, newKeys, self ? positions : null, cached),
-            rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
-        }
-        let keys = kp, values = vp, kvRows = S;
-        if (cache) {  // append the new keys and values to each batch row's cached ones
-          pass.end();
-          const capacity = cache.handle.capacity();
-          for (let b = 0; b < B; b++) {
-            encoder.copyBufferToBuffer(kp, b * L * KV * 4, cache.keys, (b * capacity + cached) * KV * 4, L * KV * 4);
-            encoder.copyBufferToBuffer(vp, b * L * VKV * 4, cache.values, (b * capacity + cached) * VKV * 4, L * VKV * 4);
-          }
-          pass = encoder.beginComputePass();
-          [keys, values, kvRows] = [cache.keys, cache.values, capacity];
-        }
-        const kpm = additive(call.keyPaddingMask), am = additive(call.attnMask);
-        encodeAttention(device, pass, buffers, c, {
-          B, L, S, q: qp, k: keys, v: values, kvRows, firstQuery: cached, attended, weights, headParams: w.headParams,
-          keyPadding: kpm && buffers.upload(kpm, 'key padding mask'),
-          attnMask: am && buffers.upload(am, 'attention mask'),
+        encodeForward(device, encoder, buffers, c, w, {
+          B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache,
+          positions: call.positions?.data,
+          keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
           attnMaskPerHead: call.attnMask?.shape.length === 3,
           causal: request.causal || Boolean(cache), averageWeights: request.averageWeights,
           dropout: request.training && c.dropout > 0
             ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
           // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
           decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
-          dummy: buffers.storage(4, 'unused'),
         });
-        encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });
-        pass.end();
         device.queue.submit([encoder.finish()]);
         if (cache) cache.handle.advance(L);
         // Both scopes popped now, before any other call can push its own.
