@@ -46,6 +46,10 @@ function encodeWeightGrad(device, pass, buffers, { dy, x, dw, db, M, N, K }) {
 /** The GPU's limits on the backward's buffers and dispatches (checkSize / checkGroups from the layer). */
 export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
   const { B, L, S } = s;
+  if (rowsPerTile(c) < 1) {
+    throw new RangeError(`headDim + valueHeadDim = ${c.headDim + c.valueHeadDim} floats per query row do not fit the `
+      + 'backward kernel\'s workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
+  }
   checkSize('the backward\'s packed query rows', B * c.numHeads * L * packedRowVec4s(c) * 4);
   const QD = c.numHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim, AD = c.numHeads * c.valueHeadDim;
   checkGroups('the backward\'s projections', [Math.ceil(Math.max(c.embedDim, c.kdim, c.vdim, AD) / 32),
