@@ -270,6 +270,30 @@ describe('lifetimes and errors (the wasm layer\'s words)', () => {
     layer.dispose();
   });
 
+  test('calls in flight at once (two backward passes and a forward): what each gives alone', async () => {
+    const layer = new mha.MultiHeadAttention(config).initialize({ seed: 6 });
+    const other = { data: filled(16, random(9)), shape: [2, 8] };
+    const alone = [await (await layer.forwardAsync(q, null, null, { grad: true })).backwardAsync(dOut),
+      await (await layer.forwardAsync(other, null, null, { grad: true })).backwardAsync(dOut),
+      await layer.forwardAsync(other)];
+    const [r1, r2] = await Promise.all([layer.forwardAsync(q, null, null, { grad: true }), layer.forwardAsync(other, null, null, { grad: true })]);
+    const together = await Promise.all([r1.backwardAsync(dOut), r2.backwardAsync(dOut), layer.forwardAsync(other)]);
+    assert.deepEqual(together, alone);
+    layer.dispose();
+  });
+
+  test('a head too large for the backward kernel\'s workgroup storage (but not the forward\'s): a RangeError', async () => {
+    const layer = new mha.MultiHeadAttention({ embedDim: 4, numHeads: 1, headDim: 2000, valueHeadDim: 2000 }).initialize();
+    const x = { data: new Float32Array(8), shape: [2, 4] };
+    assert.deepEqual((await layer.forwardAsync(x)).output.shape, [2, 4]);
+    await assert.rejects(layer.forwardAsync(x, null, null, { grad: true }), {
+      name: 'RangeError',
+      message: 'forwardAsync: headDim + valueHeadDim = 4000 floats per query row do not fit the backward kernel\'s workgroup '
+        + 'storage (maxComputeWorkgroupStorageSize 16384 bytes)',
+    });
+    layer.dispose();
+  });
+
   test('grad with a cache, a non-boolean grad, and the synchronous backward', async () => {
     const layer = new mha.MultiHeadAttention(config).initialize();
     await assert.rejects(layer.forwardAsync(q, null, null, { grad: true, cache: {} }),

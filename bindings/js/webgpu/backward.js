@@ -46,6 +46,10 @@ function encodeWeightGrad(device, pass, buffers, { dy, x, dw, db, M, N, K }) {
 /** The GPU's limits on the backward's buffers and dispatches (checkSize / checkGroups from the layer). */
 export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
   const { B, L, S } = s;
+  if (rowsPerTile(c) < 1) {
+    throw new RangeError(`headDim + valueHeadDim = ${c.headDim + c.valueHeadDim} floats per query row do not fit the `
+      + 'backward kernel\'s workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
+  }
   checkSize('the backward\'s packed query rows', B * c.numHeads * L * packedRowVec4s(c) * 4);
   const QD = c.numHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim, AD = c.numHeads * c.valueHeadDim;
   checkGroups('the backward\'s projections', [Math.ceil(Math.max(c.embedDim, c.kdim, c.vdim, AD) / 32),
@@ -54,11 +58,13 @@ export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
 }
 
 /**
- * Runs the backward pass of `saved` for dLoss/dOutput in the GPUBuffer `dOut`; makes its buffers
- * in `buffers` (a CallBuffers). Resolves to the gradients' arrays: { query, key, value } (key
- * and value null for self-attention) and `params` (the state dict's names, in its order).
+ * Encodes and submits the backward pass of `saved` for dLoss/dOutput in the GPUBuffer `dOut`,
+ * now (so the caller's error scopes close before any other call opens its own); makes its
+ * buffers in `buffers` (a CallBuffers). Returns read(): a promise of the gradients' arrays:
+ * { query, key, value } (key and value null for self-attention) and `params` (the state dict's
+ * names, in its order).
  */
-export async function runBackward(device, buffers, saved, dOut, paramShapes) {
+export function submitBackward(device, buffers, saved, dOut, paramShapes) {
   const { c, B, L, S, self, w, attention } = saved;
   const H = c.numHeads, Hkv = c.numKvHeads, E = c.embedDim;
   const QD = H * c.headDim, KV = Hkv * c.headDim, VKV = Hkv * c.valueHeadDim, AD = H * c.valueHeadDim, OD = c.outputDim;
@@ -127,6 +133,15 @@ export async function runBackward(device, buffers, saved, dOut, paramShapes) {
   pass.end();
   device.queue.submit([encoder.finish()]);
 
+  return { read: () => readGradients(device, g, saved, paramShapes) };
+}
+
+/** The gradients' buffers `g` read back, the parameters' named and concatenated as the state dict's. */
+async function readGradients(device, g, saved, paramShapes) {
+  const { c, B, L, S } = saved;
+  const H = c.numHeads, E = c.embedDim;
+  const QD = H * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
+  const AD = H * c.valueHeadDim, OD = c.outputDim;
   const read = (buffer, floats) => (buffer ? readBack(device, buffer, floats) : null);
   const [query, key, value, outW, outB, qW, kW, vW, qB, kB, vB, sinks] = await Promise.all([
     read(g.query, B * L * E), read(g.key, B * S * c.kdim), read(g.value, B * S * c.vdim),

@@ -10,7 +10,7 @@ import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { keysPerTile } from './attention.js';
-import { checkBackwardLimits, runBackward } from './backward.js';
+import { checkBackwardLimits, submitBackward } from './backward.js';
 import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
 import { encodeForward } from './forward-pass.js';
@@ -355,17 +355,19 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         const out = dOut.buffer ?? buffers.upload(dOut.data, 'd output');
         device.pushErrorScope('out-of-memory');
         device.pushErrorScope('validation');
-        let gradients;
+        let submitted;
         let failed = null;
         try {
-          gradients = await runBackward(device, buffers, saved, out, this.#layer.stateDictShapes());
+          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes());
         } catch (error) {
           failed = error;
         }
+        // Both scopes popped now, before any other call can push its own (as forwardAsync's).
         const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (failed) throw failed;
+        const gradients = await submitted.read();
         const shapes = saved.inputShapes;
         return {
           query: { data: gradients.query, shape: shapes.query },
