@@ -723,8 +723,11 @@ export interface GpuTensor {
   dispose(): void;
 }
 
-/** Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's, plus outputLocation. */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'cache' | 'grad' | 'checkFinite'> {
+/**
+ * Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's (`cache`: a cache of
+ * this WebGPU layer's createCache, self-attention), plus outputLocation.
+ */
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'grad' | 'checkFinite'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
   outputLocation?: 'cpu' | 'gpu';
 }
@@ -775,6 +778,12 @@ export interface WebGpuMultiHeadAttention
    */
   forwardAsync<O extends WebGpuForwardOptions = {}>(query: Tensor | GpuTensorInput, key?: Tensor | GpuTensorInput | null,
     value?: Tensor | GpuTensorInput | null, options?: O): Promise<WebGpuForwardResult<O>>;
+  /**
+   * A KV cache on the GPU for decoding (self-attention; float32): `forwardAsync(query, null, null,
+   * { cache })` appends the call's tokens and attends to everything it holds, checked as the wasm
+   * layer's calls with a cache. Cross-attention caches (setKeyValue) and 'f16' are not supported yet.
+   */
+  createCache(options: CreateCacheOptions): KvCache;
   /** @throws {TypeError} always: a WebGPU layer has no synchronous forward (use forwardAsync). */
   forward(...args: unknown[]): never;
   /** @throws {TypeError} always: a WebGPU layer has no synchronous backward. */

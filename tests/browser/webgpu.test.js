@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { chromium } from 'playwright-core';
 
+import { init } from '../../bindings/js/index.js';
 import { startServer } from '../../tools/serve.mjs';
 import { caseOptions, layerConfig, loadFixtures, worstError } from '../js/fixtures.js';
 import { CHROMIUM } from './browser.js';
@@ -77,3 +78,31 @@ for (const subgroups of [true, false]) {
     });
   });
 }
+
+test('decoding with a KV cache in Chromium (flash-decoding over 2 chunks) gives the wasm layer\'s full forward', async () => {
+  const config = { embedDim: 16, numHeads: 4, numKvHeads: 2, rotary: { dim: 4 } };
+  const T = 150, E = 16;
+  const x = Float32Array.from({ length: T * E }, (_, i) => Math.sin(i * 0.37));
+  const wasm = await init();
+  const cpu = new wasm.MultiHeadAttention(config).initialize({ seed: 1 });
+  const want = cpu.forward({ data: x, shape: [1, T, E] }, null, null, { causal: true }).output.data;
+  const stateDict = Object.fromEntries(Object.entries(cpu.stateDict()).map(([k, v]) => [k, Array.from(v)]));
+  cpu.dispose();
+  const got = await page.evaluate(async ({ config, stateDict, x, T, E }) => {
+    const { init: initInPage } = await import('/bindings/js/index.js');
+    const mha = await initInPage({ backend: 'webgpu' });
+    const layer = new mha.MultiHeadAttention(config);
+    layer.loadStateDict(Object.fromEntries(Object.entries(stateDict).map(([k, v]) => [k, new Float32Array(v)])));
+    const cache = layer.createCache({ capacity: T });
+    const out = [];
+    for (const [first, n] of [[0, T - 3], [T - 3, 1], [T - 2, 2]]) {
+      const { output } = await layer.forwardAsync({ data: new Float32Array(x.slice(first * E, (first + n) * E)), shape: [1, n, E] },
+        null, null, { cache });
+      out.push(...output.data);
+    }
+    layer.dispose();
+    return out;
+  }, { config, stateDict, x: Array.from(x), T, E });
+  const e = worstError(Float32Array.from(got), want, tolerance);
+  assert.ok(e.ratio <= 1, `output[${e.index}] off by ${e.absolute}`);
+});

@@ -2,24 +2,25 @@
 // forwardAsync instead of forward. It owns a wasm layer of the same config, which validates the
 // config and holds the weights (loadStateDict, initialize, stateDict), and a weightless planner
 // handle that validates each call and plans its shapes (the C++ plan_forward: one source of
-// truth). This file glues them to the GPU: weights uploaded when they change, the call's
-// kernels encoded (projections, rotary, attention, output projection), results read back or
-// left on the GPU.
+// truth). This file glues them to the GPU: weights uploaded when they change, each call checked
+// and its buffers made, its kernels encoded (forward-pass.js) in error scopes, results read back
+// or left on the GPU; KV caches (cache.js) made and checked.
 import { throwHandleError, withCallName } from '../core/errors.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
-import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
-import { encodeAttention, keysPerTile } from './attention.js';
+import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
+import { keysPerTile } from './attention.js';
+import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
-import { encodeGemm } from './gemm.js';
-import { encodeRotary, rotaryTable } from './rotary.js';
+import { encodeForward } from './forward-pass.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
 import { uploadWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
-const NOT_YET = ['out', 'weightsOut', 'cache', 'grad', 'checkFinite'];
+const NOT_YET = ['out', 'weightsOut', 'grad', 'checkFinite'];
+const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -56,6 +57,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #planner;  // a weightless LayerHandle of the same config: validation and shapes
     #config;
     #uploaded = null;  // the weights on the GPU, or null when they changed since
+    #caches = new Set();  // alive caches this layer made; dispose() frees them
     #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
     #disposed = false;
 
@@ -100,6 +102,55 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #forgetUpload() {
       this.#uploaded?.destroy();
       this.#uploaded = null;
+    }
+
+    /**
+     * A KV cache on the GPU for decoding: `batch` rows of up to `capacity` tokens (float32). Its
+     * memory is taken now.
+     */
+    createCache(options) {
+      try {
+        this.#live('createCache');
+        checkPlainObject('createCache: options', options);
+        checkKnownKeys('options', options, ['batch', 'capacity', 'dtype']);
+        checkInteger('batch', options.batch, { optional: true });
+        checkInteger('capacity', options.capacity);
+        const dtype = options.dtype ?? 'f32';
+        if (dtype === 'f16') throw new TypeError("dtype: 'f16' caches are not supported on the WebGPU backend yet");
+        if (dtype !== 'f32') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
+        const c = this.#config, batch = options.batch ?? 1;
+        const rows = batch * options.capacity;
+        checkSize('the cache\'s keys', rows * c.numKvHeads * c.headDim);
+        checkSize('the cache\'s values', rows * c.numKvHeads * c.valueHeadDim);
+        const handle = this.#planner.createPlannedCache(batch, options.capacity);
+        if (!handle) throwHandleError(this.#planner, 'createCache');
+        const make = (floats, label) => device.createBuffer({ label, size: Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04 });
+        const state = {
+          handle, busy: false,
+          keys: make(rows * c.numKvHeads * c.headDim, 'cache keys'),
+          values: make(rows * c.numKvHeads * c.valueHeadDim, 'cache values'),
+        };
+        const cache = new GpuKvCache(state, (made) => this.#caches.delete(made));
+        this.#caches.add(cache);
+        return cache;
+      } catch (error) {
+        throw withCallName(error, 'createCache');
+      }
+    }
+
+    #checkCache(cache, causal) {
+      if (cache === undefined || cache === null) return null;
+      if (!(cache instanceof GpuKvCache)) {
+        throw new TypeError(`cache must be a KvCache from this WebGPU layer's createCache(), got ${describe(cache)}`);
+      }
+      if (!cache.alive) throw new TypeError('cache: this cache was disposed');
+      if (causal === false) {
+        throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
+          + 'tokens and itself, never later ones); omit causal or pass true');
+      }
+      const state = cacheStateOf.get(cache);
+      if (state.busy) throw new TypeError('cache: a call with this cache is still running; await it before the next');
+      return state;
     }
 
     forward() {
@@ -149,12 +200,13 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
       const attnMask = checkMask('attnMask', options.attnMask);
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
+      const cache = this.#checkCache(options.cache, options.causal);
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
       const request = {
         query: shapeOf(q), key: shapeOf(k), value: shapeOf(v),
         keyPaddingMask: maskShape(keyPaddingMask), attnMask: maskShape(attnMask), positions: shapeOf(positions),
-        cache: null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
+        cache: cache?.handle ?? null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
         averageWeights: options.averageWeights ?? true, grad: false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       };
@@ -162,8 +214,17 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
-      return this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
-        gpuOutput: options.outputLocation === 'gpu' });
+      if (!cache) {
+        return this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
+          gpuOutput: options.outputLocation === 'gpu' });
+      }
+      cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
+      try {
+        return await this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
+          gpuOutput: options.outputLocation === 'gpu', cache });
+      } finally {
+        cache.busy = false;
+      }
     }
 
     async #run(call) {
@@ -172,7 +233,12 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const self = !call.k;
       const batched = q.shape.length === 3;
       const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
-      const S = self ? L : call.k.shape[call.k.shape.length - 2];
+      // With a cache: the call's L new tokens are projected and appended after the `cached` it
+      // holds, and attend to all of them (query row r at position cached + r).
+      const { cache } = call;
+      const cached = cache ? cache.handle.length() : 0;
+      const S = cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
+      const newKeys = cache ? L : S;  // keys projected in this call
       const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
       const AD = c.numHeads * c.valueHeadDim;
       // The device's limits, before anything is made.
@@ -181,7 +247,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           + 'kernels\' workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
       }
       for (const [name, floats] of [['query', B * L * c.embedDim], ['the projected queries', B * L * QD],
-        ['the projected keys', B * S * KV], ['the projected values', B * S * VKV], ['the attended values', B * L * AD],
+        ['the projected keys', B * newKeys * KV], ['the projected values', B * newKeys * VKV], ['the attended values', B * L * AD],
         ['the output', count(call.outputShape)], ['the weights', call.weightsShape ? count(call.weightsShape) : 0]]) {
         checkSize(name, floats);
       }
@@ -198,40 +264,27 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         const x = input(q, 'query');
         const xk = self ? x : input(call.k, 'key');
         const xv = self ? x : input(call.v, 'value');
-        const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * S * KV, 'k');
-        const vp = buffers.storage(B * S * VKV, 'v'), attended = buffers.storage(B * L * AD, 'attended');
         const output = buffers.storage(count(call.outputShape), 'output');
         const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
         device.pushErrorScope('out-of-memory');
         device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
-        const pass = encoder.beginComputePass();
-        encodeGemm(device, pass, buffers, { x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
-        encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * S, N: KV, K: c.kdim });
-        encodeGemm(device, pass, buffers, { x: xv, w: w.v, bias: w.vBias, y: vp, M: B * S, N: VKV, K: c.vdim });
-        if (c.rotary) {
-          const positions = call.positions?.data;
-          encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, positions), rows: B * L,
-            rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
-          encodeRotary(device, pass, buffers, { x: kp, table: rotaryTable(c.rotary, B, S, self ? positions : null), rows: B * S,
-            rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
-        }
-        const kpm = additive(call.keyPaddingMask), am = additive(call.attnMask);
-        encodeAttention(device, pass, buffers, c, {
-          B, L, S, q: qp, k: kp, v: vp, attended, weights, headParams: w.headParams,
-          keyPadding: kpm && buffers.upload(kpm, 'key padding mask'),
-          attnMask: am && buffers.upload(am, 'attention mask'),
+        encodeForward(device, encoder, buffers, c, w, {
+          B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache,
+          positions: call.positions?.data,
+          keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
           attnMaskPerHead: call.attnMask?.shape.length === 3,
-          causal: request.causal, averageWeights: request.averageWeights,
+          causal: request.causal || Boolean(cache), averageWeights: request.averageWeights,
           dropout: request.training && c.dropout > 0
             ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
-          dummy: buffers.storage(4, 'unused'),
+          // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
+          decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
         });
-        encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });
-        pass.end();
         device.queue.submit([encoder.finish()]);
+        if (cache) cache.handle.advance(L);
         // Both scopes popped now, before any other call can push its own.
         const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+        if ((invalid || outOfMemory) && cache) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (call.gpuOutput) {
@@ -277,6 +330,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (this.#disposed) return;
       this.#disposed = true;
       this.#forgetUpload();
+      for (const cache of [...this.#caches]) cache.dispose();
       this.#planner.delete();
       this.#layer.dispose();
     }

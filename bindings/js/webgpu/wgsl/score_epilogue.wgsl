@@ -18,7 +18,8 @@ struct Params {
   first_query: u32, has_key_padding: u32, has_attn_mask: u32, attn_mask_per_head: u32,
   has_sinks: u32, has_alibi: u32, weights_factor: f32, average_heads: u32,
   write_lse: u32, seed_low: u32, seed_high: u32, dropout_threshold: u32,
-  dropout_scale: f32, dropout_active: u32, weights_before_dropout: u32, pad0: u32,
+  dropout_scale: f32, dropout_active: u32, weights_before_dropout: u32,
+  kv_rows: u32,  // rows per batch row in the k and v buffers: S, or a KV cache's capacity
 }
 
 @group(0) @binding(3) var<storage, read> key_padding: array<f32>;   // [B, S], additive
