@@ -181,7 +181,7 @@ export function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, v
   const config = inferConfig(stateDict, E, numHeads, 'state dict', variants);
   if (patched.length && !patchFrom) throw new TypeError('patch: choose a second embeddings file to patch the head\'s z from');
   if (patched.length && patchFrom.shape.join() !== embeddings.shape.join()) {
-    throw new RangeError(`patch: the second embeddings are [${patchFrom.shape}]; patching needs the shape of the embeddings shown [${L}, ${E}]`);
+    throw new RangeError(`patch: the second embeddings are [${patchFrom.shape.join(', ')}]; patching needs the shape of the embeddings shown [${L}, ${E}]`);
   }
   const layer = new mha.MultiHeadAttention(config);
   try {
