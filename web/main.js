@@ -300,6 +300,7 @@ function renderCacheSteps() {
   const { layer, head } = state.selected;
   const result = state.result;
   const cache = result.cacheSteps;
+  $('steps-ablate').checked = state.ablated.some(samePair([layer, head]));  // (a change applies to the next Generate)
   if (!cache) {
     state.steps = null;
     $('steps-summary').textContent = 'Generate with the Steps view open to follow each new token '
