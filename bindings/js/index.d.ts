@@ -727,7 +727,7 @@ export interface GpuTensor {
  * Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's (`cache`: a cache of
  * this WebGPU layer's createCache, self-attention), plus outputLocation.
  */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'grad' | 'checkFinite'> {
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'grad' | 'checkFinite' | 'capture' | 'patch'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
   outputLocation?: 'cpu' | 'gpu';
 }
