@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "mha/attention_steps.hpp"
 #include "mha/errors.hpp"
 #include "mha/kernels/linear.hpp"
 #include "mha/memory_budget.hpp"
@@ -44,7 +45,8 @@ struct RequestKeys {
   val length{"length"}, ptr{"ptr"}, shape{"shape"}, isBool{"isBool"}, causal{"causal"}, needWeights{"needWeights"},
       averageWeights{"averageWeights"}, training{"training"}, seed{"seed"}, weightsBeforeDropout{"weightsBeforeDropout"},
       query{"query"}, key{"key"}, value{"value"}, keyPaddingMask{"keyPaddingMask"}, attnMask{"attnMask"},
-      positions{"positions"}, cache{"cache"}, grad{"grad"};
+      positions{"positions"}, cache{"cache"}, grad{"grad"}, capture{"capture"}, patch{"patch"},
+      steps{"steps"}, tensor{"tensor"}, heads{"heads"};
 };
 
 mha::Shape shape_of(const RequestKeys& keys, const val& v) {
@@ -173,6 +175,28 @@ val entries_of(const NamedFloats& named) {
     list.call<void>("push", e);
   }
   return list;
+}
+
+// A request's step options (attention_steps.hpp): capture true or [names]; patch { steps: [the
+// names given], tensor: { ptr, shape }, heads: [h...] or null }. `data` replaces the patch's
+// pointer (checkForward plans without data). The JS wrapper checked their types.
+mha::StepRequest steps_of(const RequestKeys& keys, const val& request, const float* data = nullptr) {
+  mha::StepRequest steps;
+  const val capture = request[keys.capture];
+  if (capture.isTrue()) {
+    for (int s = 0; s < mha::kStepCount; ++s) steps.capture.push_back(mha::step_name(static_cast<mha::Step>(s)));
+  } else if (capture.isArray()) {
+    steps.capture = emscripten::vecFromJSArray<std::string>(capture);
+  }
+  const val patch = request[keys.patch];
+  if (!patch.isUndefined() && !patch.isNull()) {
+    steps.patch.steps = emscripten::vecFromJSArray<std::string>(patch[keys.steps]);
+    const val tensor = patch[keys.tensor];
+    steps.patch.tensor = {data ? data : pointer_of<float>(keys, tensor), shape_of(keys, tensor[keys.shape])};
+    const val heads = patch[keys.heads];
+    if (!heads.isUndefined() && !heads.isNull()) steps.patch.heads = shape_of(keys, heads);
+  }
+  return steps;
 }
 
 // Options every forward request shares (the JS wrapper checked their types).
@@ -329,25 +353,47 @@ class LayerHandle {
     });
   }
 
-  // request: { query, key, value, keyPaddingMask, attnMask, causal, needWeights, averageWeights }
-  bool forward(val request) {
+  // request: { query, key, value, keyPaddingMask, attnMask, causal, needWeights, averageWeights,
+  // capture, patch }. `steps`: the request has capture or patch (read only then, so the other
+  // calls cost what they did): the steps' path runs, and capturedEntries() lists what it kept.
+  bool forward(val request, bool steps_given) {
     releaseResult();
     return guard([&] {
       const ForwardRequest r(keys_, request);
       use_module_pool();
-      result_ = layer_->forward(r.query, r.key, r.value, r.options);
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request) : mha::StepRequest{};
+      if (steps.present()) {
+        result_ = layer_->forward_steps(r.query, r.key, r.value, r.options, steps, captured_);
+      } else {
+        result_ = layer_->forward(r.query, r.key, r.value, r.options);
+      }
     });
+  }
+
+  // The last forward's captured steps: [{ name, ptr, length, shape }] in the chain's order.
+  val capturedEntries() const {
+    val list = val::array();
+    for (const mha::CapturedStep& step : captured_) {
+      val e = val::object();
+      e.set("name", std::string(mha::step_name(step.step)));
+      e.set("ptr", static_cast<double>(reinterpret_cast<uintptr_t>(step.data.data())));
+      e.set("length", static_cast<double>(step.data.size()));
+      e.set("shape", array_of(step.shape));
+      list.call<void>("push", e);
+    }
+    return list;
   }
 
   // forward() that keeps what backward needs: the result as forward's, plus the saved state
   // (null with lastError set on failure).
-  SavedForwardHandle* forwardForTraining(val request) {
+  SavedForwardHandle* forwardForTraining(val request, bool steps_given) {
     releaseResult();
     SavedForwardHandle* made = nullptr;
     guard([&] {
       const ForwardRequest r(keys_, request);  // (a cache is refused by forward_for_training)
       use_module_pool();
-      auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options);
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request) : mha::StepRequest{};
+      auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options, &steps, &captured_);
       result_ = std::move(t.result);
       made = new SavedForwardHandle(std::move(t.saved));
     });
@@ -388,7 +434,7 @@ class LayerHandle {
   // Checks a forward request before the JS wrapper copies its inputs in: the shapes, then
   // whether the inputs and the call's buffers fit in the wasm memory still free. The request's
   // tensors carry shapes only; planning never reads data, so each gets a placeholder address.
-  bool checkForward(val request) {
+  bool checkForward(val request, bool steps_given) {
     return guard([&] {
       static const float kPlaceholder[1] = {};
       const auto shape_only = [this](const val& t) -> mha::TensorRef {
@@ -421,8 +467,13 @@ class LayerHandle {
       const int threads = 1;
 #endif
       const bool grad = request[keys_.grad].as<bool>();
-      const std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
-                                                     : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
+      std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
+                                               : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request, kPlaceholder) : mha::StepRequest{};
+      if (steps.present())
+        for (const mha::MemoryItem& item :
+             mha::steps_memory(layer_->config(), plan, mha::check_steps(layer_->config(), plan, steps, grad), true))
+          need.push_back(item);
       mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
@@ -470,7 +521,10 @@ class LayerHandle {
   val outputShape() const { return array_of(result_.output_shape); }
   uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(result_.weights.data()); }
   val weightsShape() const { return result_.weights.empty() ? val::null() : array_of(result_.weights_shape); }
-  void releaseResult() { result_ = mha::ForwardResult{}; }
+  void releaseResult() {
+    result_ = mha::ForwardResult{};
+    std::vector<mha::CapturedStep>().swap(captured_);
+  }
 
  private:
   // The threads build runs every layer on the module's pool (its size as setNumThreads left it).
@@ -503,6 +557,7 @@ class LayerHandle {
   RequestKeys keys_;
   std::unique_ptr<mha::MultiheadAttention> layer_;
   mha::ForwardResult result_;
+  std::vector<mha::CapturedStep> captured_;
   NamedFloats gradients_, state_dict_;
   mha::Shape planned_output_shape_, planned_weights_shape_;
   int error_kind_ = kNone;
@@ -579,6 +634,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("outputShape", &LayerHandle::outputShape)
       .function("weightsPtr", &LayerHandle::weightsPtr)
       .function("weightsShape", &LayerHandle::weightsShape)
+      .function("capturedEntries", &LayerHandle::capturedEntries)
       .function("releaseResult", &LayerHandle::releaseResult);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
   emscripten::function("linearForward", &linearForward);

@@ -18,7 +18,7 @@ const LUT_STEPS = 1024;
 const WEIGHT_LUT = Uint8Array.from({ length: (LUT_STEPS + 1) * 3 }, (_, k) => weightColor(Math.floor(k / 3) / LUT_STEPS)[k % 3]);
 
 /** Blue (negative) - white - red (positive), for output vectors. */
-function divergingColor(v) {
+export function divergingColor(v) {
   const t = Math.min(1, Math.abs(v));
   const far = v < 0 ? [33, 102, 172] : [178, 24, 43];
   return far.map((f) => Math.round(255 + (f - 255) * t));

@@ -5,6 +5,7 @@ import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, 
 import { drawLines, MAX_ROWS } from './lines.js';
 import { FAMILY_PRESETS } from './custom-layer.js';
 import { WorkerClient } from './worker-client.js';
+import { headSteps, StepsView, stepsState } from './steps-view.js';
 import { GenerateMode } from './modes/generate.js';
 import { SentimentMode } from './modes/sentiment.js';
 import { TrainMode } from './modes/train.js';
@@ -19,7 +20,13 @@ const state = {
   selected: { layer: 0, head: 0 },
   mode: 'head',           // 'head' or 'mean' (averaged over the layer's heads)
   threshold: 0,
-  view: 'heatmap',        // 'heatmap' or 'lines'
+  view: 'heatmap',        // 'heatmap', 'lines' or 'steps'
+  stepsQuery: null,       // steps view: the query token followed (null: the last one)
+  steps: null,            // steps view: what it draws (getState().steps)
+  ablated: [],            // steps view, default model: [layer, head] pairs whose z is zeroed
+  patched: [],            // ... and pairs whose z comes from patchText
+  patchText: '',
+  patchFile: null,        // ... Your layer: the second embeddings file ({ name, bytes }) patched from
   focus: null,            // line view: hovered or locked token
   locked: false,
   linesStart: 0,
@@ -197,7 +204,10 @@ function renderSelected() {
   const newest = state.result.generation ? state.result.labels.length - 1 : null;
   $('heatmap-panel').hidden = state.view !== 'heatmap';
   $('lines-panel').hidden = state.view !== 'lines';
-  if (state.view === 'heatmap') {
+  $('steps-panel').hidden = state.view !== 'steps';
+  if (state.view === 'steps') {
+    renderSteps();
+  } else if (state.view === 'heatmap') {
     heatmapGeometry = drawLabeledAttention($('heatmap'), {
       data, offset, stride, labels: state.result.labels, masks: masks(), threshold: state.threshold, maxSize: width,
       highlightRow: newest,
@@ -220,6 +230,113 @@ function renderSelected() {
       threshold: state.threshold, focus: state.focus, width: Math.min(width, 760),
     });
   }
+}
+
+// ---- the Steps view (web/steps-view.js) ----
+
+let stepsView = null;
+let stepsRequestedFor = null;  // the result a steps run was requested for (one request per result)
+
+const samePair = ([l, h]) => ([a, b]) => a === l && b === h;
+
+/** The Steps view's run options for the default model: capture, and its ablations and patches. */
+function stepsRunOptions() {
+  if (state.view !== 'steps') return null;
+  return { ablated: state.ablated, patched: state.patched, patchText: state.patchText, ...(state.source === 'custom' && { patchFile: state.patchFile }) };
+}
+
+function renderSteps() {
+  const { layer, head } = state.selected;
+  const result = state.result;
+  const layerResult = result.layers[layer];
+  const defaultModel = state.source === 'default';
+  const changeable = defaultModel || state.source === 'sentiment' || state.source === 'custom';  // (runs it can repeat)
+  $('steps-patch-row').hidden = !changeable;  // (a second input to patch from: a text, or Your layer's second embeddings)
+  const custom = state.source === 'custom';
+  $('steps-patch-text').hidden = custom;
+  $('steps-patch-file').hidden = !custom;
+  $('steps-patch-label').textContent = custom ? 'second embeddings (the same [L, E])' : 'second text';
+  $('steps-patch-label').htmlFor = custom ? 'steps-patch-file' : 'steps-patch-text';
+  $('steps-ablate').parentElement.hidden = !changeable;
+  if (result.generation) {
+    renderCacheSteps();
+    return;
+  }
+  if (!layerResult.captured) {
+    state.steps = null;
+    const generating = Boolean(result.generation?.running);
+    $('steps-summary').textContent = state.source === 'train' ? 'The steps appear with the model\'s first evaluation.'
+      : generating ? 'The steps are drawn for the text shown once generation stops.' : 'Computing the steps…';
+    if (defaultModel && !generating && stepsRequestedFor !== result) {
+      stepsRequestedFor = result;
+      runText();
+    }
+    return;
+  }
+  const { labels, padding } = result;
+  const L = labels.length;
+  const lastToken = L - 1 - (padding ? padding.reduce((n, p) => n + p, 0) : 0);
+  const query = Math.min(L - 1, Math.max(0, state.stepsQuery ?? lastToken));
+  const select = $('steps-query');
+  const options = labels.map((label, i) => `${i}: ${displayToken(label)}`);
+  if ([...select.options].map((o) => o.text).join('\u0000') !== options.join('\u0000')) {
+    select.replaceChildren(...options.map((text, i) => new Option(text, String(i))));
+  }
+  select.value = String(query);
+  const hs = headSteps(layerResult, { head, config: result.config });
+  stepsView.draw(hs, { query, labels, causal: result.causal, padding });
+  state.steps = stepsState(hs, { layer, head, query });
+  $('steps-ablate').checked = state.ablated.some(samePair([layer, head]));
+  const changes = [
+    ...state.ablated.map(([l, h]) => `L${l} H${h} ablated`),
+    ...state.patched.map(([l, h]) => `L${l} H${h} patched from ${custom ? state.patchFile?.name : `'${state.patchText}'`}`),
+  ];
+  $('steps-summary').textContent = `Layer ${layer}, head ${head}, query ${query} '${displayToken(labels[query])}'. `
+    + (changes.length && changeable ? `Changed: ${changes.join(', ')} (the prediction and later layers follow).` : '');
+}
+
+/** Generate: the newest token's step, its one query row against everything the cache holds. */
+function renderCacheSteps() {
+  const { layer, head } = state.selected;
+  const result = state.result;
+  const cache = result.cacheSteps;
+  $('steps-ablate').checked = state.ablated.some(samePair([layer, head]));  // (a change applies to the next Generate)
+  if (!cache) {
+    state.steps = null;
+    $('steps-summary').textContent = 'Generate with the Steps view open to follow each new token '
+      + 'reading the keys and values its cache holds.';
+    return;
+  }
+  const { position } = cache;
+  const labels = result.labels.slice(0, position + 1);
+  $('steps-query').replaceChildren(new Option(`${position}: ${displayToken(labels[position])}`, String(position)));
+  const hs = headSteps(cache.layers[layer], { head, config: result.config });
+  stepsView.draw(hs, { query: 0, labels, causal: true, padding: null, queryOffset: position });
+  state.steps = stepsState(hs, { layer, head, query: position, row: 0 });
+  const { settings } = result.generation;
+  // Generated with ablated or patched heads: the whole text ran again each token (web/generation.js).
+  const changes = settings.changes ? [
+    ...settings.changes.ablated.map(([l, h]) => `L${l} H${h} ablated`),
+    ...settings.changes.patched.map(([l, h]) => `L${l} H${h} patched from '${settings.changes.patchText}'`),
+  ] : [];
+  $('steps-summary').textContent = `Generate: token ${position} '${displayToken(labels[position])}' (layer ${layer}, head ${head}) `
+    + `reads the K and V of the ${hs.sizes.S} tokens ${settings.useCache ? 'in its cache' : 'of the whole text, recomputed (no cache)'}.`
+    + (changes.length ? ` Generated with ${changes.join(', ')}: every token ran the whole text with them (the text and prediction follow).` : '');
+}
+
+/** Runs the source shown again, with the Steps view's ablations and patches. */
+function rerun() {
+  if (state.source === 'sentiment') sentimentMode.run();
+  else if (state.source === 'custom') runCustom();
+  else runText();
+}
+
+/** Adds or removes [layer, head] in list, then runs the source again with the change. */
+function toggleHead(list, on) {
+  const pair = [state.selected.layer, state.selected.head];
+  const kept = state[list].filter((p) => !samePair(pair)(p));
+  state[list] = on ? [...kept, pair] : kept;
+  rerun();
 }
 
 function renderOutputs() {
@@ -269,7 +386,9 @@ function accept(result) {
 
 /** Runs the default model on the text box's text; while a run is in flight only the latest waits. */
 async function runText() {
-  pendingRun = { text: $('text').value, padding: Math.max(0, Math.min(64, Number($('padding').value) || 0)) };
+  pendingRun = {
+    text: $('text').value, padding: Math.max(0, Math.min(64, Number($('padding').value) || 0)), steps: stepsRunOptions(),
+  };
   if (running) return;
   running = true;
   try {
@@ -331,6 +450,8 @@ async function runCustom() {
       prefix: $('byo-prefix').value,
       causal: $('byo-causal').checked,
       variants: customVariants(),
+      capture: true,  // the Steps view reads the steps
+      steps: stepsRunOptions(),
     });
     const select = $('byo-prefix');
     select.replaceChildren(...result.prefixes.map((p) => new Option(p || '(top level)', p, false, p === result.prefix)));
@@ -402,6 +523,9 @@ function showSource(name) {
   selectTab(sources.map((s) => `source-${s}`), `source-${name}`);
   for (const s of sources) $(`${s}-panel`).hidden = s !== name;
   if (name !== 'custom') state.source = name;  // 'custom' takes over once a file is shown
+  // The Steps view's ablations and patches belong to the model they were made on.
+  state.ablated = [];
+  state.patched = [];
   sentimentMode.active = name === 'sentiment';
   sentimentMode.training.show(name === 'sentiment');
   if (name === 'train') trainMode.activate().catch((error) => showMessage(error.message));
@@ -447,9 +571,9 @@ function bindEvents() {
     $('threshold-value').textContent = state.threshold.toFixed(2);
     render();
   });
-  for (const view of ['heatmap', 'lines']) {
+  for (const view of ['heatmap', 'lines', 'steps']) {
     $(`view-${view}`).addEventListener('click', () => {
-      selectTab(['view-heatmap', 'view-lines'], `view-${view}`);
+      selectTab(['view-heatmap', 'view-lines', 'view-steps'], `view-${view}`);
       state.view = view;
       render();
     });
@@ -457,6 +581,35 @@ function bindEvents() {
   $('lines-start').addEventListener('input', () => {
     state.linesStart = Number($('lines-start').value);
     renderSelected();
+  });
+  stepsView = new StepsView($, {
+    onSelectQuery: (i) => {
+      state.stepsQuery = i;
+      renderSelected();
+    },
+  });
+  $('steps-query').addEventListener('change', () => {
+    state.stepsQuery = Number($('steps-query').value);
+    renderSelected();
+  });
+  $('steps-ablate').addEventListener('change', () => toggleHead('ablated', $('steps-ablate').checked));
+  $('steps-patch').addEventListener('click', async () => {
+    if (state.source === 'custom') {
+      try {
+        state.patchFile = await readFile($('steps-patch-file'), 'second embeddings (.json or .npy, the shape of the first)');
+      } catch (error) {
+        showMessage(error.message);
+        return;
+      }
+    } else {
+      state.patchText = $('steps-patch-text').value;
+    }
+    toggleHead('patched', true);
+  });
+  $('steps-clear').addEventListener('click', () => {
+    state.ablated = [];
+    state.patched = [];
+    rerun();
   });
   $('export-png').addEventListener('click', exportPng);
   $('export-json').addEventListener('click', exportJson);
@@ -525,6 +678,8 @@ const generateMode = new GenerateMode({
     return state.renderMs;
   },
   message: showMessage,
+  wantsSteps: () => state.view === 'steps',
+  changes: stepsRunOptions,
 });
 
 const sentimentMode = new SentimentMode({
@@ -535,6 +690,7 @@ const sentimentMode = new SentimentMode({
     accept(result);
   },
   message: showMessage,
+  stepsOptions: stepsRunOptions,
 });
 
 const trainMode = new TrainMode({
@@ -601,7 +757,19 @@ window.__mhaDemo = {
       focus: state.focus,
       locked: state.locked,
       renders: state.renders,
-      /** Generate: { running, cacheLength (tokens the worker's caches hold), generated, useCache, tokensPerSecond, msPerToken, attentionMsPerToken, wallMs } */
+      /**
+       * Steps view: { layer, head, query, scale, q: [Dh], keys: [S][Dh], scores: [S], logits: [S], pattern: [S],
+       * values: [S][Dv], z: [Dv], output: [E] } (-Infinity where blocked), or null when another view is shown.
+       */
+      steps: state.view === 'steps' && state.steps ? structuredClone(state.steps) : null,
+      /** Steps view: { code (tab), hovered (step id or null), tooltip (text or null), ablated, patched, patchText, patchFile (Your layer's second embeddings' name) }. */
+      stepsView: {
+        code: stepsView?.code ?? null, hovered: stepsView?.hovered ?? null,
+        tooltip: $('steps-tooltip').hidden ? null : $('steps-tooltip').textContent,
+        ablated: structuredClone(state.ablated), patched: structuredClone(state.patched), patchText: state.patchText,
+        patchFile: state.patchFile?.name ?? null,
+      },
+      /** Generate: { running, cacheLength (tokens the worker's caches hold), generated, useCache, changed (generated with the Steps view's ablated or patched heads), tokensPerSecond, msPerToken, attentionMsPerToken, wallMs } */
       generation: generateMode.state(),
       /** Sentiment mode: { label, probability, words } of the sentence shown, or null. */
       sentiment: result?.sentiment ?? null,
@@ -638,6 +806,27 @@ window.__mhaDemo = {
   },
   /** Resolves after the next redraw. */
   nextRender,
+  /**
+   * Opens the Steps view on layer `layer`, head `head` and query token `query` (default: the last
+   * token); resolves with getState().steps once it is drawn.
+   */
+  async showSteps({ layer = 0, head = 0, query = null } = {}) {
+    state.selected = { layer, head };
+    state.mode = 'head';
+    document.querySelector('input[name=mode][value=head]').checked = true;
+    state.stepsQuery = query;
+    state.steps = null;
+    const drawn = () => state.steps && state.steps.layer === layer && state.steps.head === head
+      && (query === null || state.steps.query === query);
+    if (state.view !== 'steps') $('view-steps').click();
+    else render();
+    while (!drawn()) await nextRender();
+    return structuredClone(state.steps);
+  },
+  /** Steps view: the centre of cell (row, column) of step `id` (web/steps-view.js CHAIN), in page coordinates. */
+  stepsPoint(id, row, column) {
+    return stepsView.cellPoint(id, row, column);
+  },
   /** Opens the Train tab and starts (or resumes) training with settings ({ seed, learningRate, batchSize, seqLen, steps, ... }); resolves once it runs. */
   async startTraining(settings = {}) {
     if (state.source !== 'train') $('source-train').click();

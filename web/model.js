@@ -98,23 +98,29 @@ export class DemoModel {
   /**
    * Runs the model on token ids. Returns per layer the attention weights [H, L, L] and the layer's
    * output [L, E] (before the residual add), the logits [L, V], and the time spent in mha-wasm.
+   * With `capture: true` each layer also has `input` [L, E] and `captured`, its attention steps
+   * (forward's capture: docs/steps.md). `patches[l]` ({ z, heads }, or absent) is layer l's patch
+   * of z: zeros ablate heads, another text's z patches them (then everything after follows).
    */
-  forward(ids, { keyPaddingMask = null } = {}) {
+  forward(ids, { keyPaddingMask = null, capture = false, patches = [] } = {}) {
     const L = ids.length;
     const E = this.dModel;
     const x = this.embed(ids);
     const layers = [];
     let wasmMs = 0;
-    for (const layer of this.#layers) {
+    this.#layers.forEach((layer, l) => {
+      const input = capture ? x.slice() : null;
       const started = performance.now();
-      const { output, weights } = layer.forward({ data: x, shape: [L, E] }, null, null, {
+      const { output, weights, captured } = layer.forward({ data: x, shape: [L, E] }, null, null, {
         causal: true, needWeights: true, averageWeights: false,
         ...(keyPaddingMask && { keyPaddingMask: { data: keyPaddingMask, shape: [L] } }),
+        ...(capture && { capture: true }),
+        ...(patches[l] && { patch: patches[l] }),
       });
       wasmMs += performance.now() - started;
       for (let i = 0; i < x.length; i++) x[i] += output.data[i];
-      layers.push({ weights: weights.data, output: output.data });
-    }
+      layers.push({ weights: weights.data, output: output.data, ...(capture && { input, captured }) });
+    });
     return { layers, logits: this.unembed(x), wasmMs };
   }
 
@@ -129,8 +135,10 @@ export class DemoModel {
    * after the last one, and with needWeights, per layer the new rows of attention: weights
    * [H, ids.length, cache length] and output [ids.length, E]. Used for a chunked prefill and for
    * one-token generation steps: the work is O(tokens so far) per token, not a pass over the text.
+   * With `capture`, each layer also has `input` and `captured`: the new rows' steps against the
+   * whole cache (docs/steps.md), for the page's Steps view.
    */
-  extend(ids, caches, { needWeights = false } = {}) {
+  extend(ids, caches, { needWeights = false, capture = false } = {}) {
     const E = this.dModel;
     const L = ids.length;
     const first = caches[0].length;
@@ -146,12 +154,13 @@ export class DemoModel {
     const layers = [];
     let wasmMs = 0;
     this.#layers.forEach((layer, l) => {
+      const input = capture ? x.slice() : null;
       const started = performance.now();
-      const { output, weights } = layer.forward({ data: x, shape: [L, E] }, null, null,
-        { cache: caches[l], needWeights, averageWeights: false });
+      const { output, weights, captured } = layer.forward({ data: x, shape: [L, E] }, null, null,
+        { cache: caches[l], needWeights, averageWeights: false, ...(capture && { capture: true }) });
       wasmMs += performance.now() - started;
       for (let i = 0; i < x.length; i++) x[i] += output.data[i];
-      if (needWeights) layers.push({ weights: weights.data, output: output.data });
+      if (needWeights) layers.push({ weights: weights.data, output: output.data, ...(capture && { input, captured }) });
     });
     return { logits: this.unembed(x.subarray((L - 1) * E)), layers, wasmMs };
   }

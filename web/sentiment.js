@@ -63,11 +63,16 @@ export class SentimentModel {
     return { ids, labels, words: words.length };
   }
 
+  /** The attention's z as the Steps view patches it: [1, T, heads, value size] (Keras' value_dim = key_dim). */
+  get zShape() { return [1, this.maxLength, HEADS, KEY_DIM]; }
+
   /**
    * The probability that `text` is positive, with the attention layer's weights [H, T, T] and
-   * output [T, 100] (T = maxLength), and the time spent in mha-wasm.
+   * output [T, 100] (T = maxLength), and the time spent in mha-wasm. With `capture`, also the
+   * attention layer's input and its steps (docs/steps.md), for the page's Steps view; `patch`:
+   * the attention's patch (Keras' call takes forward's), e.g. zeros in a head's z.
    */
-  predict(text) {
+  predict(text, { capture = false, patch = null } = {}) {
     const { ids, labels, words } = this.encode(text);
     const T = this.maxLength, E = 32, F = 100;
     // Embedding, then Conv1D 'same' with kernel 4: TensorFlow pads 1 step before and 2 after.
@@ -86,14 +91,14 @@ export class SentimentModel {
     }
     const started = performance.now();
     const x = { data: conv, shape: [1, T, F] };
-    const { output, scores } = this.#attention.call(x, x, x, { returnAttentionScores: true });
+    const { output, scores, captured } = this.#attention.call(x, x, x, { returnAttentionScores: true, ...(capture && { capture: true }), ...(patch && { patch }) });
     const wasmMs = performance.now() - started;
     let logit = this.denseBias[0];
     for (let i = 0; i < T * F; i++) logit += output.data[i] * this.denseKernel[i];
     const probability = 1 / (1 + Math.exp(-logit));
     return {
       probability, label: probability >= 0.5 ? 'positive' : 'negative', ids, labels, words,
-      weights: scores.data, output: output.data, wasmMs,
+      weights: scores.data, output: output.data, wasmMs, ...(capture && { input: conv, captured }),
     };
   }
 

@@ -9,6 +9,7 @@ import { GenerationSession } from './generation.js';
 import { SentimentModel } from './sentiment.js';
 import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from './custom-layer.js';
 import { TrainingSession } from './training/session.js';
+import { zPatch } from './z-patch.js';
 import { describeHeads } from './training/head-scores.js';
 
 let mha;
@@ -50,7 +51,37 @@ async function load() {
   };
 }
 
-function run({ text, padding = 0 }) {
+/** A sentiment result's steps without the batch of one: [1, ...] shapes lose their 1. */
+function unbatched(captured) {
+  return Object.fromEntries(Object.entries(captured).map(([name, t]) => [name, { data: t.data, shape: t.shape.slice(1) }]));
+}
+
+/**
+ * The Steps view's z patches (docs/steps.md), per layer: zeros for the `ablated` heads, and for the
+ * `patched` heads their z on `patchText` (as many tokens as the text shown: activation patching).
+ * Heads are [layer, head] pairs. `generated`: the token ids Generate added after the text; the
+ * second text is followed by the same tokens, so its z covers every position.
+ */
+function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingMask, generated = []) {
+  if (ablated.length === 0 && patched.length === 0) return [];
+  let other = null;
+  if (patched.length > 0) {
+    const ids = [...tokenize(patchText, model.vocab).ids, ...generated];
+    const padding = keyPaddingMask ? keyPaddingMask.reduce((n, p) => n + p, 0) : 0;
+    if (ids.length !== L - padding) {
+      const n = generated.length;
+      throw new RangeError(`patch: the second text has ${ids.length - 1 - n} characters; patching needs as many as the text shown (${L - padding - 1 - n})`);
+    }
+    for (let i = 0; i < padding; i++) ids.push(model.vocab.bos);
+    other = model.forward(ids, { keyPaddingMask, capture: true }).layers;
+  }
+  const H = model.numHeads, Dv = model.dModel / H;
+  const of = (pairs, l) => pairs.filter(([layer]) => layer === l).map(([, h]) => h);
+  return Array.from({ length: model.numLayers }, (_, l) => zPatch(of(ablated, l), of(patched, l), other?.[l].captured.z.data, L, H, Dv));
+}
+
+/** steps: the Steps view is open: capture every layer's steps, and apply its ablations and patches. */
+function run({ text, padding = 0, steps = null }) {
   const { ids, labels } = tokenize(text, model.vocab);
   // New text ends a generation; the caches keep what it shares with the text they hold.
   session.stop();
@@ -62,7 +93,8 @@ function run({ text, padding = 0 }) {
     labels.push('<pad>');
   }
   const started = performance.now();
-  const { layers, logits, wasmMs } = model.forward(ids, { keyPaddingMask: paddingMask });
+  const patches = steps ? zPatches(steps, ids.length, paddingMask) : [];
+  const { layers, logits, wasmMs } = model.forward(ids, { keyPaddingMask: paddingMask, capture: Boolean(steps), patches });
   const V = model.vocab.tokens.length;
   const last = ids.length - padding - 1;
   return {
@@ -72,6 +104,7 @@ function run({ text, padding = 0 }) {
     causal: true,
     config: { embedDim: model.dModel, numHeads: model.numHeads, numKvHeads: model.numHeads },
     cacheLength,
+    steps,
   };
 }
 
@@ -80,15 +113,22 @@ function run({ text, padding = 0 }) {
  * batches, at most ~30 a second: first { prompt } (the prompt's full forward, for the views), then
  * { tokens: [{ id, label, layers, attentionMs, stepMs }], prediction, cacheLength }.
  */
-async function generate({ text, ...options }, progress) {
-  const prompt = run({ text });
-  const steps = session.generate(prompt.ids, options);  // options: { count, temperature, topK, seed, useCache }
+async function generate({ text, changes = null, ...options }, progress) {
+  // The Steps view's ablated and patched heads (`changes`, as run's `steps`): the prompt and every
+  // step run the whole text with them, without the cache (its keys and values are the unchanged
+  // model's); a patch's second text is followed by the same generated tokens.
+  const changed = Boolean(changes && (changes.ablated.length || changes.patched.length));
+  const prompt = run({ text, steps: changed ? changes : null });
+  const patches = changed ? (ids) => zPatches(changes, ids.length, null, ids.slice(prompt.ids.length)) : null;
+  const steps = session.generate(prompt.ids, { ...options, patches });  // options: { count, temperature, topK, seed, useCache, steps }
   progress({ prompt }, buffersOf(prompt.layers));
   let batch = [];
   let last = null;
   let posted = performance.now();
   const flush = () => {
     if (batch.length === 0) return;
+    // The Steps view draws the newest token: only the batch's last one keeps its steps.
+    for (const token of batch.slice(0, -1)) for (const layer of token.layers) delete layer.captured;
     progress({
       tokens: batch,
       prediction: topK(Array.from(last.logits), model.vocab.tokens, 5),
@@ -101,7 +141,7 @@ async function generate({ text, ...options }, progress) {
     const { value, done } = steps.next();
     if (done) {
       flush();
-      return { reused: value.reused, cacheLength: session.cacheLength };
+      return { reused: value.reused, cacheLength: session.cacheLength, changed };
     }
     last = value;
     batch.push({
@@ -116,16 +156,25 @@ async function generate({ text, ...options }, progress) {
 }
 
 /** The Sentiment mode: the classifier on one sentence, as a result the page's views can draw. */
-async function classify({ text }) {
+async function classify({ text, capture = false, steps = null }) {
   if (!sentiment) {
     const [bytes, vocab] = await Promise.all([fetchOk('sentiment/sentiment.safetensors'), fetchOk('sentiment/vocab.json', 'json')]);
     sentiment = sentimentModels.shipped = new SentimentModel(mha, readSafetensors(bytes), vocab);
   }
   const started = performance.now();
-  const p = sentiment.predict(text);
+  // The Steps view's ablated and patched heads (layer 0: the classifier's one attention layer); a
+  // patch's second sentence pads to the same 32 tokens, so any sentence fits.
+  let patch = null;
+  if (steps && (steps.ablated.length || steps.patched.length)) {
+    const heads = (pairs) => pairs.filter(([l]) => l === 0).map(([, h]) => h);
+    const other = steps.patched.length ? sentiment.predict(steps.patchText, { capture: true }).captured.z : null;
+    const [, T, H, Dv] = sentiment.zShape;
+    patch = zPatch(heads(steps.ablated), heads(steps.patched), other?.data, T, H, Dv, true);
+  }
+  const p = sentiment.predict(text, { capture, patch });
   return {
     text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started,
-    layers: [{ weights: p.weights, output: p.output }],
+    layers: [{ weights: p.weights, output: p.output, ...(capture && { input: p.input, captured: unbatched(p.captured) }) }],
     padding: null,  // the tutorial's model has no mask: its words attend to the padding too
     prediction: [{ token: 'positive', probability: p.probability }, { token: 'negative', probability: 1 - p.probability }],
     causal: false,
@@ -160,7 +209,7 @@ function stop() {
   return { cacheLength: session.cacheLength };
 }
 
-function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants }) {
+function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false, steps = null }) {
   const embeddings = parseEmbeddings(embeddingsFile.name, embeddingsFile.bytes);
   let names;
   try {
@@ -178,7 +227,12 @@ function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variant
   // Keep only this layer's own keys (a deeper prefix could also match, e.g. "attn." inside "attn.sub.").
   const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) => LAYER_KEYS.includes(k)));
   const started = performance.now();
-  const result = runCustomLayer(mha, { embeddings, stateDict: own, numHeads, causal, variants });
+  const heads = (pairs) => (steps ? pairs.filter(([l]) => l === 0).map(([, h]) => h) : []);
+  // The Steps view's patch: its second embeddings file ({ name, bytes }), read like the first.
+  const patchFrom = steps?.patchFile && heads(steps.patched).length ? parseEmbeddings(steps.patchFile.name, steps.patchFile.bytes) : null;
+  const result = runCustomLayer(mha, {
+    embeddings, stateDict: own, numHeads, causal, variants, capture, ablated: heads(steps?.ablated ?? []), patched: heads(steps?.patched ?? []), patchFrom,
+  });
   const L = embeddings.shape[0];
   return {
     ...result,

@@ -196,7 +196,69 @@ export interface ForwardOptions {
   seed?: number;
   /** With needWeights under dropout: the probabilities before dropout (Keras) instead of after (PyTorch). */
   weightsBeforeDropout?: boolean;
+  /**
+   * Record the attention's intermediate steps (docs/steps.md): `true` for all of them, or a list
+   * of step names. The result's `captured` then holds each as a tensor. The call takes a slower,
+   * step-by-step path (calls without `capture` or `patch` are unchanged); the captured steps
+   * count against the same memory budget as the rest of the call. With `grad`, the
+   * {@link TrainingResult} has `captured` too.
+   */
+  capture?: true | false | readonly StepName[];
+  /**
+   * Replace one step's values for some heads and recompute everything after it: `{ z: tensor,
+   * heads: [1] }` (docs/steps.md). The tensor has the step's captured shape; only the listed heads'
+   * values are taken (all heads when `heads` is left out; for `k` and `v` they are key/value
+   * heads). With `capture`, each captured step holds what flowed: the patched values from the
+   * patched step on. Zeros in `z` ablate a head; a `z` captured from another input is activation
+   * patching. With `grad: true` the gradients flow through the patched graph: the patched tensor
+   * is a constant (its heads pass no gradient back); a `pattern` patch is then refused (the
+   * backward pass recomputes the softmax from q and k).
+   */
+  patch?: StepPatch;
 }
+
+/**
+ * The attention's steps, in the order they are computed (B batch, H heads, Hkv key/value heads,
+ * L queries, S keys, Dh / Dv head sizes; no B for unbatched input):
+ * - `q` [B, H, L, Dh], `k` [B, Hkv, S, Dh], `v` [B, Hkv, S, Dv]: projected, bias added, rotated (rotary);
+ * - `scores` [B, H, L, S]: scale * q.k, before any mask or variant;
+ * - `logits` [B, H, L, S]: what softmax sees: softcap, ALiBi, masks added (-Infinity where blocked);
+ * - `pattern` [B, H, L, S]: the softmax (a fully blocked row is 0), before dropout;
+ * - `z` [B, L, H, Dv]: each head's weighted sum of v, the layout before concatenation;
+ * - `result` [B, L, H, outputDim]: each head's share of out_proj, without bias (their sum plus
+ *   the bias is the output).
+ */
+export type StepName = 'q' | 'k' | 'v' | 'scores' | 'logits' | 'pattern' | 'z' | 'result';
+
+/** The steps {@link ForwardOptions.patch} can replace: those a later step reads. */
+export type PatchableStep = 'q' | 'k' | 'v' | 'pattern' | 'z';
+
+/**
+ * {@link ForwardOptions.patch}: exactly one of `q`, `k`, `v`, `pattern`, `z` (a {@link PatchableStep}),
+ * with the step's captured shape, and the heads to take from it.
+ */
+export interface StepPatch {
+  /** Replaces the projected (and rotated) queries, [B, H, L, Dh]. */
+  q?: Tensor<Float32Array>;
+  /** Replaces the keys, [B, Hkv, S, Dh] (with a cache: the whole cache's; the cache keeps its own). */
+  k?: Tensor<Float32Array>;
+  /** Replaces the values, [B, Hkv, S, Dv] (with a cache: as for `k`). */
+  v?: Tensor<Float32Array>;
+  /** Replaces the softmax, [B, H, L, S] (taken as given: rows need not sum to 1). */
+  pattern?: Tensor<Float32Array>;
+  /** Replaces each head's weighted sum of v, [B, L, H, Dv]; zeros ablate a head. */
+  z?: Tensor<Float32Array>;
+  /** The heads whose values are replaced (key/value heads for `k` and `v`); default all. */
+  heads?: readonly number[];
+}
+
+/** The captured steps of a call: `capture: true` gives all of them, a list just those. */
+export type CapturedSteps<N extends StepName = StepName> = { [S in N]: Tensor<Float32Array> };
+
+/** The type of {@link ForwardResult.captured} for options `O`. */
+export type CapturedIf<O> = O extends Record<'capture', true> ? CapturedSteps
+  : O extends Record<'capture', readonly (infer N extends StepName)[]> ? CapturedSteps<N>
+  : Partial<CapturedSteps> | undefined;
 
 /** {@link ForwardOptions} of a call that keeps its state for a backward pass. */
 export interface GradForwardOptions extends ForwardOptions {
@@ -307,6 +369,8 @@ export interface ForwardResult<O extends ForwardOptions = ForwardOptions> {
    * null unless needWeights. A query row whose every key is masked gets zero weights (PyTorch: NaN).
    */
   weights: TensorIf<O, 'needWeights'>;
+  /** With {@link ForwardOptions.capture}: each captured step (docs/steps.md); absent otherwise. */
+  captured: CapturedIf<O>;
 }
 
 /**
@@ -497,6 +561,14 @@ export interface KerasCallOptions {
   seed?: number;
   /** As {@link ForwardOptions.checkFinite}: name the first NaN or Infinity in query, value or key. */
   checkFinite?: boolean;
+  /**
+   * As {@link ForwardOptions.capture} (docs/steps.md maps Keras' names to the steps: its
+   * `attention_scores` is `pattern`, its `attention_output` before `_output_dense` is `z`).
+   * Not with inputs of rank > 3.
+   */
+  capture?: true | false | readonly StepName[];
+  /** As {@link ForwardOptions.patch}. Not with inputs of rank > 3. */
+  patch?: StepPatch;
 }
 
 /** What {@link KerasMultiHeadAttention.call} returns. */
@@ -505,6 +577,8 @@ export interface KerasCallResult<O extends KerasCallOptions = KerasCallOptions> 
   output: Tensor<Float32Array>;
   /** Per-head attention scores [B, H, T, S] with returnAttentionScores, else null. */
   scores: TensorIf<O, 'returnAttentionScores'>;
+  /** With `capture`: each captured step, as {@link ForwardResult.captured}; absent otherwise. */
+  captured: CapturedIf<O>;
 }
 
 /** Keras' MultiHeadAttention on this package's core (bindings/js/keras/keras.js). */
@@ -653,7 +727,7 @@ export interface GpuTensor {
  * Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's (`cache`: a cache of
  * this WebGPU layer's createCache, self-attention), plus outputLocation.
  */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'checkFinite'> {
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'checkFinite' | 'capture' | 'patch'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
   outputLocation?: 'cpu' | 'gpu';
 }

@@ -23,6 +23,10 @@ namespace mha {
 // row's log-sum-exp. O((L + S) x features), never L x S.
 struct SavedForward;
 
+// Step-by-step forward passes (attention_steps.hpp).
+struct StepRequest;
+struct CapturedStep;
+
 // dLoss/d everything a forward pass read that can learn or carries a gradient.
 struct Gradients {
   std::vector<float> query;  // query's shape; with self-attention the sum of its three uses
@@ -78,11 +82,23 @@ class MultiheadAttention {
   ForwardResult forward(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                         const ForwardOptions& options = {}) const;
 
+  // forward() step by step (attention_steps.hpp), for calls that capture steps or patch one:
+  // `captured` receives the steps `steps` asks for, in the chain's order. The default paths
+  // never come here. Throws ArgumentError for a request check_steps refuses.
+  // With `saved` (forward_for_training), q, k, v, z and each row's log-sum-exp are kept for
+  // backward(), and the patched heads recorded as constants.
+  ForwardResult forward_steps(const TensorRef& query, const TensorRef& key, const TensorRef& value,
+                              const ForwardOptions& options, const StepRequest& steps,
+                              std::vector<CapturedStep>& captured, SavedForward* saved = nullptr) const;
+
   // Training: forward() that also returns what backward() needs (options.cache must be null;
   // options.training with config.dropout > 0 applies dropout with options.seed).
   struct TrainingForward;
+  // With `steps` (capture or patch), the step-by-step path runs (forward_steps): `captured`
+  // receives the steps, and the gradients treat a patched tensor as a constant.
   TrainingForward forward_for_training(const TensorRef& query, const TensorRef& key, const TensorRef& value,
-                                       const ForwardOptions& options) const;
+                                       const ForwardOptions& options, const StepRequest* steps = nullptr,
+                                       std::vector<CapturedStep>* captured = nullptr) const;
   // d_output: dLoss/dOutput, the forward's output shape. Throws when the layer's weights changed
   // since that forward (load_state_dict).
   Gradients backward(const SavedForward& saved, const float* d_output) const;

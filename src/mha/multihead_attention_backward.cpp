@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "additive_mask.hpp"
+#include "attention_steps.hpp"
 #include "errors.hpp"
 #include "layer_stages.hpp"
 #include "memory_budget.hpp"
@@ -69,15 +70,20 @@ struct ProjectionWeight {
 MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(const TensorRef& query,
                                                                              const TensorRef& key,
                                                                              const TensorRef& value,
-                                                                             const ForwardOptions& options) const {
+                                                                             const ForwardOptions& options,
+                                                                             const StepRequest* steps,
+                                                                             std::vector<CapturedStep>* captured) const {
   if (options.cache)
     throw type_error("grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: "
                      "pass the sequence without a cache)");
   if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
   const ForwardPlan p = plan_forward(config_, query, key, value, options);
   const int threads = pool_ ? pool_->size() : 1;
-  check_fits("the buffers", training_memory(config_, p, options, !key.present(), false, threads), 0,
-             addressable_bytes());
+  std::vector<MemoryItem> need = training_memory(config_, p, options, !key.present(), false, threads);
+  const bool step_by_step = steps && steps->present();
+  if (step_by_step)
+    for (const MemoryItem& item : steps_memory(config_, p, check_steps(config_, p, *steps, true), false)) need.push_back(item);
+  check_fits("the buffers", need, 0, addressable_bytes());
   const ResolvedConfig& c = config_;
   const int64_t B = p.batch, L = p.query_len, S = p.key_len;
 
@@ -119,8 +125,12 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
   const TensorRef saved_query{s.query.data(), s.query_shape};
   const TensorRef saved_key = key.present() ? TensorRef{s.key.data(), s.key_shape} : TensorRef{};
   const TensorRef saved_value = key.present() ? TensorRef{s.value.data(), s.value_shape} : TensorRef{};
-  run_forward(p, saved_query, saved_key, saved_value, options, r.output.data(),
-              options.need_weights ? r.weights.data() : nullptr, &s);
+  if (step_by_step) {
+    r = forward_steps(saved_query, saved_key, saved_value, options, *steps, *captured, &s);
+  } else {
+    run_forward(p, saved_query, saved_key, saved_value, options, r.output.data(),
+                options.need_weights ? r.weights.data() : nullptr, &s);
+  }
   t.saved = std::move(saved);
   return t;
 }
@@ -164,6 +174,14 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   FloatBuffer d_attended(static_cast<size_t>(B * L * AD));
   linear_backward(run, ProjectionWeight(params_.out_weight, packed_.out).w, OD, AD, s.attended.data(), d_output, B * L, d_attended.data(),
                   data_or_null(dp.out_weight), data_or_null(dp.out_bias));
+  // A patched forward: the gradient stops at the heads whose values were constants.
+  const auto stop_at = [](const std::vector<bool>& constant, float* rows_layout, int64_t rows, int64_t D) {
+    const int64_t heads = static_cast<int64_t>(constant.size());
+    for (int64_t h = 0; h < heads; ++h)
+      if (constant[h])
+        for (int64_t r = 0; r < rows; ++r) std::fill_n(rows_layout + r * heads * D + h * D, D, 0.0f);
+  };
+  stop_at(s.constant_z, d_attended.data(), B * L, Dv);
 
   // attend': tasks (batch row, kv head, key chunk). A task adds the G heads of its kv head into
   // its rows of dK and dV, and their dQ into its chunk's partial dQ (summed in order below).
@@ -224,6 +242,10 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
         for (int64_t chunk = 0; chunk < chunks; ++chunk)
           for (int64_t g = 0; g < G; ++g) dp.sinks[kvh * G + g] += d_sink_partial[((b * Hkv + kvh) * chunks + chunk) * G + g];
   }
+
+  stop_at(s.constant_q, dq.data(), B * L, Dh);
+  stop_at(s.constant_k, dk.data(), B * S, Dh);
+  stop_at(s.constant_v, dv.data(), B * S, Dv);
 
   // rotate': rotary's transpose takes dQ and dK back to the projections' outputs.
   rotate(p, options, s.self_attention, S, dq.data(), dk.data(), true);

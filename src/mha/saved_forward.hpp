@@ -52,6 +52,10 @@ struct SavedForward {
   // Written whole by the forward pass, so left uninitialized until then.
   FloatBuffer q, k, v, attended, lse;
 
+  // A patched forward pass (attention_steps.hpp): per head, whether its q, k, v or z were replaced
+  // by constants (the patch); the gradient stops there. Empty when nothing was patched.
+  std::vector<bool> constant_q, constant_k, constant_v, constant_z;
+
   // The options forward ran with, pointing into this object's copies.
   ForwardOptions options() const {
     ForwardOptions o;

@@ -40,6 +40,8 @@ class GeneratedText {
     const i = this.labels.length;
     const C = this.stride;
     const E = this.config.embedDim;
+    // The Steps view's newest token: its steps against the cache (one query row, S = i + 1 keys).
+    if (layers[0].captured) this.cacheSteps = { position: i, layers: layers.map(({ captured, input, output }) => ({ captured, input, output })) };
     layers.forEach(({ weights, output }, l) => {
       for (let h = 0; h < this.config.numHeads; h++) {
         this.layers[l].weights.set(weights.subarray(h * (i + 1), (h + 1) * (i + 1)), (h * C + i) * C);
@@ -75,7 +77,12 @@ export class GenerateMode {
   /** The caches' length as the worker last reported it (tokens held). */
   cacheLength = 0;
 
-  constructor({ worker, $, show, redraw, message }) {
+  #wantsSteps;  // () => whether the Steps view is open (then each token brings its steps)
+  #changes;     // () => the Steps view's { ablated, patched, patchText } (web/main.js), or null
+
+  constructor({ worker, $, show, redraw, message, wantsSteps = () => false, changes = () => null }) {
+    this.#wantsSteps = wantsSteps;
+    this.#changes = changes;
     this.#worker = worker;
     this.#$ = $;
     this.#show = show;
@@ -121,6 +128,9 @@ export class GenerateMode {
       return;
     }
     this.#message(null);
+    // Ablated or patched heads: the worker runs the whole text each token with them (no cache).
+    const changes = this.#changes();
+    if (changes && (changes.ablated.length || changes.patched.length)) settings = { ...settings, useCache: false, changes };
     const runId = ++this.#runId;
     this.#running = true;
     this.#text = null;  // until this run's prompt arrives
@@ -141,7 +151,7 @@ export class GenerateMode {
       this.#text.generation.cacheLength = this.cacheLength;
     };
     try {
-      const result = await this.#worker.request('generate', { text: box.value, ...settings }, [], onProgress);
+      const result = await this.#worker.request('generate', { text: box.value, ...settings, steps: this.#wantsSteps() }, [], onProgress);
       if (runId === this.#runId) {
         this.cacheLength = result.cacheLength;
         Object.assign(this.#text.generation, { cacheLength: result.cacheLength, reused: result.reused });
@@ -228,6 +238,7 @@ export class GenerateMode {
     const per = (ms) => (g.generated ? (ms / g.generated).toFixed(3) : '–');
     return `${g.running ? 'generating' : 'generated'} <b>${g.generated}</b> / ${g.settings.count} · `
       + `${g.settings.useCache ? `KV cache <b>${g.cacheLength}</b> tokens` : '<b>no cache</b> (whole text each token)'} · `
+      + `${g.settings.changes ? '<b>changed heads</b> (Steps view) · ' : ''}`
       + `<b>${rate(g.stepMs)} tokens/s</b> · <b>${per(g.stepMs)} ms</b> per token, attention layers <b>${per(g.attentionMs)} ms</b> `
       + `(${rate(g.attentionMs)} tokens/s) · drawing ${drawMs.toFixed(0)} ms`;
   }
@@ -240,6 +251,7 @@ export class GenerateMode {
       cacheLength: this.cacheLength,
       generated: g?.generated ?? 0,
       useCache: g?.settings.useCache ?? null,
+      changed: Boolean(g?.settings.changes),  // generated with the Steps view's ablated or patched heads
       reused: g?.reused ?? null,  // prompt tokens the cache already held when the run began
       tokensPerSecond: g?.stepMs ? (1000 * g.generated) / g.stepMs : null,
       msPerToken: g?.generated ? g.stepMs / g.generated : null,

@@ -15,7 +15,10 @@ export class SentimentMode {
   /** Whether the Sentiment tab is the page's source (results of a request that outlives it are dropped). */
   active = false;
 
-  constructor({ worker, $, show, message }) {
+  #stepsOptions;  // () => the Steps view's ablations and patches (main.js), or null
+
+  constructor({ worker, $, show, message, stepsOptions = () => null }) {
+    this.#stepsOptions = stepsOptions;
     this.#worker = worker;
     this.#$ = $;
     this.#show = show;
@@ -43,7 +46,7 @@ export class SentimentMode {
         const text = this.#pending;
         this.#pending = null;
         try {
-          const result = await this.#worker.request('sentiment', { text });
+          const result = await this.#worker.request('sentiment', { text, capture: true, steps: this.#stepsOptions() });  // the Steps view reads the steps
           if (!this.active) continue;
           this.training.noteInput();
           const { label, probability } = result.sentiment;

@@ -126,16 +126,23 @@ export class Trainer {
    * stream x [B*T, E], each layer's forward result (for backward), and with needWeights each
    * layer's attention weights [B, H, T, T] and output [B, T, E].
    */
-  #forward(inputs, B, T, offsets, { grad = false, needWeights = false } = {}) {
+  #forward(inputs, B, T, offsets, { grad = false, needWeights = false, capture = false } = {}) {
     const E = this.settings.dModel;
     let x = embed(inputs, this.params['tok_embed.weight'], this.#positions, offsets, B, T, E);
     const saved = [];
     const layers = [];
     for (const layer of this.#layers) {
       const r = layer.forward({ data: x, shape: [B, T, E] }, null, null,
-        { causal: true, ...(grad ? { grad: true } : {}), ...(needWeights ? { needWeights: true, averageWeights: false } : {}) });
+        { causal: true, ...(grad ? { grad: true } : {}), ...(needWeights ? { needWeights: true, averageWeights: false } : {}),
+          ...(capture ? { capture: true } : {}) });
       saved.push(r);
-      if (needWeights) layers.push({ weights: r.weights.data, output: r.output.data.slice() });
+      // With capture (one sequence: B = 1), the steps without their batch axis, for the Steps view
+      // (the float64 reference backend has none).
+      const steps = capture && r.captured ? {
+        input: x.slice(),
+        captured: Object.fromEntries(Object.entries(r.captured).map(([k, t]) => [k, { data: t.data, shape: t.shape.slice(1) }])),
+      } : {};
+      if (needWeights) layers.push({ weights: r.weights.data, output: r.output.data.slice(), ...steps });
       // The residual add, into the layer's output (a fresh copy out of the wasm heap).
       const next = r.output.data;
       for (let i = 0; i < x.length; i++) next[i] += x[i];
@@ -240,11 +247,14 @@ export class Trainer {
     return { heldOutLoss: text.loss, headScores };
   }
 
-  /** The model on one text's ids (a probe for the views): per layer { weights [H, L, L], output [L, E] } and logits [L, V]. */
+  /**
+   * The model on one text's ids (a probe for the views): per layer { weights [H, L, L], output [L, E],
+   * input, captured (its steps, for the Steps view) } and logits [L, V].
+   */
   probe(ids) {
     const L = ids.length;
     const E = this.settings.dModel;
-    const { x, layers } = this.#forward(Int32Array.from(ids), 1, L, [0], { needWeights: true });
+    const { x, layers } = this.#forward(Int32Array.from(ids), 1, L, [0], { needWeights: true, capture: true });
     return { layers, logits: unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], L, this.V, E, this.#mha) };
   }
 

@@ -7,6 +7,7 @@ import { initialStateDict } from './initialize.js';
 import { checkMask } from './masks.js';
 import { watchMemoryGrowth } from './memory-growth.js';
 import { checkQuantizedTensor, checkWeightDtype } from './quantized.js';
+import { checkCapture, checkPatch, copyOutCaptured, patchForCore } from './steps.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
@@ -20,7 +21,7 @@ const CONFIG_KEYS = [
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const OPTION_KEYS = [
   'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
-  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite',
+  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch',
 ];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 
@@ -395,6 +396,8 @@ export function defineMultiHeadAttention(module) {
       if (options.checkFinite) checkFinite({ query, key, value }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
+      const capture = checkCapture(options.capture);
+      const patch = checkPatch(options.patch);
 
       // A training call without a seed takes the layer's next one (dropout's mask depends on it).
       const seed = options.training ? (options.seed ?? this.#nextSeed++) : 0;
@@ -413,19 +416,22 @@ export function defineMultiHeadAttention(module) {
         training: options.training ?? false,
         seed,
         weightsBeforeDropout: options.weightsBeforeDropout ?? false,
+        capture,
+        patch: patchForCore(patch, toCore),
       });
       // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
-      if (!handle.checkForward(request(shapeForCore))) throwHandleError(handle, 'forward');
+      const steps = capture !== undefined || patch !== null;  // (the core reads them only then)
+      if (!handle.checkForward(request(shapeForCore), steps)) throwHandleError(handle, 'forward');
       const out = checkOutBuffer(module, 'out', options.out, handle.plannedOutputShape());
       if (options.weightsOut != null && !options.needWeights) {
         throw new TypeError('weightsOut: given without needWeights: true');
       }
       const weightsOut = options.weightsOut == null ? null
         : checkOutBuffer(module, 'weightsOut', options.weightsOut, handle.plannedWeightsShape());
-      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value });
+      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value }, capture, steps);
       const scope = new HeapScope(module);
       try {
-        const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)));
+        const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)), steps);
         if (!ok) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
         const copyOut = (ptr, shape, target) => (target ? copyOutFloatsInto(module, ptr, target)
@@ -433,7 +439,7 @@ export function defineMultiHeadAttention(module) {
         const output = { data: copyOut(handle.outputPtr(), outputShape, out), shape: outputShape };
         const weightsShape = handle.weightsShape();
         const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape, weightsOut), shape: weightsShape };
-        return { output, weights };
+        return capture ? { output, weights, captured: copyOutCaptured(module, handle) } : { output, weights };
       } finally {
         handle.releaseResult();
         scope.free();
@@ -455,11 +461,11 @@ export function defineMultiHeadAttention(module) {
       }
     }
 
-    #forwardForTraining(handle, request, inputs) {
+    #forwardForTraining(handle, request, inputs, capture, steps) {
       const scope = new HeapScope(module);
       let saved = null;
       try {
-        saved = handle.forwardForTraining(request((tensor) => tensorForCore(scope, tensor)));
+        saved = handle.forwardForTraining(request((tensor) => tensorForCore(scope, tensor)), steps);
         if (!saved) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
         const count = (shape) => shape.reduce((n, d) => n * d, 1);
@@ -478,6 +484,7 @@ export function defineMultiHeadAttention(module) {
         saved = null;  // the record owns it now
         this.#trainingRecords.add(record);
         const result = new TrainingResult(record, output, weights);
+        if (capture) result.captured = copyOutCaptured(module, handle);
         return result;
       } finally {
         saved?.delete();

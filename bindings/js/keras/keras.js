@@ -14,7 +14,7 @@ import {
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
   'dropout', 'seed', 'attentionAxes', 'weightDtype'];
-const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed', 'checkFinite'];
+const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed', 'checkFinite', 'capture', 'patch'];
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
   'attention_output/kernel', 'attention_output/bias'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -205,7 +205,8 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
      * call(query [B, T, queryDim], value [B, S, valueInputDim], key = value [B, S, keyInputDim],
      * { attentionMask: [B, T, S] (or [T, S], or [B, S] per batch row), 1 / true = attend;
      *   useCausalMask; returnAttentionScores; training (dropout on, with the constructor's dropout);
-     *   seed (dropout's) }) -> { output [B, T, outputShape], scores [B, H, T, S] | null } (scores before dropout, as Keras').
+     *   seed (dropout's); capture, patch (the steps, as forward's: docs/steps.md) })
+     *   -> { output [B, T, outputShape], scores [B, H, T, S] | null, captured? } (scores before dropout, as Keras').
      * A query row that may attend to nothing gives zeros (as Keras 3; the tfjs-layers port differs).
      */
     call(query, value, key = null, options = {}) {
@@ -224,7 +225,12 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
       if (options.checkFinite) checkFinite({ query, value, key });
       if (query.shape.length > 3 || this.#config.attentionAxes) {
         const layout = attentionLayout(query.shape.length, this.#config.attentionAxes, 'call');
-        if (query.shape.length > 3) return this.#callOverAxes(query, value, key, options, layout);
+        if (query.shape.length > 3) {
+          if (options.capture || options.patch) {
+            throw new TypeError(`call: ${options.capture ? 'capture' : 'patch'}: not with inputs of rank > 3 (attentionAxes); pass [B, T, features]`);
+          }
+          return this.#callOverAxes(query, value, key, options, layout);
+        }
       }
       return this.#call3d(query, value, key, options);
     }
@@ -241,13 +247,15 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
     #call3d(query, value, key, options) {
       const mask = this.#masks(options.attentionMask, query, value);
       // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
-      const { output, weights } = inKerasWords(() => this.#layer.forward(query, key ?? value, value, {
+      const { output, weights, captured } = inKerasWords(() => this.#layer.forward(query, key ?? value, value, {
         ...mask, causal: options.useCausalMask ?? false,
         needWeights: options.returnAttentionScores ?? false, averageWeights: false,
         training: options.training ?? false, weightsBeforeDropout: true,
         ...(options.seed !== undefined ? { seed: options.seed } : {}),
+        ...(options.capture !== undefined ? { capture: options.capture } : {}),
+        ...(options.patch !== undefined ? { patch: options.patch } : {}),
       }));
-      return { output, scores: weights };
+      return captured ? { output, scores: weights, captured } : { output, scores: weights };
     }
 
     // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the

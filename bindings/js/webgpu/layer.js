@@ -20,8 +20,8 @@ import { uploadWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
-  'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
-const NOT_YET = ['out', 'weightsOut', 'checkFinite'];
+  'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'outputLocation'];
+const NOT_YET = ['out', 'weightsOut', 'checkFinite', 'capture', 'patch'];
 const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -218,7 +218,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       };
-      if (!this.#planner.checkForward(request)) throwHandleError(this.#planner, 'forwardAsync');
+      // false: no capture / patch steps (refused above: not on WebGPU yet).
+      if (!this.#planner.checkForward(request, false)) throwHandleError(this.#planner, 'forwardAsync');
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
