@@ -36,4 +36,33 @@ for (const [B, L, E, H] of [[1, 1, 512, 8], [1, 128, 512, 8], [8, 64, 256, 4], [
   onGpu.dispose();
   onCpu.dispose();
 }
+// Decode steps: one token against a cache of `cached` tokens (E 512, 8 heads), the cache on the GPU
+// (flash-decoding) and in wasm memory.
+console.log('\ndecode step, E 512 x H 8 | WebGPU ms | wasm 1 thread ms | WebGPU / wasm');
+for (const cached of [1024, 4096]) {
+  const E = 512, H = 8;
+  const onGpu = new webgpu.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize();
+  const onCpu = new wasm.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize();
+  const gpuCache = onGpu.createCache({ capacity: cached + 8 });
+  const cpuCache = onCpu.createCache({ capacity: cached + 8 });
+  const prompt = { data: Float32Array.from({ length: cached * E }, () => Math.random() - 0.5), shape: [1, cached, E] };
+  await onGpu.forwardAsync(prompt, null, null, { cache: gpuCache });
+  onCpu.forward(prompt, null, null, { cache: cpuCache });
+  const token = { data: Float32Array.from({ length: E }, () => Math.random() - 0.5), shape: [1, 1, E] };
+  await onGpu.forwardAsync(token, null, null, { cache: gpuCache });  // (compiles the decode kernels)
+  onCpu.forward(token, null, null, { cache: cpuCache });
+  const gpuMs = [], cpuMs = [];
+  for (let i = 0; i < 3; i++) {
+    let t = performance.now();
+    await onGpu.forwardAsync(token, null, null, { cache: gpuCache });
+    gpuMs.push(performance.now() - t);
+    t = performance.now();
+    onCpu.forward(token, null, null, { cache: cpuCache });
+    cpuMs.push(performance.now() - t);
+  }
+  const g = median(gpuMs), c = median(cpuMs);
+  console.log(`${`${cached} cached tokens`.padEnd(24)} | ${g.toFixed(1).padStart(9)} | ${c.toFixed(2).padStart(16)} | ${(g / c).toFixed(0).padStart(12)}x`);
+  onGpu.dispose();
+  onCpu.dispose();
+}
 process.exit(0);  // (Dawn's device keeps the event loop alive)

@@ -124,6 +124,8 @@ class CacheHandle {
     if (n >= 0 && n <= length()) cache_->truncate(static_cast<int64_t>(n));
   }
   void reset() { cache_->reset(); }
+  // A storage-less cache (LayerHandle::createPlannedCache): n tokens were appended elsewhere.
+  void advance(double n) { cache_->advance(static_cast<int64_t>(n)); }
   mha::KvCache& cache() { return *cache_; }
 
  private:
@@ -499,6 +501,17 @@ class LayerHandle {
     return made;
   }
 
+  // A cache that holds no keys or values, only its length and kind (the WebGPU backend keeps them
+  // on the GPU and plans its calls with it); null with lastError set for a bad batch or capacity.
+  CacheHandle* createPlannedCache(double batch, double capacity) {
+    CacheHandle* made = nullptr;
+    guard([&] {
+      made = new CacheHandle(
+          layer_->create_cache(static_cast<int64_t>(batch), static_cast<int64_t>(capacity), mha::CacheDtype::kF32, false));
+    });
+    return made;
+  }
+
   // key/value: { ptr, shape } in the heap, as for forward.
   bool setKeyValue(CacheHandle& cache, val key, val value) {
     return guard([&] { layer_->set_key_value(cache.cache(), tensor_of(keys_, key), tensor_of(keys_, value)); });
@@ -590,7 +603,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("byteSize", &CacheHandle::byteSize)
       .function("kind", &CacheHandle::kind)
       .function("truncate", &CacheHandle::truncate)
-      .function("reset", &CacheHandle::reset);
+      .function("reset", &CacheHandle::reset)
+      .function("advance", &CacheHandle::advance);
   emscripten::class_<SavedForwardHandle>("SavedForwardHandle");
   emscripten::class_<LayerHandle>("LayerHandle")
       .constructor<val>()
@@ -612,6 +626,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("releaseStateDict", &LayerHandle::releaseStateDict)
       .function("checkForward", &LayerHandle::checkForward)
       .function("createCache", &LayerHandle::createCache, emscripten::allow_raw_pointers())
+      .function("createPlannedCache", &LayerHandle::createPlannedCache, emscripten::allow_raw_pointers())
       .function("setKeyValue", &LayerHandle::setKeyValue)
       .function("plannedOutputShape", &LayerHandle::plannedOutputShape)
       .function("plannedWeightsShape", &LayerHandle::plannedWeightsShape)

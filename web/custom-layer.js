@@ -2,6 +2,7 @@
 // (.safetensors) -> one self-attention layer whose weights the page shows like the default model's.
 // No DOM here: the worker runs it and Node tests it. Every problem is a TypeError/RangeError whose
 // message the page shows as is, so it names the file and what was expected.
+import { zPatch } from './z-patch.js';
 
 const NPY_MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // "\x93NUMPY"
 const NPY_DTYPES = { '<f4': Float32Array, '<f8': Float64Array, '<i4': Int32Array, '<i8': BigInt64Array, '<f2': null };
@@ -172,20 +173,29 @@ export const FAMILY_PRESETS = {
  * Builds the user's layer and runs self-attention on their embeddings (forwardAsync: the same on
  * the wasm module and the WebGPU one, which has no capture or patch yet).
  * @param mha the loaded package (either backend); stateDict: name -> Float32Array (prefix already removed);
- *   capture: also return the steps (docs/steps.md); ablated: heads whose z is zeroed
+ *   capture: also return the steps (docs/steps.md); ablated: heads whose z is zeroed; patched:
+ *   heads whose z is the layer's z on `patchFrom`, a second embeddings of the same [L, E]
+ *   (parseEmbeddings; its own padding, if any, masks its keys): activation patching
  */
-export async function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {}, capture = false, ablated = [] }) {
+export async function runCustomLayer(mha, { embeddings, stateDict, numHeads, causal, variants = {}, capture = false, ablated = [], patched = [], patchFrom = null }) {
   const [L, E] = embeddings.shape;
   const config = inferConfig(stateDict, E, numHeads, 'state dict', variants);
+  if (patched.length && !patchFrom) throw new TypeError('patch: choose a second embeddings file to patch the head\'s z from');
+  if (patched.length && patchFrom.shape.join() !== embeddings.shape.join()) {
+    throw new RangeError(`patch: the second embeddings are [${patchFrom.shape.join(', ')}]; patching needs the shape of the embeddings shown [${L}, ${E}]`);
+  }
   const layer = new mha.MultiHeadAttention(config);
   try {
     layer.loadStateDict(stateDict);
+    const options = (input) => ({ causal, ...(input.padding && { keyPaddingMask: { data: input.padding, shape: [L] } }) });
+    const { numHeads: H, valueHeadDim: Dv } = layer.config;
+    // The Steps view's changes: zeros in the ablated heads' z, the second embeddings' z in the patched heads'.
+    const other = patched.length
+      ? layer.forward({ data: patchFrom.data, shape: [L, E] }, null, null, { ...options(patchFrom), capture: ['z'] }).captured.z.data : null;
+    const patch = zPatch(ablated, patched, other, L, H, Dv);
     const started = performance.now();
     const { output, weights, captured } = await layer.forwardAsync({ data: embeddings.data, shape: [L, E] }, null, null, {
-      causal, needWeights: true, averageWeights: false, ...(capture && { capture: true }),
-      // The Steps view's ablated heads: zeros in their z.
-      ...(ablated.length && { patch: { z: { data: new Float32Array(L * layer.config.numHeads * layer.config.valueHeadDim), shape: [L, layer.config.numHeads, layer.config.valueHeadDim] }, heads: ablated } }),
-      ...(embeddings.padding && { keyPaddingMask: { data: embeddings.padding, shape: [L] } }),
+      ...options(embeddings), needWeights: true, averageWeights: false, ...(capture && { capture: true }), ...(patch && { patch }),
     });
     const wasmMs = performance.now() - started;
     const steps = capture ? { input: embeddings.data, captured } : {};

@@ -60,6 +60,27 @@ export function chooseToken(logits, { temperature = 0, topK = 0 }, random, banne
   return candidates[candidates.length - 1];
 }
 
+/**
+ * A whole text's captured steps (docs/steps.md, unbatched) cut to its last query row, the layout
+ * a cached step captures: q, scores, logits, pattern [H, 1, ·], z and result [1, H, ·]; k and v whole.
+ */
+export function lastQueryRow(captured, L) {
+  const row = {};
+  for (const [name, t] of Object.entries(captured)) {
+    if (name === 'k' || name === 'v') {
+      row[name] = t;
+    } else if (name === 'z' || name === 'result') {  // [L, H, X]
+      row[name] = { data: t.data.slice((L - 1) * (t.data.length / L)), shape: [1, ...t.shape.slice(1)] };
+    } else {  // [H, L, X]
+      const [H, , X] = t.shape;
+      const data = new Float32Array(H * X);
+      for (let h = 0; h < H; h++) data.set(t.data.subarray((h * L + L - 1) * X, (h * L + L) * X), h * X);
+      row[name] = { data, shape: [H, 1, X] };
+    }
+  }
+  return row;
+}
+
 function commonPrefix(a, b) {
   let n = 0;
   while (n < a.length && n < b.length && a[n] === b[n]) n++;
@@ -104,20 +125,25 @@ export class GenerationSession {
    *   { id, layers: [{ weights [H, position + 1], output [E] }], logits [V] (of the token after),
    *     attentionMs, stepMs, cacheLength }
    * Its return value says how many prompt tokens the cache already held (`reused`).
-   * options: { count, temperature, topK, seed, useCache, steps }. With `steps` (and the cache),
-   * each layer of a token also has its steps against the cache (DemoModel.extend's capture).
+   * options: { count, temperature, topK, seed, useCache, steps, patches }. With `steps`, each
+   * layer of a token also has its steps: its one query row against the cache (DemoModel.extend's
+   * capture), or the whole text's last row without it.
+   * `patches`: (ids) => each layer's z patch for the text `ids` (DemoModel.forward's `patches`:
+   * ablated or patched heads); with it every step runs the whole text again, whatever useCache
+   * says: a cache would hold the later layers' keys and values of the unchanged model.
    * A stop() ends it between steps.
    * Bad options throw here, before any step.
    */
-  generate(promptIds, { count, temperature = 0, topK = 0, seed = 0, useCache = true, steps = false }) {
+  generate(promptIds, { count, temperature = 0, topK = 0, seed = 0, useCache = true, steps = false, patches = null }) {
     checkSampling({ count, temperature, topK, seed });
     if (promptIds.length + count > CACHE_CAPACITY) {
       throw new RangeError(`the prompt (${promptIds.length} tokens) plus count (${count}) must fit in ${CACHE_CAPACITY} tokens`);
     }
-    return this.#steps(promptIds, { count, temperature, topK, seed, useCache, steps });
+    if (patches !== null && typeof patches !== 'function') throw new TypeError('patches must be a function of the token ids, or null');
+    return this.#steps(promptIds, { count, temperature, topK, seed, useCache: useCache && !patches, steps, patches });
   }
 
-  *#steps(promptIds, { count, temperature, topK, seed, useCache, steps }) {
+  *#steps(promptIds, { count, temperature, topK, seed, useCache, steps, patches }) {
     this.stop();
     const run = this.#run;
     const random = seededRandom(seed);
@@ -131,7 +157,7 @@ export class GenerationSession {
       this.#cachedIds = [...ids];
     } else {
       const V = this.model.vocab.tokens.length;
-      logits = this.model.forward(ids).logits.slice((ids.length - 1) * V);
+      logits = this.model.forward(ids, { patches: patches?.(ids) ?? [] }).logits.slice((ids.length - 1) * V);
     }
     for (let n = 0; n < count && run === this.#run; n++) {
       const started = performance.now();
@@ -142,7 +168,7 @@ export class GenerationSession {
         step = this.model.extend([id], this.#caches, { needWeights: true, capture: steps });
         this.#cachedIds.push(id);
       } else {
-        step = this.#recompute(ids);
+        step = this.#recompute(ids, { capture: steps, patches });
       }
       logits = step.logits;
       yield {
@@ -153,20 +179,26 @@ export class GenerationSession {
     return { reused };
   }
 
-  /** No cache: the whole text again, keeping its last row (what a cached step computes). */
-  #recompute(ids) {
+  /**
+   * No cache: the whole text again (with `patches`, its changed heads), keeping its last row (what
+   * a cached step computes); with `capture`, the last row's steps too.
+   */
+  #recompute(ids, { capture = false, patches = null } = {}) {
     const L = ids.length;
-    const { layers, logits, wasmMs } = this.model.forward(ids);
+    const { layers, logits, wasmMs } = this.model.forward(ids, { capture, patches: patches?.(ids) ?? [] });
     const V = this.model.vocab.tokens.length;
     const E = this.model.dModel;
     const H = this.model.numHeads;
     return {
       logits: logits.slice((L - 1) * V),
       wasmMs,
-      layers: layers.map(({ weights, output }) => {
+      layers: layers.map(({ weights, output, input, captured }) => {
         const row = new Float32Array(H * L);
         for (let h = 0; h < H; h++) row.set(weights.subarray((h * L + L - 1) * L, (h * L + L) * L), h * L);
-        return { weights: row, output: output.slice((L - 1) * E) };
+        return {
+          weights: row, output: output.slice((L - 1) * E),
+          ...(capture && { input: input.slice((L - 1) * E), captured: lastQueryRow(captured, L) }),
+        };
       }),
     };
   }

@@ -28,6 +28,7 @@ const state = {
   ablated: [],            // steps view, default model: [layer, head] pairs whose z is zeroed
   patched: [],            // ... and pairs whose z comes from patchText
   patchText: '',
+  patchFile: null,        // ... Your layer: the second embeddings file ({ name, bytes }) patched from
   focus: null,            // line view: hovered or locked token
   locked: false,
   linesStart: 0,
@@ -290,7 +291,8 @@ const samePair = ([l, h]) => ([a, b]) => a === l && b === h;
 
 /** The Steps view's run options for the default model: capture, and its ablations and patches. */
 function stepsRunOptions() {
-  return state.view === 'steps' ? { ablated: state.ablated, patched: state.patched, patchText: state.patchText } : null;
+  if (state.view !== 'steps') return null;
+  return { ablated: state.ablated, patched: state.patched, patchText: state.patchText, ...(state.source === 'custom' && { patchFile: state.patchFile }) };
 }
 
 function renderSteps() {
@@ -299,7 +301,12 @@ function renderSteps() {
   const layerResult = result.layers[layer];
   const defaultModel = state.source === 'default';
   const changeable = defaultModel || state.source === 'sentiment' || state.source === 'custom';  // (runs it can repeat)
-  $('steps-patch-row').hidden = !(defaultModel || state.source === 'sentiment');  // (a second input to patch from)
+  $('steps-patch-row').hidden = !changeable;  // (a second input to patch from: a text, or Your layer's second embeddings)
+  const custom = state.source === 'custom';
+  $('steps-patch-text').hidden = custom;
+  $('steps-patch-file').hidden = !custom;
+  $('steps-patch-label').textContent = custom ? 'second embeddings (the same [L, E])' : 'second text';
+  $('steps-patch-label').htmlFor = custom ? 'steps-patch-file' : 'steps-patch-text';
   $('steps-ablate').parentElement.hidden = !changeable;
   if (result.generation) {
     renderCacheSteps();
@@ -332,7 +339,7 @@ function renderSteps() {
   $('steps-ablate').checked = state.ablated.some(samePair([layer, head]));
   const changes = [
     ...state.ablated.map(([l, h]) => `L${l} H${h} ablated`),
-    ...state.patched.map(([l, h]) => `L${l} H${h} patched from '${state.patchText}'`),
+    ...state.patched.map(([l, h]) => `L${l} H${h} patched from ${custom ? state.patchFile?.name : `'${state.patchText}'`}`),
   ];
   $('steps-summary').textContent = `Layer ${layer}, head ${head}, query ${query} '${displayToken(labels[query])}'. `
     + (changes.length && changeable ? `Changed: ${changes.join(', ')} (the prediction and later layers follow).` : '');
@@ -343,11 +350,10 @@ function renderCacheSteps() {
   const { layer, head } = state.selected;
   const result = state.result;
   const cache = result.cacheSteps;
-  $('steps-patch-row').hidden = true;  // (ablation and patching: the default model's own runs)
-  $('steps-ablate').parentElement.hidden = true;
+  $('steps-ablate').checked = state.ablated.some(samePair([layer, head]));  // (a change applies to the next Generate)
   if (!cache) {
     state.steps = null;
-    $('steps-summary').textContent = 'Generate with the Steps view open (and the cache on) to follow each new token '
+    $('steps-summary').textContent = 'Generate with the Steps view open to follow each new token '
       + 'reading the keys and values its cache holds.';
     return;
   }
@@ -357,8 +363,15 @@ function renderCacheSteps() {
   const hs = headSteps(cache.layers[layer], { head, config: result.config });
   stepsView.draw(hs, { query: 0, labels, causal: true, padding: null, queryOffset: position });
   state.steps = stepsState(hs, { layer, head, query: position, row: 0 });
+  const { settings } = result.generation;
+  // Generated with ablated or patched heads: the whole text ran again each token (web/generation.js).
+  const changes = settings.changes ? [
+    ...settings.changes.ablated.map(([l, h]) => `L${l} H${h} ablated`),
+    ...settings.changes.patched.map(([l, h]) => `L${l} H${h} patched from '${settings.changes.patchText}'`),
+  ] : [];
   $('steps-summary').textContent = `Generate: token ${position} '${displayToken(labels[position])}' (layer ${layer}, head ${head}) `
-    + `reads the K and V of the ${hs.sizes.S} tokens in its cache.`;
+    + `reads the K and V of the ${hs.sizes.S} tokens ${settings.useCache ? 'in its cache' : 'of the whole text, recomputed (no cache)'}.`
+    + (changes.length ? ` Generated with ${changes.join(', ')}: every token ran the whole text with them (the text and prediction follow).` : '');
 }
 
 /** Runs the source shown again, with the Steps view's ablations and patches. */
@@ -638,8 +651,17 @@ function bindEvents() {
     renderSelected();
   });
   $('steps-ablate').addEventListener('change', () => toggleHead('ablated', $('steps-ablate').checked));
-  $('steps-patch').addEventListener('click', () => {
-    state.patchText = $('steps-patch-text').value;
+  $('steps-patch').addEventListener('click', async () => {
+    if (state.source === 'custom') {
+      try {
+        state.patchFile = await readFile($('steps-patch-file'), 'second embeddings (.json or .npy, the shape of the first)');
+      } catch (error) {
+        showMessage(error.message);
+        return;
+      }
+    } else {
+      state.patchText = $('steps-patch-text').value;
+    }
     toggleHead('patched', true);
   });
   $('steps-clear').addEventListener('click', () => {
@@ -720,6 +742,7 @@ const generateMode = new GenerateMode({
   },
   message: showMessage,
   wantsSteps: () => state.view === 'steps',
+  changes: stepsRunOptions,
 });
 
 const sentimentMode = new SentimentMode({
@@ -810,13 +833,14 @@ window.__mhaDemo = {
        * values: [S][Dv], z: [Dv], output: [E] } (-Infinity where blocked), or null when another view is shown.
        */
       steps: state.view === 'steps' && state.steps ? structuredClone(state.steps) : null,
-      /** Steps view: { code (tab), hovered (step id or null), tooltip (text or null), ablated, patched, patchText }. */
+      /** Steps view: { code (tab), hovered (step id or null), tooltip (text or null), ablated, patched, patchText, patchFile (Your layer's second embeddings' name) }. */
       stepsView: {
         code: stepsView?.code ?? null, hovered: stepsView?.hovered ?? null,
         tooltip: $('steps-tooltip').hidden ? null : $('steps-tooltip').textContent,
         ablated: structuredClone(state.ablated), patched: structuredClone(state.patched), patchText: state.patchText,
+        patchFile: state.patchFile?.name ?? null,
       },
-      /** Generate: { running, cacheLength (tokens the worker's caches hold), generated, useCache, tokensPerSecond, msPerToken, attentionMsPerToken, wallMs } */
+      /** Generate: { running, cacheLength (tokens the worker's caches hold), generated, useCache, changed (generated with the Steps view's ablated or patched heads), tokensPerSecond, msPerToken, attentionMsPerToken, wallMs } */
       generation: generateMode.state(),
       /** Sentiment mode: { label, probability, words } of the sentence shown, or null. */
       sentiment: result?.sentiment ?? null,

@@ -12,6 +12,7 @@ import { GenerationSession } from './generation.js';
 import { SentimentModel } from './sentiment.js';
 import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from './custom-layer.js';
 import { TrainingSession } from './training/session.js';
+import { zPatch } from './z-patch.js';
 import { describeHeads } from './training/head-scores.js';
 
 let mha;
@@ -123,33 +124,20 @@ function unbatched(captured) {
 }
 
 /**
- * One layer's z patch for the Steps view: zeros for the heads in `ablated`, the heads in `patched`
- * from `other` ([L, H, Dv] flattened, or null), as forward's patch ({ z, heads }); null for none.
- * `batch`: the shape gets a leading batch of one (the Keras layer's [1, T, H, Dv]).
- */
-function zPatch(ablated, patched, other, L, H, Dv, batch = false) {
-  const heads = [...new Set([...ablated, ...patched])];
-  if (heads.length === 0) return null;
-  const z = new Float32Array(L * H * Dv);
-  for (const h of patched) {
-    for (let i = 0; i < L; i++) z.set(other.subarray((i * H + h) * Dv, (i * H + h + 1) * Dv), (i * H + h) * Dv);
-  }
-  return { z: { data: z, shape: batch ? [1, L, H, Dv] : [L, H, Dv] }, heads };
-}
-
-/**
  * The Steps view's z patches (docs/steps.md), per layer: zeros for the `ablated` heads, and for the
  * `patched` heads their z on `patchText` (as many tokens as the text shown: activation patching).
- * Heads are [layer, head] pairs.
+ * Heads are [layer, head] pairs. `generated`: the token ids Generate added after the text; the
+ * second text is followed by the same tokens, so its z covers every position.
  */
-function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingMask) {
+function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingMask, generated = []) {
   if (ablated.length === 0 && patched.length === 0) return [];
   let other = null;
   if (patched.length > 0) {
-    const ids = tokenize(patchText, model.vocab).ids;
+    const ids = [...tokenize(patchText, model.vocab).ids, ...generated];
     const padding = keyPaddingMask ? keyPaddingMask.reduce((n, p) => n + p, 0) : 0;
     if (ids.length !== L - padding) {
-      throw new RangeError(`patch: the second text has ${ids.length - 1} characters; patching needs as many as the text shown (${L - padding - 1})`);
+      const n = generated.length;
+      throw new RangeError(`patch: the second text has ${ids.length - 1 - n} characters; patching needs as many as the text shown (${L - padding - 1 - n})`);
     }
     for (let i = 0; i < padding; i++) ids.push(model.vocab.bos);
     other = model.forward(ids, { keyPaddingMask, capture: true }).layers;
@@ -196,9 +184,14 @@ async function run({ text, padding = 0, steps = null }, mode = 'default') {
  * batches, at most ~30 a second: first { prompt } (the prompt's full forward, for the views), then
  * { tokens: [{ id, label, layers, attentionMs, stepMs }], prediction, cacheLength }.
  */
-async function generate({ text, ...options }, progress) {
-  const prompt = await run({ text }, 'generate');
-  const steps = session.generate(prompt.ids, options);  // options: { count, temperature, topK, seed, useCache }
+async function generate({ text, changes = null, ...options }, progress) {
+  // The Steps view's ablated and patched heads (`changes`, as run's `steps`): the prompt and every
+  // step run the whole text with them, without the cache (its keys and values are the unchanged
+  // model's); a patch's second text is followed by the same generated tokens.
+  const changed = Boolean(changes && (changes.ablated.length || changes.patched.length));
+  const prompt = await run({ text, steps: changed ? changes : null }, 'generate');
+  const patches = changed ? (ids) => zPatches(changes, ids.length, null, ids.slice(prompt.ids.length)) : null;
+  const steps = session.generate(prompt.ids, { ...options, patches });  // options: { count, temperature, topK, seed, useCache, steps }
   progress({ prompt }, buffersOf(prompt.layers));
   let batch = [];
   let last = null;
@@ -219,7 +212,7 @@ async function generate({ text, ...options }, progress) {
     const { value, done } = steps.next();
     if (done) {
       flush();
-      return { reused: value.reused, cacheLength: session.cacheLength };
+      return { reused: value.reused, cacheLength: session.cacheLength, changed };
     }
     last = value;
     batch.push({
@@ -306,10 +299,14 @@ async function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, v
   // Keep only this layer's own keys (a deeper prefix could also match, e.g. "attn." inside "attn.sub.").
   const own = Object.fromEntries(Object.entries(stateDict).filter(([k]) => LAYER_KEYS.includes(k)));
   const started = performance.now();
-  const ablated = steps ? steps.ablated.filter(([l]) => l === 0).map(([, h]) => h) : [];
-  const mode = capture || ablated.length ? 'steps' : 'custom';
-  const result = await onBackend(mode, (on) => runCustomLayer(on === 'webgpu' ? backends.gpu : mha,
-    { embeddings, stateDict: own, numHeads, causal, variants, capture, ablated }));
+  const heads = (pairs) => (steps ? pairs.filter(([l]) => l === 0).map(([, h]) => h) : []);
+  // The Steps view's patch: its second embeddings file ({ name, bytes }), read like the first.
+  const patchFrom = steps?.patchFile && heads(steps.patched).length ? parseEmbeddings(steps.patchFile.name, steps.patchFile.bytes) : null;
+  const ablated = heads(steps?.ablated ?? []), patched = heads(steps?.patched ?? []);
+  const mode = capture || ablated.length || patched.length ? 'steps' : 'custom';
+  const result = await onBackend(mode, (on) => runCustomLayer(on === 'webgpu' ? backends.gpu : mha, {
+    embeddings, stateDict: own, numHeads, causal, variants, capture, ablated, patched, patchFrom,
+  }));
   const L = embeddings.shape[0];
   return {
     ...result,

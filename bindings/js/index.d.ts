@@ -723,8 +723,11 @@ export interface GpuTensor {
   dispose(): void;
 }
 
-/** Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's, plus outputLocation. */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'cache' | 'grad' | 'checkFinite' | 'capture' | 'patch'> {
+/**
+ * Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's (`cache`: a cache of
+ * this WebGPU layer's createCache, self-attention), plus outputLocation.
+ */
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'checkFinite' | 'capture' | 'patch'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
   outputLocation?: 'cpu' | 'gpu';
 }
@@ -752,6 +755,32 @@ export interface WebGpuForwardResult<O extends WebGpuForwardOptions = WebGpuForw
   weights: O extends WebGpuNeedWeights ? WebGpuResultTensor<O> : WebGpuResultTensor<O> | null;
 }
 
+/** {@link WebGpuForwardOptions} of a call that keeps its state on the GPU for a backward pass. */
+export interface WebGpuGradForwardOptions extends WebGpuForwardOptions {
+  grad: true;
+  cache?: undefined;
+}
+
+/**
+ * What {@link WebGpuMultiHeadAttention.forwardAsync} resolves to with `grad: true`: the result,
+ * and the call's buffers kept on the GPU (inputs, projections, attended values, log-sum-exps)
+ * until backwardAsync() or release().
+ */
+export interface WebGpuTrainingResult<O extends WebGpuForwardOptions = WebGpuForwardOptions> extends WebGpuForwardResult<O> {
+  /**
+   * dLoss/d(inputs, parameters) given dLoss/dOutput (`dOut`, the output's shape; on the CPU or
+   * the GPU), computed on the GPU: the wasm layer's {@link Gradients}, to float32 rounding. Call once.
+   * @throws {Error} (as a rejection) when called twice, after release() or after the layer's
+   *   dispose(); {TypeError} when the layer's weights changed since the forward pass;
+   *   {TypeError | RangeError} for a dOut of the wrong kind or size.
+   */
+  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput): Promise<Gradients>;
+  /** Frees what forward kept on the GPU, without a backward (a no-op after backward). */
+  release(): void;
+  /** True once backwardAsync() or release() ran (or the layer was disposed). */
+  readonly released: boolean;
+}
+
 /**
  * MultiHeadAttention on WebGPU: the wasm layer's config, weights and errors, with forwardAsync.
  * Its weights live in a wasm layer of the same config (loadStateDict, initialize, stateDict) and
@@ -773,11 +802,26 @@ export interface WebGpuMultiHeadAttention
    * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device
    * limit a shape exceeds, or the device's loss.
    */
+  forwardAsync<O extends WebGpuGradForwardOptions>(query: Tensor | GpuTensorInput, key: Tensor | GpuTensorInput | null | undefined,
+    value: Tensor | GpuTensorInput | null | undefined, options: O): Promise<WebGpuTrainingResult<O>>;
+  /**
+   * The forward pass on the GPU: the same arguments and checks as the wasm layer's forward, and
+   * inputs may also be {@link GpuTensorInput}s on this module's device. With `grad: true` the
+   * result also has backwardAsync() ({@link WebGpuTrainingResult}).
+   * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device
+   * limit a shape exceeds, or the device's loss.
+   */
   forwardAsync<O extends WebGpuForwardOptions = {}>(query: Tensor | GpuTensorInput, key?: Tensor | GpuTensorInput | null,
     value?: Tensor | GpuTensorInput | null, options?: O): Promise<WebGpuForwardResult<O>>;
+  /**
+   * A KV cache on the GPU for decoding (self-attention; float32): `forwardAsync(query, null, null,
+   * { cache })` appends the call's tokens and attends to everything it holds, checked as the wasm
+   * layer's calls with a cache. Cross-attention caches (setKeyValue) and 'f16' are not supported yet.
+   */
+  createCache(options: CreateCacheOptions): KvCache;
   /** @throws {TypeError} always: a WebGPU layer has no synchronous forward (use forwardAsync). */
   forward(...args: unknown[]): never;
-  /** @throws {TypeError} always: a WebGPU layer has no synchronous backward. */
+  /** @throws {TypeError} always: a WebGPU layer has no synchronous backward (use the result's backwardAsync). */
   backward(...args: unknown[]): never;
   /** Frees the layer's GPU weights and its wasm layer. */
   dispose(): void;

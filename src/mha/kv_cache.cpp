@@ -58,11 +58,13 @@ uint64_t KvCache::byte_size(int64_t batch, int64_t kv_heads, int64_t capacity, i
   return saturating_bytes({batch, kv_heads, capacity, head_dim + value_head_dim}, dtype == CacheDtype::kF16 ? 2 : 4);
 }
 
-KvCache::KvCache(const ResolvedConfig& c, const void* owner, int64_t batch, int64_t capacity, CacheDtype dtype)
+KvCache::KvCache(const ResolvedConfig& c, const void* owner, int64_t batch, int64_t capacity, CacheDtype dtype,
+                 bool storage)
     : owner_(owner), batch_(batch), capacity_(capacity), num_kv_heads_(c.num_kv_heads), head_dim_(c.head_dim),
       value_head_dim_(c.value_head_dim), dtype_(dtype) {
   if (batch < 1) throw range_error("createCache: batch must be an integer >= 1, got " + std::to_string(batch));
   if (capacity < 1) throw range_error("createCache: capacity must be an integer >= 1, got " + std::to_string(capacity));
+  if (!storage) return;
   const bool f16 = dtype == CacheDtype::kF16;
   const uint64_t keys = saturating_bytes({batch, c.num_kv_heads, capacity, c.head_dim}, f16 ? 2 : 4);
   const uint64_t values = saturating_bytes({batch, c.num_kv_heads, capacity, c.value_head_dim}, f16 ? 2 : 4);

@@ -27,7 +27,11 @@ enum class CacheKind { kNone, kSelf, kCross };
 class KvCache {
  public:
   // Checks the sizes and the memory budget (a RangeError naming the bytes), then allocates.
-  KvCache(const ResolvedConfig& config, const void* owner, int64_t batch, int64_t capacity, CacheDtype dtype);
+  // storage = false: a cache whose keys and values live elsewhere (the WebGPU backend's, on the
+  // GPU): it holds no memory and only tracks the length and kind, so forward plans check calls
+  // with it as with any cache; advance() counts the tokens the other storage appended.
+  KvCache(const ResolvedConfig& config, const void* owner, int64_t batch, int64_t capacity, CacheDtype dtype,
+          bool storage = true);
 
   const void* owner() const { return owner_; }
   int64_t batch() const { return batch_; }
@@ -50,6 +54,11 @@ class KvCache {
   // The caller has checked the capacity (forward_plan.cpp) and sets the kind.
   void append(const float* k, const float* v, int64_t rows);
   void set_kind(CacheKind kind) { kind_ = kind; }
+  // A storage-less cache: `rows` tokens were appended where its keys and values live.
+  void advance(int64_t rows) {
+    kind_ = CacheKind::kSelf;
+    length_ += rows;
+  }
 
   // One head's keys [length, Dh] / values [length, Dv] as float32: the storage itself for f32
   // caches; for f16, widened into `scratch` (length * D floats).

@@ -104,8 +104,8 @@ class MultiheadAttention {
   Gradients backward(const SavedForward& saved, const float* d_output) const;
 
   // A KV cache for this layer (kv_cache.hpp): batch rows of up to `capacity` tokens.
-  std::unique_ptr<KvCache> create_cache(int64_t batch, int64_t capacity, CacheDtype dtype) const {
-    return std::make_unique<KvCache>(config_, this, batch, capacity, dtype);
+  std::unique_ptr<KvCache> create_cache(int64_t batch, int64_t capacity, CacheDtype dtype, bool storage = true) const {
+    return std::make_unique<KvCache>(config_, this, batch, capacity, dtype, storage);
   }
 
   // Makes `cache` a cross-attention cache holding the projected (and, with rotary, rotated) keys

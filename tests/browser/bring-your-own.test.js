@@ -1,6 +1,7 @@
 // "Bring your own" in Chromium: a user's token embeddings (.json / .npy) and nn.MultiheadAttention
 // state dict (.safetensors, nested under a model prefix, grouped-query) give the same views, with
-// weights equal to the package's in Node; malformed files give a clear message and the page keeps working.
+// weights equal to the package's in Node; the Steps view ablates a head and patches its z from a second
+// embeddings file, as the package does; malformed files give a clear message and the page keeps working.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { init, writeSafetensors } from '../../bindings/js/index.js';
@@ -132,6 +133,10 @@ test('a Mistral-style layer (rotary + GQA + sliding window, head size free of E 
   layer.loadStateDict(Object.fromEntries(Object.entries(mistral).map(([k, t]) => [k, t.data])));
   const expected = layer.forward({ data: embeddings, shape: [L, M.E] }, null, null, { causal: true, needWeights: true, averageWeights: false }).weights.data;
   const { captured } = layer.forward({ data: embeddings, shape: [L, M.E] }, null, null, { causal: true, capture: true });
+  // Activation patching: head 1's z from a second input of the same shape.
+  const second = fill(L * M.E, 9);
+  const secondZ = layer.forward({ data: second, shape: [L, M.E] }, null, null, { causal: true, capture: ['z'] }).captured.z;
+  const patched = layer.forward({ data: embeddings, shape: [L, M.E] }, null, null, { causal: true, patch: { z: secondZ, heads: [1] } }).output.data;
   layer.dispose();
   for (let h = 0; h < M.H; h++) {
     const shown = await page.evaluate((head) => window.__mhaDemo.getWeights(0, head), h);
@@ -151,6 +156,26 @@ test('a Mistral-style layer (rotary + GQA + sliding window, head size free of E 
   await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.every((x) => x === 0));
   await page.locator('#steps-ablate').uncheck();
   await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.some((x) => x !== 0));
+  // Patching head 1's z from a second embeddings file: its z is the second input's, the output follows.
+  const jsonFile = (name, data, n) => ({ name, mimeType: 'application/json',
+    buffer: Buffer.from(JSON.stringify(Array.from({ length: n }, (_, i) => Array.from(data.subarray(i * M.E, (i + 1) * M.E))))) });
+  assert.equal(await page.locator('#steps-patch-label').textContent(), 'second embeddings (the same [L, E])');
+  await page.locator('#steps-patch-file').setInputFiles(jsonFile('second.json', second, L));
+  await page.locator('#steps-patch').click();
+  await page.waitForFunction((z) => window.__mhaDemo.getState().steps?.z.some((x, i) => x !== z[i]), steps.z);
+  const shown = (await state()).steps;
+  assert.ok(maxDifference(shown.z, row(secondZ, (6 * M.H + 1) * M.head, M.head)) <= 1e-5, 'head 1\'s z is the second input\'s');
+  assert.ok(maxDifference(shown.output, Array.from(patched.subarray(6 * M.E, 7 * M.E))) <= 1e-5, 'the output follows the patch');
+  assert.deepEqual((await state()).stepsView.patchFile, 'second.json');
+  assert.match(await page.locator('#steps-summary').textContent(), /L0 H1 patched from second\.json/);
+  // A second input of another shape is refused with a message; Clear restores the layer.
+  await page.locator('#steps-patch-file').setInputFiles(jsonFile('short.json', second, L - 1));
+  await page.locator('#steps-patch').click();
+  await page.waitForFunction(() => /patch: the second embeddings are \[6, 16\]; patching needs the shape of the embeddings shown \[7, 16\]/
+    .test(document.getElementById('message').textContent));
+  await page.locator('#steps-clear').click();
+  await page.waitForFunction((z) => window.__mhaDemo.getState().stepsView.patched.length === 0
+    && window.__mhaDemo.getState().steps?.z.every((x, i) => x === z[i]), steps.z);
   await page.locator('#view-heatmap').click();
   await page.locator('#byo-family').selectOption('pytorch');
   assert.deepEqual(problems, []);

@@ -2,7 +2,8 @@
 // query equal the package's `capture` in Node for the same tokens and the head view's weights;
 // hovering a score and a softmax cell shows their arithmetic; the code tabs switch and follow the
 // hovered step; ablating and patching a head change the steps and the prediction; the Sentiment
-// mode's steps are bidirectional. Saves build/steps-screenshot.png; with UPDATE_SCREENSHOT=1,
+// mode's steps are bidirectional; Generate with an ablated or patched head equals Node's greedy
+// generation with the same patch, the whole text each token. Saves build/steps-screenshot.png; with UPDATE_SCREENSHOT=1,
 // docs/steps-screenshot.png (the README's) too.
 import assert from 'node:assert/strict';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -31,6 +32,11 @@ const showSteps = (where) => page.evaluate((w) => window.__mhaDemo.showSteps(w),
  * layer), written out here rather than through web/model.js: per layer, { captured, output }.
  */
 async function nodeSteps(ids, patches = []) {
+  return (await nodeRun(ids, patches)).layers;
+}
+
+/** nodeSteps' layers, and the logits [V] of the token after the last one (the unembedding of the last row). */
+async function nodeRun(ids, patches = []) {
   const mha = await init();
   const { tensors, metadata } = readSafetensors(await readFile(new URL('../../web/model/demo-model.safetensors', import.meta.url)));
   const E = Number(metadata.dModel), H = Number(metadata.numHeads), L = ids.length;
@@ -49,7 +55,26 @@ async function nodeSteps(ids, patches = []) {
       layer.dispose();
     }
   }
-  return layers;
+  const W = tensors['unembed.weight'].data, b = tensors['unembed.bias'].data;
+  const last = x.subarray((L - 1) * E);
+  const logits = Array.from(b, (bias, v) => last.reduce((sum, xi, i) => sum + xi * W[v * E + i], bias));
+  return { layers, logits };
+}
+
+/**
+ * Greedy generation in Node, the whole text each token: `patchesFor(ids)` gives each layer's
+ * patch for the text so far (as nodeSteps takes them). <bos> and <unk> are never chosen (as the page).
+ */
+async function nodeGreedy(promptIds, count, patchesFor) {
+  const vocab = JSON.parse(await readFile(new URL('../../web/model/vocab.json', import.meta.url), 'utf8'));
+  const ids = [...promptIds];
+  for (let n = 0; n < count; n++) {
+    const { logits } = await nodeRun(ids, await patchesFor(ids));
+    let best = -1;
+    logits.forEach((x, id) => { if (id !== vocab.bos && id !== vocab.unk && (best < 0 || x > logits[best])) best = id; });
+    ids.push(best);
+  }
+  return ids;
 }
 
 /** Largest difference between two (nested) arrays of numbers; -Infinity must match -Infinity. */
@@ -201,6 +226,77 @@ test('Generate: the newest token\'s step reads K and V from the cache as it fill
   // Typing ends the generation view: the text's own steps again.
   await page.locator('#text').fill('kelumi likes the red boat (near the old hill). kelu');
   await page.waitForFunction(() => window.__mhaDemo.getState().generation?.running !== true && window.__mhaDemo.getState().steps?.keys.length === 52);
+});
+
+test('Generate with an ablated head, then a patched one: each token runs the whole text with it, as Node does', async () => {
+  const text = 'kelumi likes the red boat (near the old hill). kelu';
+  const H = 4, Dv = 16;
+  const generate = async () => {
+    await page.locator('#gen-count').fill('6');
+    await page.locator('#gen-sampling').selectOption('greedy');
+    await page.locator('#gen-start').click();
+    await page.evaluate(() => window.__mhaDemo.generationDone());
+    return state();
+  };
+  /** The page's newest-token steps of (layer, head) against Node's whole-text steps with the same patches. */
+  const checkSteps = async (expectedLayers, layer, head) => {
+    const shown = await showSteps({ layer, head });
+    const want = expectedSteps(expectedLayers, { layer, head, query: shown.query });
+    for (const name of ['q', 'keys', 'scores', 'pattern', 'z', 'output']) {
+      const worst = maxDifference(shown[name], want[name]);
+      assert.ok(worst <= 1e-4, `layer ${layer} ${name}: largest difference ${worst}`);
+    }
+    return shown;
+  };
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  await showSteps({ layer: 0, head: 3 });
+  const prompt = (await state()).ids;
+  const P = prompt.length;
+
+  // Ablation: zeros in layer 0 head 3's z at every position of every step.
+  await page.locator('#steps-ablate').check();
+  await page.waitForFunction(() => window.__mhaDemo.getState().steps?.z.every((x) => x === 0));
+  let now = await generate();
+  assert.equal(now.generation.changed, true);
+  assert.equal(now.generation.useCache, false, 'a changed model runs without the cache');
+  const ablate = (ids) => [{ z: { data: new Float32Array(ids.length * H * Dv), shape: [ids.length, H, Dv] }, heads: [3] }];
+  assert.deepEqual(now.ids, await nodeGreedy(prompt, 6, ablate));
+  assert.notDeepEqual(now.ids, await nodeGreedy(prompt, 6, () => []), 'the ablation changes the generated text');
+  const ablatedLayers = await nodeSteps(now.ids, ablate(now.ids));
+  assert.ok((await checkSteps(ablatedLayers, 0, 3)).z.every((x) => x === 0));
+  await checkSteps(ablatedLayers, 1, 0);  // the later layer reads the ablated model's residual
+  assert.match(await page.locator('#steps-summary').textContent(), /of the whole text, recomputed \(no cache\)\. Generated with L0 H3 ablated/);
+  const ablatedIds = now.ids;
+
+  // Patching: head 3's z from a second text, followed by the same generated tokens.
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  await showSteps({ layer: 0, head: 3 });
+  await page.locator('#steps-ablate').uncheck();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.ablated.length === 0
+    && window.__mhaDemo.getState().steps?.z.some((x) => x !== 0));
+  const second = text.split('').reverse().join('');
+  const vocab = JSON.parse(await readFile(new URL('../../web/model/vocab.json', import.meta.url), 'utf8'));
+  const secondIds = tokenize(second, vocab).ids;
+  const own = (await state()).steps.z;
+  await page.locator('#steps-patch-text').fill(second);
+  await page.locator('#steps-patch').click();
+  await page.waitForFunction((z) => window.__mhaDemo.getState().steps?.z.some((x, i) => x !== z[i]), own);
+  now = await generate();
+  const patch = async (ids) => [{ z: (await nodeSteps([...secondIds, ...ids.slice(P)]))[0].captured.z, heads: [3] }];
+  assert.deepEqual(now.ids, await nodeGreedy(prompt, 6, patch));
+  assert.notDeepEqual(now.ids, ablatedIds);
+  const patchedLayers = await nodeSteps(now.ids, await patch(now.ids));
+  const shown = await checkSteps(patchedLayers, 0, 3);
+  const secondSteps = await nodeSteps([...secondIds, ...now.ids.slice(P)]);
+  assert.ok(maxDifference(shown.z, expectedSteps(secondSteps, { layer: 0, head: 3, query: now.ids.length - 1 }).z) <= 1e-4,
+    'the newest token\'s z is the second text\'s (with the same generated tokens)');
+  await checkSteps(patchedLayers, 1, 2);
+  assert.match(await page.locator('#steps-summary').textContent(), /Generated with L0 H3 patched from/);
+
+  await page.locator('#steps-clear').click();
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
+  assert.deepEqual(problems, []);
 });
 
 test('saves a screenshot of the Steps view', async () => {

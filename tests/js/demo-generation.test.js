@@ -1,5 +1,6 @@
 // web/generation.js, the worker's half of the demo's Generate mode, in Node: the sampler, the
-// seeded stream, option checks, and a GenerationSession's cache against recomputing the text.
+// seeded stream, option checks, a GenerationSession's cache against recomputing the text, and its
+// generation with patched heads (the Steps view's ablation and patching).
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
@@ -119,4 +120,39 @@ test('GenerationSession: a new prompt keeps the cached prefix it shares; stop() 
   assert.equal(rest.tokens.length, 0);
   assert.equal(rest.end.reused, 5);
   assert.equal(session.cacheLength, edited.length + 2);
+});
+
+test('GenerationSession with patches: every step runs the whole text with them (the cache unused); steps are its last row', () => {
+  const ids = tokenize('the cat sat on the', model.vocab).ids;
+  const H = model.numHeads, Dv = model.dModel / H;
+  // Layer 0 head 3 ablated: zeros in its z, for a text of any length.
+  const ablate = (text) => [{ z: { data: new Float32Array(text.length * H * Dv), shape: [text.length, H, Dv] }, heads: [3] }];
+  const clean = drain(session.generate(ids, { count: 6 })).tokens.map((t) => t.id);
+  const cacheBefore = session.cacheLength;
+  const { tokens } = drain(session.generate(ids, { count: 6, steps: true, patches: ablate }));
+  assert.equal(session.cacheLength, cacheBefore, 'the caches are not touched');
+  assert.ok(tokens.every((t) => t.cacheLength === 0));
+  // The same greedy tokens from the whole text's forward with the same patch, step by step.
+  const text = [...ids];
+  const V = model.vocab.tokens.length;
+  for (const token of tokens) {
+    const { logits } = model.forward(text, { patches: ablate(text) });
+    const last = logits.subarray((text.length - 1) * V);
+    const banned = [model.vocab.bos, model.vocab.unk];
+    const best = [...last.keys()].filter((id) => !banned.includes(id)).reduce((a, b) => (last[b] > last[a] ? b : a));
+    assert.equal(token.id, best);
+    text.push(token.id);
+  }
+  assert.notDeepEqual(tokens.map((t) => t.id), clean, 'the ablation changes the text');
+  // The newest token's steps: the last row of the whole text's capture, k and v whole.
+  const whole = model.forward(text, { capture: true, patches: ablate(text) }).layers[1].captured;
+  const { captured } = tokens.at(-1).layers[1];
+  const L = text.length;
+  assert.deepEqual(captured.q.shape, [H, 1, Dv]);
+  assert.deepEqual(captured.pattern.shape, [H, 1, L]);
+  assert.deepEqual(captured.z.shape, [1, H, Dv]);
+  assert.deepEqual(captured.k, whole.k);
+  assert.deepEqual(Array.from(captured.pattern.data.subarray(2 * L, 3 * L)), Array.from(whole.pattern.data.subarray((2 * L + L - 1) * L, (2 * L + L) * L)));
+  assert.deepEqual(Array.from(captured.z.data), Array.from(whole.z.data.subarray((L - 1) * H * Dv)));
+  assert.throws(() => session.generate(ids, { count: 1, patches: [] }), { name: 'TypeError', message: /patches must be a function/ });
 });

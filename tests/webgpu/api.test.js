@@ -45,11 +45,21 @@ describe('init({ backend: webgpu })', () => {
   });
 });
 
-const [[, mha], [, other]] = await modules();
+const both = await modules();  // [label, module]: with subgroups requested, and without
+const [[, mha], [, other]] = both;
 
 describe('a WebGPU layer', () => {
   const config = { embedDim: 8, numHeads: 2 };
   const query = { data: filled(2 * 5 * 8, random(1)), shape: [2, 5, 8] };
+
+  test('capture and patch (the wasm layer\'s step-by-step options) are refused by name, not ignored', async () => {
+    const layer = new mha.MultiHeadAttention(config).initialize();
+    await assert.rejects(layer.forwardAsync(query, null, null, { capture: true }),
+      { name: 'TypeError', message: 'forwardAsync: capture: not supported on the WebGPU backend yet' });
+    await assert.rejects(layer.forwardAsync(query, null, null, { patch: { z: query, heads: [0] } }),
+      { name: 'TypeError', message: 'forwardAsync: patch: not supported on the WebGPU backend yet' });
+    layer.dispose();
+  });
 
   test('forward and backward are TypeErrors naming the async calls', () => {
     const layer = new mha.MultiHeadAttention(config).initialize();
@@ -82,7 +92,7 @@ describe('a WebGPU layer', () => {
       await assert.rejects(layer.forwardAsync(q, k, v, options), {
         name: expected.name,
         // (the one difference: WebGPU also knows outputLocation)
-        message: expected.message.replace(/^forward: /, 'forwardAsync: ').replace(/patch$/, 'patch, outputLocation'),
+        message: expected.message.replace(/^forward: /, 'forwardAsync: ').replace(/known options: (.*)$/, 'known options: $1, outputLocation'),
       });
     }
     const empty = new mha.MultiHeadAttention(config);
@@ -237,35 +247,37 @@ describe('dropout', () => {
   });
 });
 
-describe('random configurations against the float64 oracle', () => {
-  const rand = random(2026);
-  const pick = (values) => values[Math.floor((rand() + 0.5) * values.length)];
-  for (let n = 0; n < 8; n++) {
-    const H = pick([1, 2, 3, 4]), Dh = pick([1, 3, 4, 8, 16]), E = H * Dh;
-    const B = pick([1, 2, 3]), L = pick([1, 2, 7, 33, 70]), S = pick([1, 5, 40, 65]);
-    test(`B ${B}, L ${L}, S ${S}, E ${E}, H ${H} (cross)`, async () => {
-      const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize({ seed: n });
-      const sd = layer.stateDict();
-      const q = filled(B * L * E, rand), kv = filled(B * S * E, rand);
-      const { output } = await layer.forwardAsync({ data: q, shape: [B, L, E] }, { data: kv, shape: [B, S, E] },
-        { data: kv, shape: [B, S, E] });
-      const w = sd.in_proj_weight, bias = sd.in_proj_bias;
-      for (let b = 0; b < B; b++) {
-        const keys = [], values = [];
-        for (let j = 0; j < S; j++) {
-          keys.push(projectRow(kv, b * S + j, w, bias, E, E));
-          values.push(projectRow(kv, b * S + j, w, bias, 2 * E, E));
-        }
-        for (const i of [0, L - 1, Math.floor(L / 2)]) {
-          const qRow = projectRow(q, b * L + i, w, bias, 0, E);
-          const want = attendRow(qRow, keys, values, H, sd['out_proj.weight'], sd['out_proj.bias']);
-          for (let e = 0; e < E; e++) {
-            const got = output.data[(b * L + i) * E + e];
-            assert.ok(Math.abs(got - want[e]) <= 1e-5 + 1e-4 * Math.abs(want[e]), `[${b}, ${i}, ${e}]: ${got} vs ${want[e]}`);
+for (const [label, gpuModule] of both) {
+  describe(`random configurations against the float64 oracle (${label})`, () => {
+    const rand = random(2026);
+    const pick = (values) => values[Math.floor((rand() + 0.5) * values.length)];
+    for (let n = 0; n < 8; n++) {
+      const H = pick([1, 2, 3, 4]), Dh = pick([1, 3, 4, 8, 16]), E = H * Dh;
+      const B = pick([1, 2, 3]), L = pick([1, 2, 7, 33, 70]), S = pick([1, 5, 40, 65]);
+      test(`B ${B}, L ${L}, S ${S}, E ${E}, H ${H} (cross)`, async () => {
+        const layer = new gpuModule.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize({ seed: n });
+        const sd = layer.stateDict();
+        const q = filled(B * L * E, rand), kv = filled(B * S * E, rand);
+        const { output } = await layer.forwardAsync({ data: q, shape: [B, L, E] }, { data: kv, shape: [B, S, E] },
+          { data: kv, shape: [B, S, E] });
+        const w = sd.in_proj_weight, bias = sd.in_proj_bias;
+        for (let b = 0; b < B; b++) {
+          const keys = [], values = [];
+          for (let j = 0; j < S; j++) {
+            keys.push(projectRow(kv, b * S + j, w, bias, E, E));
+            values.push(projectRow(kv, b * S + j, w, bias, 2 * E, E));
+          }
+          for (const i of [0, L - 1, Math.floor(L / 2)]) {
+            const qRow = projectRow(q, b * L + i, w, bias, 0, E);
+            const want = attendRow(qRow, keys, values, H, sd['out_proj.weight'], sd['out_proj.bias']);
+            for (let e = 0; e < E; e++) {
+              const got = output.data[(b * L + i) * E + e];
+              assert.ok(Math.abs(got - want[e]) <= 1e-5 + 1e-4 * Math.abs(want[e]), `[${b}, ${i}, ${e}]: ${got} vs ${want[e]}`);
+            }
           }
         }
-      }
-      layer.dispose();
-    });
-  }
-});
+        layer.dispose();
+      });
+    }
+  });
+}

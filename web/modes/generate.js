@@ -78,9 +78,11 @@ export class GenerateMode {
   cacheLength = 0;
 
   #wantsSteps;  // () => whether the Steps view is open (then each token brings its steps)
+  #changes;     // () => the Steps view's { ablated, patched, patchText } (web/main.js), or null
 
-  constructor({ worker, $, show, redraw, message, wantsSteps = () => false }) {
+  constructor({ worker, $, show, redraw, message, wantsSteps = () => false, changes = () => null }) {
     this.#wantsSteps = wantsSteps;
+    this.#changes = changes;
     this.#worker = worker;
     this.#$ = $;
     this.#show = show;
@@ -126,6 +128,9 @@ export class GenerateMode {
       return;
     }
     this.#message(null);
+    // Ablated or patched heads: the worker runs the whole text each token with them (no cache).
+    const changes = this.#changes();
+    if (changes && (changes.ablated.length || changes.patched.length)) settings = { ...settings, useCache: false, changes };
     const runId = ++this.#runId;
     this.#running = true;
     this.#text = null;  // until this run's prompt arrives
@@ -233,6 +238,7 @@ export class GenerateMode {
     const per = (ms) => (g.generated ? (ms / g.generated).toFixed(3) : '–');
     return `${g.running ? 'generating' : 'generated'} <b>${g.generated}</b> / ${g.settings.count} · `
       + `${g.settings.useCache ? `KV cache <b>${g.cacheLength}</b> tokens` : '<b>no cache</b> (whole text each token)'} · `
+      + `${g.settings.changes ? '<b>changed heads</b> (Steps view) · ' : ''}`
       + `<b>${rate(g.stepMs)} tokens/s</b> · <b>${per(g.stepMs)} ms</b> per token, attention layers <b>${per(g.attentionMs)} ms</b> `
       + `(${rate(g.attentionMs)} tokens/s) · drawing ${drawMs.toFixed(0)} ms`;
   }
@@ -245,6 +251,7 @@ export class GenerateMode {
       cacheLength: this.cacheLength,
       generated: g?.generated ?? 0,
       useCache: g?.settings.useCache ?? null,
+      changed: Boolean(g?.settings.changes),  // generated with the Steps view's ablated or patched heads
       reused: g?.reused ?? null,  // prompt tokens the cache already held when the run began
       tokensPerSecond: g?.stepMs ? (1000 * g.generated) / g.stepMs : null,
       msPerToken: g?.generated ? g.stepMs / g.generated : null,

@@ -3,6 +3,7 @@
 // log-sum-exp). Both take the score step's parameters from one uniform block (score_epilogue.wgsl).
 import { dispatch, pipeline } from './pipelines.js';
 
+const DECODE_CHUNK = 128;  // keys per workgroup of decode_split.wgsl (its CHUNK)
 const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
 
 /** Keys per tile: as many as fit in workgroup memory with their values (vec4-padded), at most 32 (one u32 of flags). */
@@ -10,19 +11,19 @@ export function keysPerTile(headDim, valueHeadDim) {
   return Math.min(32, Math.floor(WORKGROUP_VEC4S / (Math.ceil(headDim / 4) + Math.ceil(valueHeadDim / 4))));
 }
 
-/** The score step's uniform block (score_epilogue.wgsl's Params). */
-function paramsBlock(c, call) {
+/** The score step's uniform block (score_epilogue.wgsl's Params); the backward pass reuses it. */
+export function paramsBlock(c, call) {
   const u = new Uint32Array(28);
   const f = new Float32Array(u.buffer);
   u.set([call.L, call.S, c.numHeads, c.numHeads / c.numKvHeads,
     c.numHeads * c.headDim, c.numKvHeads * c.headDim, c.numKvHeads * c.valueHeadDim, c.numHeads * c.valueHeadDim]);
   f[8] = c.scale;
   f[9] = c.softcap ?? 0;
-  u.set([c.slidingWindow ?? 0, call.causal ? 1 : 0, 0, call.keyPadding ? 1 : 0, call.attnMask ? 1 : 0,
+  u.set([c.slidingWindow ?? 0, call.causal ? 1 : 0, call.firstQuery ?? 0, call.keyPadding ? 1 : 0, call.attnMask ? 1 : 0,
     call.attnMaskPerHead ? 1 : 0, c.sinks ? 1 : 0, c.alibiSlopes ? 1 : 0], 10);
   f[18] = call.averageWeights ? 1 / c.numHeads : 1;
   u[19] = call.averageWeights ? 1 : 0;
-  u[20] = call.weights ? 1 : 0;
+  u[20] = call.weights || call.lse ? 1 : 0;
   if (call.dropout) {  // (dropout.wgsl; the threshold and factor as src/mha/kernels/dropout.hpp computes them)
     const p = Math.fround(call.dropout.p);
     u.set([call.dropout.seed % 2 ** 32, Math.floor(call.dropout.seed / 2 ** 32), Math.min(4294967295, Math.floor(p * 4294967296))], 21);
@@ -30,24 +31,38 @@ function paramsBlock(c, call) {
     u[25] = 1;
     u[26] = call.dropout.weightsBeforeDropout ? 1 : 0;
   }
+  u[27] = call.kvRows ?? call.S;
   return u;
 }
 
 /**
  * Encodes attention of q [B*L, H*Dh] against k [B*S, Hkv*Dh], v [B*S, Hkv*Dv] into attended
- * [B*L, H*Dv], and the weights into call.weights when given. `headParams`: [H] sinks then [H]
- * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training.
+ * [B*L, H*Dv], and the weights into call.weights when given. With a KV cache: k and v hold
+ * call.kvRows rows per batch row (its capacity), of which the first S are seen, and query row r
+ * is at position call.firstQuery + r. call.decode (a few query rows, no weights, no dropout):
+ * flash-decoding (decode_split.wgsl, decode_reduce.wgsl) instead of flash_attention.wgsl. `headParams`: [H] sinks then [H]
+ * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training;
+ * call.lse: a [B, H, L] buffer for the rows' log-sum-exps (kept for the backward pass), when given.
  */
 export function encodeAttention(device, pass, buffers, c, call) {
   const { B, L, S } = call;
   const Dh = c.headDim, Dv = c.valueHeadDim, H = c.numHeads;
   const BC = keysPerTile(Dh, Dv);
   const params = buffers.uniform(paramsBlock(c, call), 'attention params');
-  const lse = call.weights ? buffers.storage(B * H * L, 'lse') : call.dummy;
+  const lse = call.lse ?? (call.weights ? buffers.storage(B * H * L, 'lse') : call.dummy);
   const shared = {
     0: call.q, 1: call.k, 3: call.keyPadding ?? call.headParams, 4: call.attnMask ?? call.headParams,
     5: call.headParams, 6: params,
   };
+  if (call.decode) {  // flash-decoding: chunks of the keys in parallel, then their reduction
+    const chunks = Math.max(1, Math.ceil(S / DECODE_CHUNK));
+    const partials = buffers.storage(B * H * L * chunks * (Dv + 2), 'decode partials');
+    dispatch(device, pass, pipeline(device, 'decode_split', { DH: Dh, DV: Dv }),
+      { ...shared, 2: call.v, 7: partials }, [chunks, H, B * L]);
+    dispatch(device, pass, pipeline(device, 'decode_reduce', { DV: Dv, CHUNKS: chunks }),
+      { 5: shared[5], 6: params, 7: call.attended, 8: partials }, [Math.ceil(Dv / 64), H, B * L]);
+    return;
+  }
   dispatch(device, pass, pipeline(device, 'flash_attention', { DH: Dh, DV: Dv, BC }),
     { ...shared, 2: call.v, 7: call.attended, 8: lse }, [Math.ceil(L / 64), H, B]);
   if (call.weights) {

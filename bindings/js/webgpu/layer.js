@@ -2,24 +2,27 @@
 // forwardAsync instead of forward. It owns a wasm layer of the same config, which validates the
 // config and holds the weights (loadStateDict, initialize, stateDict), and a weightless planner
 // handle that validates each call and plans its shapes (the C++ plan_forward: one source of
-// truth). This file glues them to the GPU: weights uploaded when they change, the call's
-// kernels encoded (projections, rotary, attention, output projection), results read back or
-// left on the GPU.
+// truth). This file glues them to the GPU: weights uploaded when they change, each call checked
+// and its buffers made, its kernels encoded (forward-pass.js) in error scopes, results read back
+// or left on the GPU; KV caches (cache.js) made and checked.
 import { throwHandleError, withCallName } from '../core/errors.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
-import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
-import { encodeAttention, keysPerTile } from './attention.js';
+import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
+import { keysPerTile } from './attention.js';
+import { checkBackwardLimits, submitBackward } from './backward.js';
+import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
-import { encodeGemm } from './gemm.js';
-import { encodeRotary, rotaryTable } from './rotary.js';
+import { encodeForward } from './forward-pass.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
+import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
 import { uploadWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'outputLocation'];
-const NOT_YET = ['out', 'weightsOut', 'cache', 'grad', 'checkFinite', 'capture', 'patch'];
+const NOT_YET = ['out', 'weightsOut', 'checkFinite', 'capture', 'patch'];
+const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -56,8 +59,10 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #planner;  // a weightless LayerHandle of the same config: validation and shapes
     #config;
     #uploaded = null;  // the weights on the GPU, or null when they changed since
+    #caches = new Set();  // alive caches this layer made; dispose() frees them
     #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
     #disposed = false;
+    #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
     constructor(config) {
       if (config?.weightDtype !== undefined && config.weightDtype !== 'f32') {
@@ -102,14 +107,63 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       this.#uploaded = null;
     }
 
+    /**
+     * A KV cache on the GPU for decoding: `batch` rows of up to `capacity` tokens (float32). Its
+     * memory is taken now.
+     */
+    createCache(options) {
+      try {
+        this.#live('createCache');
+        checkPlainObject('createCache: options', options);
+        checkKnownKeys('options', options, ['batch', 'capacity', 'dtype']);
+        checkInteger('batch', options.batch, { optional: true });
+        checkInteger('capacity', options.capacity);
+        const dtype = options.dtype ?? 'f32';
+        if (dtype === 'f16') throw new TypeError("dtype: 'f16' caches are not supported on the WebGPU backend yet");
+        if (dtype !== 'f32') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
+        const c = this.#config, batch = options.batch ?? 1;
+        const rows = batch * options.capacity;
+        checkSize('the cache\'s keys', rows * c.numKvHeads * c.headDim);
+        checkSize('the cache\'s values', rows * c.numKvHeads * c.valueHeadDim);
+        const handle = this.#planner.createPlannedCache(batch, options.capacity);
+        if (!handle) throwHandleError(this.#planner, 'createCache');
+        const make = (floats, label) => device.createBuffer({ label, size: Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04 });
+        const state = {
+          handle, busy: false,
+          keys: make(rows * c.numKvHeads * c.headDim, 'cache keys'),
+          values: make(rows * c.numKvHeads * c.valueHeadDim, 'cache values'),
+        };
+        const cache = new GpuKvCache(state, (made) => this.#caches.delete(made));
+        this.#caches.add(cache);
+        return cache;
+      } catch (error) {
+        throw withCallName(error, 'createCache');
+      }
+    }
+
+    #checkCache(cache, causal) {
+      if (cache === undefined || cache === null) return null;
+      if (!(cache instanceof GpuKvCache)) {
+        throw new TypeError(`cache must be a KvCache from this WebGPU layer's createCache(), got ${describe(cache)}`);
+      }
+      if (!cache.alive) throw new TypeError('cache: this cache was disposed');
+      if (causal === false) {
+        throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
+          + 'tokens and itself, never later ones); omit causal or pass true');
+      }
+      const state = cacheStateOf.get(cache);
+      if (state.busy) throw new TypeError('cache: a call with this cache is still running; await it before the next');
+      return state;
+    }
+
     forward() {
       throw new TypeError('forward: a WebGPU layer runs asynchronously (no hidden synchronous readback); '
         + 'use await layer.forwardAsync(query, key, value, options)');
     }
 
     backward() {
-      throw new TypeError('backward: a WebGPU layer has no synchronous backward; use backwardAsync '
-        + '(gradients on WebGPU are not implemented yet)');
+      throw new TypeError('backward: a WebGPU layer has no synchronous backward; use '
+        + 'await (await layer.forwardAsync(query, key, value, { grad: true })).backwardAsync(dOut)');
     }
 
     async forwardAsync(query, key = null, value = null, options = {}) {
@@ -131,6 +185,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const v = checkInput('value', value, { expected: '[B, S, vdim]', optional: true });
       checkPlainObject('forwardAsync: options', options);
       checkKnownKeys('options', options, OPTION_KEYS);
+      checkBoolean('grad', options.grad);
+      if (options.grad && options.cache != null) {  // (the wasm layer's check and words)
+        throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
+          + 'pass the whole sequence without a cache)');
+      }
       for (const name of NOT_YET) {
         if (options[name] !== undefined && options[name] !== null && options[name] !== false) {
           throw new TypeError(`${name}: not supported on the WebGPU backend yet`);
@@ -149,21 +208,32 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
       const attnMask = checkMask('attnMask', options.attnMask);
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
+      const cache = this.#checkCache(options.cache, options.causal);
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
       const request = {
         query: shapeOf(q), key: shapeOf(k), value: shapeOf(v),
         keyPaddingMask: maskShape(keyPaddingMask), attnMask: maskShape(attnMask), positions: shapeOf(positions),
-        cache: null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
-        averageWeights: options.averageWeights ?? true, grad: false, training: options.training ?? false,
+        cache: cache?.handle ?? null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
+        averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       };
+      // false: no capture / patch steps (refused above: not on WebGPU yet).
       if (!this.#planner.checkForward(request, false)) throwHandleError(this.#planner, 'forwardAsync');
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
-      return this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
-        gpuOutput: options.outputLocation === 'gpu' });
+      if (!cache) {
+        return this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
+          gpuOutput: options.outputLocation === 'gpu' });
+      }
+      cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
+      try {
+        return await this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
+          gpuOutput: options.outputLocation === 'gpu', cache });
+      } finally {
+        cache.busy = false;
+      }
     }
 
     async #run(call) {
@@ -172,7 +242,12 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const self = !call.k;
       const batched = q.shape.length === 3;
       const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
-      const S = self ? L : call.k.shape[call.k.shape.length - 2];
+      // With a cache: the call's L new tokens are projected and appended after the `cached` it
+      // holds, and attend to all of them (query row r at position cached + r).
+      const { cache } = call;
+      const cached = cache ? cache.handle.length() : 0;
+      const S = cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
+      const newKeys = cache ? L : S;  // keys projected in this call
       const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
       const AD = c.numHeads * c.valueHeadDim;
       // The device's limits, before anything is made.
@@ -181,59 +256,73 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           + 'kernels\' workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
       }
       for (const [name, floats] of [['query', B * L * c.embedDim], ['the projected queries', B * L * QD],
-        ['the projected keys', B * S * KV], ['the projected values', B * S * VKV], ['the attended values', B * L * AD],
+        ['the projected keys', B * newKeys * KV], ['the projected values', B * newKeys * VKV], ['the attended values', B * L * AD],
         ['the output', count(call.outputShape)], ['the weights', call.weightsShape ? count(call.weightsShape) : 0]]) {
         checkSize(name, floats);
       }
       checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
       checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
+      if (request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
 
       if (!this.#uploaded) this.#uploaded = uploadWeights(device, c, this.#layer.stateDict());
       const w = this.#uploaded;
       const buffers = new CallBuffers(device);
+      let kept = false;  // true when a training result holds the buffers for its backward pass
       try {
         await this.#checkGpuInputs(call);
-        const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
+        // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
+        const copies = [];
+        const input = (t, label) => {
+          if (!t.onGpu) return buffers.upload(t.data, label);
+          if (!request.grad) return t.buffer;
+          const copy = buffers.storage(count(t.shape), label);
+          copies.push([t.buffer, copy, count(t.shape) * 4]);
+          return copy;
+        };
         const x = input(q, 'query');
         const xk = self ? x : input(call.k, 'key');
         const xv = self ? x : input(call.v, 'value');
-        const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * S * KV, 'k');
-        const vp = buffers.storage(B * S * VKV, 'v'), attended = buffers.storage(B * L * AD, 'attended');
         const output = buffers.storage(count(call.outputShape), 'output');
         const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
         device.pushErrorScope('out-of-memory');
         device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
-        const pass = encoder.beginComputePass();
-        encodeGemm(device, pass, buffers, { x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
-        encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * S, N: KV, K: c.kdim });
-        encodeGemm(device, pass, buffers, { x: xv, w: w.v, bias: w.vBias, y: vp, M: B * S, N: VKV, K: c.vdim });
-        if (c.rotary) {
-          const positions = call.positions?.data;
-          encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, positions), rows: B * L,
-            rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
-          encodeRotary(device, pass, buffers, { x: kp, table: rotaryTable(c.rotary, B, S, self ? positions : null), rows: B * S,
-            rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
-        }
-        const kpm = additive(call.keyPaddingMask), am = additive(call.attnMask);
-        encodeAttention(device, pass, buffers, c, {
-          B, L, S, q: qp, k: kp, v: vp, attended, weights, headParams: w.headParams,
-          keyPadding: kpm && buffers.upload(kpm, 'key padding mask'),
-          attnMask: am && buffers.upload(am, 'attention mask'),
+        for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
+        const made = encodeForward(device, encoder, buffers, c, w, {
+          B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache,
+          positions: call.positions?.data,
+          keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
           attnMaskPerHead: call.attnMask?.shape.length === 3,
-          causal: request.causal, averageWeights: request.averageWeights,
+          causal: request.causal || Boolean(cache), averageWeights: request.averageWeights,
           dropout: request.training && c.dropout > 0
             ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
-          dummy: buffers.storage(4, 'unused'),
+          // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
+          decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
+          lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
         });
-        encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: output, M: B * L, N: c.outputDim, K: AD });
-        pass.end();
         device.queue.submit([encoder.finish()]);
+        if (cache) cache.handle.advance(L);
         // Both scopes popped now, before any other call can push its own.
         const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+        if ((invalid || outOfMemory) && cache) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        if (request.grad) {
+          const saved = { buffers, c, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
+            inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
+          const outputResult = call.gpuOutput ? gpuTensor(device, buffers.keep(output), call.outputShape)
+            : { data: await readBack(device, output, count(call.outputShape)), shape: call.outputShape };
+          const weightsResult = !weights ? null : call.gpuOutput ? gpuTensor(device, buffers.keep(weights), call.weightsShape)
+            : { data: await readBack(device, weights, count(call.weightsShape)), shape: call.weightsShape };
+          const record = gpuTrainingRecord(saved, {
+            backward: (s, dOut) => this.#backward(s, dOut),
+            onFree: (r) => this.#trainingRecords.delete(r),
+          });
+          this.#trainingRecords.add(record);
+          kept = true;
+          return new GpuTrainingResult(record, outputResult, weightsResult);
+        }
         if (call.gpuOutput) {
           return {
             output: gpuTensor(device, buffers.keep(output), call.outputShape),
@@ -249,6 +338,47 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       } catch (error) {
         const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
         if (lost) throw lostError('forwardAsync', { reason: lost.reason, message: lost.message });
+        throw error;
+      } finally {
+        if (!kept) buffers.free();
+      }
+    }
+
+    /** The backward pass of a forward result with grad (training.js calls it): backward.js on the saved buffers. */
+    async #backward(saved, dOut) {
+      this.#live('backwardAsync');
+      if (saved.w !== this.#uploaded) {
+        throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
+          + 'run forward again with the new weights');
+      }
+      const buffers = new CallBuffers(device);
+      try {
+        const out = dOut.buffer ?? buffers.upload(dOut.data, 'd output');
+        device.pushErrorScope('out-of-memory');
+        device.pushErrorScope('validation');
+        let submitted;
+        let failed = null;
+        try {
+          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes());
+        } catch (error) {
+          failed = error;
+        }
+        // Both scopes popped now, before any other call can push its own (as forwardAsync's).
+        const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+        if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
+        if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        if (failed) throw failed;
+        const gradients = await submitted.read();
+        const shapes = saved.inputShapes;
+        return {
+          query: { data: gradients.query, shape: shapes.query },
+          key: gradients.key && { data: gradients.key, shape: shapes.key },
+          value: gradients.value && { data: gradients.value, shape: shapes.value },
+          params: gradients.params,
+        };
+      } catch (error) {
+        const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
+        if (lost) throw lostError('backwardAsync', { reason: lost.reason, message: lost.message });
         throw error;
       } finally {
         buffers.free();
@@ -276,7 +406,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     dispose() {
       if (this.#disposed) return;
       this.#disposed = true;
+      for (const record of [...this.#trainingRecords]) freeGpuRecord(record, 'disposed');
       this.#forgetUpload();
+      for (const cache of [...this.#caches]) cache.dispose();
       this.#planner.delete();
       this.#layer.dispose();
     }

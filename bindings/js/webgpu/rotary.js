@@ -2,13 +2,13 @@
 // angles' cos and sin are computed here in float64, as src/mha/rotary.cpp does, then rounded.
 import { dispatch, pipeline } from './pipelines.js';
 
-/** [rows, dim / 2, 2] cos/sin of each row's position (positions[r], else r - rows within each of `batch`). */
-export function rotaryTable({ dim, base }, batch, rowsPerBatch, positions) {
+/** [rows, dim / 2, 2] cos/sin of each row's position: positions[r], else first + its row within its batch row. */
+export function rotaryTable({ dim, base }, batch, rowsPerBatch, positions, first = 0) {
   const half = dim / 2;
   const invFreq = Array.from({ length: half }, (_, t) => 1 / base ** ((2 * t) / dim));
   const table = new Float32Array(batch * rowsPerBatch * half * 2);
   for (let r = 0; r < batch * rowsPerBatch; r++) {
-    const position = positions ? positions[r] : r % rowsPerBatch;
+    const position = positions ? positions[r] : first + (r % rowsPerBatch);
     for (let t = 0; t < half; t++) {
       const angle = position * invFreq[t];
       table[(r * half + t) * 2] = Math.cos(angle);

@@ -36,7 +36,7 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
     if (is_blocked(bias)) { continue; }
     let kvh = h / params.heads_per_kv;
     let q_at = (b * params.L + row) * params.q_stride + h * DH;
-    let k_at = (b * params.S + j) * params.k_stride + kvh * DH;
+    let k_at = (b * params.kv_rows + j) * params.k_stride + kvh * DH;
     var dot = 0.0;
     for (var d = 0u; d < DH; d++) { dot += q[q_at + d] * k[k_at + d]; }
     let s = final_score(dot, h, i, j, bias);

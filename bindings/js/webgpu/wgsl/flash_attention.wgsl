@@ -78,13 +78,13 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) la
     for (var e = lane; e < BC * DH4; e += BR) {
       let j = t0 + e / DH4;
       var x = vec4f(0.0);
-      if (j < params.S) { x = load_k((b * params.S + j) * params.k_stride + kvh * DH, 4u * (e % DH4)); }
+      if (j < params.S) { x = load_k((b * params.kv_rows + j) * params.k_stride + kvh * DH, 4u * (e % DH4)); }
       k_tile[e] = x;
     }
     for (var e = lane; e < BC * DV4; e += BR) {
       let j = t0 + e / DV4;
       var x = vec4f(0.0);
-      if (j < params.S) { x = load_v((b * params.S + j) * params.v_stride + kvh * DV, 4u * (e % DV4)); }
+      if (j < params.S) { x = load_v((b * params.kv_rows + j) * params.v_stride + kvh * DV, 4u * (e % DV4)); }
       v_tile[e] = x;
     }
     workgroupBarrier();

@@ -18,7 +18,8 @@ struct Params {
   first_query: u32, has_key_padding: u32, has_attn_mask: u32, attn_mask_per_head: u32,
   has_sinks: u32, has_alibi: u32, weights_factor: f32, average_heads: u32,
   write_lse: u32, seed_low: u32, seed_high: u32, dropout_threshold: u32,
-  dropout_scale: f32, dropout_active: u32, weights_before_dropout: u32, pad0: u32,
+  dropout_scale: f32, dropout_active: u32, weights_before_dropout: u32,
+  kv_rows: u32,  // rows per batch row in the k and v buffers: S, or a KV cache's capacity
 }
 
 @group(0) @binding(3) var<storage, read> key_padding: array<f32>;   // [B, S], additive
@@ -66,4 +67,13 @@ fn final_score(dot: f32, h: u32, i: u32, j: u32, bias: f32) -> f32 {
     s -= head_params[params.H + h] * distance;
   }
   return s + bias;
+}
+
+// The backward's factor d(final score)/d(scale * q.k) for a visible key, from its dot product:
+// softcap's derivative 1 - tanh^2 (as the CPU's transform_score_derivative), else 1. ALiBi and the masks
+// add constants, so they pass the gradient through unchanged.
+fn softcap_slope(dot: f32) -> f32 {
+  if (params.softcap <= 0.0) { return 1.0; }
+  let t = tanh(clamp(dot * params.scale / params.softcap, -15.0, 15.0));
+  return 1.0 - t * t;
 }

@@ -1,0 +1,166 @@
+// The layer's backward pass on the GPU: forward's stages in reverse, as the wasm layer's
+// (src/mha/multihead_attention_backward.cpp), in one command buffer:
+//
+//   combine'  d_attended = dOut W_out, dW_out = dOutᵀ attended, db_out = column sums of dOut
+//   attend'   attention_backward_prepare (q, dO, lse, D = dO . O packed per row), then
+//             attention_backward_dq and attention_backward_dkdv (FlashAttention-2's backward,
+//             the probabilities recomputed from the saved q, k and log-sum-exps), and the sinks'
+//   rotate'   the inverse rotation of dQ and dK (rotary.wgsl with the sines negated)
+//   project'  dX = dQ W_q (and the key's, the value's; self-attention sums the three), dW_q =
+//             dQᵀ X, db_q = column sums of dQ
+//
+// `saved` is what forwardAsync({ grad: true }) kept on the GPU (see layer.js).
+import { keysPerTile, paramsBlock } from './attention.js';
+import { dispatch, pipeline } from './pipelines.js';
+import { encodeRotary, rotaryTable } from './rotary.js';
+import { readBack } from './tensors.js';
+
+const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
+
+/** vec4s per packed query row of the attention backward (q, dO, then lse and D). */
+export const packedRowVec4s = (c) => Math.ceil(c.headDim / 4) + Math.ceil(c.valueHeadDim / 4) + 1;
+
+/** Query rows per tile of attention_backward_dkdv: as many packed rows as fit, at most 64. */
+export const rowsPerTile = (c) => Math.min(64, Math.floor(WORKGROUP_VEC4S / packedRowVec4s(c)));
+
+/** gemm_*_grad.wgsl's template: vec4 loads when both row lengths are multiples of 4. */
+const loads = (a, b) => (a % 4 === 0 && b % 4 === 0 ? { T: 'vec4<f32>', V: 4, PICK: 'value[u]' } : { T: 'f32', V: 1, PICK: 'value' });
+
+function encodeInputGrad(device, pass, buffers, { dy, w, dx, M, N, K, accumulate = false }) {
+  if (M === 0 || K === 0) return;
+  const dims = buffers.uniform(new Uint32Array([M, N, K, accumulate ? 1 : 0]), 'input grad dims');
+  dispatch(device, pass, pipeline(device, 'gemm_input_grad', loads(N, K)), { 0: dy, 1: w, 2: dx, 3: dims },
+    [Math.ceil(K / 32), Math.ceil(M / 32), 1]);
+}
+
+function encodeWeightGrad(device, pass, buffers, { dy, x, dw, db, M, N, K }) {
+  if (N === 0) return;
+  const dims = buffers.uniform(new Uint32Array([M, N, K, 0]), 'weight grad dims');
+  if (K > 0) {
+    dispatch(device, pass, pipeline(device, 'gemm_weight_grad', loads(N, K)), { 0: dy, 1: x, 2: dw, 3: dims },
+      [Math.ceil(K / 32), Math.ceil(N / 32), 1]);
+  }
+  if (db) dispatch(device, pass, pipeline(device, 'gemm_bias_grad'), { 0: dy, 2: db, 3: dims }, [Math.ceil(N / 64), 1, 1]);
+}
+
+/** The GPU's limits on the backward's buffers and dispatches (checkSize / checkGroups from the layer). */
+export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
+  const { B, L, S } = s;
+  if (rowsPerTile(c) < 1) {
+    throw new RangeError(`headDim + valueHeadDim = ${c.headDim + c.valueHeadDim} floats per query row do not fit the `
+      + 'backward kernel\'s workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
+  }
+  checkSize('the backward\'s packed query rows', B * c.numHeads * L * packedRowVec4s(c) * 4);
+  const QD = c.numHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim, AD = c.numHeads * c.valueHeadDim;
+  checkGroups('the backward\'s projections', [Math.ceil(Math.max(c.embedDim, c.kdim, c.vdim, AD) / 32),
+    Math.ceil(Math.max(B * Math.max(L, S), c.outputDim, QD, VKV) / 32)]);
+  checkGroups('the attention backward', [Math.ceil(Math.max(L, S) / 64), c.numHeads, B]);
+}
+
+/**
+ * Encodes and submits the backward pass of `saved` for dLoss/dOutput in the GPUBuffer `dOut`,
+ * now (so the caller's error scopes close before any other call opens its own); makes its
+ * buffers in `buffers` (a CallBuffers). Returns read(): a promise of the gradients' arrays:
+ * { query, key, value } (key and value null for self-attention) and `params` (the state dict's
+ * names, in its order).
+ */
+export function submitBackward(device, buffers, saved, dOut, paramShapes) {
+  const { c, B, L, S, self, w, attention } = saved;
+  const H = c.numHeads, Hkv = c.numKvHeads, E = c.embedDim;
+  const QD = H * c.headDim, KV = Hkv * c.headDim, VKV = Hkv * c.valueHeadDim, AD = H * c.valueHeadDim, OD = c.outputDim;
+  const bias = !!w.qBias;
+  const store = (floats, label) => buffers.storage(floats, label);
+
+  const g = {
+    dAttended: store(B * L * AD, 'd attended'),
+    outW: store(OD * AD, 'd out_proj.weight'), outB: w.outBias ? store(OD, 'd out_proj.bias') : null,
+    dq: store(B * L * QD, 'dq'), dk: store(B * S * KV, 'dk'), dv: store(B * S * VKV, 'dv'),
+    sinks: c.sinks ? store(H, 'd sinks') : null,
+    qW: store(QD * E, 'd q_proj'), kW: store(KV * c.kdim, 'd k_proj'), vW: store(VKV * c.vdim, 'd v_proj'),
+    qB: bias ? store(QD, 'd q bias') : null, kB: bias ? store(KV, 'd k bias') : null, vB: bias ? store(VKV, 'd v bias') : null,
+    query: store(B * L * E, 'd query'),
+    key: self ? null : store(B * S * c.kdim, 'd key'), value: self ? null : store(B * S * c.vdim, 'd value'),
+  };
+  const rows = store(B * H * L * packedRowVec4s(c) * 4, 'packed query rows');
+
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  // combine'
+  encodeInputGrad(device, pass, buffers, { dy: dOut, w: w.out, dx: g.dAttended, M: B * L, N: OD, K: AD });
+  encodeWeightGrad(device, pass, buffers, { dy: dOut, x: saved.attended, dw: g.outW, db: g.outB, M: B * L, N: OD, K: AD });
+  // attend'
+  if (L > 0 && S > 0) {
+    const sizes = { DH: c.headDim, DV: c.valueHeadDim };
+    dispatch(device, pass, pipeline(device, 'attention_backward_prepare', sizes), {
+      0: saved.q, 1: saved.attended, 2: g.dAttended, 3: saved.lse, 4: rows,
+      5: buffers.uniform(new Uint32Array([L, H, QD, AD]), 'prepare dims'),
+    }, [Math.ceil(L / 64), H, B]);
+    const params = buffers.uniform(paramsBlock(c, attention), 'attention params');
+    const shared = {
+      0: rows, 1: saved.k, 2: saved.v, 3: attention.keyPadding ?? w.headParams, 4: attention.attnMask ?? w.headParams,
+      5: w.headParams, 6: params,
+    };
+    dispatch(device, pass, pipeline(device, 'attention_backward_dq', { ...sizes, BC: keysPerTile(c.headDim, c.valueHeadDim) }),
+      { ...shared, 7: g.dq }, [Math.ceil(L / 64), H, B]);
+    dispatch(device, pass, pipeline(device, 'attention_backward_dkdv', { ...sizes, BR: rowsPerTile(c) }),
+      { ...shared, 7: g.dk, 8: g.dv }, [Math.ceil(S / 64), Hkv, B]);
+    if (g.sinks) {
+      dispatch(device, pass, pipeline(device, 'attention_backward_sinks', sizes), {
+        0: rows, 1: w.headParams, 2: g.sinks, 3: buffers.uniform(new Uint32Array([B, H, L, 0]), 'sinks dims'),
+      }, [Math.ceil(H / 64), 1, 1]);
+    }
+  }
+  // rotate': rotary's transpose is the rotation by minus the angle.
+  if (c.rotary) {
+    const inverse = (table) => {
+      for (let t = 1; t < table.length; t += 2) table[t] = -table[t];
+      return table;
+    };
+    const positions = saved.positions;
+    encodeRotary(device, pass, buffers, { x: g.dq, table: inverse(rotaryTable(c.rotary, B, L, positions)), rows: B * L,
+      rowStride: QD, heads: H, headDim: c.headDim, rotary: c.rotary });
+    encodeRotary(device, pass, buffers, { x: g.dk, table: inverse(rotaryTable(c.rotary, B, S, self ? positions : null)), rows: B * S,
+      rowStride: KV, heads: Hkv, headDim: c.headDim, rotary: c.rotary });
+  }
+  // project'
+  const { x, xk, xv } = saved;
+  encodeWeightGrad(device, pass, buffers, { dy: g.dq, x, dw: g.qW, db: g.qB, M: B * L, N: QD, K: E });
+  encodeWeightGrad(device, pass, buffers, { dy: g.dk, x: xk, dw: g.kW, db: g.kB, M: B * S, N: KV, K: c.kdim });
+  encodeWeightGrad(device, pass, buffers, { dy: g.dv, x: xv, dw: g.vW, db: g.vB, M: B * S, N: VKV, K: c.vdim });
+  encodeInputGrad(device, pass, buffers, { dy: g.dq, w: w.q, dx: g.query, M: B * L, N: QD, K: E });
+  encodeInputGrad(device, pass, buffers, { dy: g.dk, w: w.k, dx: g.key ?? g.query, M: B * S, N: KV, K: c.kdim, accumulate: self });
+  encodeInputGrad(device, pass, buffers, { dy: g.dv, w: w.v, dx: g.value ?? g.query, M: B * S, N: VKV, K: c.vdim, accumulate: self });
+  pass.end();
+  device.queue.submit([encoder.finish()]);
+
+  return { read: () => readGradients(device, g, saved, paramShapes) };
+}
+
+/** The gradients' buffers `g` read back, the parameters' named and concatenated as the state dict's. */
+async function readGradients(device, g, saved, paramShapes) {
+  const { c, B, L, S } = saved;
+  const H = c.numHeads, E = c.embedDim;
+  const QD = H * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
+  const AD = H * c.valueHeadDim, OD = c.outputDim;
+  const read = (buffer, floats) => (buffer ? readBack(device, buffer, floats) : null);
+  const [query, key, value, outW, outB, qW, kW, vW, qB, kB, vB, sinks] = await Promise.all([
+    read(g.query, B * L * E), read(g.key, B * S * c.kdim), read(g.value, B * S * c.vdim),
+    read(g.outW, OD * AD), read(g.outB, OD), read(g.qW, QD * E), read(g.kW, KV * c.kdim), read(g.vW, VKV * c.vdim),
+    read(g.qB, QD), read(g.kB, KV), read(g.vB, VKV), read(g.sinks, H)]);
+  const concat = (...parts) => {
+    const all = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) { all.set(p, at); at += p.length; }
+    return all;
+  };
+  const byName = {
+    in_proj_weight: () => concat(qW, kW, vW), q_proj_weight: () => qW, k_proj_weight: () => kW, v_proj_weight: () => vW,
+    in_proj_bias: () => concat(qB, kB, vB), 'out_proj.weight': () => outW, 'out_proj.bias': () => outB, sinks: () => sinks,
+  };
+  const params = {};
+  for (const name of Object.keys(paramShapes)) {
+    if (!byName[name]) throw new Error(`webgpu backward: no gradient for the parameter '${name}'`);
+    params[name] = byName[name]();
+  }
+  return { query, key, value, params };
+}

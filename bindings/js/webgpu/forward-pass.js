@@ -1,0 +1,57 @@
+// One forward call's GPU work, encoded into a command encoder: the projections (gemm), rotary,
+// with a KV cache the new keys and values appended to it, attention (flash_attention, or
+// flash-decoding for a few tokens against a cache), and the output projection. The caller
+// (layer.js) has checked the call, made the output buffers and owns the error scopes.
+import { encodeAttention } from './attention.js';
+import { encodeGemm } from './gemm.js';
+import { encodeRotary, rotaryTable } from './rotary.js';
+
+/**
+ * Encodes the call into `encoder`. c: the resolved config; w: the weights (weights.js);
+ * call: { B, L, S, newKeys (keys projected now), cached (tokens already in the cache), self,
+ * x, xk, xv (input buffers), output, weights, cache, positions, keyPadding, attnMask (additive
+ * Float32Arrays or null), attnMaskPerHead, causal, averageWeights, dropout, decode, lse (a [B, H, L]
+ * buffer for the rows' log-sum-exps, kept for the backward pass, or null) }. Returns the buffers
+ * it made and the attention's parameters ({ q, k, v, attended, attention }: what backward.js reads).
+ */
+export function encodeForward(device, encoder, buffers, c, w, call) {
+  const { B, L, S, newKeys, cached, cache } = call;
+  const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
+  const AD = c.numHeads * c.valueHeadDim;
+  const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * newKeys * KV, 'k');
+  const vp = buffers.storage(B * newKeys * VKV, 'v'), attended = buffers.storage(B * L * AD, 'attended');
+
+  let pass = encoder.beginComputePass();
+  encodeGemm(device, pass, buffers, { x: call.x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
+  encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim });
+  encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim });
+  if (c.rotary) {  // (self-attention keys share the queries' positions; a cache's come after what it holds)
+    encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, call.positions, cached), rows: B * L,
+      rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
+    encodeRotary(device, pass, buffers, { x: kp, table: rotaryTable(c.rotary, B, newKeys, call.self ? call.positions : null, cached),
+      rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
+  }
+  let keys = kp, values = vp, kvRows = S;
+  if (cache) {  // append the new keys and values after each batch row's cached ones
+    pass.end();
+    const capacity = cache.handle.capacity();
+    for (let b = 0; b < B; b++) {
+      encoder.copyBufferToBuffer(kp, b * L * KV * 4, cache.keys, (b * capacity + cached) * KV * 4, L * KV * 4);
+      encoder.copyBufferToBuffer(vp, b * L * VKV * 4, cache.values, (b * capacity + cached) * VKV * 4, L * VKV * 4);
+    }
+    pass = encoder.beginComputePass();
+    [keys, values, kvRows] = [cache.keys, cache.values, capacity];
+  }
+  const attention = {
+    B, L, S, q: qp, k: keys, v: values, kvRows, firstQuery: cached, attended, weights: call.weights,
+    headParams: w.headParams,
+    keyPadding: call.keyPadding && buffers.upload(call.keyPadding, 'key padding mask'),
+    attnMask: call.attnMask && buffers.upload(call.attnMask, 'attention mask'),
+    attnMaskPerHead: call.attnMaskPerHead, causal: call.causal, averageWeights: call.averageWeights,
+    dropout: call.dropout, decode: call.decode, dummy: buffers.storage(4, 'unused'), lse: call.lse ?? null,
+  };
+  encodeAttention(device, pass, buffers, c, attention);
+  encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: c.outputDim, K: AD });
+  pass.end();
+  return { q: qp, k: keys, v: values, attended, attention, lse: attention.lse };
+}

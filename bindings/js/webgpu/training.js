@@ -1,0 +1,108 @@
+// forwardAsync's result with grad: true on WebGPU: the output, plus what the backward pass needs
+// kept on the GPU (the call's buffers: inputs, projected q / k / v, attended values, log-sum-exps,
+// masks) until backwardAsync() or release(). The same surface and errors as the wasm layer's
+// TrainingResult (core/training.js), asynchronous only.
+import { withCallName } from '../core/errors.js';
+import { describe } from '../core/validate.js';
+import { checkInput } from './tensors.js';
+
+let warnedAboutLeak = false;
+/** A result garbage-collected with its GPU buffers still held: free them, and say so once (as the wasm layer). */
+const leakedResults = new FinalizationRegistry((record) => {
+  if (record.state !== 'ready') return;
+  if (!warnedAboutLeak) {
+    warnedAboutLeak = true;
+    console.warn('mha-wasm: a WebGPU forward result with grad: true was garbage-collected before backwardAsync() or '
+      + 'release(); its GPU buffers were freed late. Call r.backwardAsync(dOut) or r.release() for every such result.');
+  }
+  freeGpuRecord(record, 'collected');
+});
+
+const sameShape = (a, b) => Array.isArray(a) && a.length === b.length && a.every((d, i) => d === b[i]);
+
+/**
+ * What a result and its layer share: the saved state and where it stands ('ready', 'running'
+ * while its backward runs, then 'done', 'released', 'disposed' with its layer, or 'collected'). `owner` is the
+ * layer's private side: { backward(saved, dOut) -> Promise<Gradients>, onFree(record) }.
+ */
+export function gpuTrainingRecord(saved, owner) {
+  return { saved, owner, state: 'ready' };
+}
+
+/** Frees a record's GPU buffers once; `state` says why. */
+export function freeGpuRecord(record, state) {
+  if (record.state !== 'ready' && record.state !== 'running') return;
+  record.state = state;
+  record.saved.buffers.free();
+  record.saved = null;
+  record.owner.onFree(record);
+}
+
+export class GpuTrainingResult {
+  #record;
+
+  constructor(record, output, weights) {
+    this.#record = record;
+    this.output = output;
+    this.weights = weights;
+    leakedResults.register(this, record, this);
+  }
+
+  /**
+   * dLoss/d(inputs and parameters) for dLoss/dOutput = dOut ({ data: Float32Array, shape } or
+   * { buffer: GPUBuffer, shape } of the output's shape), as the wasm layer's. Call once.
+   */
+  async backwardAsync(dOut) {
+    try {
+      return await this.#backward(dOut);
+    } catch (error) {
+      throw withCallName(error, 'backwardAsync');
+    }
+  }
+
+  async #backward(dOut) {
+    const record = this.#record;
+    if (record.state === 'done' || record.state === 'running') throw new Error('already called for this forward pass (call forward again)');
+    if (record.state === 'disposed') throw new Error('the layer that made this forward pass was disposed');
+    if (record.state === 'released') throw new Error('this forward pass was released (release() frees what backward needs)');
+    const { shape } = this.output;
+    const count = shape.reduce((n, d) => n * d, 1);
+    const onGpu = dOut !== null && typeof dOut === 'object' && 'buffer' in dOut && !ArrayBuffer.isView(dOut);
+    if (!onGpu && (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Float32Array))) {
+      const got = dOut !== null && typeof dOut === 'object' && !ArrayBuffer.isView(dOut) ? `data ${describe(dOut.data)}` : describe(dOut);
+      throw new TypeError(`dOut must be { data: Float32Array, shape: [${shape.join(', ')}] } (dLoss/dOutput), got ${got}`);
+    }
+    if ((onGpu || dOut.shape !== undefined) && !sameShape(dOut.shape, shape)) {
+      throw new RangeError(`dOut: expected the output's shape [${shape.join(', ')}], got ${Array.isArray(dOut.shape) ? `[${dOut.shape.join(', ')}]` : describe(dOut.shape)}`);
+    }
+    if (onGpu) {
+      checkInput('dOut', dOut, { expected: `[${shape.join(', ')}]` });
+    } else if (dOut.data.length !== count) {
+      throw new RangeError(`dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
+    }
+    record.state = 'running';
+    try {
+      const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data });
+      leakedResults.unregister(this);
+      freeGpuRecord(record, 'done');
+      return gradients;
+    } catch (error) {
+      // A failed backward (weights changed since, a lost device) leaves the result as it was, as
+      // the wasm layer's: release() still frees it.
+      if (record.state === 'running') record.state = 'ready';
+      throw error;
+    }
+  }
+
+  /** Frees what forward kept on the GPU, without a backward (a no-op after backward or a release). */
+  release() {
+    if (this.#record.state === 'running') return;  // the running backward frees it when it ends
+    leakedResults.unregister(this);
+    freeGpuRecord(this.#record, 'released');
+  }
+
+  /** True once backwardAsync() or release() ran (or the layer was disposed). */
+  get released() {
+    return this.#record.state !== 'ready';
+  }
+}
