@@ -4,16 +4,16 @@
 import { init } from '../bindings/js/index.js';
 
 /**
- * What the WebGPU backend lacks for a mode, which therefore stays on wasm while WebGPU is chosen.
- * When the WebGPU backend gains it (the KV cache, backward, capture), delete the
- * mode's line: the mode then runs on WebGPU (its worker code already calls forwardAsync, or says
- * below what else it needs).
+ * Why a mode stays on wasm while WebGPU is chosen. Capture is missing from the WebGPU backend; the
+ * KV cache and backward are there (createCache, backwardAsync), but the page's code for those modes
+ * still calls the layer synchronously. When a mode's code awaits the WebGPU calls, delete its line.
  */
 export const WEBGPU_LACKS = {
-  // Generate also needs GenerationSession's steps to await extendAsync (web/generation.js).
-  generate: 'the WebGPU backend has no KV cache yet',
-  // Train: web/training/trainer.js calls forward with grad and backward.
-  train: 'the WebGPU backend has no backward pass yet',
+  // web/generation.js steps through DemoModel.extend (forward with a cache); it needs an async
+  // session over extendAsync (forwardAsync with layer.createCache() caches) per backend.
+  generate: 'the page\'s generation loop does not use the WebGPU KV cache yet',
+  // web/training/trainer.js calls forward with grad and backward; it needs forwardAsync/backwardAsync.
+  train: 'the page\'s trainer does not use the WebGPU backward pass yet',
   steps: 'the WebGPU backend has no capture (the Steps view) yet',
 };
 

@@ -80,7 +80,8 @@ test('Default model: the switch runs it on WebGPU with the wasm backend\'s numbe
   });
   const text = await header();
   assert.match(text, /WebGPU · google swiftshader \(software\)/);
-  for (const line of ['Generate: wasm (the WebGPU backend has no KV cache yet)', 'Train: wasm (the WebGPU backend has no backward pass yet)',
+  for (const line of ['Generate: wasm (the page\'s generation loop does not use the WebGPU KV cache yet)',
+    'Train: wasm (the page\'s trainer does not use the WebGPU backward pass yet)',
     'Steps: wasm (the WebGPU backend has no capture (the Steps view) yet)']) assert.ok(text.includes(line), `${line} in ${text}`);
   assert.match(await page.locator('#status').innerText(), /attention layers on WebGPU \d+\.\d\d ms/);
   // Typing on WebGPU redraws on WebGPU.
