@@ -4,14 +4,11 @@
 import { init } from '../bindings/js/index.js';
 
 /**
- * Why a mode stays on wasm while WebGPU is chosen. Capture is missing from the WebGPU backend; the
- * KV cache and backward are there (createCache, backwardAsync), but the page's code for those modes
- * still calls the layer synchronously. When a mode's code awaits the WebGPU calls, delete its line.
+ * Why a mode stays on wasm while WebGPU is chosen. Capture is missing from the WebGPU backend;
+ * backward is there (backwardAsync), but the page's trainer still calls the layer synchronously.
+ * When a mode's code awaits the WebGPU calls, delete its line.
  */
 export const WEBGPU_LACKS = {
-  // web/generation.js steps through DemoModel.extend (forward with a cache); it needs an async
-  // session over extendAsync (forwardAsync with layer.createCache() caches) per backend.
-  generate: 'the page\'s generation loop does not use the WebGPU KV cache yet',
   // web/training/trainer.js calls forward with grad and backward; it needs forwardAsync/backwardAsync.
   train: 'the page\'s trainer does not use the WebGPU backward pass yet',
   steps: 'the WebGPU backend has no capture (the Steps view) yet',

@@ -120,7 +120,8 @@ export class GenerationSession {
   }
 
   /**
-   * Generates `count` tokens after `promptIds`, one step at a time: a generator whose every value
+   * Generates `count` tokens after `promptIds`, one step at a time: an async generator (the model's
+   * layers are called through forwardAsync, so a model on the WebGPU backend generates too) whose every value
    * is one token with the newest row of attention, for the views:
    *   { id, layers: [{ weights [H, position + 1], output [E] }], logits [V] (of the token after),
    *     attentionMs, stepMs, cacheLength }
@@ -143,7 +144,7 @@ export class GenerationSession {
     return this.#steps(promptIds, { count, temperature, topK, seed, useCache: useCache && !patches, steps, patches });
   }
 
-  *#steps(promptIds, { count, temperature, topK, seed, useCache, steps, patches }) {
+  async *#steps(promptIds, { count, temperature, topK, seed, useCache, steps, patches }) {
     this.stop();
     const run = this.#run;
     const random = seededRandom(seed);
@@ -153,11 +154,11 @@ export class GenerationSession {
     if (useCache) {
       // The last prompt token always runs: its logits choose the first new token.
       reused = this.keepPrefix(ids, ids.length - 1);
-      logits = this.model.extend(ids.slice(reused), this.#caches).logits;
+      logits = (await this.model.extendAsync(ids.slice(reused), this.#caches)).logits;
       this.#cachedIds = [...ids];
     } else {
       const V = this.model.vocab.tokens.length;
-      logits = this.model.forward(ids, { patches: patches?.(ids) ?? [] }).logits.slice((ids.length - 1) * V);
+      logits = (await this.model.forwardAsync(ids, { patches: patches?.(ids) ?? [] })).logits.slice((ids.length - 1) * V);
     }
     for (let n = 0; n < count && run === this.#run; n++) {
       const started = performance.now();
@@ -165,10 +166,10 @@ export class GenerationSession {
       ids.push(id);
       let step;
       if (useCache) {
-        step = this.model.extend([id], this.#caches, { needWeights: true, capture: steps });
+        step = await this.model.extendAsync([id], this.#caches, { needWeights: true, capture: steps });
         this.#cachedIds.push(id);
       } else {
-        step = this.#recompute(ids, { capture: steps, patches });
+        step = await this.#recompute(ids, { capture: steps, patches });
       }
       logits = step.logits;
       yield {
@@ -183,9 +184,9 @@ export class GenerationSession {
    * No cache: the whole text again (with `patches`, its changed heads), keeping its last row (what
    * a cached step computes); with `capture`, the last row's steps too.
    */
-  #recompute(ids, { capture = false, patches = null } = {}) {
+  async #recompute(ids, { capture = false, patches = null } = {}) {
     const L = ids.length;
-    const { layers, logits, wasmMs } = this.model.forward(ids, { capture, patches: patches?.(ids) ?? [] });
+    const { layers, logits, wasmMs } = await this.model.forwardAsync(ids, { capture, patches: patches?.(ids) ?? [] });
     const V = this.model.vocab.tokens.length;
     const E = this.model.dModel;
     const H = this.model.numHeads;

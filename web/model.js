@@ -166,7 +166,7 @@ export class DemoModel {
   #addLayer(x, { output, weights, captured }, { capture = false }) {
     const input = capture ? x.slice() : null;
     for (let i = 0; i < x.length; i++) x[i] += output.data[i];
-    return { weights: weights.data, output: output.data, ...(capture && { input, captured }) };
+    return { weights: weights?.data ?? null, output: output.data, ...(capture && { input, captured }) };
   }
 
   /** One KV cache per layer, for generating token by token with step(). */
@@ -184,10 +184,42 @@ export class DemoModel {
    * whole cache (docs/steps.md), for the page's Steps view.
    */
   extend(ids, caches, { needWeights = false, capture = false } = {}) {
+    const x = this.#embedAt(ids, caches[0].length);
+    const layers = [];
+    let wasmMs = 0;
+    this.#layers.forEach((layer, l) => {
+      const started = performance.now();
+      const result = layer.forward({ data: x, shape: [ids.length, this.dModel] }, null, null, this.#cacheOptions(caches[l], needWeights, capture));
+      wasmMs += performance.now() - started;
+      const entry = this.#addLayer(x, result, { capture });
+      if (needWeights) layers.push(entry);
+    });
+    return { logits: this.unembed(x.subarray((ids.length - 1) * this.dModel)), layers, wasmMs };
+  }
+
+  /** extend() through each layer's forwardAsync: the same on wasm, and on WebGPU with its caches (no capture). */
+  async extendAsync(ids, caches, { needWeights = false, capture = false } = {}) {
+    const x = this.#embedAt(ids, caches[0].length);
+    const layers = [];
+    let wasmMs = 0;
+    for (const [l, layer] of this.#layers.entries()) {
+      const started = performance.now();
+      const result = await layer.forwardAsync({ data: x, shape: [ids.length, this.dModel] }, null, null, this.#cacheOptions(caches[l], needWeights, capture));
+      wasmMs += performance.now() - started;
+      const entry = this.#addLayer(x, result, { capture });
+      if (needWeights) layers.push(entry);
+    }
+    return { logits: this.unembed(x.subarray((ids.length - 1) * this.dModel)), layers, wasmMs };
+  }
+
+  #cacheOptions(cache, needWeights, capture) {
+    return { cache, needWeights, averageWeights: false, ...(capture && { capture: true }) };
+  }
+
+  /** Token embeddings plus the positions from `first` on, [ids.length, E], as embed() rounds them. */
+  #embedAt(ids, first) {
     const E = this.dModel;
-    const L = ids.length;
-    const first = caches[0].length;
-    const x = new Float32Array(L * E);
+    const x = new Float32Array(ids.length * E);
     ids.forEach((id, t) => {
       // sinusoidalPositions' row first + t, rounded to float32 before the add as embed() does.
       for (let i = 0; i < E; i += 2) {
@@ -196,18 +228,7 @@ export class DemoModel {
         if (i + 1 < E) x[t * E + i + 1] = Math.fround(Math.cos(angle)) + this.embedding[id * E + i + 1];
       }
     });
-    const layers = [];
-    let wasmMs = 0;
-    this.#layers.forEach((layer, l) => {
-      const input = capture ? x.slice() : null;
-      const started = performance.now();
-      const { output, weights, captured } = layer.forward({ data: x, shape: [L, E] }, null, null,
-        { cache: caches[l], needWeights, averageWeights: false, ...(capture && { capture: true }) });
-      wasmMs += performance.now() - started;
-      for (let i = 0; i < x.length; i++) x[i] += output.data[i];
-      if (needWeights) layers.push({ weights: weights.data, output: output.data, ...(capture && { input, captured }) });
-    });
-    return { logits: this.unembed(x.subarray((L - 1) * E)), layers, wasmMs };
+    return x;
   }
 
   /** One generation step: extend() with one token; returns the logits [V] for the token after it. */

@@ -19,6 +19,7 @@ let mha;
 let model;
 let backends;     // web/backends.js: the wasm module, the WebGPU one where there is an adapter, the choice
 let gpuModel = null;  // the default model's layers on WebGPU (same weights as `model`), while a device works
+let gpuSession = null;  // Generate's session on WebGPU (its KV caches on the GPU), with gpuModel
 let session;  // the generation state: one KV cache per layer, kept between Generate clicks
 let sentiment = null;  // the sentiment classifier in use: the shipped one (loaded on its first use) or one trained in the page
 const sentimentModels = { shipped: null, trained: null };
@@ -82,11 +83,27 @@ async function load({ text = '' } = {}) {
 function makeGpuModel() {
   dropGpuModel();
   gpuModel = model.copyOn(backends.gpu);
+  gpuSession = new GenerationSession(gpuModel);
 }
 
 function dropGpuModel() {
+  gpuSession?.dispose();
   gpuModel?.dispose();
-  gpuModel = null;
+  gpuSession = gpuModel = null;
+}
+
+/** The generation session (model and KV caches) that runs `mode` ('generate', or 'steps' with the Steps view's capture). */
+function sessionFor(mode) {
+  return backends.backendFor(mode) === 'webgpu' && gpuSession ? gpuSession : session;
+}
+
+/** Ends any generation; every session's caches keep the prefix they share with `ids` (see run). */
+function stopGenerating(ids = null) {
+  for (const s of [session, gpuSession]) {
+    s?.stop();
+    if (ids) s?.keepPrefix(ids);
+  }
+  return sessionFor('generate').cacheLength;
 }
 
 /**
@@ -154,8 +171,7 @@ function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingM
 async function run({ text, padding = 0, steps = null }, mode = 'default') {
   const { ids, labels } = tokenize(text, model.vocab);
   // New text ends a generation; the caches keep what it shares with the text they hold.
-  session.stop();
-  const cacheLength = session.keepPrefix(ids);
+  const cacheLength = stopGenerating(ids);
   // Padding positions: <bos> tokens the keyPaddingMask hides, to show how padded keys look.
   const paddingMask = padding > 0 ? new Uint8Array(ids.length + padding).fill(1, ids.length) : null;
   for (let i = 0; i < padding; i++) {
@@ -189,9 +205,12 @@ async function generate({ text, changes = null, ...options }, progress) {
   // step run the whole text with them, without the cache (its keys and values are the unchanged
   // model's); a patch's second text is followed by the same generated tokens.
   const changed = Boolean(changes && (changes.ablated.length || changes.patched.length));
-  const prompt = await run({ text, steps: changed ? changes : null }, 'generate');
+  // The Steps view's capture and patches run on wasm (the WebGPU backend has neither yet).
+  const mode = changed || options.steps ? 'steps' : 'generate';
+  const prompt = await run({ text, steps: changed ? changes : null }, mode);
   const patches = changed ? (ids) => zPatches(changes, ids.length, null, ids.slice(prompt.ids.length)) : null;
-  const steps = session.generate(prompt.ids, { ...options, patches });  // options: { count, temperature, topK, seed, useCache, steps }
+  const generating = sessionFor(mode);
+  const steps = generating.generate(prompt.ids, { ...options, patches });  // options: { count, temperature, topK, seed, useCache, steps }
   progress({ prompt }, buffersOf(prompt.layers));
   let batch = [];
   let last = null;
@@ -209,10 +228,20 @@ async function generate({ text, changes = null, ...options }, progress) {
     posted = performance.now();
   };
   for (;;) {
-    const { value, done } = steps.next();
+    let next;
+    try {
+      next = await steps.next();
+    } catch (error) {
+      // A device lost mid-run: the tokens so far stay; the page says so and the next run is on wasm.
+      if (generating === session || !/device was lost/.test(error.message)) throw error;
+      backends.lose(`the WebGPU device was lost while generating (${error.message.replace(/^.*device was lost \(([^)]*)\).*$/s, '$1')})`);
+      flush();
+      return { reused: 0, cacheLength: 0, changed, lost: true };
+    }
+    const { value, done } = next;
     if (done) {
       flush();
-      return { reused: value.reused, cacheLength: session.cacheLength, changed };
+      return { reused: value.reused, cacheLength: generating.cacheLength, changed };
     }
     last = value;
     batch.push({
@@ -277,8 +306,7 @@ async function useSentimentModel({ which, tensors, vocab }) {
 }
 
 function stop() {
-  session.stop();
-  return { cacheLength: session.cacheLength };
+  return { cacheLength: stopGenerating() };
 }
 
 async function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, variants, capture = false, steps = null }) {
@@ -330,7 +358,7 @@ function useTrainedWeights() {
   const { evaluation, trainer } = trainingSession();
   if (!trainer) throw new Error('use weights: nothing trained yet');
   const trained = new DemoModel(mha, readSafetensors(trainingSession().exportWeights()), model.vocab);
-  session.stop();
+  stopGenerating();
   model.dispose();
   model = trained;
   session = new GenerationSession(model);

@@ -24,10 +24,10 @@ after(() => {
 });
 
 /** Runs a generation to its end: the tokens, and the generator's return value. */
-function drain(steps) {
+async function drain(steps) {
   const tokens = [];
   for (;;) {
-    const { value, done } = steps.next();
+    const { value, done } = await steps.next();
     if (done) return { tokens, end: value };
     tokens.push(value);
   }
@@ -74,11 +74,11 @@ test('checkSampling names the bad option', () => {
     { name: 'RangeError', message: `the prompt (${CACHE_CAPACITY - 10} tokens) plus count (11) must fit in ${CACHE_CAPACITY} tokens` });
 });
 
-test('GenerationSession: the cache and recomputation give the same tokens, greedy and seeded; rows cover every key', () => {
+test('GenerationSession: the cache and recomputation give the same tokens, greedy and seeded; rows cover every key', async () => {
   const { ids } = tokenize('the kelu sat on the mat. the kelu', model.vocab);
   for (const sampling of [{ count: 120 }, { count: 120, temperature: 0.8, topK: 10, seed: 3 }]) {
-    const cached = drain(session.generate(ids, { ...sampling, useCache: true }));
-    const full = drain(session.generate(ids, { ...sampling, useCache: false }));
+    const cached = await drain(session.generate(ids, { ...sampling, useCache: true }));
+    const full = await drain(session.generate(ids, { ...sampling, useCache: false }));
     assert.deepEqual(cached.tokens.map((t) => t.id), full.tokens.map((t) => t.id));
     cached.tokens.forEach((t, n) => {
       const keys = ids.length + n + 1;  // the new token sees the prompt, the tokens before it and itself
@@ -98,14 +98,14 @@ test('GenerationSession: the cache and recomputation give the same tokens, greed
   }
 });
 
-test('GenerationSession: a new prompt keeps the cached prefix it shares; stop() ends a run between steps', () => {
+test('GenerationSession: a new prompt keeps the cached prefix it shares; stop() ends a run between steps', async () => {
   const { ids } = tokenize('the red boat. the red', model.vocab);
-  const first = drain(session.generate(ids, { count: 30 }));
+  const first = await drain(session.generate(ids, { count: 30 }));
   assert.equal(session.cacheLength, ids.length + 30);
   // The same text plus what was generated: everything but the last token is reused.
   const continued = [...ids, ...first.tokens.map((t) => t.id)];
   const next = session.generate(continued, { count: 5 });
-  assert.equal(drain(next).end.reused, continued.length - 1);
+  assert.equal((await drain(next)).end.reused, continued.length - 1);
   // An edit at character 4 keeps <bos> and the 4 characters before it.
   const edited = [...continued];
   edited[5] = edited[5] === 7 ? 8 : 7;
@@ -113,23 +113,23 @@ test('GenerationSession: a new prompt keeps the cached prefix it shares; stop() 
   assert.equal(session.cacheLength, 5);
   // Stop between steps: the run ends with what it had.
   const steps = session.generate(edited, { count: 50 });
-  steps.next();
-  steps.next();
+  await steps.next();
+  await steps.next();
   session.stop();
-  const rest = drain(steps);
+  const rest = await drain(steps);
   assert.equal(rest.tokens.length, 0);
   assert.equal(rest.end.reused, 5);
   assert.equal(session.cacheLength, edited.length + 2);
 });
 
-test('GenerationSession with patches: every step runs the whole text with them (the cache unused); steps are its last row', () => {
+test('GenerationSession with patches: every step runs the whole text with them (the cache unused); steps are its last row', async () => {
   const ids = tokenize('the cat sat on the', model.vocab).ids;
   const H = model.numHeads, Dv = model.dModel / H;
   // Layer 0 head 3 ablated: zeros in its z, for a text of any length.
   const ablate = (text) => [{ z: { data: new Float32Array(text.length * H * Dv), shape: [text.length, H, Dv] }, heads: [3] }];
-  const clean = drain(session.generate(ids, { count: 6 })).tokens.map((t) => t.id);
+  const clean = (await drain(session.generate(ids, { count: 6 }))).tokens.map((t) => t.id);
   const cacheBefore = session.cacheLength;
-  const { tokens } = drain(session.generate(ids, { count: 6, steps: true, patches: ablate }));
+  const { tokens } = await drain(session.generate(ids, { count: 6, steps: true, patches: ablate }));
   assert.equal(session.cacheLength, cacheBefore, 'the caches are not touched');
   assert.ok(tokens.every((t) => t.cacheLength === 0));
   // The same greedy tokens from the whole text's forward with the same patch, step by step.
