@@ -137,6 +137,30 @@ try {
   for (const backend of ['wasm', 'webgpu']) results[backend] = await timeMode(customRun, backend);
   row(`Your layer (E ${E}, 12 heads)`, `Run click, ${L} tokens`, results.wasm, results.webgpu);
 
+  // Generate: greedy tokens after the default text with the KV caches (on the GPU for WebGPU).
+  await page.locator('#source-default').click();
+  const generated = {};
+  for (const backend of ['wasm', 'webgpu']) {
+    await page.evaluate((b) => window.__mhaDemo.setBackend(b), backend);
+    const rates = [];
+    for (let i = 0; i < 3; i++) {
+      await reset();
+      await page.locator('#gen-count').fill('100');
+      await page.locator('#gen-sampling').selectOption('greedy');
+      await page.locator('#gen-start').click();
+      await page.evaluate(() => window.__mhaDemo.generationDone());
+      const s = await page.evaluate(() => window.__mhaDemo.getState());
+      if (s.ranOn !== backend || s.generation.generated !== 100) throw new Error(`Generate: ${s.generation.generated} tokens on ${s.ranOn}`);
+      rates.push(s.generation);
+    }
+    const g = rates.sort((x, y) => x.tokensPerSecond - y.tokensPerSecond)[1];
+    generated[backend] = g;
+  }
+  console.log(`| Generate (KV caches) | 100 greedy tokens | ${generated.wasm.tokensPerSecond.toFixed(0)} tokens/s `
+    + `(${generated.wasm.attentionMsPerToken.toFixed(2)} ms attention/token) | ${generated.webgpu.tokensPerSecond.toFixed(0)} tokens/s `
+    + `(${generated.webgpu.attentionMsPerToken.toFixed(2)} ms attention/token) | `
+    + `${(generated.wasm.tokensPerSecond / generated.webgpu.tokensPerSecond).toFixed(1)}x | | |`);
+
   const modes = (await page.evaluate(() => window.__mhaDemo.getState())).backends.modes;
   for (const [mode, { why }] of Object.entries(modes)) {
     if (why) console.log(`| ${mode} | | wasm | stays on wasm: ${why} | | | |`);
