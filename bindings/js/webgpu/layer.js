@@ -210,7 +210,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         averageWeights: options.averageWeights ?? true, grad: false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       };
-      if (!this.#planner.checkForward(request)) throwHandleError(this.#planner, 'forwardAsync');
+      if (!this.#planner.checkForward(request, false)) throwHandleError(this.#planner, 'forwardAsync');
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
