@@ -771,6 +771,12 @@ export interface WebGpuMultiHeadAttention
   /** As {@link MultiHeadAttention.initialize}; the GPU copy is replaced before the next call. */
   initialize(options?: InitializeOptions): this;
   /**
+   * As {@link MultiHeadAttention.loadQuantized}. Quantized projections (these, or a config's
+   * `weightDtype` 'int8' | 'q4' | 'f16') are uploaded as their packed bytes, scales and zero points
+   * and dequantized in the kernels; the results are float32 math on the dequantized weights.
+   */
+  loadQuantized(weights: QuantizedStateDict): this;
+  /**
    * The forward pass on the GPU: the same arguments and checks as the wasm layer's forward, and
    * inputs may also be {@link GpuTensorInput}s on this module's device.
    * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device

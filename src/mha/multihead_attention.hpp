@@ -68,6 +68,9 @@ class MultiheadAttention {
   uint64_t weight_bytes() const;
   // Whether any projection is stored quantized (then backward() gives input gradients only).
   bool quantized() const;
+  // Projection `which` ('q', 'k', 'v' or 'o') as the kernels hold it: its quantized panels, or
+  // null when it is float32 (the WebGPU backend reads the canonical bytes from these).
+  const kernels::QuantizedPanels* quantized_projection(char which) const;
 
   // Threads forward() may use: a pool shared with the caller's other layers, or null for the
   // calling thread only (the default).

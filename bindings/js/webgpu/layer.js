@@ -8,6 +8,7 @@
 import { throwHandleError, withCallName } from '../core/errors.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
+import { QUANTIZED_PROJECTION } from '../core/quantized.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { keysPerTile } from './attention.js';
 import { cacheStateOf, GpuKvCache } from './cache.js';
@@ -62,9 +63,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #disposed = false;
 
     constructor(config) {
-      if (config?.weightDtype !== undefined && config.weightDtype !== 'f32') {
-        throw new TypeError(`MultiHeadAttention: weightDtype '${config.weightDtype}' is not supported on the WebGPU backend yet (only 'f32')`);
-      }
       this.#layer = new wasm.MultiHeadAttention(config);
       this.#config = this.#layer.config;
       this.#planner = wasm[PLANNER](this.#config);
@@ -88,6 +86,14 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     loadStateDict(stateDict) {
       this.#live('loadStateDict');
       this.#layer.loadStateDict(stateDict);
+      this.#forgetUpload();
+      return this;
+    }
+
+    /** Weights already quantized, as the wasm layer's loadQuantized takes them (docs/quantized.md). */
+    loadQuantized(weights) {
+      this.#live('loadQuantized');
+      this.#layer.loadQuantized(weights);
       this.#forgetUpload();
       return this;
     }
@@ -255,7 +261,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
 
-      if (!this.#uploaded) this.#uploaded = uploadWeights(device, c, this.#layer.stateDict());
+      if (!this.#uploaded) {
+        this.#uploaded = uploadWeights(device, c, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
+      }
       const w = this.#uploaded;
       const buffers = new CallBuffers(device);
       try {
