@@ -536,6 +536,20 @@ class LayerHandle {
     return guard([&] { layer_->set_key_value(cache.cache(), tensor_of(keys_, key), tensor_of(keys_, value)); });
   }
 
+  // The WebGPU backend's setKeyValue on a storage-less cache (createPlannedCache): the wasm
+  // layer's checks of key { shape } and value { shape } (set_key_value's, with no data), then the
+  // cache records S cross-attention tokens (their keys and values live on the GPU).
+  bool planKeyValue(CacheHandle& cache, val key, val value) {
+    return guard([&] {
+      static const float kPlaceholder[1] = {};
+      const auto shape_only = [this](const val& t) -> mha::TensorRef { return {kPlaceholder, shape_of(keys_, t[keys_.shape])}; };
+      const int64_t S = layer_->check_key_value(cache.cache(), shape_only(key), shape_only(value));
+      cache.cache().reset();
+      cache.cache().advance(S);
+      cache.cache().set_kind(mha::CacheKind::kCross);
+    });
+  }
+
   uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
   val outputShape() const { return array_of(result_.output_shape); }
   uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(result_.weights.data()); }
@@ -648,6 +662,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("createCache", &LayerHandle::createCache, emscripten::allow_raw_pointers())
       .function("createPlannedCache", &LayerHandle::createPlannedCache, emscripten::allow_raw_pointers())
       .function("setKeyValue", &LayerHandle::setKeyValue)
+      .function("planKeyValue", &LayerHandle::planKeyValue)
       .function("plannedOutputShape", &LayerHandle::plannedOutputShape)
       .function("plannedWeightsShape", &LayerHandle::plannedWeightsShape)
       .function("outputPtr", &LayerHandle::outputPtr)

@@ -785,9 +785,11 @@ export interface WebGpuMultiHeadAttention
   forwardAsync<O extends WebGpuForwardOptions = {}>(query: Tensor | GpuTensorInput, key?: Tensor | GpuTensorInput | null,
     value?: Tensor | GpuTensorInput | null, options?: O): Promise<WebGpuForwardResult<O>>;
   /**
-   * A KV cache on the GPU for decoding (self-attention; float32): `forwardAsync(query, null, null,
-   * { cache })` appends the call's tokens and attends to everything it holds, checked as the wasm
-   * layer's calls with a cache. Cross-attention caches (setKeyValue) and 'f16' are not supported yet.
+   * A KV cache on the GPU for decoding (float32): `forwardAsync(query, null, null, { cache })`
+   * appends the call's tokens and attends to everything it holds, checked as the wasm layer's
+   * calls with a cache; or, after `cache.setKeyValue(key, value)` (projected on the GPU; key and
+   * value may be {@link GpuTensorInput}s), a cross-attention cache that is attended to and never
+   * appended to. 'f16' caches are not supported yet.
    */
   createCache(options: CreateCacheOptions): KvCache;
   /** @throws {TypeError} always: a WebGPU layer has no synchronous forward (use forwardAsync). */

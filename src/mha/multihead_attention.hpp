@@ -115,6 +115,9 @@ class MultiheadAttention {
   // and values of key [B, S, kdim] / value [B, S, vdim]: later forward calls with the cache
   // attend to them without projecting again. All or nothing.
   void set_key_value(KvCache& cache, const TensorRef& key, const TensorRef& value) const;
+  // set_key_value's checks of the cache and the shapes (not of the weights): returns S. The
+  // WebGPU backend plans its cross caches with it (a storage-less cache then records S tokens).
+  int64_t check_key_value(const KvCache& cache, const TensorRef& key, const TensorRef& value) const;
 
   // The same, into caller buffers sized by plan(): output always, weights when need_weights.
   void forward_into(const ForwardPlan& plan, const TensorRef& query, const TensorRef& key,

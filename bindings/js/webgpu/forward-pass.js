@@ -21,8 +21,10 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
 
   let pass = encoder.beginComputePass();
   encodeGemm(device, pass, buffers, { x: call.x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
-  encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim });
-  encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim });
+  if (newKeys > 0) {  // (a cross-attention cache holds its keys and values already)
+    encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim });
+    encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim });
+  }
   if (c.rotary) {  // (self-attention keys share the queries' positions; a cache's come after what it holds)
     encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, call.positions, cached), rows: B * L,
       rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
@@ -30,7 +32,9 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
       rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
   }
   let keys = kp, values = vp, kvRows = S;
-  if (cache) {  // append the new keys and values after each batch row's cached ones
+  if (call.crossCache) {  // attend to what setKeyValue put there
+    [keys, values, kvRows] = [cache.keys, cache.values, cache.handle.capacity()];
+  } else if (cache) {  // append the new keys and values after each batch row's cached ones
     pass.end();
     const capacity = cache.handle.capacity();
     for (let b = 0; b < B; b++) {

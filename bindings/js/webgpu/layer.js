@@ -14,6 +14,7 @@ import { keysPerTile } from './attention.js';
 import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
 import { encodeForward } from './forward-pass.js';
+import { encodeKeyValue } from './key-value.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
 import { uploadWeights } from './weights.js';
 
@@ -21,7 +22,8 @@ import { uploadWeights } from './weights.js';
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
 const NOT_YET = ['out', 'weightsOut', 'grad', 'checkFinite'];
-const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
+const DECODE_ROWS = 4;
+const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross  // query rows up to which a call with a cache uses flash-decoding
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -132,7 +134,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if (!handle) throwHandleError(this.#planner, 'createCache');
         const make = (floats, label) => device.createBuffer({ label, size: Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04 });
         const state = {
-          handle, busy: false,
+          handle, busy: false, pending: null,
+          setKeyValue: (made, key, value) => this.#setKeyValue(made, key, value),
           keys: make(rows * c.numKvHeads * c.headDim, 'cache keys'),
           values: make(rows * c.numKvHeads * c.valueHeadDim, 'cache values'),
         };
@@ -150,13 +153,51 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw new TypeError(`cache must be a KvCache from this WebGPU layer's createCache(), got ${describe(cache)}`);
       }
       if (!cache.alive) throw new TypeError('cache: this cache was disposed');
-      if (causal === false) {
+      const state = cacheStateOf.get(cache);
+      if (causal === false && state.handle.kind() !== CROSS) {
         throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
           + 'tokens and itself, never later ones); omit causal or pass true');
       }
-      const state = cacheStateOf.get(cache);
       if (state.busy) throw new TypeError('cache: a call with this cache is still running; await it before the next');
       return state;
+    }
+
+    /** cache.setKeyValue on the GPU: checked by the planner (the wasm layer's checks), then encoded (key-value.js). */
+    #setKeyValue(cache, key, value) {
+      try {
+        this.#live('setKeyValue');
+        const state = this.#checkCache(cache);
+        if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+        const k = checkInput('key', key, { expected: '[B, S, kdim]' });
+        const v = checkInput('value', value, { expected: '[B, S, vdim]' });
+        if (!this.#planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) {
+          throwHandleError(this.#planner, 'setKeyValue');
+        }
+        if (!this.#uploaded) {
+          this.#uploaded = uploadWeights(device, this.#config, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
+        }
+        const B = state.handle.batch(), S = state.handle.length();
+        const buffers = new CallBuffers(device);
+        device.pushErrorScope('out-of-memory');
+        device.pushErrorScope('validation');
+        const encoder = device.createCommandEncoder();
+        const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
+        encodeKeyValue(device, encoder, buffers, this.#config, this.#uploaded, {
+          B, S, xk: input(k, 'key'), xv: input(v, 'value'),
+          cache: { keys: state.keys, values: state.values, capacity: state.handle.capacity() },
+        });
+        device.queue.submit([encoder.finish()]);
+        // The GPU's verdict comes later: the next call with the cache awaits it (and rejects if it failed).
+        state.pending = Promise.all([device.popErrorScope(), device.popErrorScope()]).then(([invalid, outOfMemory]) => {
+          buffers.free();
+          if (!invalid && !outOfMemory) return null;
+          state.handle.reset();
+          return invalid ? new Error(`setKeyValue: the GPU rejected the call: ${invalid.message}`)
+            : new RangeError(`setKeyValue: the GPU is out of memory: ${outOfMemory.message}`);
+        });
+      } catch (error) {
+        throw withCallName(error, 'setKeyValue');
+      }
     }
 
     forward() {
@@ -207,6 +248,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const attnMask = checkMask('attnMask', options.attnMask);
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
+      if (cache?.pending) {  // (a setKeyValue still on the GPU)
+        const failed = await cache.pending;
+        cache.pending = null;
+        if (failed) throw failed;
+      }
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
       const request = {
@@ -241,10 +287,12 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
       // With a cache: the call's L new tokens are projected and appended after the `cached` it
       // holds, and attend to all of them (query row r at position cached + r).
+      // With a cross-attention cache: none projected, S = the tokens setKeyValue put there.
       const { cache } = call;
-      const cached = cache ? cache.handle.length() : 0;
-      const S = cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
-      const newKeys = cache ? L : S;  // keys projected in this call
+      const cross = Boolean(cache) && cache.handle.kind() === CROSS;
+      const cached = cache && !cross ? cache.handle.length() : 0;
+      const S = cross ? cache.handle.length() : cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
+      const newKeys = cross ? 0 : cache ? L : S;  // keys projected in this call
       const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
       const AD = c.numHeads * c.valueHeadDim;
       // The device's limits, before anything is made.
@@ -278,21 +326,21 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
         encodeForward(device, encoder, buffers, c, w, {
-          B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache,
+          B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache, crossCache: cross,
           positions: call.positions?.data,
           keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
           attnMaskPerHead: call.attnMask?.shape.length === 3,
-          causal: request.causal || Boolean(cache), averageWeights: request.averageWeights,
+          causal: request.causal || (Boolean(cache) && !cross), averageWeights: request.averageWeights,
           dropout: request.training && c.dropout > 0
             ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
           // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
           decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
         });
         device.queue.submit([encoder.finish()]);
-        if (cache) cache.handle.advance(L);
+        if (cache && !cross) cache.handle.advance(L);
         // Both scopes popped now, before any other call can push its own.
         const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
-        if ((invalid || outOfMemory) && cache) cache.handle.truncate(cached);  // (the append did not happen)
+        if ((invalid || outOfMemory) && cache && !cross) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (call.gpuOutput) {
