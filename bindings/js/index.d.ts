@@ -789,7 +789,8 @@ export interface WebGpuMultiHeadAttention
    * appends the call's tokens and attends to everything it holds, checked as the wasm layer's
    * calls with a cache; or, after `cache.setKeyValue(key, value)` (projected on the GPU; key and
    * value may be {@link GpuTensorInput}s), a cross-attention cache that is attended to and never
-   * appended to. 'f16' caches are not supported yet.
+   * appended to. `dtype: 'f16'` holds packed halves on the GPU (rounded as the wasm layer's f16
+   * cache rounds them), widened for each call's attention.
    */
   createCache(options: CreateCacheOptions): KvCache;
   /** @throws {TypeError} always: a WebGPU layer has no synchronous forward (use forwardAsync). */

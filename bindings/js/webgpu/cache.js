@@ -31,8 +31,8 @@ export class GpuKvCache {
   get capacity() { return this.#live('capacity').handle.capacity(); }
   /** Batch rows. */
   get batch() { return this.#live('batch').handle.batch(); }
-  /** 'f32' (the only dtype on WebGPU so far). */
-  get dtype() { this.#live('dtype'); return 'f32'; }
+  /** 'f32' or 'f16' (packed halves on the GPU). */
+  get dtype() { return this.#live('dtype').dtype; }
   /** Bytes of GPU memory its keys and values hold. */
   get byteSize() { const s = this.#live('byteSize'); return s.keys.size + s.values.size; }
   /** 'none' (empty), 'self' (forwardAsync appends) or 'cross' (setKeyValue filled it). */

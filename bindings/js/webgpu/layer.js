@@ -13,6 +13,7 @@ import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTens
 import { keysPerTile } from './attention.js';
 import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
+import { halfBufferBytes } from './cache-f16.js';
 import { encodeForward } from './forward-pass.js';
 import { encodeKeyValue } from './key-value.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
@@ -124,17 +125,18 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         checkInteger('batch', options.batch, { optional: true });
         checkInteger('capacity', options.capacity);
         const dtype = options.dtype ?? 'f32';
-        if (dtype === 'f16') throw new TypeError("dtype: 'f16' caches are not supported on the WebGPU backend yet");
-        if (dtype !== 'f32') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
+        if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
         const c = this.#config, batch = options.batch ?? 1;
         const rows = batch * options.capacity;
         checkSize('the cache\'s keys', rows * c.numKvHeads * c.headDim);
         checkSize('the cache\'s values', rows * c.numKvHeads * c.valueHeadDim);
         const handle = this.#planner.createPlannedCache(batch, options.capacity);
         if (!handle) throwHandleError(this.#planner, 'createCache');
-        const make = (floats, label) => device.createBuffer({ label, size: Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04 });
+        const make = (floats, label) => device.createBuffer({
+          label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04,
+        });
         const state = {
-          handle, busy: false, pending: null,
+          handle, dtype, busy: false, pending: null,
           setKeyValue: (made, key, value) => this.#setKeyValue(made, key, value),
           keys: make(rows * c.numKvHeads * c.headDim, 'cache keys'),
           values: make(rows * c.numKvHeads * c.valueHeadDim, 'cache values'),
@@ -184,7 +186,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
         encodeKeyValue(device, encoder, buffers, this.#config, this.#uploaded, {
           B, S, xk: input(k, 'key'), xv: input(v, 'value'),
-          cache: { keys: state.keys, values: state.values, capacity: state.handle.capacity() },
+          cache: { keys: state.keys, values: state.values, capacity: state.handle.capacity(), dtype: state.dtype },
         });
         device.queue.submit([encoder.finish()]);
         // The GPU's verdict comes later: the next call with the cache awaits it (and rejects if it failed).
