@@ -725,9 +725,12 @@ export interface GpuTensor {
 
 /**
  * Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's (`cache`: a cache of
- * this WebGPU layer's createCache, self-attention), plus outputLocation.
+ * this WebGPU layer's createCache), plus outputLocation. `out` / `weightsOut` receive the results
+ * read back (outputLocation 'cpu' only: with 'gpu' they are a TypeError). `checkFinite` checks CPU
+ * tensors as the wasm layer does and reads GPUBuffer inputs back to check them (they then need
+ * COPY_SRC usage), naming the element as `query.buffer[i]`.
  */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'grad' | 'checkFinite'> {
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'grad'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
   outputLocation?: 'cpu' | 'gpu';
 }

@@ -6,6 +6,7 @@
 // and its buffers made, its kernels encoded (forward-pass.js) in error scopes, results read back
 // or left on the GPU; KV caches (cache.js) made and checked.
 import { throwHandleError, withCallName } from '../core/errors.js';
+import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
 import { QUANTIZED_PROJECTION } from '../core/quantized.js';
@@ -22,11 +23,24 @@ import { uploadWeights } from './weights.js';
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
-const NOT_YET = ['out', 'weightsOut', 'grad', 'checkFinite'];
+const NOT_YET = ['grad'];
 const DECODE_ROWS = 4;
 const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross  // query rows up to which a call with a cache uses flash-decoding
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+/**
+ * A caller-owned destination (out / weightsOut): a Float32Array of exactly the planned size, as the
+ * wasm layer's (core/layer.js checkOutBuffer, the same words). Returns it, or null when not given.
+ */
+function checkOutBuffer(name, buffer, shape) {
+  if (buffer === undefined || buffer === null) return null;
+  if (!(buffer instanceof Float32Array)) throw new TypeError(`${name} must be a Float32Array, got ${describe(buffer)}`);
+  if (buffer.length !== count(shape)) {
+    throw new RangeError(`${name}: expected a Float32Array of ${count(shape)} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
+  }
+  return buffer;
+}
 
 /** An additive float mask (a bool mask's true = blocked becomes -inf), as the kernels read masks. */
 function additive(mask) {
@@ -248,6 +262,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
       const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
       const attnMask = checkMask('attnMask', options.attnMask);
+      // checkFinite: CPU tensors here, as the wasm layer; GPUBuffer inputs are read back and checked in #run.
+      const onCpu = (t) => (t?.onGpu ? null : t);
+      if (options.checkFinite) checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
       if (cache?.pending) {  // (a setKeyValue still on the GPU)
@@ -268,14 +285,19 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
-      if (!cache) {
-        return this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
-          gpuOutput: options.outputLocation === 'gpu' });
+      const out = checkOutBuffer('out', options.out, outputShape);
+      if (options.weightsOut != null && !options.needWeights) throw new TypeError('weightsOut: given without needWeights: true');
+      const weightsOut = options.weightsOut == null ? null : checkOutBuffer('weightsOut', options.weightsOut, weightsShape);
+      if ((out || weightsOut) && options.outputLocation === 'gpu') {
+        throw new TypeError(`${out ? 'out' : 'weightsOut'}: a Float32Array destination is for outputLocation 'cpu' `
+          + "(with 'gpu' the results are new GPUBuffers the caller owns)");
       }
+      const call = { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut,
+        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu' };
+      if (!cache) return this.#run(call);
       cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
       try {
-        return await this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
-          gpuOutput: options.outputLocation === 'gpu', cache });
+        return await this.#run({ ...call, cache });
       } finally {
         cache.busy = false;
       }
@@ -318,6 +340,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const buffers = new CallBuffers(device);
       try {
         await this.#checkGpuInputs(call);
+        if (call.checkFinite) await this.#checkFiniteOnGpu(call);
         const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
         const x = input(q, 'query');
         const xk = self ? x : input(call.k, 'key');
@@ -351,8 +374,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
             weights: weights ? gpuTensor(device, buffers.keep(weights), call.weightsShape) : null,
           };
         }
-        const [outData, weightsData] = await Promise.all([readBack(device, output, count(call.outputShape)),
-          weights ? readBack(device, weights, count(call.weightsShape)) : null]);
+        const [outData, weightsData] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
+          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null]);
         return {
           output: { data: outData, shape: call.outputShape },
           weights: weights ? { data: weightsData, shape: call.weightsShape } : null,
@@ -363,6 +386,23 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw error;
       } finally {
         buffers.free();
+      }
+    }
+
+    /**
+     * checkFinite for GPUBuffer inputs: each is read back (a copy of its shape's floats to the
+     * CPU: the price of the opt-in check) and checked as a CPU tensor, named `name.buffer[i]`.
+     */
+    async #checkFiniteOnGpu(call) {
+      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v]]) {
+        if (!t?.onGpu) continue;
+        const data = await readBack(device, t.buffer, count(t.shape));
+        try {
+          checkFinite({ [name]: { data, shape: t.shape } });
+        } catch (error) {
+          error.message = error.message.replace(`${name}.data[`, `${name}.buffer[`);
+          throw error;
+        }
       }
     }
 
