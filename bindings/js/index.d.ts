@@ -834,6 +834,27 @@ export interface WebGpuModule {
   readonly lost: WebGpuDeviceLoss | null;
   /** The layer class on this device: `new mha.MultiHeadAttention(config)`. */
   MultiHeadAttention: WebGpuMultiHeadAttentionConstructor;
+  /** Keras' layer over this module's MultiHeadAttention: `await layer.callAsync(query, value, key, options)`. */
+  KerasMultiHeadAttention: WebGpuKerasMultiHeadAttentionConstructor;
+}
+
+/**
+ * {@link KerasMultiHeadAttention} on WebGPU: the same config, weights, options, results and errors,
+ * with callAsync only (call() is a TypeError naming callAsync: no hidden synchronous readback).
+ */
+export interface WebGpuKerasMultiHeadAttention extends Omit<KerasMultiHeadAttention, 'layer' | 'call'> {
+  /** The WebGPU layer underneath. @throws {TypeError} before the layer is built. */
+  readonly layer: WebGpuMultiHeadAttention;
+  /** @throws {TypeError} always: use callAsync. */
+  call(...args: unknown[]): never;
+}
+
+/** The Keras layer class of a {@link WebGpuModule}. */
+export interface WebGpuKerasMultiHeadAttentionConstructor {
+  /** @throws {TypeError | RangeError} for a bad config, naming the class and the argument. */
+  new (config: KerasConfig): WebGpuKerasMultiHeadAttention;
+  /** The layers' prototype (for `instanceof`). */
+  readonly prototype: WebGpuKerasMultiHeadAttention;
 }
 
 /** Why a device was lost (GPUDeviceLostInfo). */
