@@ -12,9 +12,9 @@ import { PLANNER } from '../core/planner.js';
 import { QUANTIZED_PROJECTION } from '../core/quantized.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { keysPerTile } from './attention.js';
+import { halfBufferBytes } from './cache-f16.js';
 import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
-import { halfBufferBytes } from './cache-f16.js';
 import { encodeForward } from './forward-pass.js';
 import { encodeKeyValue } from './key-value.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
@@ -24,8 +24,8 @@ import { uploadWeights } from './weights.js';
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'outputLocation'];
 const NOT_YET = ['grad'];
-const DECODE_ROWS = 4;
-const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross  // query rows up to which a call with a cache uses flash-decoding
+const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
+const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -203,10 +203,12 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           cache: { keys: state.keys, values: state.values, capacity: state.handle.capacity(), dtype: state.dtype },
         });
         device.queue.submit([encoder.finish()]);
-        // The GPU's verdict comes later: the next call with the cache awaits it (and rejects if it failed).
+        // The GPU's verdict comes later: the next call with the cache awaits it (and rejects if it
+        // failed). A later setKeyValue replaces the contents, and with them an earlier one's verdict.
+        const ticket = (state.keyValueTicket = (state.keyValueTicket ?? 0) + 1);
         state.pending = Promise.all([device.popErrorScope(), device.popErrorScope()]).then(([invalid, outOfMemory]) => {
           buffers.free();
-          if (!invalid && !outOfMemory) return null;
+          if ((!invalid && !outOfMemory) || state.keyValueTicket !== ticket) return null;
           state.handle.reset();
           return invalid ? new Error(`setKeyValue: the GPU rejected the call: ${invalid.message}`)
             : new RangeError(`setKeyValue: the GPU is out of memory: ${outOfMemory.message}`);
