@@ -345,6 +345,25 @@ class LayerHandle {
   // Whether a projection is stored quantized (backward then gives input gradients only).
   bool quantized() const { return layer_->quantized(); }
 
+  // Projection `which` ('q', 'k', 'v', 'o') in the canonical quantized layout, copied out:
+  // { dtype, data: Uint8Array, scales: Float32Array, zeroPoints: Uint8Array | null }, or null
+  // when it is float32 (or the layer has no weights). The WebGPU backend uploads these bytes.
+  val quantizedProjection(std::string which) const {
+    if (!layer_->has_weights() || which.empty()) return val::null();
+    const mha::kernels::QuantizedPanels* panels = layer_->quantized_projection(which[0]);
+    if (!panels) return val::null();
+    const mha::kernels::QuantizedMatrix m = panels->canonical();
+    const auto copy = [](const char* type, const auto& v) {
+      return val::global(type).new_(emscripten::typed_memory_view(v.size(), v.data()));
+    };
+    val o = val::object();
+    o.set("dtype", std::string(mha::weight_dtype_name(m.dtype)));
+    o.set("data", copy("Uint8Array", m.data));
+    o.set("scales", copy("Float32Array", m.scales));
+    o.set("zeroPoints", m.zero_points.empty() ? val::null() : copy("Uint8Array", m.zero_points));
+    return o;
+  }
+
   // Before the JS wrapper copies a state dict of `floats` floats in: does loading fit?
   bool checkLoadStateDict(double floats) {
     return guard([&] {
@@ -517,6 +536,20 @@ class LayerHandle {
     return guard([&] { layer_->set_key_value(cache.cache(), tensor_of(keys_, key), tensor_of(keys_, value)); });
   }
 
+  // The WebGPU backend's setKeyValue on a storage-less cache (createPlannedCache): the wasm
+  // layer's checks of key { shape } and value { shape } (set_key_value's, with no data), then the
+  // cache records S cross-attention tokens (their keys and values live on the GPU).
+  bool planKeyValue(CacheHandle& cache, val key, val value) {
+    return guard([&] {
+      static const float kPlaceholder[1] = {};
+      const auto shape_only = [this](const val& t) -> mha::TensorRef { return {kPlaceholder, shape_of(keys_, t[keys_.shape])}; };
+      const int64_t S = layer_->check_key_value(cache.cache(), shape_only(key), shape_only(value));
+      cache.cache().reset();
+      cache.cache().advance(S);
+      cache.cache().set_kind(mha::CacheKind::kCross);
+    });
+  }
+
   uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
   val outputShape() const { return array_of(result_.output_shape); }
   uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(result_.weights.data()); }
@@ -617,6 +650,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("loadQuantized", &LayerHandle::loadQuantized)
       .function("weightBytes", &LayerHandle::weightBytes)
       .function("quantized", &LayerHandle::quantized)
+      .function("quantizedProjection", &LayerHandle::quantizedProjection)
       .function("forward", &LayerHandle::forward)
       .function("forwardForTraining", &LayerHandle::forwardForTraining, emscripten::allow_raw_pointers())
       .function("backward", &LayerHandle::backward)
@@ -628,6 +662,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("createCache", &LayerHandle::createCache, emscripten::allow_raw_pointers())
       .function("createPlannedCache", &LayerHandle::createPlannedCache, emscripten::allow_raw_pointers())
       .function("setKeyValue", &LayerHandle::setKeyValue)
+      .function("planKeyValue", &LayerHandle::planKeyValue)
       .function("plannedOutputShape", &LayerHandle::plannedOutputShape)
       .function("plannedWeightsShape", &LayerHandle::plannedWeightsShape)
       .function("outputPtr", &LayerHandle::outputPtr)

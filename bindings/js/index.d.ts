@@ -725,9 +725,12 @@ export interface GpuTensor {
 
 /**
  * Options of {@link WebGpuMultiHeadAttention.forwardAsync}: the wasm layer's (`cache`: a cache of
- * this WebGPU layer's createCache, self-attention), plus outputLocation.
+ * this WebGPU layer's createCache), plus outputLocation. `out` / `weightsOut` receive the results
+ * read back (outputLocation 'cpu' only: with 'gpu' they are a TypeError). `checkFinite` checks CPU
+ * tensors as the wasm layer does and reads GPUBuffer inputs back to check them (they then need
+ * COPY_SRC usage), naming the element as `query.buffer[i]`.
  */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'out' | 'weightsOut' | 'checkFinite' | 'capture' | 'patch'> {
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'capture' | 'patch'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
   outputLocation?: 'cpu' | 'gpu';
 }
@@ -797,6 +800,12 @@ export interface WebGpuMultiHeadAttention
   /** As {@link MultiHeadAttention.initialize}; the GPU copy is replaced before the next call. */
   initialize(options?: InitializeOptions): this;
   /**
+   * As {@link MultiHeadAttention.loadQuantized}. Quantized projections (these, or a config's
+   * `weightDtype` 'int8' | 'q4' | 'f16') are uploaded as their packed bytes, scales and zero points
+   * and dequantized in the kernels; the results are float32 math on the dequantized weights.
+   */
+  loadQuantized(weights: QuantizedStateDict): this;
+  /**
    * The forward pass on the GPU: the same arguments and checks as the wasm layer's forward, and
    * inputs may also be {@link GpuTensorInput}s on this module's device.
    * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device
@@ -814,9 +823,12 @@ export interface WebGpuMultiHeadAttention
   forwardAsync<O extends WebGpuForwardOptions = {}>(query: Tensor | GpuTensorInput, key?: Tensor | GpuTensorInput | null,
     value?: Tensor | GpuTensorInput | null, options?: O): Promise<WebGpuForwardResult<O>>;
   /**
-   * A KV cache on the GPU for decoding (self-attention; float32): `forwardAsync(query, null, null,
-   * { cache })` appends the call's tokens and attends to everything it holds, checked as the wasm
-   * layer's calls with a cache. Cross-attention caches (setKeyValue) and 'f16' are not supported yet.
+   * A KV cache on the GPU for decoding (float32): `forwardAsync(query, null, null, { cache })`
+   * appends the call's tokens and attends to everything it holds, checked as the wasm layer's
+   * calls with a cache; or, after `cache.setKeyValue(key, value)` (projected on the GPU; key and
+   * value may be {@link GpuTensorInput}s), a cross-attention cache that is attended to and never
+   * appended to. `dtype: 'f16'` holds packed halves on the GPU (rounded as the wasm layer's f16
+   * cache rounds them), widened for each call's attention.
    */
   createCache(options: CreateCacheOptions): KvCache;
   /** @throws {TypeError} always: a WebGPU layer has no synchronous forward (use forwardAsync). */
@@ -857,6 +869,27 @@ export interface WebGpuModule {
   readonly lost: WebGpuDeviceLoss | null;
   /** The layer class on this device: `new mha.MultiHeadAttention(config)`. */
   MultiHeadAttention: WebGpuMultiHeadAttentionConstructor;
+  /** Keras' layer over this module's MultiHeadAttention: `await layer.callAsync(query, value, key, options)`. */
+  KerasMultiHeadAttention: WebGpuKerasMultiHeadAttentionConstructor;
+}
+
+/**
+ * {@link KerasMultiHeadAttention} on WebGPU: the same config, weights, options, results and errors,
+ * with callAsync only (call() is a TypeError naming callAsync: no hidden synchronous readback).
+ */
+export interface WebGpuKerasMultiHeadAttention extends Omit<KerasMultiHeadAttention, 'layer' | 'call'> {
+  /** The WebGPU layer underneath. @throws {TypeError} before the layer is built. */
+  readonly layer: WebGpuMultiHeadAttention;
+  /** @throws {TypeError} always: use callAsync. */
+  call(...args: unknown[]): never;
+}
+
+/** The Keras layer class of a {@link WebGpuModule}. */
+export interface WebGpuKerasMultiHeadAttentionConstructor {
+  /** @throws {TypeError | RangeError} for a bad config, naming the class and the argument. */
+  new (config: KerasConfig): WebGpuKerasMultiHeadAttention;
+  /** The layers' prototype (for `instanceof`). */
+  readonly prototype: WebGpuKerasMultiHeadAttention;
 }
 
 /** Why a device was lost (GPUDeviceLostInfo). */

@@ -262,6 +262,21 @@ namespace mha {
 
 void MultiheadAttention::set_key_value(KvCache& cache, const TensorRef& key, const TensorRef& value) const {
   if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  const int64_t S = check_key_value(cache, key, value);
+  const ResolvedConfig& c = config_;
+  const int64_t B = cache.batch();
+  std::vector<float> k(static_cast<size_t>(B * S * c.kv_dim())), v(static_cast<size_t>(B * S * c.value_kv_dim()));
+  packed_.k.apply(key.data, k.data(), 0, B * S);
+  packed_.v.apply(value.data, v.data(), 0, B * S);
+  if (c.rotary.dim > 0)
+    for (int64_t b = 0; b < B; ++b)
+      apply_rotary(c.rotary, k.data() + b * S * c.kv_dim(), S, c.kv_dim(), c.num_kv_heads, c.head_dim, nullptr, 0);
+  cache.reset();
+  cache.append(k.data(), v.data(), S);
+  cache.set_kind(CacheKind::kCross);
+}
+
+int64_t MultiheadAttention::check_key_value(const KvCache& cache, const TensorRef& key, const TensorRef& value) const {
   if (cache.owner() != this)
     throw type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");
   if (cache.kind() == CacheKind::kSelf)
@@ -286,15 +301,7 @@ void MultiheadAttention::set_key_value(KvCache& cache, const TensorRef& key, con
   if (S > cache.capacity())
     throw range_error("setKeyValue: " + std::to_string(S) + " tokens do not fit the cache's capacity of " +
                       std::to_string(cache.capacity()));
-  std::vector<float> k(static_cast<size_t>(B * S * c.kv_dim())), v(static_cast<size_t>(B * S * c.value_kv_dim()));
-  packed_.k.apply(key.data, k.data(), 0, B * S);
-  packed_.v.apply(value.data, v.data(), 0, B * S);
-  if (c.rotary.dim > 0)
-    for (int64_t b = 0; b < B; ++b)
-      apply_rotary(c.rotary, k.data() + b * S * c.kv_dim(), S, c.kv_dim(), c.num_kv_heads, c.head_dim, nullptr, 0);
-  cache.reset();
-  cache.append(k.data(), v.data(), S);
-  cache.set_kind(CacheKind::kCross);
+  return S;
 }
 
 }  // namespace mha

@@ -68,6 +68,9 @@ class MultiheadAttention {
   uint64_t weight_bytes() const;
   // Whether any projection is stored quantized (then backward() gives input gradients only).
   bool quantized() const;
+  // Projection `which` ('q', 'k', 'v' or 'o') as the kernels hold it: its quantized panels, or
+  // null when it is float32 (the WebGPU backend reads the canonical bytes from these).
+  const kernels::QuantizedPanels* quantized_projection(char which) const;
 
   // Threads forward() may use: a pool shared with the caller's other layers, or null for the
   // calling thread only (the default).
@@ -112,6 +115,9 @@ class MultiheadAttention {
   // and values of key [B, S, kdim] / value [B, S, vdim]: later forward calls with the cache
   // attend to them without projecting again. All or nothing.
   void set_key_value(KvCache& cache, const TensorRef& key, const TensorRef& value) const;
+  // set_key_value's checks of the cache and the shapes (not of the weights): returns S. The
+  // WebGPU backend plans its cross caches with it (a storage-less cache then records S tokens).
+  int64_t check_key_value(const KvCache& cache, const TensorRef& key, const TensorRef& value) const;
 
   // The same, into caller buffers sized by plan(): output always, weights when need_weights.
   void forward_into(const ForwardPlan& plan, const TensorRef& query, const TensorRef& key,

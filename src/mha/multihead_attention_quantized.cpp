@@ -128,6 +128,15 @@ bool MultiheadAttention::quantized() const {
   return false;
 }
 
+const kernels::QuantizedPanels* MultiheadAttention::quantized_projection(char which) const {
+  switch (which) {
+    case 'q': return packed_.q.quantized();
+    case 'k': return packed_.k.quantized();
+    case 'v': return packed_.v.quantized();
+    default: return packed_.out.quantized();
+  }
+}
+
 uint64_t MultiheadAttention::weight_bytes() const {
   if (!loaded_) return 0;
   const auto floats = [](const std::vector<float>& v) { return static_cast<uint64_t>(v.size()) * sizeof(float); };

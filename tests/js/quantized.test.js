@@ -244,6 +244,20 @@ for (const build of builds) {
       }
     });
 
+    test('loadQuantized takes f16 data as its Uint16Array (its length in halves, the bytes twice that)', () => {
+      build.use();
+      const c = cases.find((x) => x.name === 'gqa');
+      const layer = new build.MultiHeadAttention(layerConfig(c)).loadStateDict(c.stateDict);
+      try {
+        const before = layer.stateDict();
+        const [rows, cols] = layer.stateDictShapes()['out_proj.weight'];
+        layer.loadQuantized({ 'out_proj.weight': quantize('f16', seededFloats(rows * cols, 5), rows, cols) });
+        assertSameBits(layer.stateDict(), { ...before, 'out_proj.weight': roundTrip('f16', seededFloats(rows * cols, 5), rows, cols) }, 'stateDict');
+      } finally {
+        layer.dispose();
+      }
+    });
+
     test('byteSize: the projections as stored plus float32 biases (a float32 layer holds its matrices twice)', () => {
       build.use();
       const config = { embedDim: 64, numHeads: 4, numKvHeads: 2, kdim: 40 };

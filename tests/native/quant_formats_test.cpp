@@ -133,6 +133,12 @@ TEST_P(QuantFormatsShapes, DequantizedEqualsTheDefinition) {
     const QuantizedPanels panels(m);
     const std::vector<float> from_panels = panels.dequantized();
     for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(bits(from_panels[i]), bits(back[i])) << i;
+    // The canonical layout back from the panels (what the WebGPU backend uploads): byte for byte.
+    const QuantizedMatrix again = panels.canonical();
+    EXPECT_EQ(again.dtype, m.dtype);
+    EXPECT_EQ(again.data, m.data);
+    EXPECT_EQ(again.scales, m.scales);
+    EXPECT_EQ(again.zero_points, m.zero_points);
     // Slices as the GEMM takes them (from a block start, any depth): the vectorized
     // dequantization against its element-by-element twin.
     for (int64_t k0 = 0; k0 < in; k0 += 32) {
@@ -185,6 +191,10 @@ TEST(QuantFormats, ImportedZeroPoints) {
   EXPECT_EQ(w[70 + 69], static_cast<float>(code(1, 69) - 15) * 1.0f);
   const std::vector<float> from_panels = QuantizedPanels(m).dequantized();
   for (size_t i = 0; i < w.size(); ++i) ASSERT_EQ(bits(from_panels[i]), bits(w[i])) << i;
+  const QuantizedMatrix again = QuantizedPanels(m).canonical();  // (the zero points too)
+  EXPECT_EQ(again.data, m.data);
+  EXPECT_EQ(again.scales, m.scales);
+  EXPECT_EQ(again.zero_points, m.zero_points);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@ import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
 import { checkMask } from './masks.js';
 import { watchMemoryGrowth } from './memory-growth.js';
-import { checkQuantizedTensor, checkWeightDtype } from './quantized.js';
+import { checkQuantizedTensor, checkWeightDtype, QUANTIZED_PROJECTION } from './quantized.js';
 import { checkCapture, checkPatch, copyOutCaptured, patchForCore } from './steps.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
@@ -306,7 +306,9 @@ export function defineMultiHeadAttention(module) {
       try {
         for (const [name, q] of quantized) {
           const copy = (array) => (array ? [scope.copyIn(array), array.length] : [0, 0]);
-          if (!handle.loadQuantized(name, q.dtype, ...copy(q.data), ...copy(q.scales), ...copy(q.zeroPoints))) {
+          // (The core counts data in bytes: f16's Uint16Array holds two per element.)
+          const data = [scope.copyIn(q.data), q.data.byteLength];
+          if (!handle.loadQuantized(name, q.dtype, ...data, ...copy(q.scales), ...copy(q.zeroPoints))) {
             throwHandleError(handle, 'loadQuantized');
           }
         }
@@ -317,6 +319,11 @@ export function defineMultiHeadAttention(module) {
       // biases or sinks, is complete once its four projections are in).
       if (!loaded && handle.weightBytes() === 0) this.loadStateDict(new Map(floats));
       return this;
+    }
+
+    /** (No public API: quantized.js' QUANTIZED_PROJECTION, for the WebGPU backend's upload.) */
+    [QUANTIZED_PROJECTION](which) {
+      return this.#live('quantizedProjection').quantizedProjection(which);
     }
 
     /**

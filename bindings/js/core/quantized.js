@@ -89,3 +89,11 @@ export function noParameterGradients(how) {
     + 'gradients; backward gives the inputs\' gradients, through the dequantized weights. To train, use a '
     + "weightDtype 'f32' layer, then load its state dict into a quantized one";
 }
+
+/**
+ * A layer's method under this symbol, (which: 'q' | 'k' | 'v' | 'o') => { dtype, data, scales,
+ * zeroPoints } | null, gives a projection it holds quantized in the canonical layout (copied out
+ * of the core), or null for a float32 one: how the WebGPU backend uploads the packed bytes. No
+ * public API.
+ */
+export const QUANTIZED_PROJECTION = Symbol('mha-wasm quantized projection');

@@ -38,10 +38,16 @@ function checkAttentionAxes(axes) {
 
 // Errors start with the Keras call that failed; the PyTorch-side layer's call names become Keras'.
 const KERAS_METHODS = ['setWeights', 'getWeights', 'weightShapes', 'call'];
-const INNER_CALLS = ['MultiHeadAttention', 'forward', 'loadStateDict', 'stateDict'];
+const INNER_CALLS = ['MultiHeadAttention', 'forwardAsync', 'forward', 'loadStateDict', 'stateDict'];
 
-/** Makes the KerasMultiHeadAttention class over a loaded build's MultiHeadAttention. */
-export function defineKerasMultiHeadAttention(MultiHeadAttention) {
+/** a promise's value through `next`, or a value's at once (the same code serves sync and async layers). */
+const then = (value, next) => (value instanceof Promise ? value.then(next) : next(value));
+
+/**
+ * Makes the KerasMultiHeadAttention class over a loaded build's MultiHeadAttention. `asyncOnly`:
+ * the layer class has forwardAsync only (WebGPU's): call() is then a TypeError naming callAsync.
+ */
+export function defineKerasMultiHeadAttention(MultiHeadAttention, { asyncOnly = false } = {}) {
   return nameErrorsByCall(class KerasMultiHeadAttention {
     #layer = null;  // made when the input sizes are known (Keras "builds" the layer)
     #config = null;
@@ -210,6 +216,24 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
      * A query row that may attend to nothing gives zeros (as Keras 3; the tfjs-layers port differs).
      */
     call(query, value, key = null, options = {}) {
+      if (asyncOnly) {
+        throw new TypeError('a WebGPU layer runs asynchronously (no hidden synchronous readback); '
+          + 'use await layer.callAsync(query, value, key, options)');
+      }
+      return this.#call(query, value, key, options);
+    }
+
+    /** call as a promise (the layers' forwardAsync): the same result, or call's error named 'callAsync: ...'. */
+    async callAsync(query, value, key = null, options = {}) {
+      try {
+        return await this.#call(query, value, key, options);
+      } catch (error) {
+        throw withCallName(error, 'callAsync', ['call', ...INNER_CALLS]);
+      }
+    }
+
+    // call's work: a result, or (asyncOnly) a promise of it.
+    #call(query, value, key, options) {
       checkTensor('query', query, { expected: '[B, T, queryDim]' });
       checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
       checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
@@ -235,19 +259,11 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
       return this.#call3d(query, value, key, options);
     }
 
-    /** call as a promise (the layers' forwardAsync): the same result, or call's error named 'callAsync: ...'. */
-    async callAsync(query, value, key = null, options = {}) {
-      try {
-        return this.call(query, value, key, options);
-      } catch (error) {
-        throw withCallName(error, 'callAsync', ['call']);
-      }
-    }
-
     #call3d(query, value, key, options) {
       const mask = this.#masks(options.attentionMask, query, value);
       // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
-      const { output, weights, captured } = inKerasWords(() => this.#layer.forward(query, key ?? value, value, {
+      const forward = (...args) => (asyncOnly ? this.#layer.forwardAsync(...args) : this.#layer.forward(...args));
+      const result = inKerasWords(() => forward(query, key ?? value, value, {
         ...mask, causal: options.useCausalMask ?? false,
         needWeights: options.returnAttentionScores ?? false, averageWeights: false,
         training: options.training ?? false, weightsBeforeDropout: true,
@@ -255,7 +271,7 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         ...(options.capture !== undefined ? { capture: options.capture } : {}),
         ...(options.patch !== undefined ? { patch: options.patch } : {}),
       }));
-      return captured ? { output, scores: weights, captured } : { output, scores: weights };
+      return then(result, ({ output, weights, captured }) => (captured ? { output, scores: weights, captured } : { output, scores: weights }));
     }
 
     // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the
@@ -272,7 +288,10 @@ export function defineKerasMultiHeadAttention(MultiHeadAttention) {
         throw new Error('call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3');
       }
       const fold = (t) => (t ? foldForAttention(t, layout) : null);
-      const { output, scores } = this.#call3d(fold(query), fold(value), fold(key), options);
+      return then(this.#call3d(fold(query), fold(value), fold(key), options), (result) => this.#unfold(result, query, value, layout));
+    }
+
+    #unfold({ output, scores }, query, value, layout) {
       const kept = layout.order.slice(0, -1).map((a) => query.shape[a]);
       const unfolded = permute(output.data, [...kept, output.shape[2]], layout.inverse);
       const at = (t, axes) => axes.map((a) => t.shape[a]);
@@ -325,14 +344,18 @@ function inputSizesOf(weights) {
 const KERAS_WORDS = [['loadStateDict()', 'setWeights()'], [/\bembedDim\b/g, 'queryDim'], [/\bkdim\b/g, 'keyInputDim'],
   [/\bvdim\b/g, 'valueInputDim']];
 
-/** Runs the PyTorch-side layer, its errors worded for Keras (setWeights, queryDim). */
+/** Runs the PyTorch-side layer (or awaits it), its errors worded for Keras (setWeights, queryDim). */
 function inKerasWords(run) {
-  try {
-    return run();
-  } catch (error) {
+  const reword = (error) => {
     if (error instanceof Error) {
       for (const [pytorch, keras] of KERAS_WORDS) error.message = error.message.replace(pytorch, keras);
     }
-    throw error;
+    return error;
+  };
+  try {
+    const result = run();
+    return result instanceof Promise ? result.catch((error) => { throw reword(error); }) : result;
+  } catch (error) {
+    throw reword(error);
   }
 }

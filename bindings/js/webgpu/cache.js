@@ -31,11 +31,11 @@ export class GpuKvCache {
   get capacity() { return this.#live('capacity').handle.capacity(); }
   /** Batch rows. */
   get batch() { return this.#live('batch').handle.batch(); }
-  /** 'f32' (the only dtype on WebGPU so far). */
-  get dtype() { this.#live('dtype'); return 'f32'; }
+  /** 'f32' or 'f16' (packed halves on the GPU). */
+  get dtype() { return this.#live('dtype').dtype; }
   /** Bytes of GPU memory its keys and values hold. */
   get byteSize() { const s = this.#live('byteSize'); return s.keys.size + s.values.size; }
-  /** 'none' (empty) or 'self' (forwardAsync appends). */
+  /** 'none' (empty), 'self' (forwardAsync appends) or 'cross' (setKeyValue filled it). */
   get kind() { return KINDS[this.#live('kind').handle.kind()]; }
   /** False once disposed (directly or by its layer's dispose()). */
   get alive() { return this.#state !== null; }
@@ -58,9 +58,14 @@ export class GpuKvCache {
     return this;
   }
 
-  setKeyValue() {
-    this.#live('setKeyValue');
-    throw new TypeError('setKeyValue: cross-attention caches are not supported on the WebGPU backend yet');
+  /**
+   * Cross-attention: projects key [B, S, kdim] and value [B, S, vdim] (an encoder's states) into
+   * the cache once, on the GPU; forwardAsync(query, null, null, { cache }) then attends to them.
+   */
+  setKeyValue(key, value) {
+    const state = this.#live('setKeyValue');
+    state.setKeyValue(this, key, value);
+    return this;
   }
 
   /** Frees its GPU memory. Safe to call more than once. */

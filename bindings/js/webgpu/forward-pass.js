@@ -3,6 +3,7 @@
 // flash-decoding for a few tokens against a cache), and the output projection. The caller
 // (layer.js) has checked the call, made the output buffers and owns the error scopes.
 import { encodeAttention } from './attention.js';
+import { encodePackHalves, encodeUnpackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 
@@ -23,8 +24,10 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
 
   let pass = encoder.beginComputePass();
   encodeGemm(device, pass, buffers, { x: call.x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
-  encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim });
-  encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim });
+  if (newKeys > 0) {  // (a cross-attention cache holds its keys and values already)
+    encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim });
+    encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim });
+  }
   if (c.rotary) {  // (self-attention keys share the queries' positions; a cache's come after what it holds)
     encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, call.positions, cached), rows: B * L,
       rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
@@ -32,7 +35,17 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
       rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
   }
   let keys = kp, values = vp, kvRows = S;
-  if (cache) {  // append the new keys and values after each batch row's cached ones
+  if (cache?.dtype === 'f16') {  // halves: append rounded (self), then widen what is seen (cache-f16.js)
+    const capacity = cache.handle.capacity();
+    if (!call.crossCache) {
+      encodePackHalves(device, pass, buffers, { src: kp, cache: cache.keys, B, rows: L, first: cached, features: KV, capacity });
+      encodePackHalves(device, pass, buffers, { src: vp, cache: cache.values, B, rows: L, first: cached, features: VKV, capacity });
+    }
+    keys = encodeUnpackHalves(device, pass, buffers, { cache: cache.keys, B, rows: S, features: KV, capacity, label: 'cache keys' });
+    values = encodeUnpackHalves(device, pass, buffers, { cache: cache.values, B, rows: S, features: VKV, capacity, label: 'cache values' });
+  } else if (call.crossCache) {  // attend to what setKeyValue put there
+    [keys, values, kvRows] = [cache.keys, cache.values, cache.handle.capacity()];
+  } else if (cache) {  // append the new keys and values after each batch row's cached ones
     pass.end();
     const capacity = cache.handle.capacity();
     for (let b = 0; b < B; b++) {

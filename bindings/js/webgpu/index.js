@@ -1,11 +1,13 @@
 // The WebGPU backend: init({ backend: 'webgpu', gpu?, device? }) resolves to this room's module
 // object: the device it runs on and a MultiHeadAttention with forwardAsync.
 import { openDevice } from './device.js';
+import { defineKerasMultiHeadAttention } from '../keras/keras.js';
 import { defineWebGpuMultiHeadAttention } from './layer.js';
 
 /** The WebGPU module object, given the loaded wasm module (config, weights and shape checks). */
 export async function initWebGpu({ gpu, device }, wasm) {
   const state = await openDevice({ gpu, device });
+  const MultiHeadAttention = defineWebGpuMultiHeadAttention(state, wasm);
   return Object.freeze({
     backend: 'webgpu',
     device: state.device,
@@ -13,6 +15,8 @@ export async function initWebGpu({ gpu, device }, wasm) {
     features: Object.freeze(state.features),
     /** null while the device works; { reason, message } once it was lost. */
     get lost() { return state.lost; },
-    MultiHeadAttention: defineWebGpuMultiHeadAttention(state, wasm),
+    MultiHeadAttention,
+    // Keras' layer over the WebGPU one: callAsync only (keras/keras.js).
+    KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention, { asyncOnly: true }),
   });
 }

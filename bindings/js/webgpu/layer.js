@@ -6,14 +6,18 @@
 // and its buffers made, its kernels encoded (forward-pass.js) in error scopes, results read back
 // or left on the GPU; KV caches (cache.js) made and checked.
 import { throwHandleError, withCallName } from '../core/errors.js';
+import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
+import { QUANTIZED_PROJECTION } from '../core/quantized.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { keysPerTile } from './attention.js';
 import { checkBackwardLimits, submitBackward } from './backward.js';
+import { halfBufferBytes } from './cache-f16.js';
 import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
 import { encodeForward } from './forward-pass.js';
+import { encodeKeyValue } from './key-value.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
 import { uploadWeights } from './weights.js';
@@ -21,10 +25,24 @@ import { uploadWeights } from './weights.js';
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'outputLocation'];
-const NOT_YET = ['out', 'weightsOut', 'checkFinite', 'capture', 'patch'];
+const NOT_YET = ['capture', 'patch'];
 const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
+const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+/**
+ * A caller-owned destination (out / weightsOut): a Float32Array of exactly the planned size, as the
+ * wasm layer's (core/layer.js checkOutBuffer, the same words). Returns it, or null when not given.
+ */
+function checkOutBuffer(name, buffer, shape) {
+  if (buffer === undefined || buffer === null) return null;
+  if (!(buffer instanceof Float32Array)) throw new TypeError(`${name} must be a Float32Array, got ${describe(buffer)}`);
+  if (buffer.length !== count(shape)) {
+    throw new RangeError(`${name}: expected a Float32Array of ${count(shape)} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
+  }
+  return buffer;
+}
 
 /** An additive float mask (a bool mask's true = blocked becomes -inf), as the kernels read masks. */
 function additive(mask) {
@@ -65,9 +83,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
     constructor(config) {
-      if (config?.weightDtype !== undefined && config.weightDtype !== 'f32') {
-        throw new TypeError(`MultiHeadAttention: weightDtype '${config.weightDtype}' is not supported on the WebGPU backend yet (only 'f32')`);
-      }
       this.#layer = new wasm.MultiHeadAttention(config);
       this.#config = this.#layer.config;
       this.#planner = wasm[PLANNER](this.#config);
@@ -91,6 +106,14 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     loadStateDict(stateDict) {
       this.#live('loadStateDict');
       this.#layer.loadStateDict(stateDict);
+      this.#forgetUpload();
+      return this;
+    }
+
+    /** Weights already quantized, as the wasm layer's loadQuantized takes them (docs/quantized.md). */
+    loadQuantized(weights) {
+      this.#live('loadQuantized');
+      this.#layer.loadQuantized(weights);
       this.#forgetUpload();
       return this;
     }
@@ -119,17 +142,19 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         checkInteger('batch', options.batch, { optional: true });
         checkInteger('capacity', options.capacity);
         const dtype = options.dtype ?? 'f32';
-        if (dtype === 'f16') throw new TypeError("dtype: 'f16' caches are not supported on the WebGPU backend yet");
-        if (dtype !== 'f32') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
+        if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
         const c = this.#config, batch = options.batch ?? 1;
         const rows = batch * options.capacity;
         checkSize('the cache\'s keys', rows * c.numKvHeads * c.headDim);
         checkSize('the cache\'s values', rows * c.numKvHeads * c.valueHeadDim);
         const handle = this.#planner.createPlannedCache(batch, options.capacity);
         if (!handle) throwHandleError(this.#planner, 'createCache');
-        const make = (floats, label) => device.createBuffer({ label, size: Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04 });
+        const make = (floats, label) => device.createBuffer({
+          label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04,
+        });
         const state = {
-          handle, busy: false,
+          handle, dtype, busy: false, pending: null,
+          setKeyValue: (made, key, value) => this.#setKeyValue(made, key, value),
           keys: make(rows * c.numKvHeads * c.headDim, 'cache keys'),
           values: make(rows * c.numKvHeads * c.valueHeadDim, 'cache values'),
         };
@@ -147,13 +172,53 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw new TypeError(`cache must be a KvCache from this WebGPU layer's createCache(), got ${describe(cache)}`);
       }
       if (!cache.alive) throw new TypeError('cache: this cache was disposed');
-      if (causal === false) {
+      const state = cacheStateOf.get(cache);
+      if (causal === false && state.handle.kind() !== CROSS) {
         throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
           + 'tokens and itself, never later ones); omit causal or pass true');
       }
-      const state = cacheStateOf.get(cache);
       if (state.busy) throw new TypeError('cache: a call with this cache is still running; await it before the next');
       return state;
+    }
+
+    /** cache.setKeyValue on the GPU: checked by the planner (the wasm layer's checks), then encoded (key-value.js). */
+    #setKeyValue(cache, key, value) {
+      try {
+        this.#live('setKeyValue');
+        const state = this.#checkCache(cache);
+        if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+        const k = checkInput('key', key, { expected: '[B, S, kdim]' });
+        const v = checkInput('value', value, { expected: '[B, S, vdim]' });
+        if (!this.#planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) {
+          throwHandleError(this.#planner, 'setKeyValue');
+        }
+        if (!this.#uploaded) {
+          this.#uploaded = uploadWeights(device, this.#config, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
+        }
+        const B = state.handle.batch(), S = state.handle.length();
+        const buffers = new CallBuffers(device);
+        device.pushErrorScope('out-of-memory');
+        device.pushErrorScope('validation');
+        const encoder = device.createCommandEncoder();
+        const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
+        encodeKeyValue(device, encoder, buffers, this.#config, this.#uploaded, {
+          B, S, xk: input(k, 'key'), xv: input(v, 'value'),
+          cache: { keys: state.keys, values: state.values, capacity: state.handle.capacity(), dtype: state.dtype },
+        });
+        device.queue.submit([encoder.finish()]);
+        // The GPU's verdict comes later: the next call with the cache awaits it (and rejects if it
+        // failed). A later setKeyValue replaces the contents, and with them an earlier one's verdict.
+        const ticket = (state.keyValueTicket = (state.keyValueTicket ?? 0) + 1);
+        state.pending = Promise.all([device.popErrorScope(), device.popErrorScope()]).then(([invalid, outOfMemory]) => {
+          buffers.free();
+          if ((!invalid && !outOfMemory) || state.keyValueTicket !== ticket) return null;
+          state.handle.reset();
+          return invalid ? new Error(`setKeyValue: the GPU rejected the call: ${invalid.message}`)
+            : new RangeError(`setKeyValue: the GPU is out of memory: ${outOfMemory.message}`);
+        });
+      } catch (error) {
+        throw withCallName(error, 'setKeyValue');
+      }
     }
 
     forward() {
@@ -207,8 +272,16 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
       const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
       const attnMask = checkMask('attnMask', options.attnMask);
+      // checkFinite: CPU tensors here, as the wasm layer; GPUBuffer inputs are read back and checked in #run.
+      const onCpu = (t) => (t?.onGpu ? null : t);
+      if (options.checkFinite) checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
+      if (cache?.pending) {  // (a setKeyValue still on the GPU)
+        const failed = await cache.pending;
+        cache.pending = null;
+        if (failed) throw failed;
+      }
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
       const request = {
@@ -223,14 +296,22 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
-      if (!cache) {
-        return this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
-          gpuOutput: options.outputLocation === 'gpu' });
+      if (options.grad && (options.out != null || options.weightsOut != null)) {  // (the wasm layer's rule and words)
+        throw new TypeError(`${options.out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
       }
+      const out = checkOutBuffer('out', options.out, outputShape);
+      if (options.weightsOut != null && !options.needWeights) throw new TypeError('weightsOut: given without needWeights: true');
+      const weightsOut = options.weightsOut == null ? null : checkOutBuffer('weightsOut', options.weightsOut, weightsShape);
+      if ((out || weightsOut) && options.outputLocation === 'gpu') {
+        throw new TypeError(`${out ? 'out' : 'weightsOut'}: a Float32Array destination is for outputLocation 'cpu' `
+          + "(with 'gpu' the results are new GPUBuffers the caller owns)");
+      }
+      const call = { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut,
+        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu' };
+      if (!cache) return this.#run(call);
       cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
       try {
-        return await this.#run({ q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape,
-          gpuOutput: options.outputLocation === 'gpu', cache });
+        return await this.#run({ ...call, cache });
       } finally {
         cache.busy = false;
       }
@@ -244,10 +325,12 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
       // With a cache: the call's L new tokens are projected and appended after the `cached` it
       // holds, and attend to all of them (query row r at position cached + r).
+      // With a cross-attention cache: none projected, S = the tokens setKeyValue put there.
       const { cache } = call;
-      const cached = cache ? cache.handle.length() : 0;
-      const S = cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
-      const newKeys = cache ? L : S;  // keys projected in this call
+      const cross = Boolean(cache) && cache.handle.kind() === CROSS;
+      const cached = cache && !cross ? cache.handle.length() : 0;
+      const S = cross ? cache.handle.length() : cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
+      const newKeys = cross ? 0 : cache ? L : S;  // keys projected in this call
       const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
       const AD = c.numHeads * c.valueHeadDim;
       // The device's limits, before anything is made.
@@ -265,12 +348,15 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
 
-      if (!this.#uploaded) this.#uploaded = uploadWeights(device, c, this.#layer.stateDict());
+      if (!this.#uploaded) {
+        this.#uploaded = uploadWeights(device, c, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
+      }
       const w = this.#uploaded;
       const buffers = new CallBuffers(device);
       let kept = false;  // true when a training result holds the buffers for its backward pass
       try {
         await this.#checkGpuInputs(call);
+        if (call.checkFinite) await this.#checkFiniteOnGpu(call);
         // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
         const copies = [];
         const input = (t, label) => {
@@ -290,11 +376,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         const encoder = device.createCommandEncoder();
         for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
         const made = encodeForward(device, encoder, buffers, c, w, {
-          B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache,
+          B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache, crossCache: cross,
           positions: call.positions?.data,
           keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
           attnMaskPerHead: call.attnMask?.shape.length === 3,
-          causal: request.causal || Boolean(cache), averageWeights: request.averageWeights,
+          causal: request.causal || (Boolean(cache) && !cross), averageWeights: request.averageWeights,
           dropout: request.training && c.dropout > 0
             ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
           // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
@@ -302,10 +388,10 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
         });
         device.queue.submit([encoder.finish()]);
-        if (cache) cache.handle.advance(L);
+        if (cache && !cross) cache.handle.advance(L);
         // Both scopes popped now, before any other call can push its own.
         const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
-        if ((invalid || outOfMemory) && cache) cache.handle.truncate(cached);  // (the append did not happen)
+        if ((invalid || outOfMemory) && cache && !cross) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (request.grad) {
@@ -329,8 +415,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
             weights: weights ? gpuTensor(device, buffers.keep(weights), call.weightsShape) : null,
           };
         }
-        const [outData, weightsData] = await Promise.all([readBack(device, output, count(call.outputShape)),
-          weights ? readBack(device, weights, count(call.weightsShape)) : null]);
+        const [outData, weightsData] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
+          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null]);
         return {
           output: { data: outData, shape: call.outputShape },
           weights: weights ? { data: weightsData, shape: call.weightsShape } : null,
@@ -382,6 +468,23 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw error;
       } finally {
         buffers.free();
+      }
+    }
+
+    /**
+     * checkFinite for GPUBuffer inputs: each is read back (a copy of its shape's floats to the
+     * CPU: the price of the opt-in check) and checked as a CPU tensor, named `name.buffer[i]`.
+     */
+    async #checkFiniteOnGpu(call) {
+      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v]]) {
+        if (!t?.onGpu) continue;
+        const data = await readBack(device, t.buffer, count(t.shape));
+        try {
+          checkFinite({ [name]: { data, shape: t.shape } });
+        } catch (error) {
+          error.message = error.message.replace(`${name}.data[`, `${name}.buffer[`);
+          throw error;
+        }
       }
     }
 

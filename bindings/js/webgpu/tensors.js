@@ -77,16 +77,20 @@ export class CallBuffers {
   }
 }
 
-/** The first `floats` floats of `buffer`, read back to the CPU. */
-export async function readBack(device, buffer, floats) {
+/** The first `floats` floats of `buffer`, read back to the CPU (into `target`, a Float32Array of `floats`, when given). */
+export async function readBack(device, buffer, floats, target = null) {
   const bytes = floats * 4;
-  if (bytes === 0) return new Float32Array(0);
+  if (bytes === 0) return target ?? new Float32Array(0);
   const staging = device.createBuffer({ size: bytes, usage: MAP_READ | COPY_DST });
   try {
     const encoder = device.createCommandEncoder();
     encoder.copyBufferToBuffer(buffer, 0, staging, 0, bytes);
     device.queue.submit([encoder.finish()]);
     await staging.mapAsync(MAP_READ);
+    if (target) {
+      target.set(new Float32Array(staging.getMappedRange()));
+      return target;
+    }
     return new Float32Array(staging.getMappedRange().slice(0));
   } finally {
     staging.destroy();

@@ -36,6 +36,8 @@ class PackedLinear {
   WeightDtype dtype() const { return quantized_ ? quantized_->dtype() : WeightDtype::kF32; }
   // Bytes this projection holds: panels (codes, scales, zero points) and bias.
   uint64_t weight_bytes() const;
+  // The quantized panels, or null for a float32 projection.
+  const QuantizedPanels* quantized() const { return quantized_.get(); }
   // W [out_features, in_features] as float32 (dequantized for a quantized projection).
   std::vector<float> weight() const;
 

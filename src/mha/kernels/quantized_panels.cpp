@@ -164,6 +164,47 @@ void QuantizedPanels::dequantize_slice(int64_t p, int64_t k0, int64_t depth, flo
   dequantize_slice_reference(p, k0, depth, out);
 }
 
+QuantizedMatrix QuantizedPanels::canonical() const {
+  QuantizedMatrix m;
+  m.dtype = dtype_;
+  m.out_features = out_;
+  m.in_features = in_;
+  m.data.assign(static_cast<size_t>(QuantizedMatrix::data_bytes(dtype_, out_, in_)), 0);
+  m.scales.assign(static_cast<size_t>(QuantizedMatrix::scale_count(dtype_, out_, in_)), 0.0f);
+  if (has_zero_points()) m.zero_points.assign(static_cast<size_t>(QuantizedMatrix::zero_point_bytes(dtype_, out_, in_)), 0);
+  const int64_t in = in_;
+  for (int64_t o = 0; o < out_; ++o) {  // the constructor's loops, each assignment reversed
+    const int64_t p = o / kP, c = o % kP;
+    const uint8_t* panel = codes_.data() + p * panel_bytes_;
+    if (dtype_ == WeightDtype::kInt8) {
+      for (int64_t i = 0; i < in; ++i) m.data[o * in + i] = panel[(i / 2) * 2 * kP + 2 * c + i % 2];
+      m.scales[o] = scales_[p * kP + c];
+    } else if (dtype_ == WeightDtype::kQ4) {
+      const int64_t row_bytes = blocks_ * kQ4Block / 2;
+      for (int64_t b = 0; b < blocks_; ++b) {
+        for (int64_t j = 0; j < kQ4Block; ++j) {
+          const int64_t g = j / 4, t = j % 4;
+          const uint8_t byte = panel[(b * kGroups + g) * 2 * kP + q4_byte(c, t)];
+          const uint8_t q = q4_high(t) ? byte >> 4 : byte & 0x0f;
+          m.data[o * row_bytes + b * kQ4Block / 2 + j / 2] |= static_cast<uint8_t>(j % 2 == 0 ? q : q << 4);
+        }
+        m.scales[o * blocks_ + b] = scales_[p * panel_scales_ + b * kP + c];
+        if (has_zero_points()) {
+          const auto zp = static_cast<uint8_t>(zero_points_[p * panel_scales_ + b * kP + c]);
+          const int64_t per_row = (blocks_ + 1) / 2;
+          m.zero_points[o * per_row + b / 2] |= static_cast<uint8_t>(b % 2 == 0 ? zp : zp << 4);
+        }
+      }
+    } else {
+      for (int64_t i = 0; i < in; ++i) {
+        m.data[2 * (o * in + i)] = panel[2 * (i * kP + c)];
+        m.data[2 * (o * in + i) + 1] = panel[2 * (i * kP + c) + 1];
+      }
+    }
+  }
+  return m;
+}
+
 std::vector<float> QuantizedPanels::dequantized() const {
   std::vector<float> w(static_cast<size_t>(out_ * in_));
   std::vector<float> slice(static_cast<size_t>(in_ * kP));

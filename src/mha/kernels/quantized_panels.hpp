@@ -54,6 +54,9 @@ class QuantizedPanels {
 
   // W [out][in] as floats (stateDict, backward): the same values as dequantize_matrix.
   std::vector<float> dequantized() const;
+  // The canonical layout back (weight_formats.hpp), byte for byte what the panels were made from
+  // (q4 zero points only when the panels hold them): the WebGPU backend uploads it as is.
+  QuantizedMatrix canonical() const;
 
   // Raw storage for the kernels.
   const uint8_t* codes(int64_t panel) const { return codes_.data() + panel * panel_bytes_; }

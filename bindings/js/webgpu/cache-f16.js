@@ -1,0 +1,37 @@
+// float16 KV caches on the GPU: the cache's keys and values held as packed halves (2 per u32,
+// [B, capacity, features] elements), written by cache_f16_pack.wgsl (float32 rows rounded to
+// nearest even, as the wasm layer's f16 cache rounds on append) and widened by
+// cache_f16_unpack.wgsl into a float32 buffer of the call for the attention kernels.
+import { dispatch, pipeline } from './pipelines.js';
+
+const MAX_GROUPS = 65535;
+const groups2d = (n) => {
+  const groups = Math.max(1, Math.ceil(n / 64));
+  const x = Math.min(groups, MAX_GROUPS);
+  return [x, Math.ceil(groups / x)];
+};
+
+/** Bytes of a buffer holding `elements` halves. */
+export const halfBufferBytes = (elements) => Math.max(16, Math.ceil(elements / 8) * 16);
+
+/**
+ * Encodes: per batch row b < B, the `rows` rows of `features` floats of src (from row b * rows)
+ * written as halves into `cache` at rows first .. first + rows - 1 of batch row b (capacity rows each).
+ */
+export function encodePackHalves(device, pass, buffers, { src, cache, B, rows, first, features, capacity }) {
+  const count = rows * features;
+  if (count === 0 || B === 0) return;
+  const params = buffers.uniform(new Uint32Array([first * features, count, capacity * features, 0]), 'f16 pack');
+  dispatch(device, pass, pipeline(device, 'cache_f16_pack'), { 0: src, 1: cache, 2: params },
+    [...groups2d(Math.floor(count / 2) + 2), B]);
+}
+
+/** Encodes the first `rows` rows of each batch row of the f16 `cache` widened into a new float32 buffer [B, rows, features]; returns it. */
+export function encodeUnpackHalves(device, pass, buffers, { cache, B, rows, features, capacity, label }) {
+  const count = rows * features;
+  const out = buffers.storage(B * count, label);
+  if (count === 0 || B === 0) return out;
+  const params = buffers.uniform(new Uint32Array([count, capacity * features, 0, 0]), 'f16 unpack');
+  dispatch(device, pass, pipeline(device, 'cache_f16_unpack'), { 0: cache, 1: out, 2: params }, [...groups2d(count), B]);
+  return out;
+}
