@@ -4,7 +4,6 @@
 //   -> Flatten -> Dense(1, sigmoid)
 // Runs in the page's worker, in examples/sentiment.mjs and in the tests, so it touches no DOM.
 
-import { stateDictFromKeras } from '../bindings/js/index.js';
 import { requireTensor as requireModelTensor } from './model.js';
 
 const HEADS = 4;
@@ -22,7 +21,7 @@ export function sentimentWords(text, vocab) {
 export class SentimentModel {
   #attention;
   #kerasWeights;  // the attention's weights under Keras' names, for a copy on another backend
-  #other = null;  // { mha, layer }: the attention as a MultiHeadAttention of another module (predictAsync)
+  #other = null;  // { mha, layer }: the attention layer made by another module, e.g. WebGPU's (predictAsync)
 
   /**
    * @param mha the loaded package (init())
@@ -87,21 +86,20 @@ export class SentimentModel {
 
   /**
    * predict() with the attention layer made by `mha` (e.g. the WebGPU backend's, init({ backend:
-   * 'webgpu' })) as a MultiHeadAttention of the same weights (stateDictFromKeras) through
-   * forwardAsync: the same numbers, no capture or patch.
+   * 'webgpu' })): its KerasMultiHeadAttention with the same weights, through callAsync; the same
+   * numbers, no capture or patch.
    */
   async predictAsync(text, mha) {
     if (this.#other?.mha !== mha) {
       this.#other?.layer.dispose();
-      const stateDict = stateDictFromKeras(this.#kerasWeights);
-      const layer = new mha.MultiHeadAttention(stateDict.config);
-      layer.loadStateDict(stateDict);
+      const layer = new mha.KerasMultiHeadAttention({ numHeads: HEADS, keyDim: KEY_DIM, queryDim: 100 });
+      layer.setWeights(this.#kerasWeights);
       this.#other = { mha, layer };
     }
     const { ids, labels, words, conv } = this.#features(text);
     const started = performance.now();
-    const { output, weights } = await this.#other.layer.forwardAsync({ data: conv, shape: [1, this.maxLength, 100] }, null, null,
-      { needWeights: true, averageWeights: false });
+    const x = { data: conv, shape: [1, this.maxLength, 100] };
+    const { output, scores: weights } = await this.#other.layer.callAsync(x, x, x, { returnAttentionScores: true });
     const wasmMs = performance.now() - started;
     return { ...this.#classify(output.data), ids, labels, words, weights: weights.data, output: output.data, wasmMs };
   }

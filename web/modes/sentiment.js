@@ -1,6 +1,6 @@
 // The page's Sentiment mode: the Keras tutorial's classifier (web/sentiment.js, trained by
 // tools/train_sentiment.py) on the sentence typed in its box. The worker runs it (its attention
-// layer on mha-wasm's KerasMultiHeadAttention, or on WebGPU the same weights as a MultiHeadAttention) and returns the result in the shape every view
+// layer on mha-wasm's KerasMultiHeadAttention, on the wasm or the WebGPU module) and returns the result in the shape every view
 // reads, so the grid, the large heatmap and the line view show its 4 heads over the words.
 // "Train in this browser" (sentiment-training.js) trains a new one; the box then classifies with it.
 import { SentimentTraining } from './sentiment-training.js';
