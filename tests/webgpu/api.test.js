@@ -247,11 +247,13 @@ describe('dropout', () => {
   });
 });
 
+// Per device: 200 in a run with both (the software adapter takes a few seconds for them).
+const RANDOM_CONFIGS = 100;
 for (const [label, gpuModule] of both) {
   describe(`random configurations against the float64 oracle (${label})`, () => {
     const rand = random(2026);
     const pick = (values) => values[Math.floor((rand() + 0.5) * values.length)];
-    for (let n = 0; n < 8; n++) {
+    for (let n = 0; n < RANDOM_CONFIGS; n++) {
       const H = pick([1, 2, 3, 4]), Dh = pick([1, 3, 4, 8, 16]), E = H * Dh;
       const B = pick([1, 2, 3]), L = pick([1, 2, 7, 33, 70]), S = pick([1, 5, 40, 65]);
       test(`B ${B}, L ${L}, S ${S}, E ${E}, H ${H} (cross)`, async () => {
