@@ -417,6 +417,7 @@ function render() {
 const renderWaiters = [];
 let running = false;
 let pendingRun = null;
+let runsIssued = 0;  // runText calls so far: a result keeps the number of the latest call it answers (setText waits for its own)
 
 function showMessage(text, kind = 'error') {
   const box = $('message');
@@ -446,6 +447,7 @@ function accept(result) {
 async function runText() {
   pendingRun = {
     text: $('text').value, padding: Math.max(0, Math.min(64, Number($('padding').value) || 0)), steps: stepsRunOptions(),
+    run: ++runsIssued,
   };
   if (running) return;
   running = true;
@@ -456,7 +458,7 @@ async function runText() {
       try {
         const result = await worker.request('run', args);
         if (state.source === 'default') {
-          accept(result);
+          accept({ ...result, run: args.run });
           showMessage(null);
         }
       } catch (error) {
@@ -786,9 +788,10 @@ window.__mhaDemo = {
   /** Sets the text box and resolves when the page has drawn the result. */
   async setText(text) {
     $('text').value = text;
+    const run = runsIssued + 1;
     runText();
-    // An earlier run may still be drawn first: wait for the one of this text.
-    while (state.source !== 'default' || state.result?.text !== text) await nextRender();
+    // An earlier run (or another view's result of the same text) may be drawn first: wait for this call's run.
+    while (state.source !== 'default' || !(state.result?.run >= run) || state.result.text !== text) await nextRender();
   },
   /** The weights the page shows: [L * L] row-major (query rows), a copy. head = number or 'mean'. */
   getWeights(layer, head) {

@@ -371,7 +371,7 @@ function useTrainedWeights() {
 }
 
 const handlers = {
-  load, run, custom, generate, stop, sentiment: classify, sentimentModel: useSentimentModel,
+  load, run: (args) => run(args), custom, generate, stop, sentiment: classify, sentimentModel: useSentimentModel,  // (run's second parameter is its mode, not progress)
   train: (args, progress) => trainingSession().train(args, (message) => progress(message, probeBuffers(message)), yieldToMessages),
   trainPause: () => trainingSession().pause(),
   trainAblate: (args) => trainingSession().ablate(args),

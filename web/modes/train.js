@@ -134,6 +134,9 @@ export class TrainMode {
   async useWeights() {
     const info = await this.#worker.request('trainUse', {});
     this.#onWeights(info);
+    // The Train view then shows the probe text through exactly these weights (the view may still
+    // show an earlier evaluation's, or none yet), so it and the default model agree once this resolves.
+    if (this.active) await this.#probe();
     this.#message(`The default model is now the one trained here (step ${info.step}); Generate writes with it.`, 'info');
     return info;
   }
