@@ -8,17 +8,11 @@ import { describe, test } from 'node:test';
 import { init } from '../../bindings/js/index.js';
 import { attendRow, projectRow } from '../js/float64-attention.js';
 import { gpu, modules, openDevice } from './devices.js';
+import { random } from './random-data.js';
 
 const wasm = await init();
 const STORAGE = 0x80, COPY_DST = 0x08, COPY_SRC = 0x04;
 
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32 - 0.5;
-  };
-}
 const filled = (n, rand) => Float32Array.from({ length: n }, rand);
 
 describe('init({ backend: webgpu })', () => {

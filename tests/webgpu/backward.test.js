@@ -11,6 +11,7 @@ import { init } from '../../bindings/js/index.js';
 import { attendRow, projectRow } from '../js/float64-attention.js';
 import { caseOptions, layerConfig, loadFixtures, worstError, worstGradientError } from '../js/fixtures.js';
 import { modules } from './devices.js';
+import { random } from './random-data.js';
 
 const wasm = await init();
 const { tolerance, gradientTolerance, gradientCases } = loadFixtures();
@@ -18,13 +19,6 @@ const STORAGE = 0x80, COPY_DST = 0x08, COPY_SRC = 0x04;
 const product = (shape) => shape.reduce((n, d) => n * d, 1);
 let worstRatio = 0, worstAt = '';
 
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32 - 0.5;
-  };
-}
 const filled = (n, rand) => Float32Array.from({ length: n }, rand);
 
 /** Asserts got is within the gradient bound of want (index.json's gradientTolerance). */

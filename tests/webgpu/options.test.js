@@ -6,18 +6,11 @@ import { describe, test } from 'node:test';
 
 import { init } from '../../bindings/js/index.js';
 import { modules } from './devices.js';
+import { random, tensor } from './random-data.js';
 
 const wasm = await init();
 const [[, mha]] = await modules();
 
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return s / 2 ** 32 - 0.5;
-  };
-}
-const tensor = (rand, shape) => ({ data: Float32Array.from({ length: shape.reduce((n, d) => n * d, 1) }, rand), shape });
 const close = (got, want, what) => got.forEach((x, i) => assert.ok(Math.abs(x - want[i]) <= 1e-5 + 1e-4 * Math.abs(want[i]),
   `${what}[${i}]: ${x} vs ${want[i]}`));
 const failure = async (fn) => {
