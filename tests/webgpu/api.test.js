@@ -111,6 +111,18 @@ describe('a WebGPU layer', () => {
     layer.dispose();
   });
 
+  test('a GPUBuffer with STORAGE usage only (no COPY_SRC) of this device is accepted', async () => {
+    const layer = new mha.MultiHeadAttention(config).initialize();
+    const storageOnly = mha.device.createBuffer({ size: 320, usage: STORAGE | COPY_DST });
+    mha.device.queue.writeBuffer(storageOnly, 0, query.data);
+    const fromGpu = await layer.forwardAsync({ buffer: storageOnly, shape: [2, 5, 8] });
+    const fromCpu = await layer.forwardAsync(query);
+    assert.deepEqual(fromGpu.output.shape, [2, 5, 8]);
+    assert.deepEqual(fromGpu.output.data, fromCpu.output.data);
+    storageOnly.destroy();
+    layer.dispose();
+  });
+
   test('a shape above the device limits: a RangeError naming the limit', async () => {
     const layer = new mha.MultiHeadAttention(config).initialize();
     const L = 6000;  // weights: 6000 x 6000 floats = 144 MB, above the default 128 MiB binding size

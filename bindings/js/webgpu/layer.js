@@ -18,7 +18,7 @@ import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
 import { encodeForward } from './forward-pass.js';
 import { encodeKeyValue } from './key-value.js';
-import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
+import { CallBuffers, checkInput, checkUsableOn, gpuTensor, readBack } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
 import { uploadWeights } from './weights.js';
 
@@ -488,20 +488,10 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
     }
 
-    /** Each caller's GPUBuffer in its own error scope: a buffer of another device or a destroyed one is named. */
+    /** Each caller's GPUBuffer checked on this device: a buffer of another device or a destroyed one is named. */
     async #checkGpuInputs(call) {
       for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v]]) {
-        if (!t?.onGpu) continue;
-        device.pushErrorScope('validation');
-        const probe = device.createBuffer({ size: 4, usage: 0x08 });
-        const encoder = device.createCommandEncoder();
-        encoder.copyBufferToBuffer(t.buffer, 0, probe, 0, 4);
-        device.queue.submit([encoder.finish()]);
-        probe.destroy();
-        const error = await device.popErrorScope();
-        if (error) {
-          throw new TypeError(`${name}.buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one): ${error.message}`);
-        }
+        if (t?.onGpu) await checkUsableOn(device, name, t.buffer);
       }
     }
 
