@@ -176,6 +176,30 @@ for (const [label, mha] of devices) {
       }
     });
 
+    test('Keras\' callAsync, and a layer of int8 weights (result from out_proj dequantized): the wasm backend\'s steps', async () => {
+      const rand = random(8);
+      const config = { numHeads: 2, keyDim: 3, valueDim: 4, queryDim: 6 };
+      const cpuKeras = new wasm.KerasMultiHeadAttention(config), gpuKeras = new mha.KerasMultiHeadAttention(config);
+      const weights = Object.values(cpuKeras.weightShapes()).map((shape) => tensor(rand, shape));
+      cpuKeras.setWeights(weights);
+      gpuKeras.setWeights(weights);
+      const x = tensor(rand, [2, 4, 6]);
+      const patch = { z: tensor(rand, [2, 4, 2, 4]), heads: [0] };
+      for (const options of [{ capture: true, useCausalMask: true }, { capture: ['pattern', 'result'], patch }]) {
+        const want = await cpuKeras.callAsync(x, x, null, options);
+        const got = await gpuKeras.callAsync(x, x, null, options);
+        close(got.output, want.output, 'Keras output');
+        closeSteps(got.captured, want.captured, 'Keras');
+      }
+      const { cpu, gpu } = pair(mha, { embedDim: 16, numHeads: 2, weightDtype: 'int8' }, 9);
+      const q = tensor(rand, [1, 9, 16]);
+      const want = cpu.forward(q, null, null, { capture: ['pattern', 'z', 'result'], causal: true });
+      const got = await gpu.forwardAsync(q, null, null, { capture: ['pattern', 'z', 'result'], causal: true });
+      closeSteps(got.captured, want.captured, 'int8');
+      close(got.output, want.output, 'int8 output');
+      for (const layer of [cpuKeras, gpuKeras, cpu, gpu]) layer.dispose();
+    });
+
     test('outputLocation \'gpu\': the captured steps are GPU tensors holding the same values', async () => {
       const c = CASES[0];
       const { cpu, gpu } = pair(mha, c.config, 20);
