@@ -45,6 +45,20 @@ function assertSame(a, b, what) {
   a.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - b.prediction[i].probability) <= 1e-5, `${what}: p(${p.token})`));
 }
 
+/** The Steps view's numbers on WebGPU vs on wasm ({ shown: getState().steps, prediction }): within 1e-5 of each step's largest value. */
+function assertSameSteps(gpu, cpu, what) {
+  for (const name of ['q', 'keys', 'scores', 'logits', 'pattern', 'values', 'z', 'output']) {
+    assert.equal(gpu.shown[name].length, cpu.shown[name].length, `${what} ${name}`);
+    const want = cpu.shown[name].flat();
+    const scale = Math.max(1, ...want.filter(Number.isFinite).map(Math.abs));
+    const got = gpu.shown[name].flat();
+    want.forEach((x, i) => { if (!Number.isFinite(x)) assert.ok(Object.is(got[i], x), `${what} ${name}[${i}]: ${got[i]} vs ${x}`); });
+    const worst = maxDifference(got.map((x, i) => (Number.isFinite(want[i]) ? x : 0)), want.map((x) => (Number.isFinite(x) ? x : 0)));
+    assert.ok(worst <= 1e-5 * scale, `${what} ${name}: WebGPU vs wasm ${worst} (largest value ${scale})`);
+  }
+  gpu.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - cpu.prediction[i].probability) <= 1e-5, `${what} p(${p.token})`));
+}
+
 test('a software adapter is found but wasm stays the default; the header says which backend and adapter run', async () => {
   const s = await state();
   assert.equal(s.backend, 'wasm');
@@ -99,22 +113,10 @@ test('the Steps view on WebGPU: every step the wasm backend\'s; ablating and pat
     assert.equal((await state()).ranOn, backend);
     return { shown, prediction: (await state()).prediction };
   };
-  const compare = (gpu, cpu, what) => {
-    for (const name of ['q', 'keys', 'scores', 'logits', 'pattern', 'values', 'z', 'output']) {
-      assert.equal(gpu.shown[name].length, cpu.shown[name].length, `${what} ${name}`);
-      const want = cpu.shown[name].flat();
-      const scale = Math.max(1, ...want.filter(Number.isFinite).map(Math.abs));  // (1e-5 relative to the step's largest value)
-      const got = gpu.shown[name].flat();
-      want.forEach((x, i) => { if (!Number.isFinite(x)) assert.ok(Object.is(got[i], x), `${what} ${name}[${i}]: ${got[i]} vs ${x}`); });
-      const worst = maxDifference(got.map((x, i) => (Number.isFinite(want[i]) ? x : 0)), want.map((x) => (Number.isFinite(x) ? x : 0)));
-      assert.ok(worst <= 1e-5 * scale, `${what} ${name}: WebGPU vs wasm ${worst} (largest value ${scale})`);
-    }
-    gpu.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - cpu.prediction[i].probability) <= 1e-5, `${what} p(${p.token})`));
-  };
   assert.equal((await state()).backends.modes.steps.backend, 'webgpu');
   const onWasm = await steps('wasm');
   const onGpu = await steps('webgpu');
-  compare(onGpu, onWasm, 'the text\'s steps');
+  assertSameSteps(onGpu, onWasm, 'the text\'s steps');
   assert.deepEqual(onGpu.shown.logits.slice(where.query + 1), Array(onGpu.shown.logits.length - where.query - 1).fill(-Infinity));
 
   // Ablate the head (zeros in its z) on WebGPU, then on wasm: the same later steps and prediction.
@@ -128,7 +130,7 @@ test('the Steps view on WebGPU: every step the wasm backend\'s; ablating and pat
   const gpuAblated = await ablated('webgpu');
   assert.equal((await state()).ranOn, 'webgpu');
   const wasmAblated = await ablated('wasm');
-  compare(gpuAblated, wasmAblated, 'ablated');
+  assertSameSteps(gpuAblated, wasmAblated, 'ablated');
   assert.ok(maxDifference(gpuAblated.output, wasmAblated.output) <= 1e-5, 'ablated: layer 1\'s output');
   assert.notDeepEqual(gpuAblated.prediction, onGpu.prediction);
   await page.locator('#steps-ablate').uncheck();
@@ -146,7 +148,7 @@ test('the Steps view on WebGPU: every step the wasm backend\'s; ablating and pat
   };
   const gpuPatched = await patched('webgpu');
   const wasmPatched = await patched('wasm');
-  compare(gpuPatched, wasmPatched, 'patched');
+  assertSameSteps(gpuPatched, wasmPatched, 'patched');
   await page.locator('#steps-clear').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
   await setBackend('webgpu');
@@ -202,6 +204,26 @@ test('Sentiment: the classifier\'s attention on WebGPU gives the wasm probabilit
     `p(positive) ${onGpu.sentiment.probability} vs ${onWasm.sentiment.probability}`);
   onGpu.heads.forEach((w, h) => assert.ok(maxDifference(w, onWasm.heads[h]) <= 1e-5, `head ${h}`));
   assert.ok(maxDifference(onGpu.output, onWasm.output) <= 1e-4, 'output');
+  // Its Steps view, and a head's z patched from a second sentence, on WebGPU as on wasm.
+  const where = { layer: 0, head: 1, query: 2 };
+  const steps = async (backend) => {
+    await setBackend(backend);
+    const shown = await page.evaluate((w) => window.__mhaDemo.showSteps(w), where);
+    assert.equal((await state()).ranOn, backend);
+    return { shown, prediction: (await state()).prediction };
+  };
+  const own = await steps('webgpu');
+  assertSameSteps(own, await steps('wasm'), 'Sentiment');
+  await page.locator('#steps-patch-text').fill('a dull and boring film');
+  await page.locator('#steps-patch').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 1);
+  const patchedOnWasm = await steps('wasm');
+  const patchedOnGpu = await steps('webgpu');
+  assertSameSteps(patchedOnGpu, patchedOnWasm, 'Sentiment, patched');
+  assert.ok(maxDifference(patchedOnGpu.shown.z, own.shown.z) > 1e-3, 'the patched head\'s z is the second sentence\'s');
+  await page.locator('#steps-clear').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
+  await page.locator('#view-heatmap').click();
   await setBackend('webgpu');
   await page.locator('#source-default').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
