@@ -758,7 +758,7 @@ export interface WebGpuForwardResult<O extends WebGpuForwardOptions = WebGpuForw
   weights: O extends WebGpuNeedWeights ? WebGpuResultTensor<O> : WebGpuResultTensor<O> | null;
   /**
    * With {@link ForwardOptions.capture}: each captured step (docs/steps.md), as the wasm layer's
-   * (GpuTensors with outputLocation 'gpu'); absent otherwise. Not with `grad: true` on WebGPU (yet).
+   * (GpuTensors with outputLocation 'gpu'); absent otherwise. On WebGPU a `patch` with `grad: true` is refused (not yet).
    */
   captured: O extends WebGpuGpuOutput ? WebGpuCapturedOnGpu<CapturedIf<O>> : CapturedIf<O>;
 }

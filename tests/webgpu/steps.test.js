@@ -200,6 +200,23 @@ for (const [label, mha] of devices) {
       for (const layer of [cpuKeras, gpuKeras, cpu, gpu]) layer.dispose();
     });
 
+    test('capture with grad: the steps as wasm\'s, and backwardAsync the wasm backward', async () => {
+      const c = CASES[1];  // (GQA, rotary, ALiBi, a float key padding mask)
+      const { cpu, gpu } = pair(mha, c.config, 21);
+      const { args, options } = argumentsOf(c, 41);
+      const want = cpu.forward(...args, { ...options, grad: true, capture: ['k', 'pattern', 'z'] });
+      const got = await gpu.forwardAsync(...args, { ...options, grad: true, capture: ['k', 'pattern', 'z'] });
+      closeSteps(got.captured, want.captured, 'with grad');
+      close(got.output, want.output, 'with grad: output');
+      const dOut = tensor(random(5), want.output.shape);
+      const [wantGrad, gotGrad] = [want.backward(dOut), await got.backwardAsync(dOut)];
+      const within = (a, b, what) => b.forEach((x, i) => assert.ok(Math.abs(a[i] - x) <= 1e-4 * (1 + Math.abs(x)), `${what}[${i}]: ${a[i]} vs ${x}`));
+      within(gotGrad.query.data, wantGrad.query.data, 'd query');
+      for (const [name, g] of Object.entries(wantGrad.params)) within(gotGrad.params[name], g, `d ${name}`);
+      cpu.dispose();
+      gpu.dispose();
+    });
+
     test('outputLocation \'gpu\': the captured steps are GPU tensors holding the same values', async () => {
       const c = CASES[0];
       const { cpu, gpu } = pair(mha, c.config, 20);
@@ -219,7 +236,7 @@ for (const [label, mha] of devices) {
       gpu.dispose();
     });
 
-    test('bad capture and patch options: the wasm backend\'s errors; with grad, a TypeError that says so', async () => {
+    test('bad capture and patch options: the wasm backend\'s errors; a patch with grad, a TypeError that says so', async () => {
       const config = { embedDim: 16, numHeads: 2 };
       const { cpu, gpu } = pair(mha, config, 3);
       const rand = random(4);
@@ -250,9 +267,9 @@ for (const [label, mha] of devices) {
         assert.ok(want, JSON.stringify(options));
         assert.deepEqual(await failure(() => gpu.forwardAsync(x, null, null, options)), want);
       }
-      assert.deepEqual(await failure(() => gpu.forwardAsync(x, null, null, { capture: true, grad: true })), ['TypeError',
-        'capture: not with grad: true on the WebGPU backend yet (its backward pass does not follow the step path); '
-        + 'use the wasm backend for gradients through captured or patched steps']);
+      assert.deepEqual(await failure(() => gpu.forwardAsync(x, null, null, { patch: { z }, grad: true })), ['TypeError',
+        'patch: not with grad: true on the WebGPU backend yet (its backward pass does not hold the patched heads '
+        + 'constant); use the wasm backend for gradients through a patch']);
       // Refused calls leave the layer working.
       close((await gpu.forwardAsync(x, null, null, { patch: { z } })).output, cpu.forward(x, null, null, { patch: { z } }).output, 'after errors');
       cpu.dispose();

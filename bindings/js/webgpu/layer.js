@@ -281,9 +281,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const capture = checkCapture(options.capture);
       const patch = checkPatch(options.patch);
       const steps = capture !== undefined || patch !== null;
-      if (steps && options.grad) {
-        throw new TypeError(`${patch ? 'patch' : 'capture'}: not with grad: true on the WebGPU backend yet (its backward `
-          + 'pass does not follow the step path); use the wasm backend for gradients through captured or patched steps');
+      if (patch && options.grad) {
+        throw new TypeError('patch: not with grad: true on the WebGPU backend yet (its backward pass does not hold '
+          + 'the patched heads constant); use the wasm backend for gradients through a patch');
       }
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
@@ -400,10 +400,13 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         let made = null, captured = null;
         if (call.planned) {  // capture or patch: the step path (steps.js)
           const outWeight = w.out.dtype ? buffers.upload(this.#layer.stateDict()['out_proj.weight'], 'out_proj as float32') : w.out;
-          captured = encodeSteps(device, encoder, buffers, c, w, { ...forwardCall, outWeight, patchData: call.patchData }, call.planned);
-        } else {
-          made = encodeForward(device, encoder, buffers, c, w, forwardCall);
+          // With grad (capture only): the fused pass makes the output and what backward reads; the
+          // step path, run beside it on the same inputs, gives the steps (its output unused).
+          const stepsCall = request.grad ? { ...forwardCall, output: buffers.storage(count(call.outputShape), 'unused output'), weights: null }
+            : forwardCall;
+          captured = encodeSteps(device, encoder, buffers, c, w, { ...stepsCall, outWeight, patchData: call.patchData }, call.planned);
         }
+        if (!call.planned || request.grad) made = encodeForward(device, encoder, buffers, c, w, forwardCall);
         device.queue.submit([encoder.finish()]);
         if (cache && !cross) cache.handle.advance(L);
         // Both scopes popped now, before any other call can push its own.
@@ -411,6 +414,14 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if ((invalid || outOfMemory) && cache && !cross) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        // Captured steps (when asked) go where the output goes: GPU tensors with outputLocation 'gpu'.
+        const capturedSteps = call.planned?.captured ?? [];
+        const readCaptured = async () => {
+          if (!call.request.capture) return undefined;
+          const data = call.gpuOutput ? capturedSteps.map(({ name, shape }) => gpuTensor(device, buffers.keep(captured[name]), shape))
+            : await Promise.all(capturedSteps.map(async ({ name, shape }) => ({ data: await readBack(device, captured[name], count(shape)), shape })));
+          return Object.fromEntries(capturedSteps.map(({ name }, i) => [name, data[i]]));
+        };
         if (request.grad) {
           const saved = { buffers, c, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
             inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
@@ -422,30 +433,29 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
             backward: (s, dOut) => this.#backward(s, dOut),
             onFree: (r) => this.#trainingRecords.delete(r),
           });
+          const stepsResult = await readCaptured();
           this.#trainingRecords.add(record);
           kept = true;
-          return new GpuTrainingResult(record, outputResult, weightsResult);
+          const result = new GpuTrainingResult(record, outputResult, weightsResult);
+          if (stepsResult) result.captured = stepsResult;
+          return result;
         }
-        // Captured steps (when asked) go where the output goes: GPU tensors with outputLocation 'gpu'.
-        const capturedSteps = call.planned?.captured ?? [];
         if (call.gpuOutput) {
           const result = {
             output: gpuTensor(device, buffers.keep(output), call.outputShape),
             weights: weights ? gpuTensor(device, buffers.keep(weights), call.weightsShape) : null,
           };
-          if (call.request.capture) {
-            result.captured = Object.fromEntries(capturedSteps.map(({ name, shape }) => [name, gpuTensor(device, buffers.keep(captured[name]), shape)]));
-          }
+          const stepsResult = await readCaptured();
+          if (stepsResult) result.captured = stepsResult;
           return result;
         }
-        const [outData, weightsData, ...stepsData] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
-          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null,
-          ...capturedSteps.map(({ name, shape }) => readBack(device, captured[name], count(shape)))]);
+        const [outData, weightsData, stepsResult] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
+          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null, readCaptured()]);
         const result = {
           output: { data: outData, shape: call.outputShape },
           weights: weights ? { data: weightsData, shape: call.weightsShape } : null,
         };
-        if (call.request.capture) result.captured = Object.fromEntries(capturedSteps.map(({ shape, name }, i) => [name, { data: stepsData[i], shape }]));
+        if (stepsResult) result.captured = stepsResult;
         return result;
       } catch (error) {
         const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
