@@ -176,6 +176,25 @@ for (const [label, mha] of devices) {
       }
     });
 
+    test('a cross-attention cache: the steps against what setKeyValue put there, and a v patch for this call only', async () => {
+      const config = { embedDim: 16, numHeads: 2, kdim: 8, vdim: 12 };
+      const { cpu, gpu } = pair(mha, config, 12);
+      const rand = random(13);
+      const key = tensor(rand, [2, 5, 8]), value = tensor(rand, [2, 5, 12]);
+      const cpuCache = cpu.createCache({ batch: 2, capacity: 7 }).setKeyValue(key, value);
+      const gpuCache = gpu.createCache({ batch: 2, capacity: 7 }).setKeyValue(key, value);
+      const q = tensor(rand, [2, 3, 16]);
+      const want = cpu.forward(q, null, null, { cache: cpuCache, capture: true });
+      const got = await gpu.forwardAsync(q, null, null, { cache: gpuCache, capture: true });
+      closeSteps(got.captured, want.captured, 'cross cache');
+      const patch = { v: changed(want.captured.v, 4), heads: [1] };
+      close((await gpu.forwardAsync(q, null, null, { cache: gpuCache, patch })).output,
+        cpu.forward(q, null, null, { cache: cpuCache, patch }).output, 'cross cache, v patched');
+      close((await gpu.forwardAsync(q, null, null, { cache: gpuCache })).output, want.output, 'the cache keeps its values');
+      cpu.dispose();
+      gpu.dispose();
+    });
+
     test('Keras\' callAsync, and a layer of int8 weights (result from out_proj dequantized): the wasm backend\'s steps', async () => {
       const rand = random(8);
       const config = { numHeads: 2, keyDim: 3, valueDim: 4, queryDim: 6 };
