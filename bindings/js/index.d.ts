@@ -730,10 +730,15 @@ export interface GpuTensor {
  * tensors as the wasm layer does and reads GPUBuffer inputs back to check them (they then need
  * COPY_SRC usage), naming the element as `query.buffer[i]`.
  */
-export interface WebGpuForwardOptions extends ForwardOptions {
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'patch'> {
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device (the captured steps too). */
   outputLocation?: 'cpu' | 'gpu';
+  /** As {@link ForwardOptions.patch}; the step's tensor may also be on the GPU (e.g. a step captured with outputLocation 'gpu'). */
+  patch?: WebGpuStepPatch;
 }
+
+/** {@link StepPatch} on WebGPU: each step's tensor a Float32Array tensor or a {@link GpuTensorInput}. */
+export type WebGpuStepPatch = { [S in keyof StepPatch]: S extends 'heads' ? StepPatch[S] : Tensor<Float32Array> | GpuTensorInput };
 
 /** Where the options put a result: a {@link GpuTensor} with `outputLocation: 'gpu'`, else a Float32Array tensor. */
 export type WebGpuResultTensor<O> = O extends WebGpuGpuOutput ? GpuTensor : Tensor<Float32Array>;

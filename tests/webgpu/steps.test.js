@@ -251,6 +251,24 @@ for (const [label, mha] of devices) {
       }
       got.output.dispose();
       got.weights.dispose();
+      // Activation patching on the GPU: z captured there patches another input's call, as its CPU copy does.
+      const other = tensor(random(77), args[0].shape);
+      const z = (await gpu.forwardAsync(other, null, null, { ...options, capture: ['z'], outputLocation: 'gpu' })).captured.z;
+      const onCpu = await gpu.forwardAsync(...args, { ...options, patch: { z: { data: await z.read(), shape: z.shape }, heads: [1] } });
+      const onGpu = await gpu.forwardAsync(...args, { ...options, patch: { z: { buffer: z.buffer, shape: z.shape }, heads: [1] } });
+      assert.deepEqual(onGpu.output.data, onCpu.output.data);
+      close(onGpu.output, cpu.forward(...args, { ...options, patch: { z: { data: await z.read(), shape: z.shape }, heads: [1] } }).output, 'GPU patch vs wasm');
+      const [, otherDevice] = devices.find(([, m]) => m !== mha);
+      const foreign = otherDevice.device.createBuffer({ size: z.buffer.size, usage: 0x80 | 0x08 });
+      const noStorage = mha.device.createBuffer({ size: z.buffer.size, usage: 0x08 | 0x04 });
+      for (const [buffer, error] of [
+        [foreign, { name: 'TypeError', message: /^forwardAsync: patch\.z\.buffer cannot be used on this layer's device/ }],
+        [noStorage, { name: 'TypeError', message: /^forwardAsync: patch\.z\.buffer: a GPUBuffer without GPUBufferUsage\.STORAGE/ }],
+      ]) await assert.rejects(gpu.forwardAsync(...args, { ...options, patch: { z: { buffer, shape: z.shape } } }), error);
+      await assert.rejects(gpu.forwardAsync(...args, { ...options, patch: { z: { buffer: z.buffer, shape: [2, 5, 16] } } }),
+        { name: 'RangeError', message: 'forwardAsync: patch.z: expected the step\'s shape [B, L, H, Dv] = [2, 5, 2, 8], got [2, 5, 16]' });
+      for (const buffer of [foreign, noStorage]) buffer.destroy();
+      z.dispose();
       cpu.dispose();
       gpu.dispose();
     });

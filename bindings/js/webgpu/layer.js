@@ -10,7 +10,7 @@ import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
 import { QUANTIZED_PROJECTION } from '../core/quantized.js';
-import { checkCapture, checkPatch, patchForCore } from '../core/steps.js';
+import { checkCapture, patchForCore } from '../core/steps.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { keysPerTile } from './attention.js';
 import { checkBackwardLimits, submitBackward } from './backward.js';
@@ -19,7 +19,7 @@ import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
 import { encodeForward } from './forward-pass.js';
 import { encodeKeyValue } from './key-value.js';
-import { encodeSteps, stepsGroups } from './steps.js';
+import { checkWebGpuPatch, encodeSteps, stepsGroups } from './steps.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
 import { uploadWeights } from './weights.js';
@@ -279,7 +279,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if (failed) throw failed;
       }
       const capture = checkCapture(options.capture);
-      const patch = checkPatch(options.patch);
+      const patch = checkWebGpuPatch(options.patch);
       const steps = capture !== undefined || patch !== null;
       if (patch && options.grad) {
         throw new TypeError('patch: not with grad: true on the WebGPU backend yet (its backward pass does not hold '
@@ -312,7 +312,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           + "(with 'gpu' the results are new GPUBuffers the caller owns)");
       }
       const call = { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut,
-        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu', planned, patchData: patch?.tensor.data };
+        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu', planned,
+        patchTensor: patch?.tensor, patchName: patch && `patch.${patch.steps[0]}` };
       if (!cache) return this.#run(call);
       cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
       try {
@@ -404,7 +405,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           // step path, run beside it on the same inputs, gives the steps (its output unused).
           const stepsCall = request.grad ? { ...forwardCall, output: buffers.storage(count(call.outputShape), 'unused output'), weights: null }
             : forwardCall;
-          captured = encodeSteps(device, encoder, buffers, c, w, { ...stepsCall, outWeight, patchData: call.patchData }, call.planned);
+          captured = encodeSteps(device, encoder, buffers, c, w, { ...stepsCall, outWeight, patchTensor: call.patchTensor }, call.planned);
         }
         if (!call.planned || request.grad) made = encodeForward(device, encoder, buffers, c, w, forwardCall);
         device.queue.submit([encoder.finish()]);
@@ -526,7 +527,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
 
     /** Each caller's GPUBuffer in its own error scope: a buffer of another device or a destroyed one is named. */
     async #checkGpuInputs(call) {
-      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v]]) {
+      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v], [call.patchName, call.patchTensor]]) {
         if (!t?.onGpu) continue;
         device.pushErrorScope('validation');
         const probe = device.createBuffer({ size: 4, usage: 0x08 });

@@ -6,10 +6,12 @@
 // (src/mha/attention_steps.cpp) operation for operation, so both backends give the same numbers.
 // Which steps a call captures, their shapes and a patch's heads are the C++ plan's (the planner's
 // plannedSteps(), after checkForward): this file holds no list of steps of its own.
+import { checkPatch } from '../core/steps.js';
 import { paramsBlock } from './attention.js';
 import { encodeProjections } from './forward-pass.js';
 import { encodeGemm } from './gemm.js';
 import { dispatch, pipeline } from './pipelines.js';
+import { checkInput } from './tensors.js';
 
 const MAX_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
 
@@ -31,6 +33,20 @@ function encodeCopy(device, pass, buffers, { buffer, step, flags, count, heads, 
 }
 
 /**
+ * forwardAsync's `patch` on WebGPU: core/steps.js' checkPatch, whose step tensor may also be a GPU
+ * tensor ({ buffer, shape }, e.g. a step captured with outputLocation 'gpu'), checked as a GPU
+ * input. Returns checkPatch's { steps, tensor, heads }, the tensor { buffer, shape, onGpu } then.
+ */
+export function checkWebGpuPatch(patch) {
+  const steps = patch !== null && typeof patch === 'object' ? Object.keys(patch).filter((key) => key !== 'heads') : [];
+  const t = steps.length > 0 ? patch[steps[0]] : null;
+  if (t === null || typeof t !== 'object' || !('buffer' in t) || ArrayBuffer.isView(t)) return checkPatch(patch);
+  const tensor = checkInput(`patch.${steps[0]}`, t, { expected: 'the captured shape of the step' });
+  // (checkPatch checks the rest; an empty stand-in passes its CPU tensor check)
+  return { ...checkPatch({ ...patch, [steps[0]]: { data: new Float32Array(0), shape: [0] } }), tensor };
+}
+
+/**
  * The workgroup counts the step path dispatches (layer.js checks them against the device's limits
  * before anything is made): name -> [x, y, z].
  */
@@ -44,8 +60,8 @@ export function stepsGroups(c, { B, L, S }) {
 
 /**
  * Encodes one call through the steps into `encoder`. `call`: encodeForward's (forward-pass.js),
- * plus `outWeight` (out_proj's weight as float32 on the GPU, for the result step) and `patchData`
- * (the patch's Float32Array); `planned`: the planner's plannedSteps() { captured: [{ name, shape }],
+ * plus `outWeight` (out_proj's weight as float32 on the GPU, for the result step) and `patchTensor`
+ * (the patch's tensor: { data } or { buffer } on the GPU); `planned`: the planner's plannedSteps() { captured: [{ name, shape }],
  * patch: { name, shape, heads: [bool] } | null }. Writes the output (and weights) as encodeForward
  * does; returns { name: GPUBuffer } for each captured step, in the step's captured layout.
  */
@@ -56,7 +72,7 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   let { q, keys, values, kvRows, pass } = encodeProjections(device, encoder, buffers, c, w, call);
   const { patch } = planned;
   const patched = (name) => patch?.name === name;
-  const patchBuffer = patch ? buffers.upload(call.patchData, `patch ${patch.name}`) : null;
+  const patchBuffer = !patch ? null : call.patchTensor.onGpu ? call.patchTensor.buffer : buffers.upload(call.patchTensor.data, `patch ${patch.name}`);
   const flags = patch ? buffers.upload(Uint32Array.from(patch.heads, Number), 'patched heads') : buffers.storage(1, 'unused');
   const wanted = new Set(planned.captured.map((step) => step.name));
 
