@@ -151,7 +151,24 @@ test('the Steps view on WebGPU: every step the wasm backend\'s; ablating and pat
   assertSameSteps(gpuPatched, wasmPatched, 'patched');
   await page.locator('#steps-clear').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
+
+  // Generate with the view open: the newest token's steps against the KV cache (on the GPU), as wasm's.
+  const generated = async (backend) => {
+    await setBackend(backend);
+    await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+    await page.evaluate((w) => window.__mhaDemo.showSteps(w), { layer: 1, head: 3 });
+    await page.locator('#gen-count').fill('4');
+    await page.locator('#gen-sampling').selectOption('greedy');
+    await page.locator('#gen-start').click();
+    await page.evaluate(() => window.__mhaDemo.generationDone());
+    const s = await state();
+    assert.equal(s.ranOn, backend);
+    assert.equal(s.steps.keys.length, s.labels.length, 'the cache holds every token so far');
+    return { shown: s.steps, prediction: s.prediction };
+  };
+  assertSameSteps(await generated('webgpu'), await generated('wasm'), 'Generate\'s newest token');
   await setBackend('webgpu');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
   await page.locator('#view-heatmap').click();
   assert.deepEqual(problems, []);
 });
