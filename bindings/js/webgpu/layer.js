@@ -400,7 +400,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         };
         let made = null, captured = null;
         if (call.planned) {  // capture or patch: the step path (steps.js)
-          const outWeight = w.out.dtype ? buffers.upload(this.#layer.stateDict()['out_proj.weight'], 'out_proj as float32') : w.out;
+          // (result reads out_proj as float32: a quantized one dequantized by the wasm layer, as its step path does)
+          const wantsResult = call.planned.captured.some((step) => step.name === 'result');
+          const outWeight = w.out.dtype && wantsResult ? buffers.upload(this.#layer.stateDict()['out_proj.weight'], 'out_proj as float32') : w.out;
           // With grad (capture only): the fused pass makes the output and what backward reads; the
           // step path, run beside it on the same inputs, gives the steps (its output unused).
           const stepsCall = request.grad ? { ...forwardCall, output: buffers.storage(count(call.outputShape), 'unused output'), weights: null }
