@@ -60,10 +60,11 @@ export function stepsGroups(c, { B, L, S }) {
 
 /**
  * Encodes one call through the steps into `encoder`. `call`: encodeForward's (forward-pass.js),
- * plus `outWeight` (out_proj's weight as float32 on the GPU, for the result step) and `patchTensor`
- * (the patch's tensor: { data } or { buffer } on the GPU); `planned`: the planner's plannedSteps() { captured: [{ name, shape }],
- * patch: { name, shape, heads: [bool] } | null }. Writes the output (and weights) as encodeForward
- * does; returns { name: GPUBuffer } for each captured step, in the step's captured layout.
+ * plus `outWeight` (out_proj's weight as float32 on the GPU, for the result step) and
+ * `patchTensor` (the patch's tensor: { data } on the CPU or { buffer } on the GPU); `planned`: the
+ * planner's plannedSteps() { captured: [{ name, shape }], patch: { name, shape, heads: [bool] } | null }.
+ * Writes the output (and weights) as encodeForward does; returns { name: GPUBuffer } for each
+ * captured step, in the step's captured layout.
  */
 export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   const { B, L, S, cached } = call;
