@@ -112,6 +112,15 @@ try {
   }
   row('Default model (2 layers, E 64, 4 heads)', `keystroke, ~${text.length + 1 + repeats} tokens`, results.wasm, results.webgpu);
 
+  // The Steps view open on the default model: each keystroke runs every layer's capture (docs/steps.md).
+  await page.evaluate(() => window.__mhaDemo.showSteps({ layer: 1, head: 2 }));
+  for (const backend of ['wasm', 'webgpu']) {
+    await reset();
+    results[backend] = await timeMode(keystroke, backend);
+  }
+  row('Steps view (the default model, every step captured)', `keystroke, ~${text.length + 1 + repeats} tokens`, results.wasm, results.webgpu);
+  await page.locator('#view-heatmap').click();
+
   // Sentiment: the Keras classifier (32 tokens, E 100, 4 heads of 128).
   await page.locator('#source-sentiment').click();
   for (const backend of ['wasm', 'webgpu']) {

@@ -730,10 +730,15 @@ export interface GpuTensor {
  * tensors as the wasm layer does and reads GPUBuffer inputs back to check them (they then need
  * COPY_SRC usage), naming the element as `query.buffer[i]`.
  */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'capture' | 'patch'> {
-  /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'patch'> {
+  /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device (the captured steps too). */
   outputLocation?: 'cpu' | 'gpu';
+  /** As {@link ForwardOptions.patch}; the step's tensor may also be on the GPU (e.g. a step captured with outputLocation 'gpu'). */
+  patch?: WebGpuStepPatch;
 }
+
+/** {@link StepPatch} on WebGPU: each step's tensor a Float32Array tensor or a {@link GpuTensorInput}. */
+export type WebGpuStepPatch = { [S in keyof StepPatch]: S extends 'heads' ? StepPatch[S] : Tensor<Float32Array> | GpuTensorInput };
 
 /** Where the options put a result: a {@link GpuTensor} with `outputLocation: 'gpu'`, else a Float32Array tensor. */
 export type WebGpuResultTensor<O> = O extends WebGpuGpuOutput ? GpuTensor : Tensor<Float32Array>;
@@ -756,7 +761,15 @@ export interface WebGpuForwardResult<O extends WebGpuForwardOptions = WebGpuForw
   output: WebGpuResultTensor<O>;
   /** As {@link ForwardResult.weights}; null unless needWeights. */
   weights: O extends WebGpuNeedWeights ? WebGpuResultTensor<O> : WebGpuResultTensor<O> | null;
+  /**
+   * With {@link ForwardOptions.capture}: each captured step (docs/steps.md), as the wasm layer's
+   * (GpuTensors with outputLocation 'gpu'); absent otherwise. On WebGPU a `patch` with `grad: true` is refused (not yet).
+   */
+  captured: O extends WebGpuGpuOutput ? WebGpuCapturedOnGpu<CapturedIf<O>> : CapturedIf<O>;
 }
+
+/** Captured steps left on the GPU: each step a {@link GpuTensor}. */
+export type WebGpuCapturedOnGpu<C> = C extends undefined ? undefined : { [S in keyof C]: GpuTensor };
 
 /** {@link WebGpuForwardOptions} of a call that keeps its state on the GPU for a backward pass. */
 export interface WebGpuGradForwardOptions extends WebGpuForwardOptions {

@@ -1,7 +1,7 @@
 // The demo page on WebGPU, in Chromium with SwiftShader's (software) WebGPU adapter: the page finds
 // the adapter but keeps wasm as the default (a software adapter is slower); the switch moves the
-// modes that run on WebGPU (Default model, Your layer, Sentiment, Generate) there, with the same numbers
-// (and generated text) as on wasm; Train and the Steps view stay on wasm and the header says why;
+// modes that run on WebGPU (Default model, Your layer, Sentiment, Generate, the Steps view: capture and
+// patch on the GPU) there, with the same numbers (and generated text) as on wasm; Train stays on wasm and the header says why;
 // switching mid-run keeps the generated tokens and the training state; a lost device (GPUDevice.destroy()) moves the page to wasm.
 // SwiftShader is slow: short texts, few tokens, few training steps.
 import assert from 'node:assert/strict';
@@ -45,6 +45,20 @@ function assertSame(a, b, what) {
   a.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - b.prediction[i].probability) <= 1e-5, `${what}: p(${p.token})`));
 }
 
+/** The Steps view's numbers on WebGPU vs on wasm ({ shown: getState().steps, prediction }): within 1e-5 of each step's largest value. */
+function assertSameSteps(gpu, cpu, what) {
+  for (const name of ['q', 'keys', 'scores', 'logits', 'pattern', 'values', 'z', 'output']) {
+    assert.equal(gpu.shown[name].length, cpu.shown[name].length, `${what} ${name}`);
+    const want = cpu.shown[name].flat();
+    const scale = Math.max(1, ...want.filter(Number.isFinite).map(Math.abs));
+    const got = gpu.shown[name].flat();
+    want.forEach((x, i) => { if (!Number.isFinite(x)) assert.ok(Object.is(got[i], x), `${what} ${name}[${i}]: ${got[i]} vs ${x}`); });
+    const worst = maxDifference(got.map((x, i) => (Number.isFinite(want[i]) ? x : 0)), want.map((x) => (Number.isFinite(x) ? x : 0)));
+    assert.ok(worst <= 1e-5 * scale, `${what} ${name}: WebGPU vs wasm ${worst} (largest value ${scale})`);
+  }
+  gpu.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - cpu.prediction[i].probability) <= 1e-5, `${what} p(${p.token})`));
+}
+
 test('a software adapter is found but wasm stays the default; the header says which backend and adapter run', async () => {
   const s = await state();
   assert.equal(s.backend, 'wasm');
@@ -81,12 +95,81 @@ test('Default model: the switch runs it on WebGPU with the wasm backend\'s numbe
   const text = await header();
   assert.match(text, /WebGPU · google swiftshader \(software\)/);
   assert.ok(!text.includes('Generate: wasm'), text);
-  for (const line of ['Train: wasm (the page\'s trainer does not use the WebGPU backward pass yet)',
-    'Steps: wasm (the WebGPU backend has no capture (the Steps view) yet)']) assert.ok(text.includes(line), `${line} in ${text}`);
+  assert.ok(text.includes('Train: wasm (the page\'s trainer does not use the WebGPU backward pass yet)'), text);
+  assert.ok(!text.includes('Steps: wasm'), text);
   assert.match(await page.locator('#status').innerText(), /attention layers on WebGPU \d+\.\d\d ms/);
   // Typing on WebGPU redraws on WebGPU.
   await page.evaluate((t) => window.__mhaDemo.setText(t), `${TEXT}m`);
   assert.equal((await state()).ranOn, 'webgpu');
+  assert.deepEqual(problems, []);
+});
+
+test('the Steps view on WebGPU: every step the wasm backend\'s; ablating and patching a head run on the GPU', { timeout: 300_000 }, async () => {
+  const where = { layer: 1, head: 2, query: 12 };
+  const steps = async (backend) => {
+    await setBackend(backend);
+    await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+    const shown = await page.evaluate((w) => window.__mhaDemo.showSteps(w), where);
+    assert.equal((await state()).ranOn, backend);
+    return { shown, prediction: (await state()).prediction };
+  };
+  assert.equal((await state()).backends.modes.steps.backend, 'webgpu');
+  const onWasm = await steps('wasm');
+  const onGpu = await steps('webgpu');
+  assertSameSteps(onGpu, onWasm, 'the text\'s steps');
+  assert.deepEqual(onGpu.shown.logits.slice(where.query + 1), Array(onGpu.shown.logits.length - where.query - 1).fill(-Infinity));
+
+  // Ablate the head (zeros in its z) on WebGPU, then on wasm: the same later steps and prediction.
+  const ablated = async (backend) => {
+    await setBackend(backend);
+    await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.ablated.length === 1
+      && window.__mhaDemo.getState().steps?.z.every((x) => x === 0));
+    return { shown: (await state()).steps, prediction: (await state()).prediction, output: await page.evaluate(() => window.__mhaDemo.getOutput(1)) };
+  };
+  await page.locator('#steps-ablate').check();
+  const gpuAblated = await ablated('webgpu');
+  assert.equal((await state()).ranOn, 'webgpu');
+  const wasmAblated = await ablated('wasm');
+  assertSameSteps(gpuAblated, wasmAblated, 'ablated');
+  assert.ok(maxDifference(gpuAblated.output, wasmAblated.output) <= 1e-5, 'ablated: layer 1\'s output');
+  assert.notDeepEqual(gpuAblated.prediction, onGpu.prediction);
+  await page.locator('#steps-ablate').uncheck();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.ablated.length === 0);
+
+  // Patch the head's z from a second text (its z computed on the same backend).
+  const second = TEXT.split('').reverse().join('');
+  await page.locator('#steps-patch-text').fill(second);
+  const patched = async (backend) => {
+    await setBackend(backend);
+    await page.locator('#steps-patch').click();
+    await page.waitForFunction(([own, b]) => window.__mhaDemo.getState().ranOn === b && window.__mhaDemo.getState().stepsView.patched.length === 1
+      && window.__mhaDemo.getState().steps?.z.some((x, i) => x !== own[i]), [onGpu.shown.z, backend]);
+    return { shown: (await state()).steps, prediction: (await state()).prediction };
+  };
+  const gpuPatched = await patched('webgpu');
+  const wasmPatched = await patched('wasm');
+  assertSameSteps(gpuPatched, wasmPatched, 'patched');
+  await page.locator('#steps-clear').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
+
+  // Generate with the view open: the newest token's steps against the KV cache (on the GPU), as wasm's.
+  const generated = async (backend) => {
+    await setBackend(backend);
+    await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+    await page.evaluate((w) => window.__mhaDemo.showSteps(w), { layer: 1, head: 3 });
+    await page.locator('#gen-count').fill('4');
+    await page.locator('#gen-sampling').selectOption('greedy');
+    await page.locator('#gen-start').click();
+    await page.evaluate(() => window.__mhaDemo.generationDone());
+    const s = await state();
+    assert.equal(s.ranOn, backend);
+    assert.equal(s.steps.keys.length, s.labels.length, 'the cache holds every token so far');
+    return { shown: s.steps, prediction: s.prediction };
+  };
+  assertSameSteps(await generated('webgpu'), await generated('wasm'), 'Generate\'s newest token');
+  await setBackend('webgpu');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+  await page.locator('#view-heatmap').click();
   assert.deepEqual(problems, []);
 });
 
@@ -138,6 +221,26 @@ test('Sentiment: the classifier\'s attention on WebGPU gives the wasm probabilit
     `p(positive) ${onGpu.sentiment.probability} vs ${onWasm.sentiment.probability}`);
   onGpu.heads.forEach((w, h) => assert.ok(maxDifference(w, onWasm.heads[h]) <= 1e-5, `head ${h}`));
   assert.ok(maxDifference(onGpu.output, onWasm.output) <= 1e-4, 'output');
+  // Its Steps view, and a head's z patched from a second sentence, on WebGPU as on wasm.
+  const where = { layer: 0, head: 1, query: 2 };
+  const steps = async (backend) => {
+    await setBackend(backend);
+    const shown = await page.evaluate((w) => window.__mhaDemo.showSteps(w), where);
+    assert.equal((await state()).ranOn, backend);
+    return { shown, prediction: (await state()).prediction };
+  };
+  const own = await steps('webgpu');
+  assertSameSteps(own, await steps('wasm'), 'Sentiment');
+  await page.locator('#steps-patch-text').fill('a dull and boring film');
+  await page.locator('#steps-patch').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 1);
+  const patchedOnWasm = await steps('wasm');
+  const patchedOnGpu = await steps('webgpu');
+  assertSameSteps(patchedOnGpu, patchedOnWasm, 'Sentiment, patched');
+  assert.ok(maxDifference(patchedOnGpu.shown.z, own.shown.z) > 1e-3, 'the patched head\'s z is the second sentence\'s');
+  await page.locator('#steps-clear').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
+  await page.locator('#view-heatmap').click();
   await setBackend('webgpu');
   await page.locator('#source-default').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');

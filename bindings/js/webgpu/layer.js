@@ -10,6 +10,7 @@ import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
 import { QUANTIZED_PROJECTION } from '../core/quantized.js';
+import { checkCapture, patchForCore } from '../core/steps.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { keysPerTile } from './attention.js';
 import { checkBackwardLimits, submitBackward } from './backward.js';
@@ -18,6 +19,7 @@ import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
 import { encodeForward } from './forward-pass.js';
 import { encodeKeyValue } from './key-value.js';
+import { checkWebGpuPatch, encodeSteps, stepsGroups } from './steps.js';
 import { CallBuffers, checkInput, checkUsableOn, gpuTensor, readBack } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
 import { uploadWeights } from './weights.js';
@@ -25,7 +27,6 @@ import { uploadWeights } from './weights.js';
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'outputLocation'];
-const NOT_YET = ['capture', 'patch'];
 const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
@@ -255,11 +256,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
           + 'pass the whole sequence without a cache)');
       }
-      for (const name of NOT_YET) {
-        if (options[name] !== undefined && options[name] !== null && options[name] !== false) {
-          throw new TypeError(`${name}: not supported on the WebGPU backend yet`);
-        }
-      }
       for (const flag of ['causal', 'needWeights', 'averageWeights', 'training', 'weightsBeforeDropout']) checkBoolean(flag, options[flag]);
       if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
         throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
@@ -282,6 +278,13 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         cache.pending = null;
         if (failed) throw failed;
       }
+      const capture = checkCapture(options.capture);
+      const patch = checkWebGpuPatch(options.patch);
+      const steps = capture !== undefined || patch !== null;
+      if (patch && options.grad) {
+        throw new TypeError('patch: not with grad: true on the WebGPU backend yet (its backward pass does not hold '
+          + 'the patched heads constant); use the wasm backend for gradients through a patch');
+      }
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
       const request = {
@@ -290,9 +293,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         cache: cache?.handle ?? null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
         averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
+        capture, patch: patchForCore(patch, shapeOf),
       };
-      // false: no capture / patch steps (refused above: not on WebGPU yet).
-      if (!this.#planner.checkForward(request, false)) throwHandleError(this.#planner, 'forwardAsync');
+      if (!this.#planner.checkForward(request, steps)) throwHandleError(this.#planner, 'forwardAsync');
+      // The steps to capture and the patch, as the C++ plan checked them (steps.js runs them).
+      const planned = steps ? this.#planner.plannedSteps() : null;
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
@@ -307,7 +312,8 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           + "(with 'gpu' the results are new GPUBuffers the caller owns)");
       }
       const call = { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut,
-        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu' };
+        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu', planned,
+        patchTensor: patch?.tensor, patchName: patch && `patch.${patch.steps[0]}` };
       if (!cache) return this.#run(call);
       cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
       try {
@@ -347,6 +353,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
       if (request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
+      if (call.planned) {  // (the step path keeps [B, H, L, S] scores, logits and pattern, whatever it captures)
+        checkSize('the step path\'s scores', B * c.numHeads * L * S);
+        for (const { name, shape } of call.planned.captured) checkSize(`the captured ${name}`, count(shape));
+        for (const [name, groups] of Object.entries(stepsGroups(c, { B, L, S }))) checkGroups(name, groups);
+      }
 
       if (!this.#uploaded) {
         this.#uploaded = uploadWeights(device, c, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
@@ -375,7 +386,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
         for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
-        const made = encodeForward(device, encoder, buffers, c, w, {
+        const forwardCall = {
           B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache, crossCache: cross,
           positions: call.positions?.data,
           keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
@@ -386,7 +397,19 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
           decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
           lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
-        });
+        };
+        let made = null, captured = null;
+        if (call.planned) {  // capture or patch: the step path (steps.js)
+          // (result reads out_proj as float32: a quantized one dequantized by the wasm layer, as its step path does)
+          const wantsResult = call.planned.captured.some((step) => step.name === 'result');
+          const outWeight = w.out.dtype && wantsResult ? buffers.upload(this.#layer.stateDict()['out_proj.weight'], 'out_proj as float32') : w.out;
+          // With grad (capture only): the fused pass makes the output and what backward reads; the
+          // step path, run beside it on the same inputs, gives the steps (its output unused).
+          const stepsCall = request.grad ? { ...forwardCall, output: buffers.storage(count(call.outputShape), 'unused output'), weights: null }
+            : forwardCall;
+          captured = encodeSteps(device, encoder, buffers, c, w, { ...stepsCall, outWeight, patchTensor: call.patchTensor }, call.planned);
+        }
+        if (!call.planned || request.grad) made = encodeForward(device, encoder, buffers, c, w, forwardCall);
         device.queue.submit([encoder.finish()]);
         if (cache && !cross) cache.handle.advance(L);
         // Both scopes popped now, before any other call can push its own.
@@ -394,6 +417,14 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if ((invalid || outOfMemory) && cache && !cross) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        // Captured steps (when asked) go where the output goes: GPU tensors with outputLocation 'gpu'.
+        const capturedSteps = call.planned?.captured ?? [];
+        const readCaptured = async () => {
+          if (!call.request.capture) return undefined;
+          const data = call.gpuOutput ? capturedSteps.map(({ name, shape }) => gpuTensor(device, buffers.keep(captured[name]), shape))
+            : await Promise.all(capturedSteps.map(async ({ name, shape }) => ({ data: await readBack(device, captured[name], count(shape)), shape })));
+          return Object.fromEntries(capturedSteps.map(({ name }, i) => [name, data[i]]));
+        };
         if (request.grad) {
           const saved = { buffers, c, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
             inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
@@ -405,22 +436,30 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
             backward: (s, dOut) => this.#backward(s, dOut),
             onFree: (r) => this.#trainingRecords.delete(r),
           });
+          const stepsResult = await readCaptured();
           this.#trainingRecords.add(record);
           kept = true;
-          return new GpuTrainingResult(record, outputResult, weightsResult);
+          const result = new GpuTrainingResult(record, outputResult, weightsResult);
+          if (stepsResult) result.captured = stepsResult;
+          return result;
         }
         if (call.gpuOutput) {
-          return {
+          const result = {
             output: gpuTensor(device, buffers.keep(output), call.outputShape),
             weights: weights ? gpuTensor(device, buffers.keep(weights), call.weightsShape) : null,
           };
+          const stepsResult = await readCaptured();
+          if (stepsResult) result.captured = stepsResult;
+          return result;
         }
-        const [outData, weightsData] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
-          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null]);
-        return {
+        const [outData, weightsData, stepsResult] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
+          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null, readCaptured()]);
+        const result = {
           output: { data: outData, shape: call.outputShape },
           weights: weights ? { data: weightsData, shape: call.weightsShape } : null,
         };
+        if (stepsResult) result.captured = stepsResult;
+        return result;
       } catch (error) {
         const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
         if (lost) throw lostError('forwardAsync', { reason: lost.reason, message: lost.message });
@@ -490,7 +529,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
 
     /** Each caller's GPUBuffer checked on this device: a buffer of another device or a destroyed one is named. */
     async #checkGpuInputs(call) {
-      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v]]) {
+      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v], [call.patchName, call.patchTensor]]) {
         if (t?.onGpu) await checkUsableOn(device, name, t.buffer);
       }
     }
