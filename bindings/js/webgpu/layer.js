@@ -402,7 +402,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           const weightsResult = !weights ? null : call.gpuOutput ? gpuTensor(device, buffers.keep(weights), call.weightsShape)
             : { data: await readBack(device, weights, count(call.weightsShape)), shape: call.weightsShape };
           const record = gpuTrainingRecord(saved, {
-            backward: (s, dOut) => this.#backward(s, dOut),
+            backward: (s, dOut, how) => this.#backward(s, dOut, how),
             onFree: (r) => this.#trainingRecords.delete(r),
           });
           this.#trainingRecords.add(record);
@@ -430,8 +430,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
     }
 
-    /** The backward pass of a forward result with grad (training.js calls it): backward.js on the saved buffers. */
-    async #backward(saved, dOut) {
+    /**
+     * The backward pass of a forward result with grad (training.js calls it, and checks its
+     * options): backward.js on the saved buffers; with `onGpu` the gradients stay on the GPU.
+     */
+    async #backward(saved, dOut, { onGpu = false } = {}) {
       this.#live('backwardAsync');
       if (saved.w !== this.#uploaded) {
         throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
@@ -445,7 +448,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         let submitted;
         let failed = null;
         try {
-          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes());
+          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes(), { onGpu });
         } catch (error) {
           failed = error;
         }
@@ -454,6 +457,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (failed) throw failed;
+        if (onGpu) return submitted.tensors;
         const gradients = await submitted.read();
         const shapes = saved.inputShapes;
         return {
