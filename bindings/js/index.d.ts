@@ -758,6 +758,27 @@ export interface WebGpuForwardResult<O extends WebGpuForwardOptions = WebGpuForw
   weights: O extends WebGpuNeedWeights ? WebGpuResultTensor<O> : WebGpuResultTensor<O> | null;
 }
 
+/** Options of {@link WebGpuTrainingResult.backwardAsync}. */
+export interface WebGpuBackwardOptions {
+  /**
+   * 'cpu' (default): the gradients as Float32Arrays ({@link Gradients}). 'gpu': as
+   * {@link GpuTensor}s ({@link GpuGradients}) that stay on the device.
+   */
+  outputLocation?: 'cpu' | 'gpu';
+}
+
+/** {@link Gradients} left on the GPU (`backwardAsync(dOut, { outputLocation: 'gpu' })`): the same names and shapes. */
+export interface GpuGradients {
+  /** dLoss/dQuery, the query's shape (in self-attention the sum of its three uses). */
+  query: GpuTensor;
+  /** dLoss/dKey, or null when forward got key = null. */
+  key: GpuTensor | null;
+  /** dLoss/dValue, or null when forward got value = null. */
+  value: GpuTensor | null;
+  /** dLoss/d each parameter, keyed and shaped exactly as the layer's stateDictShapes(). */
+  params: Record<string, GpuTensor>;
+}
+
 /** {@link WebGpuForwardOptions} of a call that keeps its state on the GPU for a backward pass. */
 export interface WebGpuGradForwardOptions extends WebGpuForwardOptions {
   grad: true;
@@ -777,7 +798,12 @@ export interface WebGpuTrainingResult<O extends WebGpuForwardOptions = WebGpuFor
    *   dispose(); {TypeError} when the layer's weights changed since the forward pass;
    *   {TypeError | RangeError} for a dOut of the wrong kind or size.
    */
-  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput): Promise<Gradients>;
+  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options?: WebGpuBackwardOptions & { outputLocation?: 'cpu' }): Promise<Gradients>;
+  /**
+   * The same, with every gradient left on the GPU (`outputLocation: 'gpu'`): {@link GpuGradients},
+   * the buffers the caller's, nothing read back (an optimizer on the GPU takes them as they are).
+   */
+  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'gpu' }): Promise<GpuGradients>;
   /** Frees what forward kept on the GPU, without a backward (a no-op after backward). */
   release(): void;
   /** True once backwardAsync() or release() ran (or the layer was disposed). */
