@@ -20,7 +20,7 @@ import { encodeForward } from './forward-pass.js';
 import { encodeKeyValue } from './key-value.js';
 import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
-import { uploadWeights } from './weights.js';
+import { copyWeights, uploadWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
@@ -81,6 +81,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
     #disposed = false;
     #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
+    #weightsOnGpu = false;  // true while the weights are those of loadStateDict({ name: { buffer, shape } }): none in the wasm layer
 
     constructor(config) {
       this.#layer = new wasm.MultiHeadAttention(config);
@@ -101,10 +102,34 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     /** True while the device works; false once it was lost (the layer is unusable then). */
     get usable() { return !this.#disposed && !gpu.lost; }
     stateDictShapes() { return this.#layer.stateDictShapes(); }
-    stateDict() { return this.#layer.stateDict(); }
+    stateDict() {
+      if (this.#weightsOnGpu) {
+        throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
+          + 'and live only on the GPU; read the tensors it was loaded from');
+      }
+      return this.#layer.stateDict();
+    }
 
+    /**
+     * The wasm layer's loadStateDict; or, when the values are { buffer, shape } GPU tensors, their
+     * contents copied on the GPU into the layer's weights (nothing read back; weights.js's
+     * copyWeights), the GPU's verdict awaited by the next call.
+     */
     loadStateDict(stateDict) {
       this.#live('loadStateDict');
+      const onGpu = stateDict !== null && typeof stateDict === 'object'
+        && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
+      if (onGpu) {
+        try {
+          const uploaded = copyWeights(device, this.#config, this.#layer.stateDictShapes(), stateDict, this.#layer.config.weightDtype);
+          this.#forgetUpload();
+          this.#uploaded = uploaded;
+          this.#weightsOnGpu = true;
+        } catch (error) {
+          throw withCallName(error, 'loadStateDict');
+        }
+        return this;
+      }
       this.#layer.loadStateDict(stateDict);
       this.#forgetUpload();
       return this;
@@ -128,6 +153,16 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #forgetUpload() {
       this.#uploaded?.destroy();
       this.#uploaded = null;
+      this.#weightsOnGpu = false;
+    }
+
+    /** Whether the layer has weights (in the wasm layer, or loaded from GPU tensors). */
+    get #hasWeights() { return this.#weightsOnGpu || this.#layer.byteSize > 0; }
+
+    /** A GPU-to-GPU weight load's verdict (copyWeights), awaited once before the weights are used. */
+    async #weightsReady() {
+      const failed = await this.#uploaded?.ready;
+      if (failed) throw failed;
     }
 
     /**
@@ -186,7 +221,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       try {
         this.#live('setKeyValue');
         const state = this.#checkCache(cache);
-        if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+        if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
         const k = checkInput('key', key, { expected: '[B, S, kdim]' });
         const v = checkInput('value', value, { expected: '[B, S, vdim]' });
         if (!this.#planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) {
@@ -293,7 +328,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       };
       // false: no capture / patch steps (refused above: not on WebGPU yet).
       if (!this.#planner.checkForward(request, false)) throwHandleError(this.#planner, 'forwardAsync');
-      if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+      if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
       if (options.grad && (options.out != null || options.weightsOut != null)) {  // (the wasm layer's rule and words)
@@ -355,6 +390,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const buffers = new CallBuffers(device);
       let kept = false;  // true when a training result holds the buffers for its backward pass
       try {
+        await this.#weightsReady();
         await this.#checkGpuInputs(call);
         if (call.checkFinite) await this.#checkFiniteOnGpu(call);
         // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
