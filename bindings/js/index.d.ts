@@ -821,8 +821,13 @@ export interface WebGpuMultiHeadAttention
   readonly backend: 'webgpu';
   /** False once the device was lost (or the layer disposed): every call then rejects, saying so. */
   readonly usable: boolean;
-  /** As {@link MultiHeadAttention.loadStateDict}; the GPU copy is replaced before the next call. */
-  loadStateDict(stateDict: StateDict): this;
+  /**
+   * As {@link MultiHeadAttention.loadStateDict}; the GPU copy is replaced before the next call. Or
+   * every weight a GPU tensor (usage COPY_SRC; named and shaped as stateDictShapes()): copied on the
+   * GPU, nothing read back (a float32 layer only); stateDict() is then a TypeError until weights
+   * are loaded from the CPU again.
+   */
+  loadStateDict(stateDict: StateDict | Record<string, GpuTensorInput>): this;
   /** As {@link MultiHeadAttention.initialize}; the GPU copy is replaced before the next call. */
   initialize(options?: InitializeOptions): this;
   /**
@@ -897,6 +902,73 @@ export interface WebGpuModule {
   MultiHeadAttention: WebGpuMultiHeadAttentionConstructor;
   /** Keras' layer over this module's MultiHeadAttention: `await layer.callAsync(query, value, key, options)`. */
   KerasMultiHeadAttention: WebGpuKerasMultiHeadAttentionConstructor;
+  /** AdamW on this device: `new mha.AdamW({ weightDecay })`, parameters and moments kept on the GPU. */
+  AdamW: WebGpuAdamWConstructor;
+}
+
+/** Options of {@link WebGpuAdamW}: PyTorch's torch.optim.AdamW's. */
+export interface AdamWOptions {
+  /** Decoupled weight decay (default 0.01). */
+  weightDecay?: number;
+  /** The second moment's decay (default 0.999). */
+  beta2?: number;
+  /** Added to the second moment's root (default 1e-8). */
+  eps?: number;
+}
+
+/** One {@link WebGpuAdamW.step}'s learning rate, momentum and gradient scale. */
+export interface AdamWStepOptions {
+  /** The learning rate. */
+  lr: number;
+  /** The first moment's decay (default 0.9; a schedule may cycle it). */
+  beta1?: number;
+  /** Each gradient is multiplied by it first (default 1): a global-norm clip's factor. */
+  gradScale?: number;
+}
+
+/** An optimizer's state on the CPU: {@link WebGpuAdamW.state} and loadState. */
+export interface AdamWState {
+  /** Updates done. */
+  steps: number;
+  /** The first moments by parameter name. */
+  firstMoment: Record<string, Float32Array>;
+  /** The second moments by parameter name. */
+  secondMoment: Record<string, Float32Array>;
+}
+
+/**
+ * AdamW on the GPU (PyTorch's formula, as the demo's web/training/adamw.js): parameters given as
+ * GPU tensors are updated in place from gradients on the GPU
+ * (`backwardAsync(dOut, { outputLocation: 'gpu' })`), the moments kept on the GPU between steps.
+ */
+export interface WebGpuAdamW {
+  /** The decoupled weight decay it was made with. */
+  readonly weightDecay: number;
+  /** The second moment's decay it was made with. */
+  readonly beta2: number;
+  /** The eps it was made with. */
+  readonly eps: number;
+  /** Updates done so far. */
+  readonly steps: number;
+  /**
+   * One update of every tensor of `params` (updated in place) from `grads` (the same names and
+   * shapes); resolves once the GPU accepted the work.
+   * @throws {TypeError | RangeError} (as a rejection) naming the tensor or option.
+   */
+  step(params: Record<string, GpuTensorInput>, grads: Record<string, GpuTensorInput>, options: AdamWStepOptions): Promise<void>;
+  /** The sum of squares of every element of `tensors` (for a global-norm clip): one float per tensor read back. */
+  squaredNorm(tensors: Record<string, GpuTensorInput>): Promise<number>;
+  /** The moments and step count read back to the CPU. */
+  state(): Promise<AdamWState>;
+  /** Replaces the moments and step count (uploaded). */
+  loadState(state: AdamWState): this;
+  /** Frees the moments. */
+  dispose(): void;
+}
+
+/** `new mha.AdamW(options)` on a {@link WebGpuModule}'s device. */
+export interface WebGpuAdamWConstructor {
+  new (options?: AdamWOptions): WebGpuAdamW;
 }
 
 /**
