@@ -4,13 +4,10 @@
 import { init } from '../bindings/js/index.js';
 
 /**
- * Why a mode stays on wasm while WebGPU is chosen. Capture is missing from the WebGPU backend;
- * backward is there (backwardAsync), but the page's trainer still calls the layer synchronously.
+ * Why a mode stays on wasm while WebGPU is chosen. Capture is missing from the WebGPU backend.
  * When a mode's code awaits the WebGPU calls, delete its line.
  */
 export const WEBGPU_LACKS = {
-  // web/training/trainer.js calls forward with grad and backward; it needs forwardAsync/backwardAsync.
-  train: 'the page\'s trainer does not use the WebGPU backward pass yet',
   steps: 'the WebGPU backend has no capture (the Steps view) yet',
 };
 
