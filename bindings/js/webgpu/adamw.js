@@ -48,6 +48,9 @@ export function defineAdamW(gpu) {
       let result, failed = null;
       try {
         result = submit(buffers);
+        // (awaited below, after the error scopes: meanwhile a rejection, e.g. of a readback on a
+        // device lost, must not count as unhandled)
+        result?.catch?.(() => {});
       } catch (error) {
         failed = error;
       }
