@@ -359,7 +359,13 @@ async function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, v
 }
 
 /** The Train mode: the session owns the trainer; its loop yields to these messages between steps. */
-const trainingSession = () => (training ??= new TrainingSession({ mha, vocab: model.vocab }));
+// Each step asks which backend runs Train (the switch may move it mid-run); a device lost mid-step
+// moves the page to wasm, and the step runs again there from the unchanged training state.
+const trainingSession = () => (training ??= new TrainingSession({
+  mha, vocab: model.vocab,
+  gpu: () => (backends.backendFor('train') === 'webgpu' ? backends.gpu : null),
+  lose: (why) => backends.lose(why),
+}));
 const probeBuffers = (message) => (message.probe ? buffersOf(message.probe.layers) : []);
 
 /** "Use these weights": the trained model becomes the default model (the text box, Generate). */

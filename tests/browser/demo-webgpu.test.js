@@ -1,8 +1,9 @@
 // The demo page on WebGPU, in Chromium with SwiftShader's (software) WebGPU adapter: the page finds
 // the adapter but keeps wasm as the default (a software adapter is slower); the switch moves the
-// modes that run on WebGPU (Default model, Your layer, Sentiment, Generate, the Steps view: capture and
-// patch on the GPU) there, with the same numbers (and generated text) as on wasm; Train stays on wasm and the header says why;
-// switching mid-run keeps the generated tokens and the training state; a lost device (GPUDevice.destroy()) moves the page to wasm.
+// modes that run on WebGPU (Default model, Your layer, Sentiment, Generate, Train, the Steps view: capture
+// and patch on the GPU) there, with the same numbers (generated text, training curves) as on wasm;
+// switching mid-run keeps the generated tokens and the training state; a lost device (GPUDevice.destroy()) moves the page to wasm,
+// mid-training too, without losing a step.
 // SwiftShader is slow: short texts, few tokens, few training steps.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -95,8 +96,7 @@ test('Default model: the switch runs it on WebGPU with the wasm backend\'s numbe
   const text = await header();
   assert.match(text, /WebGPU · google swiftshader \(software\)/);
   assert.ok(!text.includes('Generate: wasm'), text);
-  assert.ok(text.includes('Train: wasm (the page\'s trainer does not use the WebGPU backward pass yet)'), text);
-  assert.ok(!text.includes('Steps: wasm'), text);
+  for (const mode of ['Train', 'Steps', 'Generate']) assert.ok(!text.includes(`${mode}: wasm`), text);
   assert.match(await page.locator('#status').innerText(), /attention layers on WebGPU \d+\.\d\d ms/);
   // Typing on WebGPU redraws on WebGPU.
   await page.evaluate((t) => window.__mhaDemo.setText(t), `${TEXT}m`);
@@ -274,16 +274,55 @@ test('Generate on WebGPU (KV caches on the GPU) writes the wasm backend\'s text;
   assert.deepEqual(problems, []);
 });
 
-test('Train stays on wasm; switching mid-run keeps the training state', { timeout: 300_000 }, async () => {
-  await page.evaluate(() => window.__mhaDemo.startTraining({ seed: 5, batchSize: 4, seqLen: 16, steps: 30, evalEvery: 10 }));
-  await page.waitForFunction(() => window.__mhaDemo.getState().training.step >= 5, null, { polling: 100 });
-  await setBackend('wasm');
-  const before = (await state()).training.step;
-  await page.waitForFunction(() => { const t = window.__mhaDemo.getState().training; return !t.running && t.step === 30; }, null, { timeout: 0, polling: 250 });
-  assert.ok(before >= 5, 'the switch did not reset the training');
-  await setBackend('webgpu');
-  assert.equal((await state()).training.step, 30);
-  assert.equal((await state()).backends.modes.train.backend, 'wasm');
+test('Train on WebGPU: wasm\'s curve for the same seed; a mid-run switch and a device lost mid-run keep the training state', { timeout: 300_000 }, async () => {
+  // A tiny model and few steps: a training step on the software adapter takes a second or so.
+  const SETTINGS = { seed: 5, batchSize: 2, seqLen: 12, steps: 12, evalEvery: 4, dModel: 16, numHeads: 2, numLayers: 2 };
+  const train = async (backend, { midRun = null } = {}) => {
+    if (backend) await setBackend(backend);
+    await page.evaluate((s) => window.__mhaDemo.startTraining(s), SETTINGS);
+    if (midRun) {
+      await page.waitForFunction(() => window.__mhaDemo.getState().training.step >= 2, null, { polling: 50 });
+      await midRun();
+    }
+    await page.waitForFunction((n) => { const t = window.__mhaDemo.getState().training; return !t.running && t.step === n; },
+      SETTINGS.steps, { timeout: 0, polling: 100 });
+    return { curves: await page.evaluate(() => window.__mhaDemo.trainingCurves()), training: (await state()).training };
+  };
+  const sameCurve = (got, want, what) => {
+    assert.deepEqual(got.curves.steps, want.curves.steps, `${what}: the steps`);
+    got.curves.losses.forEach((loss, i) => assert.ok(Math.abs(loss - want.curves.losses[i]) <= 1e-5 * want.curves.losses[i],
+      `${what}: step ${i + 1}'s loss ${loss} vs ${want.curves.losses[i]}`));
+    assert.deepEqual(got.curves.evaluations.map((e) => e.step), want.curves.evaluations.map((e) => e.step), `${what}: evaluated at`);
+    got.curves.evaluations.forEach((e, i) => assert.ok(Math.abs(e.heldOutLoss - want.curves.evaluations[i].heldOutLoss) <= 1e-5 * e.heldOutLoss,
+      `${what}: held-out loss at step ${e.step}`));
+  };
+
+  const onWasm = await train('wasm');
+  assert.equal(onWasm.training.ranOn, 'wasm');
+  const onGpu = await train('webgpu');
+  assert.equal((await state()).backends.modes.train.backend, 'webgpu');
+  assert.equal(onGpu.training.ranOn, 'webgpu');
+  assert.ok(onGpu.training.rates.webgpu.stepsPerSecond > 0 && onGpu.training.rates.webgpu.tokensPerSecond > 0, 'WebGPU\'s rates');
+  sameCurve(onGpu, onWasm, 'WebGPU vs wasm');
+  assert.match(await page.locator('#status').innerText(), /attention in WebGPU/);
+  assert.match(await page.locator('#train-summary').innerText(), /WebGPU \d+\.\d+ steps\/s \([\d,]+ tokens\/s\)/);
+  assert.ok(!(await header()).includes('Train: wasm'), 'the header lists Train as on WebGPU');
+
+  // The switch mid-run: the next step runs on wasm, from the state WebGPU left.
+  const switched = await train('webgpu', { midRun: () => setBackend('wasm') });
+  assert.equal(switched.training.ranOn, 'wasm');
+  assert.ok(switched.training.rates.webgpu && switched.training.rates.wasm, 'both backends\' rates');
+  assert.match(await page.locator('#status').innerText(), /wasm [\d.]+ steps\/s \([\d,]+ tokens\/s\) · WebGPU [\d.]+ steps\/s/);
+  sameCurve(switched, onWasm, 'switched mid-run');
+
+  // A device lost mid-run: the page says so, and training goes on on wasm without a lost step.
+  const lost = await train('webgpu', { midRun: () => page.evaluate(() => window.__mhaDemo.loseDevice()) });
+  assert.equal(lost.training.ranOn, 'wasm');
+  assert.equal((await state()).backends.available, false);
+  assert.match(await page.locator('#backend-note').innerText(), /^the WebGPU device was lost[^\n]*; continuing on wasm$/);
+  sameCurve(lost, onWasm, 'after the device was lost');
+
+  await setBackend('webgpu');  // (a new device, for the next test)
   await page.locator('#source-default').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
   assert.deepEqual(problems, []);

@@ -22,7 +22,7 @@ import { encodeKeyValue } from './key-value.js';
 import { checkWebGpuPatch, encodeSteps, stepsGroups } from './steps.js';
 import { CallBuffers, checkInput, checkUsableOn, gpuTensor, readBack } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
-import { uploadWeights } from './weights.js';
+import { copyWeights, uploadWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
@@ -82,6 +82,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
     #disposed = false;
     #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
+    #weightsOnGpu = false;  // true while the weights are those of loadStateDict({ name: { buffer, shape } }): none in the wasm layer
 
     constructor(config) {
       this.#layer = new wasm.MultiHeadAttention(config);
@@ -102,10 +103,34 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     /** True while the device works; false once it was lost (the layer is unusable then). */
     get usable() { return !this.#disposed && !gpu.lost; }
     stateDictShapes() { return this.#layer.stateDictShapes(); }
-    stateDict() { return this.#layer.stateDict(); }
+    stateDict() {
+      if (this.#weightsOnGpu) {
+        throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
+          + 'and live only on the GPU; read the tensors it was loaded from');
+      }
+      return this.#layer.stateDict();
+    }
 
+    /**
+     * The wasm layer's loadStateDict; or, when the values are { buffer, shape } GPU tensors, their
+     * contents copied on the GPU into the layer's weights (nothing read back; weights.js's
+     * copyWeights), the GPU's verdict awaited by the next call.
+     */
     loadStateDict(stateDict) {
       this.#live('loadStateDict');
+      const onGpu = stateDict !== null && typeof stateDict === 'object'
+        && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
+      if (onGpu) {
+        try {
+          const uploaded = copyWeights(device, this.#config, this.#layer.stateDictShapes(), stateDict, this.#layer.config.weightDtype);
+          this.#forgetUpload();
+          this.#uploaded = uploaded;
+          this.#weightsOnGpu = true;
+        } catch (error) {
+          throw withCallName(error, 'loadStateDict');
+        }
+        return this;
+      }
       this.#layer.loadStateDict(stateDict);
       this.#forgetUpload();
       return this;
@@ -129,6 +154,16 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #forgetUpload() {
       this.#uploaded?.destroy();
       this.#uploaded = null;
+      this.#weightsOnGpu = false;
+    }
+
+    /** Whether the layer has weights (in the wasm layer, or loaded from GPU tensors). */
+    get #hasWeights() { return this.#weightsOnGpu || this.#layer.byteSize > 0; }
+
+    /** A GPU-to-GPU weight load's verdict (copyWeights), awaited once before the weights are used. */
+    async #weightsReady() {
+      const failed = await this.#uploaded?.ready;
+      if (failed) throw failed;
     }
 
     /**
@@ -187,7 +222,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       try {
         this.#live('setKeyValue');
         const state = this.#checkCache(cache);
-        if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+        if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
         const k = checkInput('key', key, { expected: '[B, S, kdim]' });
         const v = checkInput('value', value, { expected: '[B, S, vdim]' });
         if (!this.#planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) {
@@ -298,7 +333,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (!this.#planner.checkForward(request, steps)) throwHandleError(this.#planner, 'forwardAsync');
       // The steps to capture and the patch, as the C++ plan checked them (steps.js runs them).
       const planned = steps ? this.#planner.plannedSteps() : null;
-      if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+      if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
       if (options.grad && (options.out != null || options.weightsOut != null)) {  // (the wasm layer's rule and words)
@@ -366,6 +401,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const buffers = new CallBuffers(device);
       let kept = false;  // true when a training result holds the buffers for its backward pass
       try {
+        await this.#weightsReady();
         await this.#checkGpuInputs(call);
         if (call.checkFinite) await this.#checkFiniteOnGpu(call);
         // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
@@ -433,7 +469,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           const weightsResult = !weights ? null : call.gpuOutput ? gpuTensor(device, buffers.keep(weights), call.weightsShape)
             : { data: await readBack(device, weights, count(call.weightsShape)), shape: call.weightsShape };
           const record = gpuTrainingRecord(saved, {
-            backward: (s, dOut) => this.#backward(s, dOut),
+            backward: (s, dOut, how) => this.#backward(s, dOut, how),
             onFree: (r) => this.#trainingRecords.delete(r),
           });
           const stepsResult = await readCaptured();
@@ -469,8 +505,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
     }
 
-    /** The backward pass of a forward result with grad (training.js calls it): backward.js on the saved buffers. */
-    async #backward(saved, dOut) {
+    /**
+     * The backward pass of a forward result with grad (training.js calls it, and checks its
+     * options): backward.js on the saved buffers; with `onGpu` the gradients stay on the GPU.
+     */
+    async #backward(saved, dOut, { onGpu = false } = {}) {
       this.#live('backwardAsync');
       if (saved.w !== this.#uploaded) {
         throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
@@ -484,7 +523,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         let submitted;
         let failed = null;
         try {
-          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes());
+          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes(), { onGpu });
         } catch (error) {
           failed = error;
         }
@@ -493,6 +532,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (failed) throw failed;
+        if (onGpu) return submitted.tensors;
         const gradients = await submitted.read();
         const shapes = saved.inputShapes;
         return {

@@ -3,7 +3,7 @@
 // masks) until backwardAsync() or release(). The same surface and errors as the wasm layer's
 // TrainingResult (core/training.js), asynchronous only.
 import { withCallName } from '../core/errors.js';
-import { describe } from '../core/validate.js';
+import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
 
 let warnedAboutLeak = false;
@@ -51,17 +51,25 @@ export class GpuTrainingResult {
   /**
    * dLoss/d(inputs and parameters) for dLoss/dOutput = dOut ({ data: Float32Array, shape } or
    * { buffer: GPUBuffer, shape } of the output's shape), as the wasm layer's. Call once.
+   * options.outputLocation: 'cpu' (default: Float32Arrays read back) or 'gpu' (every gradient a
+   * GPU tensor { buffer, shape, read(), dispose() } the caller owns; nothing read back).
    */
-  async backwardAsync(dOut) {
+  async backwardAsync(dOut, options = {}) {
     try {
-      return await this.#backward(dOut);
+      return await this.#backward(dOut, options);
     } catch (error) {
       throw withCallName(error, 'backwardAsync');
     }
   }
 
-  async #backward(dOut) {
+  async #backward(dOut, options) {
     const record = this.#record;
+    // The one place that checks backwardAsync's options (layer.js applies them).
+    checkPlainObject('options', options);
+    checkKnownKeys('options', options, ['outputLocation']);
+    if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
+      throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
+    }
     if (record.state === 'done' || record.state === 'running') throw new Error('already called for this forward pass (call forward again)');
     if (record.state === 'disposed') throw new Error('the layer that made this forward pass was disposed');
     if (record.state === 'released') throw new Error('this forward pass was released (release() frees what backward needs)');
@@ -82,7 +90,8 @@ export class GpuTrainingResult {
     }
     record.state = 'running';
     try {
-      const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data });
+      const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data },
+        { onGpu: options.outputLocation === 'gpu' });
       leakedResults.unregister(this);
       freeGpuRecord(record, 'done');
       return gradients;
