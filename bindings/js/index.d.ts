@@ -774,8 +774,9 @@ export type WebGpuCapturedOnGpu<C> = C extends undefined ? undefined : { [S in k
 /** Options of {@link WebGpuTrainingResult.backwardAsync}. */
 export interface WebGpuBackwardOptions {
   /**
-   * 'cpu' (default): the gradients as Float32Arrays ({@link Gradients}). 'gpu': as
-   * {@link GpuTensor}s ({@link GpuGradients}) that stay on the device.
+   * 'cpu': the gradients as Float32Arrays ({@link Gradients}). 'gpu': as {@link GpuTensor}s
+   * ({@link GpuGradients}) that stay on the device. Default: where the forward pass put its output
+   * (its {@link WebGpuForwardOptions.outputLocation}).
    */
   outputLocation?: 'cpu' | 'gpu';
 }
@@ -811,12 +812,14 @@ export interface WebGpuTrainingResult<O extends WebGpuForwardOptions = WebGpuFor
    *   dispose(); {TypeError} when the layer's weights changed since the forward pass;
    *   {TypeError | RangeError} for a dOut of the wrong kind or size.
    */
-  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options?: WebGpuBackwardOptions & { outputLocation?: 'cpu' }): Promise<Gradients>;
+  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'cpu' }): Promise<Gradients>;
   /**
    * The same, with every gradient left on the GPU (`outputLocation: 'gpu'`): {@link GpuGradients},
    * the buffers the caller's, nothing read back (an optimizer on the GPU takes them as they are).
    */
   backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'gpu' }): Promise<GpuGradients>;
+  /** Without outputLocation: the gradients go where the forward pass put its output. */
+  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options?: WebGpuBackwardOptions): Promise<O extends WebGpuGpuOutput ? GpuGradients : Gradients>;
   /** Frees what forward kept on the GPU, without a backward (a no-op after backward). */
   release(): void;
   /** True once backwardAsync() or release() ran (or the layer was disposed). */

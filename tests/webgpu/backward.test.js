@@ -164,8 +164,15 @@ describe('GPU-resident inputs and dOut', () => {
     device.queue.writeBuffer(gk.buffer, 0, new Float32Array(B * S * 6).fill(7));
     assert.ok(r.output.buffer);
     assert.deepEqual(r.output.shape, [B, L, 8]);
+    // No outputLocation: the gradients stay where the forward put its output (on the GPU).
     const got = await r.backwardAsync(toGpu(dOut));
-    assert.deepEqual(got, want);
+    assert.ok(got.query.buffer && got.params['out_proj.weight'].buffer, 'GPU tensors');
+    const read = async (g) => g && { data: await g.read(), shape: g.shape };
+    assert.deepEqual({
+      query: await read(got.query), key: await read(got.key), value: await read(got.value),
+      params: Object.fromEntries(await Promise.all(Object.entries(got.params).map(async ([n, g]) => [n, (await g.read())]))),
+    }, want);
+    for (const g of [got.query, got.key, got.value, ...Object.values(got.params)]) g.dispose();
     r.output.dispose();
     for (const t of [gq, gk, gv]) t.buffer.destroy();
     layer.dispose();

@@ -51,8 +51,9 @@ export class GpuTrainingResult {
   /**
    * dLoss/d(inputs and parameters) for dLoss/dOutput = dOut ({ data: Float32Array, shape } or
    * { buffer: GPUBuffer, shape } of the output's shape), as the wasm layer's. Call once.
-   * options.outputLocation: 'cpu' (default: Float32Arrays read back) or 'gpu' (every gradient a
-   * GPU tensor { buffer, shape, read(), dispose() } the caller owns; nothing read back).
+   * options.outputLocation: 'gpu' (every gradient a GPU tensor { buffer, shape, read(), dispose() }
+   * the caller owns; nothing read back) or 'cpu' (Float32Arrays read back); by default where the
+   * forward put its output (the issue's rule: outputLocation 'gpu' keeps outputs and gradients there).
    */
   async backwardAsync(dOut, options = {}) {
     try {
@@ -91,7 +92,7 @@ export class GpuTrainingResult {
     record.state = 'running';
     try {
       const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data },
-        { onGpu: options.outputLocation === 'gpu' });
+        { onGpu: (options.outputLocation ?? (this.output.buffer ? 'gpu' : 'cpu')) === 'gpu' });
       leakedResults.unregister(this);
       freeGpuRecord(record, 'done');
       return gradients;
