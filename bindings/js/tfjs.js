@@ -11,6 +11,7 @@ import { registerFastGradients } from './tfjs/kernels.js';
 import { defineTfjsMultiHeadAttention } from './tfjs/layer.js';
 
 export { registerFastGradients, FAST_GRADIENT_KERNELS } from './tfjs/kernels.js';
+export { tfjsToGpu, gpuToTfjs } from './tfjs/gpu-tensors.js';
 
 const PACKAGE = '@tensorflow/tfjs';
 const bound = new WeakMap();  // tf namespace -> { module: init options key, api }
