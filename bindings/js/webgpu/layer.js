@@ -29,6 +29,15 @@ const NOT_YET = ['capture', 'patch'];
 const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
+const STORAGE = 0x80, COPY_DST = 0x08;  // GPUBufferUsage
+/**
+ * The synchronous GPU entry points mha-wasm/tfjs uses on tfjs' device (tfjs' layers call
+ * synchronously; tfjs submits its own work in between): [SUBMIT_NOW](query, key, value, options)
+ * submits forwardAsync's work at once for GPU inputs and outputs, [USE_GPU_WEIGHTS](buffers) takes
+ * float32 weights already on the device. Not public API.
+ */
+export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
+export const USE_GPU_WEIGHTS = Symbol('mha-wasm webgpu: weights on the GPU');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
 /**
@@ -240,6 +249,24 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     }
 
     async #forwardAsync(query, key, value, options) {
+      const call = this.#prepare(query, key, value, options);
+      const { cache } = call;
+      if (cache?.pending) {  // (a setKeyValue still on the GPU; it failed: its handle was reset)
+        const failed = await cache.pending;
+        cache.pending = null;
+        if (failed) throw failed;
+      }
+      if (!cache) return this.#run(call);
+      cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
+      try {
+        return await this.#run(call);
+      } finally {
+        cache.busy = false;
+      }
+    }
+
+    /** forwardAsync's checks and plan, synchronous: the call's checked inputs, options and shapes. */
+    #prepare(query, key, value, options) {
       this.#live('forwardAsync');
       const q = checkInput('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
       if (key !== null && key !== undefined && !('data' in Object(key)) && !('buffer' in Object(key)) && value == null) {
@@ -277,11 +304,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (options.checkFinite) checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
-      if (cache?.pending) {  // (a setKeyValue still on the GPU)
-        const failed = await cache.pending;
-        cache.pending = null;
-        if (failed) throw failed;
-      }
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
       const request = {
@@ -306,34 +328,31 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw new TypeError(`${out ? 'out' : 'weightsOut'}: a Float32Array destination is for outputLocation 'cpu' `
           + "(with 'gpu' the results are new GPUBuffers the caller owns)");
       }
-      const call = { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut,
+      return { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut, cache,
         checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu' };
-      if (!cache) return this.#run(call);
-      cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
-      try {
-        return await this.#run({ ...call, cache });
-      } finally {
-        cache.busy = false;
-      }
     }
 
-    async #run(call) {
-      const c = this.#config;
-      const { q, request } = call;
+    /** The call's sizes: batch B, query rows L, keys S (newKeys of them projected now, after `cached`). */
+    #sizes(call) {
+      const { q, cache } = call;
       const self = !call.k;
       const batched = q.shape.length === 3;
       const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
       // With a cache: the call's L new tokens are projected and appended after the `cached` it
       // holds, and attend to all of them (query row r at position cached + r).
       // With a cross-attention cache: none projected, S = the tokens setKeyValue put there.
-      const { cache } = call;
       const cross = Boolean(cache) && cache.handle.kind() === CROSS;
       const cached = cache && !cross ? cache.handle.length() : 0;
       const S = cross ? cache.handle.length() : cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
       const newKeys = cross ? 0 : cache ? L : S;  // keys projected in this call
+      return { B, L, S, newKeys, cached, cross, self };
+    }
+
+    /** The device's limits, before anything is made. */
+    #checkLimits(call, { B, L, S, newKeys }) {
+      const c = this.#config;
       const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
       const AD = c.numHeads * c.valueHeadDim;
-      // The device's limits, before anything is made.
       if (keysPerTile(c.headDim, c.valueHeadDim) < 1) {
         throw new RangeError(`headDim + valueHeadDim = ${c.headDim + c.valueHeadDim} floats per key do not fit the `
           + 'kernels\' workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
@@ -345,37 +364,44 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
       checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
       checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
-      if (request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
+      if (call.request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
+    }
 
+    /**
+     * Encodes and submits the call, now (synchronously), in its error scopes; its buffers are made
+     * in `buffers`. Returns the output buffers, what backward needs, and `verdict`: a promise of the
+     * scopes' [validation error, out-of-memory error] (both popped before this returns).
+     */
+    #submit(call, sizes, buffers) {
+      const c = this.#config;
+      const { q, request, cache } = call;
+      const { B, L, S, newKeys, cached, cross, self } = sizes;
       if (!this.#uploaded) {
         this.#uploaded = uploadWeights(device, c, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
       }
       const w = this.#uploaded;
-      const buffers = new CallBuffers(device);
-      let kept = false;  // true when a training result holds the buffers for its backward pass
+      // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
+      const copies = [];
+      const input = (t, label) => {
+        if (!t.onGpu) return buffers.upload(t.data, label);
+        if (!request.grad) return t.buffer;
+        const copy = buffers.storage(count(t.shape), label);
+        copies.push([t.buffer, copy, count(t.shape) * 4]);
+        return copy;
+      };
+      const x = input(q, 'query');
+      const xk = self ? x : input(call.k, 'key');
+      const xv = self ? x : input(call.v, 'value');
+      const output = buffers.storage(count(call.outputShape), 'output');
+      const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
+      device.pushErrorScope('out-of-memory');
+      device.pushErrorScope('validation');
+      let made, failed = null;
       try {
-        await this.#checkGpuInputs(call);
-        if (call.checkFinite) await this.#checkFiniteOnGpu(call);
-        // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
-        const copies = [];
-        const input = (t, label) => {
-          if (!t.onGpu) return buffers.upload(t.data, label);
-          if (!request.grad) return t.buffer;
-          const copy = buffers.storage(count(t.shape), label);
-          copies.push([t.buffer, copy, count(t.shape) * 4]);
-          return copy;
-        };
-        const x = input(q, 'query');
-        const xk = self ? x : input(call.k, 'key');
-        const xv = self ? x : input(call.v, 'value');
-        const output = buffers.storage(count(call.outputShape), 'output');
-        const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
-        device.pushErrorScope('out-of-memory');
-        device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
         for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
-        const made = encodeForward(device, encoder, buffers, c, w, {
+        made = encodeForward(device, encoder, buffers, c, w, {
           B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache, crossCache: cross,
           positions: call.positions?.data,
           keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
@@ -389,25 +415,55 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         });
         device.queue.submit([encoder.finish()]);
         if (cache && !cross) cache.handle.advance(L);
-        // Both scopes popped now, before any other call can push its own.
-        const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+      } catch (error) {
+        failed = error;
+      }
+      // Both scopes popped now, before any other call can push its own.
+      const verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);
+      if (failed) throw failed;
+      return { w, x, xk, xv, output, weights, made, verdict };
+    }
+
+    /** The saved state and result of a call with grad: the buffers stay with it until backward or release. */
+    #trainingResult(call, sizes, buffers, submitted, outputResult, weightsResult) {
+      const c = this.#config;
+      const { q } = call;
+      const { w, x, xk, xv, made } = submitted;
+      const saved = { buffers, c, B: sizes.B, L: sizes.L, S: sizes.S, self: sizes.self, w, ...made, x, xk, xv,
+        positions: call.positions && Int32Array.from(call.positions.data),
+        inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
+      const record = gpuTrainingRecord(saved, {
+        backward: (s, dOut) => this.#backward(s, dOut),
+        backwardNow: (s, dOut) => this.#backwardNow(s, dOut),
+        onFree: (r) => this.#trainingRecords.delete(r),
+      });
+      this.#trainingRecords.add(record);
+      return new GpuTrainingResult(record, outputResult, weightsResult);
+    }
+
+    async #run(call) {
+      const { request, cache } = call;
+      const sizes = this.#sizes(call);
+      this.#checkLimits(call, sizes);
+      const { cached, cross } = sizes;
+      const buffers = new CallBuffers(device);
+      let kept = false;  // true when a training result holds the buffers for its backward pass
+      try {
+        await this.#checkGpuInputs(call);
+        if (call.checkFinite) await this.#checkFiniteOnGpu(call);
+        const submitted = this.#submit(call, sizes, buffers);
+        const { output, weights } = submitted;
+        const [invalid, outOfMemory] = await submitted.verdict;
         if ((invalid || outOfMemory) && cache && !cross) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (request.grad) {
-          const saved = { buffers, c, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
-            inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
           const outputResult = call.gpuOutput ? gpuTensor(device, buffers.keep(output), call.outputShape)
             : { data: await readBack(device, output, count(call.outputShape)), shape: call.outputShape };
           const weightsResult = !weights ? null : call.gpuOutput ? gpuTensor(device, buffers.keep(weights), call.weightsShape)
             : { data: await readBack(device, weights, count(call.weightsShape)), shape: call.weightsShape };
-          const record = gpuTrainingRecord(saved, {
-            backward: (s, dOut) => this.#backward(s, dOut),
-            onFree: (r) => this.#trainingRecords.delete(r),
-          });
-          this.#trainingRecords.add(record);
           kept = true;
-          return new GpuTrainingResult(record, outputResult, weightsResult);
+          return this.#trainingResult(call, sizes, buffers, submitted, outputResult, weightsResult);
         }
         if (call.gpuOutput) {
           return {
@@ -428,6 +484,59 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       } finally {
         if (!kept) buffers.free();
       }
+    }
+
+    /**
+     * forwardAsync's work for GPU inputs, submitted now (no await: tfjs' next kernels queue after
+     * it), results on the GPU (outputLocation 'gpu'; no cache, no checkFinite). Returns { result,
+     * verdict }: result as forwardAsync's (with grad a training result whose backward can also be
+     * submitted at once: SUBMIT_BACKWARD), verdict a promise of the GPU's error or null. An input
+     * buffer must be of this device (not probed here, as forwardAsync does).
+     */
+    [SUBMIT_NOW](query, key, value, options) {
+      try {
+        for (const name of ['cache', 'checkFinite', 'out', 'weightsOut']) {
+          if (options[name] != null && options[name] !== false) throw new TypeError(`${name}: not with a synchronous submit`);
+        }
+        const call = this.#prepare(query, key, value, { ...options, outputLocation: 'gpu' });
+        for (const t of [call.q, call.k, call.v]) if (t && !t.onGpu) throw new TypeError('a synchronous submit takes GPU inputs only');
+        const sizes = this.#sizes(call);
+        this.#checkLimits(call, sizes);
+        const buffers = new CallBuffers(device);
+        let submitted;
+        try {
+          submitted = this.#submit(call, sizes, buffers);
+        } catch (error) {
+          buffers.free();
+          throw error;
+        }
+        const verdict = submitted.verdict.then(([invalid, outOfMemory]) => (invalid ? new Error(`forwardAsync: the GPU rejected the call: ${invalid.message}`)
+          : outOfMemory ? new RangeError(`forwardAsync: the GPU is out of memory: ${outOfMemory.message}`) : null));
+        const output = gpuTensor(device, buffers.keep(submitted.output), call.outputShape);
+        const weights = submitted.weights ? gpuTensor(device, buffers.keep(submitted.weights), call.weightsShape) : null;
+        if (call.request.grad) return { result: this.#trainingResult(call, sizes, buffers, submitted, output, weights), verdict };
+        buffers.free();  // (destroyed once the submitted work that reads them is done)
+        return { result: { output, weights }, verdict };
+      } catch (error) {
+        throw withCallName(error, 'forwardAsync');
+      }
+    }
+
+    /**
+     * Float32 weights already on this device, in the state dict's layout (PyTorch's [out, in]
+     * matrices): { q, k, v, out, qBias, kBias, vBias, outBias } (biases null without bias), in
+     * place of the wasm layer's (stateDict() no longer says what runs). `release()` is called when
+     * they are replaced or the layer is disposed. For layers without sinks, ALiBi or quantized weights.
+     */
+    [USE_GPU_WEIGHTS](weights, release) {
+      this.#live('loadStateDict');
+      const c = this.#config;
+      if (c.sinks || c.alibiSlopes || this.#layer[QUANTIZED_PROJECTION]('q')) {
+        throw new TypeError('weights on the GPU: only for float32 layers without sinks or ALiBi');
+      }
+      const headParams = device.createBuffer({ label: 'sinks and ALiBi slopes', size: Math.max(16, 8 * c.numHeads), usage: STORAGE | COPY_DST });
+      this.#forgetUpload();
+      this.#uploaded = { ...weights, headParams, destroy() { headParams.destroy(); release(); } };
     }
 
     /** The backward pass of a forward result with grad (training.js calls it): backward.js on the saved buffers. */
@@ -469,6 +578,36 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       } finally {
         buffers.free();
       }
+    }
+
+    /**
+     * The backward pass of `saved` for dLoss/dOutput in a GPUBuffer, submitted now (training.js's
+     * SUBMIT_BACKWARD). Returns { gradients (backward.js's buffers), verdict, free() }: the caller
+     * reads the gradients on the GPU, then calls free().
+     */
+    #backwardNow(saved, dOut) {
+      this.#live('backwardAsync');
+      if (saved.w !== this.#uploaded) {
+        throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
+          + 'run forward again with the new weights');
+      }
+      const buffers = new CallBuffers(device);
+      device.pushErrorScope('out-of-memory');
+      device.pushErrorScope('validation');
+      let submitted, failed = null;
+      try {
+        submitted = submitBackward(device, buffers, saved, dOut.buffer, this.#layer.stateDictShapes());
+      } catch (error) {
+        failed = error;
+      }
+      const verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]).then(([invalid, outOfMemory]) => (
+        invalid ? new Error(`backwardAsync: the GPU rejected the call: ${invalid.message}`)
+          : outOfMemory ? new RangeError(`backwardAsync: the GPU is out of memory: ${outOfMemory.message}`) : null));
+      if (failed) {
+        buffers.free();
+        throw failed;
+      }
+      return { gradients: submitted.gradients, verdict, free: () => buffers.free() };
     }
 
     /**

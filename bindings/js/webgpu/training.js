@@ -6,6 +6,9 @@ import { withCallName } from '../core/errors.js';
 import { describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
 
+/** The synchronous backward of a result (mha-wasm/tfjs); not public API. */
+export const SUBMIT_BACKWARD = Symbol('mha-wasm webgpu: submit backward now');
+
 let warnedAboutLeak = false;
 /** A result garbage-collected with its GPU buffers still held: free them, and say so once (as the wasm layer). */
 const leakedResults = new FinalizationRegistry((record) => {
@@ -23,7 +26,7 @@ const sameShape = (a, b) => Array.isArray(a) && a.length === b.length && a.every
 /**
  * What a result and its layer share: the saved state and where it stands ('ready', 'running'
  * while its backward runs, then 'done', 'released', 'disposed' with its layer, or 'collected'). `owner` is the
- * layer's private side: { backward(saved, dOut) -> Promise<Gradients>, onFree(record) }.
+ * layer's private side: { backward(saved, dOut) -> Promise<Gradients>, backwardNow(saved, dOut) (SUBMIT_BACKWARD's), onFree(record) }.
  */
 export function gpuTrainingRecord(saved, owner) {
   return { saved, owner, state: 'ready' };
@@ -60,7 +63,44 @@ export class GpuTrainingResult {
     }
   }
 
+  /**
+   * backwardAsync's work for a dOut on the GPU, submitted now (mha-wasm/tfjs: tfjs' gradient
+   * functions are synchronous). Returns { gradients (GPUBuffers: query, key, value, qW, kW, vW, outW,
+   * qB, kB, vB, outB, ...), verdict, free() }; free() once the gradients are read on the GPU.
+   */
+  [SUBMIT_BACKWARD](dOut) {
+    const record = this.#record;
+    if (!this.#checkDOut(dOut)) throw new TypeError('dOut: a synchronous backward takes a GPU tensor { buffer, shape }');
+    record.state = 'running';
+    try {
+      const submitted = record.owner.backwardNow(record.saved, { buffer: dOut.buffer });
+      leakedResults.unregister(this);
+      return { ...submitted, free: () => { submitted.free(); freeGpuRecord(record, 'done'); } };
+    } catch (error) {
+      if (record.state === 'running') record.state = 'ready';
+      throw withCallName(error, 'backwardAsync');
+    }
+  }
+
   async #backward(dOut) {
+    const onGpu = this.#checkDOut(dOut);
+    const record = this.#record;
+    record.state = 'running';
+    try {
+      const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data });
+      leakedResults.unregister(this);
+      freeGpuRecord(record, 'done');
+      return gradients;
+    } catch (error) {
+      // A failed backward (weights changed since, a lost device) leaves the result as it was, as
+      // the wasm layer's: release() still frees it.
+      if (record.state === 'running') record.state = 'ready';
+      throw error;
+    }
+  }
+
+  /** dOut checked against the result's state and output; true when it is on the GPU. */
+  #checkDOut(dOut) {
     const record = this.#record;
     if (record.state === 'done' || record.state === 'running') throw new Error('already called for this forward pass (call forward again)');
     if (record.state === 'disposed') throw new Error('the layer that made this forward pass was disposed');
@@ -80,18 +120,7 @@ export class GpuTrainingResult {
     } else if (dOut.data.length !== count) {
       throw new RangeError(`dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
     }
-    record.state = 'running';
-    try {
-      const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data });
-      leakedResults.unregister(this);
-      freeGpuRecord(record, 'done');
-      return gradients;
-    } catch (error) {
-      // A failed backward (weights changed since, a lost device) leaves the result as it was, as
-      // the wasm layer's: release() still frees it.
-      if (record.state === 'running') record.state = 'ready';
-      throw error;
-    }
+    return onGpu;
   }
 
   /** Frees what forward kept on the GPU, without a backward (a no-op after backward or a release). */
