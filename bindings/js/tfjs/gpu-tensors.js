@@ -52,7 +52,8 @@ export function tfjsToGpu(tf, tensor) {
 /**
  * A GPU tensor ({ buffer, shape }: an mha-wasm WebGPU result with outputLocation 'gpu', or any
  * float32 buffer with STORAGE | COPY_SRC usage on tfjs' device) as a float32 tfjs tensor. zeroCopy:
- * the tensor reads the buffer itself (dispose the tensor before the buffer); else tfjs copies it on the GPU.
+ * the tensor reads the buffer itself (dispose the tensor before the buffer; the buffer must be exactly
+ * the shape's size); else tfjs copies it on the GPU.
  */
 export function gpuToTfjs(tf, gpuTensor, { zeroCopy = false } = {}) {
   webgpuBackendOf(tf, 'gpuToTfjs');
@@ -63,5 +64,19 @@ export function gpuToTfjs(tf, gpuTensor, { zeroCopy = false } = {}) {
   if ((buffer.usage & (STORAGE | COPY_SRC)) !== (STORAGE | COPY_SRC)) {
     throw new TypeError('gpuToTfjs: tfjs needs a buffer with GPUBufferUsage.STORAGE | COPY_SRC');
   }
-  return tf.tensor({ buffer, zeroCopy: Boolean(zeroCopy) }, shape, 'float32');
+  // tfjs reads a tensor back as its whole buffer (tfjs-backend-webgpu 4.22), so a buffer longer
+  // than the shape (mha-wasm pads its buffers to 16 bytes) becomes one of the shape's size: one
+  // copy kernel on tfjs' own copy. zeroCopy cannot do that without a copy: refused.
+  const bytes = shape.reduce((n, d) => n * d, 1) * 4;
+  if (buffer.size !== bytes && zeroCopy) {
+    throw new RangeError(`gpuToTfjs: zeroCopy needs a buffer of exactly the shape's ${bytes} bytes (tfjs reads a tensor back as its whole buffer), `
+      + `got ${buffer.size}: pass zeroCopy: false (tfjs then copies it on the GPU)`);
+  }
+  const tensor = tf.tensor({ buffer, zeroCopy: Boolean(zeroCopy) }, shape, 'float32');
+  if (buffer.size === bytes) return tensor;
+  try {
+    return tf.mul(tensor, 1);
+  } finally {
+    tensor.dispose();
+  }
 }
