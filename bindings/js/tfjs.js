@@ -57,10 +57,10 @@ export async function mhaTfjs(tf, initOptions = {}) {
   const module = await init(wasmOptions);
   const known = bound.get(namespace);
   if (known) {
-    if (known.module !== module || known.device !== device) {
-      throw new Error('mhaTfjs: this tf is already bound to another mha-wasm build or device; call mhaTfjs with the same options');
-    }
-    return known.api;
+    if (known.module !== module) throw new Error('mhaTfjs: this tf is already bound to another mha-wasm build; call mhaTfjs with the same init options');
+    // Without webgpu (or on the same device) the binding made stands: its layers run the wasm
+    // module whenever tfjs is not on that device's backend (after a device loss, say).
+    if (!device || known.device === device) return known.api;
   }
   const gpu = device ? await init({ backend: 'webgpu', device }) : null;
   const MultiHeadAttention = defineTfjsMultiHeadAttention(namespace, module, gpu);

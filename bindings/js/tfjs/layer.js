@@ -243,7 +243,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         ...(this.dropout > 0 ? { dropout: this.dropout } : {}),
       };
       this.#core = new mha.MultiHeadAttention(config);
-      this.#gpuCore = gpu ? new TfjsGpuAttention(tf, gpu, config) : null;
+      this.#gpuCore = gpu && !gpu.lost ? new TfjsGpuAttention(tf, gpu, config) : null;  // (after a device loss: the wasm module only)
       this.#loadedWeights = null;
       this.built = true;
     }
