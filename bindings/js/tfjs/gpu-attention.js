@@ -13,9 +13,8 @@ import { gpuToTfjs, tfjsToGpu } from './gpu-tensors.js';
 
 /**
  * The GPU side of one tfjs MultiHeadAttention layer: `gpu` is init({ backend: 'webgpu', device:
- * tfjs' device }), `config` the wasm layer's config, `names` the Keras weight names in the
- * variables' order. A GPU error of a call (the device's verdict comes after the call returned)
- * is thrown by the next call.
+ * tfjs' device }), `config` the wasm layer's config. A GPU error of a call (the device's verdict
+ * comes after the call returned) is thrown by the next call.
  */
 export class TfjsGpuAttention {
   #tf;
@@ -41,7 +40,7 @@ export class TfjsGpuAttention {
     verdict.then((error) => { if (error) this.#failed ??= error; });
   }
 
-  /** Keras' variables (`names` in their order) laid out on the GPU as the WebGPU layer reads them, when they changed. */
+  /** Keras' variables (named by `names`, in their order) laid out on the GPU as the WebGPU layer reads them, when they changed. */
   loadWeights(variables, names) {
     const ids = variables.map((v) => v.dataId);
     if (this.#loaded && ids.every((id, i) => id === this.#loaded[i])) return;
