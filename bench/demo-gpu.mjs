@@ -1,7 +1,7 @@
 // The demo page on its two backends, side by side in one Chromium (WebGPU on the adapter the
 // browser finds; here SwiftShader, a software one): per mode, the time from a keystroke (or the
-// Run click) to the drawn heads, and the page's input delay (a mouse move's wait for its handler)
-// while each backend runs. Modes the WebGPU backend cannot run yet (web/backends.js WEBGPU_LACKS)
+// Run click) to the drawn heads (Generate: tokens/s; Train: training steps/s), and the page's
+// input delay (a mouse move's wait for its handler) while each backend runs. Modes the WebGPU backend cannot run yet (web/backends.js WEBGPU_LACKS)
 // are listed with the reason. Prints a Markdown table (docs/demo.md quotes it).
 //   node bench/demo-gpu.mjs [repeats, default 7]
 import { writeSafetensors } from '../bindings/js/index.js';
@@ -112,6 +112,15 @@ try {
   }
   row('Default model (2 layers, E 64, 4 heads)', `keystroke, ~${text.length + 1 + repeats} tokens`, results.wasm, results.webgpu);
 
+  // The Steps view open on the default model: each keystroke runs every layer's capture (docs/steps.md).
+  await page.evaluate(() => window.__mhaDemo.showSteps({ layer: 1, head: 2 }));
+  for (const backend of ['wasm', 'webgpu']) {
+    await reset();
+    results[backend] = await timeMode(keystroke, backend);
+  }
+  row('Steps view (the default model, every step captured)', `keystroke, ~${text.length + 1 + repeats} tokens`, results.wasm, results.webgpu);
+  await page.locator('#view-heatmap').click();
+
   // Sentiment: the Keras classifier (32 tokens, E 100, 4 heads of 128).
   await page.locator('#source-sentiment').click();
   for (const backend of ['wasm', 'webgpu']) {
@@ -160,6 +169,47 @@ try {
     + `(${generated.wasm.attentionMsPerToken.toFixed(2)} ms attention/token) | ${generated.webgpu.tokensPerSecond.toFixed(0)} tokens/s `
     + `(${generated.webgpu.attentionMsPerToken.toFixed(2)} ms attention/token) | `
     + `${(generated.wasm.tokensPerSecond / generated.webgpu.tokensPerSecond).toFixed(1)}x | | |`);
+
+  // Train: training steps per second on each backend (the page's loop: the attention layers'
+  // forward, backward and AdamW on the backend, embedding / unembedding / cross-entropy in the
+  // worker's JavaScript and wasm), at the page's default size and at a tiny one, after a warm-up
+  // step (pipelines, uploads), and the input delay while it trains.
+  for (const [label, settings, steps] of [
+    ['Train, the page\'s default (2 layers, E 64, 4 heads; batch 16 x 64 tokens)', {}, { wasm: 60, webgpu: 8 }],
+    ['Train, tiny (2 layers, E 16, 2 heads; batch 2 x 12 tokens)', { dModel: 16, numHeads: 2, batchSize: 2, seqLen: 12 }, { wasm: 600, webgpu: 60 }],
+  ]) {
+    const trained = {};
+    for (const backend of ['wasm', 'webgpu']) {
+      await page.evaluate((b) => window.__mhaDemo.setBackend(b), backend);
+      let rate = null;
+      const delay = await inputDelay(async () => {
+        await page.evaluate((s) => window.__mhaDemo.startTraining(s), { seed: 1, evalEvery: 100000, ...settings, steps: steps[backend] });
+        // The worker's own clock: each status the page gets carries the step and the training
+        // loop's seconds so far (web/training/session.js), so the rate between two of them is exact
+        // whatever the page's polling; from the first status at step 2 or later to the last before
+        // the final step (whose evaluation the loop's seconds include).
+        rate = await page.evaluate(async (n) => {
+          const demo = window.__mhaDemo;
+          let a = null, b = null;
+          for (;;) {
+            const t = demo.getState().training;
+            if (!a && t.step >= 2) a = t;
+            if (a && t.step < n && t.step > a.step) b = t;
+            if (!t.running && t.step === n) break;
+            await new Promise((resolve) => { setTimeout(resolve, 5); });
+          }
+          const tokens = b.settings.batchSize * (b.settings.seqLen - 1);
+          return { stepsPerSecond: (b.step - a.step) / (b.trainingSeconds - a.trainingSeconds), tokens, ranOn: demo.getState().training.ranOn };
+        }, steps[backend]);
+      });
+      if (rate.ranOn !== backend) throw new Error(`Train: expected steps on ${backend}, got ${rate.ranOn}`);
+      trained[backend] = { ...rate, delay };
+    }
+    const { wasm: a, webgpu: b } = trained;
+    console.log(`| ${label} | ${steps.wasm} / ${steps.webgpu} steps | ${a.stepsPerSecond.toFixed(2)} steps/s (${Math.round(a.stepsPerSecond * a.tokens)} tokens/s) `
+      + `| ${b.stepsPerSecond.toFixed(2)} steps/s (${Math.round(b.stepsPerSecond * b.tokens)} tokens/s) | ${(a.stepsPerSecond / b.stepsPerSecond).toFixed(1)}x `
+      + `| ${a.delay.median.toFixed(1)} / ${a.delay.worst.toFixed(1)} ms | ${b.delay.median.toFixed(1)} / ${b.delay.worst.toFixed(1)} ms |`);
+  }
 
   const modes = (await page.evaluate(() => window.__mhaDemo.getState())).backends.modes;
   for (const [mode, { why }] of Object.entries(modes)) {

@@ -489,15 +489,22 @@ class LayerHandle {
       std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
                                                : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
       const mha::StepRequest steps = steps_given ? steps_of(keys_, request, kPlaceholder) : mha::StepRequest{};
-      if (steps.present())
-        for (const mha::MemoryItem& item :
-             mha::steps_memory(layer_->config(), plan, mha::check_steps(layer_->config(), plan, steps, grad), true))
-          need.push_back(item);
+      mha::CheckedSteps checked;
+      if (steps.present()) {
+        checked = mha::check_steps(layer_->config(), plan, steps, grad);
+        for (const mha::MemoryItem& item : mha::steps_memory(layer_->config(), plan, checked, true)) need.push_back(item);
+      }
       mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
+      planned_steps_ = steps.present() ? planned_steps_of(plan, checked) : val::null();
     });
   }
+
+  // The steps the last successful checkForward planned, for a backend that runs them itself (the
+  // WebGPU backend's step path): { captured: [{ name, shape }] in the chain's order, patch: { name,
+  // shape, heads: [bool per head of the step] } or null }; null when the call asked for no steps.
+  val plannedSteps() const { return planned_steps_; }
 
   // The shapes the last successful checkForward planned (for caller-owned output buffers).
   val plannedOutputShape() const { return array_of(planned_output_shape_); }
@@ -587,12 +594,39 @@ class LayerHandle {
     return false;
   }
 
+  val planned_steps_of(const mha::ForwardPlan& plan, const mha::CheckedSteps& checked) const {
+    const mha::ResolvedConfig& c = layer_->config();
+    val captured = val::array();
+    for (int s = 0; s < mha::kStepCount; ++s) {
+      if (!checked.capture[s]) continue;
+      val e = val::object();
+      e.set("name", std::string(mha::step_name(static_cast<mha::Step>(s))));
+      e.set("shape", array_of(mha::step_shape(c, plan, static_cast<mha::Step>(s))));
+      captured.call<void>("push", e);
+    }
+    val planned = val::object();
+    planned.set("captured", captured);
+    if (checked.patching) {
+      val patch = val::object();
+      patch.set("name", std::string(mha::step_name(checked.patched)));
+      patch.set("shape", array_of(mha::step_shape(c, plan, checked.patched)));
+      val heads = val::array();
+      for (bool h : checked.patched_heads) heads.call<void>("push", h);
+      patch.set("heads", heads);
+      planned.set("patch", patch);
+    } else {
+      planned.set("patch", val::null());
+    }
+    return planned;
+  }
+
   RequestKeys keys_;
   std::unique_ptr<mha::MultiheadAttention> layer_;
   mha::ForwardResult result_;
   std::vector<mha::CapturedStep> captured_;
   NamedFloats gradients_, state_dict_;
   mha::Shape planned_output_shape_, planned_weights_shape_;
+  val planned_steps_ = val::null();
   int error_kind_ = kNone;
   std::string error_;
 };
@@ -665,6 +699,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("planKeyValue", &LayerHandle::planKeyValue)
       .function("plannedOutputShape", &LayerHandle::plannedOutputShape)
       .function("plannedWeightsShape", &LayerHandle::plannedWeightsShape)
+      .function("plannedSteps", &LayerHandle::plannedSteps)
       .function("outputPtr", &LayerHandle::outputPtr)
       .function("outputShape", &LayerHandle::outputShape)
       .function("weightsPtr", &LayerHandle::weightsPtr)

@@ -4,14 +4,10 @@
 import { init } from '../bindings/js/index.js';
 
 /**
- * Why a mode stays on wasm while WebGPU is chosen. Capture is missing from the WebGPU backend;
- * backward is there (backwardAsync), but the page's trainer still calls the layer synchronously.
- * When a mode's code awaits the WebGPU calls, delete its line.
+ * Why a mode stays on wasm while WebGPU is chosen. Every mode runs on WebGPU today; a mode whose
+ * code cannot await the WebGPU calls gets a line here (the header says why it stays on wasm).
  */
 export const WEBGPU_LACKS = {
-  // web/training/trainer.js calls forward with grad and backward; it needs forwardAsync/backwardAsync.
-  train: 'the page\'s trainer does not use the WebGPU backward pass yet',
-  steps: 'the WebGPU backend has no capture (the Steps view) yet',
 };
 
 /** Forward passes of each backend timed at start; WebGPU is the default where it was faster. */

@@ -171,7 +171,7 @@ export const FAMILY_PRESETS = {
 
 /**
  * Builds the user's layer and runs self-attention on their embeddings (forwardAsync: the same on
- * the wasm module and the WebGPU one, which has no capture or patch yet).
+ * the wasm module and the WebGPU one, capture and patch included).
  * @param mha the loaded package (either backend); stateDict: name -> Float32Array (prefix already removed);
  *   capture: also return the steps (docs/steps.md); ablated: heads whose z is zeroed; patched:
  *   heads whose z is the layer's z on `patchFrom`, a second embeddings of the same [L, E]
@@ -191,7 +191,7 @@ export async function runCustomLayer(mha, { embeddings, stateDict, numHeads, cau
     const { numHeads: H, valueHeadDim: Dv } = layer.config;
     // The Steps view's changes: zeros in the ablated heads' z, the second embeddings' z in the patched heads'.
     const other = patched.length
-      ? layer.forward({ data: patchFrom.data, shape: [L, E] }, null, null, { ...options(patchFrom), capture: ['z'] }).captured.z.data : null;
+      ? (await layer.forwardAsync({ data: patchFrom.data, shape: [L, E] }, null, null, { ...options(patchFrom), capture: ['z'] })).captured.z.data : null;
     const patch = zPatch(ablated, patched, other, L, H, Dv);
     const started = performance.now();
     const { output, weights, captured } = await layer.forwardAsync({ data: embeddings.data, shape: [L, E] }, null, null, {

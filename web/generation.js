@@ -158,7 +158,7 @@ export class GenerationSession {
       this.#cachedIds = [...ids];
     } else {
       const V = this.model.vocab.tokens.length;
-      logits = (await this.model.forwardAsync(ids, { patches: patches?.(ids) ?? [] })).logits.slice((ids.length - 1) * V);
+      logits = (await this.model.forwardAsync(ids, { patches: (await patches?.(ids)) ?? [] })).logits.slice((ids.length - 1) * V);
     }
     for (let n = 0; n < count && run === this.#run; n++) {
       const started = performance.now();
@@ -186,7 +186,7 @@ export class GenerationSession {
    */
   async #recompute(ids, { capture = false, patches = null } = {}) {
     const L = ids.length;
-    const { layers, logits, wasmMs } = await this.model.forwardAsync(ids, { capture, patches: patches?.(ids) ?? [] });
+    const { layers, logits, wasmMs } = await this.model.forwardAsync(ids, { capture, patches: (await patches?.(ids)) ?? [] });
     const V = this.model.vocab.tokens.length;
     const E = this.model.dModel;
     const H = this.model.numHeads;

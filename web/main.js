@@ -851,7 +851,8 @@ window.__mhaDemo = {
       sentiment: result?.sentiment ?? null,
       /**
        * Train mode: { running, step, steps, loss, heldOutLoss, tokensPerSecond, stepsPerSecond, trainingSeconds,
-       * headScores: [{ layer, head, previousToken, induction, bracket, bos }], ablated, backend, settings } or null.
+       * headScores: [{ layer, head, previousToken, induction, bracket, bos }], ablated, backend, settings,
+       * ranOn: the latest step's backend ('wasm' | 'webgpu'), rates: { wasm?, webgpu?: { stepsPerSecond, tokensPerSecond } } } or null.
        */
       training: trainMode.status ? structuredClone(trainMode.status) : null,
       /**
@@ -919,6 +920,10 @@ window.__mhaDemo = {
     if (state.source !== 'train') $('source-train').click();
     const fresh = trainMode.status === null || Object.keys(settings).some((k) => k !== 'learningRate' && k !== 'batchSize' && k !== 'steps');
     await trainMode.start(settings, { reset: fresh && !trainMode.running });
+  },
+  /** The Train view's curves (what Curves JSON saves): { settings, backend, steps, losses, evaluations }. */
+  trainingCurves() {
+    return structuredClone(trainMode.curvesJson());
   },
   /** Pauses training; resolves with getState().training once the worker has stopped. */
   async pauseTraining() {

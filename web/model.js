@@ -137,7 +137,7 @@ export class DemoModel {
 
   /**
    * forward() through each layer's forwardAsync: the same result on a wasm model, and the only call
-   * of a model made on the WebGPU backend (init({ backend: 'webgpu' }); no capture or patches there yet).
+   * of a model made on the WebGPU backend (init({ backend: 'webgpu' }), capture and patches included).
    */
   async forwardAsync(ids, options = {}) {
     const x = this.embed(ids);
@@ -197,7 +197,7 @@ export class DemoModel {
     return { logits: this.unembed(x.subarray((ids.length - 1) * this.dModel)), layers, wasmMs };
   }
 
-  /** extend() through each layer's forwardAsync: the same on wasm, and on WebGPU with its caches (no capture). */
+  /** extend() through each layer's forwardAsync: the same on wasm, and on WebGPU with its caches (capture included). */
   async extendAsync(ids, caches, { needWeights = false, capture = false } = {}) {
     const x = this.#embedAt(ids, caches[0].length);
     const layers = [];

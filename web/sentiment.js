@@ -87,9 +87,9 @@ export class SentimentModel {
   /**
    * predict() with the attention layer made by `mha` (e.g. the WebGPU backend's, init({ backend:
    * 'webgpu' })): its KerasMultiHeadAttention with the same weights, through callAsync; the same
-   * numbers, no capture or patch.
+   * numbers, capture and patch included.
    */
-  async predictAsync(text, mha) {
+  async predictAsync(text, mha, { capture = false, patch = null } = {}) {
     if (this.#other?.mha !== mha) {
       this.#other?.layer.dispose();
       const layer = new mha.KerasMultiHeadAttention({ numHeads: HEADS, keyDim: KEY_DIM, queryDim: 100 });
@@ -99,9 +99,11 @@ export class SentimentModel {
     const { ids, labels, words, conv } = this.#features(text);
     const started = performance.now();
     const x = { data: conv, shape: [1, this.maxLength, 100] };
-    const { output, scores: weights } = await this.#other.layer.callAsync(x, x, x, { returnAttentionScores: true });
+    const { output, scores: weights, captured } = await this.#other.layer.callAsync(x, x, x,
+      { returnAttentionScores: true, ...(capture && { capture: true }), ...(patch && { patch }) });
     const wasmMs = performance.now() - started;
-    return { ...this.#classify(output.data), ids, labels, words, weights: weights.data, output: output.data, wasmMs };
+    return { ...this.#classify(output.data), ids, labels, words, weights: weights.data, output: output.data, wasmMs,
+      ...(capture && { input: conv, captured }) };
   }
 
   /** The attention's input: Embedding, then Conv1D 'same' with kernel 4 (TensorFlow pads 1 step before and 2 after). */

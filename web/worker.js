@@ -146,7 +146,7 @@ function unbatched(captured) {
  * Heads are [layer, head] pairs. `generated`: the token ids Generate added after the text; the
  * second text is followed by the same tokens, so its z covers every position.
  */
-function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingMask, generated = []) {
+async function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingMask, generated = [], on = model) {
   if (ablated.length === 0 && patched.length === 0) return [];
   let other = null;
   if (patched.length > 0) {
@@ -157,7 +157,7 @@ function zPatches({ ablated = [], patched = [], patchText = '' }, L, keyPaddingM
       throw new RangeError(`patch: the second text has ${ids.length - 1 - n} characters; patching needs as many as the text shown (${L - padding - 1 - n})`);
     }
     for (let i = 0; i < padding; i++) ids.push(model.vocab.bos);
-    other = model.forward(ids, { keyPaddingMask, capture: true }).layers;
+    other = (await on.forwardAsync(ids, { keyPaddingMask, capture: true })).layers;  // (on the backend that runs the view)
   }
   const H = model.numHeads, Dv = model.dModel / H;
   const of = (pairs, l) => pairs.filter(([layer]) => layer === l).map(([, h]) => h);
@@ -179,9 +179,11 @@ async function run({ text, padding = 0, steps = null }, mode = 'default') {
     labels.push('<pad>');
   }
   const started = performance.now();
-  const patches = steps ? zPatches(steps, ids.length, paddingMask) : [];
-  const { layers, logits, wasmMs, backend } = await onBackend(steps ? 'steps' : mode, (on) => (on === 'webgpu' ? gpuModel : model)
-    .forwardAsync(ids, { keyPaddingMask: paddingMask, capture: Boolean(steps), patches }));
+  const { layers, logits, wasmMs, backend } = await onBackend(steps ? 'steps' : mode, async (on) => {
+    const running = on === 'webgpu' ? gpuModel : model;
+    const patches = steps ? await zPatches(steps, ids.length, paddingMask, [], running) : [];
+    return running.forwardAsync(ids, { keyPaddingMask: paddingMask, capture: Boolean(steps), patches });
+  });
   const V = model.vocab.tokens.length;
   const last = ids.length - padding - 1;
   return {
@@ -205,11 +207,10 @@ async function generate({ text, changes = null, ...options }, progress) {
   // step run the whole text with them, without the cache (its keys and values are the unchanged
   // model's); a patch's second text is followed by the same generated tokens.
   const changed = Boolean(changes && (changes.ablated.length || changes.patched.length));
-  // The Steps view's capture and patches run on wasm (the WebGPU backend has neither yet).
   const mode = changed || options.steps ? 'steps' : 'generate';
   const prompt = await run({ text, steps: changed ? changes : null }, mode);
-  const patches = changed ? (ids) => zPatches(changes, ids.length, null, ids.slice(prompt.ids.length)) : null;
   const generating = sessionFor(mode);
+  const patches = changed ? (ids) => zPatches(changes, ids.length, null, ids.slice(prompt.ids.length), generating.model) : null;
   const steps = generating.generate(prompt.ids, { ...options, patches });  // options: { count, temperature, topK, seed, useCache, steps }
   progress({ prompt }, buffersOf(prompt.layers));
   let batch = [];
@@ -267,12 +268,20 @@ async function classify({ text, capture = false, steps = null }) {
   let patch = null;
   if (steps && (steps.ablated.length || steps.patched.length)) {
     const heads = (pairs) => pairs.filter(([l]) => l === 0).map(([, h]) => h);
-    const other = steps.patched.length ? sentiment.predict(steps.patchText, { capture: true }).captured.z : null;
     const [, T, H, Dv] = sentiment.zShape;
-    patch = zPatch(heads(steps.ablated), heads(steps.patched), other?.data, T, H, Dv, true);
+    // (the second sentence's z on the backend that runs the view)
+    patch = async (on) => {
+      const other = !steps.patched.length ? null : on === 'webgpu'
+        ? (await sentiment.predictAsync(steps.patchText, backends.gpu, { capture: true })).captured.z
+        : sentiment.predict(steps.patchText, { capture: true }).captured.z;
+      return zPatch(heads(steps.ablated), heads(steps.patched), other?.data, T, H, Dv, true);
+    };
   }
-  const { backend, ...p } = await onBackend(capture || patch ? 'steps' : 'sentiment', async (on) => (on === 'webgpu'
-    ? sentiment.predictAsync(text, backends.gpu) : sentiment.predict(text, { capture, patch })));
+  const { backend, ...p } = await onBackend(capture || patch ? 'steps' : 'sentiment', async (on) => {
+    const changes = patch && await patch(on);
+    return on === 'webgpu' ? sentiment.predictAsync(text, backends.gpu, { capture, patch: changes })
+      : sentiment.predict(text, { capture, patch: changes });
+  });
   return {
     text, ids: Array.from(p.ids), labels: p.labels, wasmMs: p.wasmMs, totalMs: performance.now() - started, backend,
     layers: [{ weights: p.weights, output: p.output, ...(capture && { input: p.input, captured: unbatched(p.captured) }) }],
@@ -350,7 +359,13 @@ async function custom({ embeddingsFile, weightsFile, numHeads, prefix, causal, v
 }
 
 /** The Train mode: the session owns the trainer; its loop yields to these messages between steps. */
-const trainingSession = () => (training ??= new TrainingSession({ mha, vocab: model.vocab }));
+// Each step asks which backend runs Train (the switch may move it mid-run); a device lost mid-step
+// moves the page to wasm, and the step runs again there from the unchanged training state.
+const trainingSession = () => (training ??= new TrainingSession({
+  mha, vocab: model.vocab,
+  gpu: () => (backends.backendFor('train') === 'webgpu' ? backends.gpu : null),
+  lose: (why) => backends.lose(why),
+}));
 const probeBuffers = (message) => (message.probe ? buffersOf(message.probe.layers) : []);
 
 /** "Use these weights": the trained model becomes the default model (the text box, Generate). */

@@ -730,10 +730,15 @@ export interface GpuTensor {
  * tensors as the wasm layer does and reads GPUBuffer inputs back to check them (they then need
  * COPY_SRC usage), naming the element as `query.buffer[i]`.
  */
-export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'capture' | 'patch'> {
-  /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device. */
+export interface WebGpuForwardOptions extends Omit<ForwardOptions, 'patch'> {
+  /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device (the captured steps too). */
   outputLocation?: 'cpu' | 'gpu';
+  /** As {@link ForwardOptions.patch}; the step's tensor may also be on the GPU (e.g. a step captured with outputLocation 'gpu'). */
+  patch?: WebGpuStepPatch;
 }
+
+/** {@link StepPatch} on WebGPU: each step's tensor a Float32Array tensor or a {@link GpuTensorInput}. */
+export type WebGpuStepPatch = { [S in keyof StepPatch]: S extends 'heads' ? StepPatch[S] : Tensor<Float32Array> | GpuTensorInput };
 
 /** Where the options put a result: a {@link GpuTensor} with `outputLocation: 'gpu'`, else a Float32Array tensor. */
 export type WebGpuResultTensor<O> = O extends WebGpuGpuOutput ? GpuTensor : Tensor<Float32Array>;
@@ -756,6 +761,35 @@ export interface WebGpuForwardResult<O extends WebGpuForwardOptions = WebGpuForw
   output: WebGpuResultTensor<O>;
   /** As {@link ForwardResult.weights}; null unless needWeights. */
   weights: O extends WebGpuNeedWeights ? WebGpuResultTensor<O> : WebGpuResultTensor<O> | null;
+  /**
+   * With {@link ForwardOptions.capture}: each captured step (docs/steps.md), as the wasm layer's
+   * (GpuTensors with outputLocation 'gpu'); absent otherwise. On WebGPU a `patch` with `grad: true` is refused (not yet).
+   */
+  captured: O extends WebGpuGpuOutput ? WebGpuCapturedOnGpu<CapturedIf<O>> : CapturedIf<O>;
+}
+
+/** Captured steps left on the GPU: each step a {@link GpuTensor}. */
+export type WebGpuCapturedOnGpu<C> = C extends undefined ? undefined : { [S in keyof C]: GpuTensor };
+
+/** Options of {@link WebGpuTrainingResult.backwardAsync}. */
+export interface WebGpuBackwardOptions {
+  /**
+   * 'cpu' (default): the gradients as Float32Arrays ({@link Gradients}). 'gpu': as
+   * {@link GpuTensor}s ({@link GpuGradients}) that stay on the device.
+   */
+  outputLocation?: 'cpu' | 'gpu';
+}
+
+/** {@link Gradients} left on the GPU (`backwardAsync(dOut, { outputLocation: 'gpu' })`): the same names and shapes. */
+export interface GpuGradients {
+  /** dLoss/dQuery, the query's shape (in self-attention the sum of its three uses). */
+  query: GpuTensor;
+  /** dLoss/dKey, or null when forward got key = null. */
+  key: GpuTensor | null;
+  /** dLoss/dValue, or null when forward got value = null. */
+  value: GpuTensor | null;
+  /** dLoss/d each parameter, keyed and shaped exactly as the layer's stateDictShapes(). */
+  params: Record<string, GpuTensor>;
 }
 
 /** {@link WebGpuForwardOptions} of a call that keeps its state on the GPU for a backward pass. */
@@ -777,7 +811,12 @@ export interface WebGpuTrainingResult<O extends WebGpuForwardOptions = WebGpuFor
    *   dispose(); {TypeError} when the layer's weights changed since the forward pass;
    *   {TypeError | RangeError} for a dOut of the wrong kind or size.
    */
-  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput): Promise<Gradients>;
+  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options?: WebGpuBackwardOptions & { outputLocation?: 'cpu' }): Promise<Gradients>;
+  /**
+   * The same, with every gradient left on the GPU (`outputLocation: 'gpu'`): {@link GpuGradients},
+   * the buffers the caller's, nothing read back (an optimizer on the GPU takes them as they are).
+   */
+  backwardAsync(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'gpu' }): Promise<GpuGradients>;
   /** Frees what forward kept on the GPU, without a backward (a no-op after backward). */
   release(): void;
   /** True once backwardAsync() or release() ran (or the layer was disposed). */
@@ -795,8 +834,13 @@ export interface WebGpuMultiHeadAttention
   readonly backend: 'webgpu';
   /** False once the device was lost (or the layer disposed): every call then rejects, saying so. */
   readonly usable: boolean;
-  /** As {@link MultiHeadAttention.loadStateDict}; the GPU copy is replaced before the next call. */
-  loadStateDict(stateDict: StateDict): this;
+  /**
+   * As {@link MultiHeadAttention.loadStateDict}; the GPU copy is replaced before the next call. Or
+   * every weight a GPU tensor (usage COPY_SRC; named and shaped as stateDictShapes()): copied on the
+   * GPU, nothing read back (a float32 layer only); stateDict() is then a TypeError until weights
+   * are loaded from the CPU again.
+   */
+  loadStateDict(stateDict: StateDict | Record<string, GpuTensorInput>): this;
   /** As {@link MultiHeadAttention.initialize}; the GPU copy is replaced before the next call. */
   initialize(options?: InitializeOptions): this;
   /**
@@ -871,6 +915,73 @@ export interface WebGpuModule {
   MultiHeadAttention: WebGpuMultiHeadAttentionConstructor;
   /** Keras' layer over this module's MultiHeadAttention: `await layer.callAsync(query, value, key, options)`. */
   KerasMultiHeadAttention: WebGpuKerasMultiHeadAttentionConstructor;
+  /** AdamW on this device: `new mha.AdamW({ weightDecay })`, parameters and moments kept on the GPU. */
+  AdamW: WebGpuAdamWConstructor;
+}
+
+/** Options of {@link WebGpuAdamW}: PyTorch's torch.optim.AdamW's. */
+export interface AdamWOptions {
+  /** Decoupled weight decay (default 0.01). */
+  weightDecay?: number;
+  /** The second moment's decay (default 0.999). */
+  beta2?: number;
+  /** Added to the second moment's root (default 1e-8). */
+  eps?: number;
+}
+
+/** One {@link WebGpuAdamW.step}'s learning rate, momentum and gradient scale. */
+export interface AdamWStepOptions {
+  /** The learning rate. */
+  lr: number;
+  /** The first moment's decay (default 0.9; a schedule may cycle it). */
+  beta1?: number;
+  /** Each gradient is multiplied by it first (default 1): a global-norm clip's factor. */
+  gradScale?: number;
+}
+
+/** An optimizer's state on the CPU: {@link WebGpuAdamW.state} and loadState. */
+export interface AdamWState {
+  /** Updates done. */
+  steps: number;
+  /** The first moments by parameter name. */
+  firstMoment: Record<string, Float32Array>;
+  /** The second moments by parameter name. */
+  secondMoment: Record<string, Float32Array>;
+}
+
+/**
+ * AdamW on the GPU (PyTorch's formula, as the demo's web/training/adamw.js): parameters given as
+ * GPU tensors are updated in place from gradients on the GPU
+ * (`backwardAsync(dOut, { outputLocation: 'gpu' })`), the moments kept on the GPU between steps.
+ */
+export interface WebGpuAdamW {
+  /** The decoupled weight decay it was made with. */
+  readonly weightDecay: number;
+  /** The second moment's decay it was made with. */
+  readonly beta2: number;
+  /** The eps it was made with. */
+  readonly eps: number;
+  /** Updates done so far. */
+  readonly steps: number;
+  /**
+   * One update of every tensor of `params` (updated in place) from `grads` (the same names and
+   * shapes); resolves once the GPU accepted the work.
+   * @throws {TypeError | RangeError} (as a rejection) naming the tensor or option.
+   */
+  step(params: Record<string, GpuTensorInput>, grads: Record<string, GpuTensorInput>, options: AdamWStepOptions): Promise<void>;
+  /** The sum of squares of every element of `tensors` (for a global-norm clip): one float per tensor read back. */
+  squaredNorm(tensors: Record<string, GpuTensorInput>): Promise<number>;
+  /** The moments and step count read back to the CPU. */
+  state(): Promise<AdamWState>;
+  /** Replaces the moments and step count (uploaded). */
+  loadState(state: AdamWState): this;
+  /** Frees the moments. */
+  dispose(): void;
+}
+
+/** `new mha.AdamW(options)` on a {@link WebGpuModule}'s device. */
+export interface WebGpuAdamWConstructor {
+  new (options?: AdamWOptions): WebGpuAdamW;
 }
 
 /**

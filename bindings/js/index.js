@@ -1,6 +1,7 @@
 // mha-wasm: multi-head attention (PyTorch nn.MultiheadAttention semantics) in WebAssembly.
 import { instantiate } from './core/loader.js';
 import { chooseVariant } from './core/variants.js';
+import { defineKerasMultiHeadAttention } from './keras/keras.js';
 import { initWebGpu } from './webgpu/index.js';
 
 const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads', 'backend', 'gpu', 'device'];
@@ -39,6 +40,15 @@ function cacheKey(name, { wasmUrl, locateFile }) {
   return JSON.stringify([name, wasmUrl === undefined ? null : String(wasmUrl), locateFile ? locateFileIds.get(locateFile) : 0]);
 }
 
+/** The public module object: the core layers and, built over them, the Keras layer. */
+function withKeras(core) {
+  return Object.freeze({
+    MultiHeadAttention: core.MultiHeadAttention,
+    KerasMultiHeadAttention: defineKerasMultiHeadAttention(core.MultiHeadAttention),
+    ...core,
+  });
+}
+
 /**
  * Loads the WebAssembly module. Single-flight: every call that resolves to the same build (and
  * file location) gets the same module, loaded once. See index.d.ts for the options.
@@ -53,7 +63,7 @@ export async function init(options = {}) {
   const key = cacheKey(name, options);
   let loading = modules.get(key);
   if (!loading) {
-    loading = instantiate(name, numThreads, options);
+    loading = instantiate(name, numThreads, options).then(withKeras);
     modules.set(key, loading);
     loading.catch(() => modules.delete(key)); // a failed load may be retried
   }

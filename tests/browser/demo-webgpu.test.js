@@ -1,8 +1,9 @@
 // The demo page on WebGPU, in Chromium with SwiftShader's (software) WebGPU adapter: the page finds
 // the adapter but keeps wasm as the default (a software adapter is slower); the switch moves the
-// modes that run on WebGPU (Default model, Your layer, Sentiment, Generate) there, with the same numbers
-// (and generated text) as on wasm; Train and the Steps view stay on wasm and the header says why;
-// switching mid-run keeps the generated tokens and the training state; a lost device (GPUDevice.destroy()) moves the page to wasm.
+// modes that run on WebGPU (Default model, Your layer, Sentiment, Generate, Train, the Steps view: capture
+// and patch on the GPU) there, with the same numbers (generated text, training curves) as on wasm;
+// switching mid-run keeps the generated tokens and the training state; a lost device (GPUDevice.destroy()) moves the page to wasm,
+// mid-training too, without losing a step.
 // SwiftShader is slow: short texts, few tokens, few training steps.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -45,6 +46,20 @@ function assertSame(a, b, what) {
   a.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - b.prediction[i].probability) <= 1e-5, `${what}: p(${p.token})`));
 }
 
+/** The Steps view's numbers on WebGPU vs on wasm ({ shown: getState().steps, prediction }): within 1e-5 of each step's largest value. */
+function assertSameSteps(gpu, cpu, what) {
+  for (const name of ['q', 'keys', 'scores', 'logits', 'pattern', 'values', 'z', 'output']) {
+    assert.equal(gpu.shown[name].length, cpu.shown[name].length, `${what} ${name}`);
+    const want = cpu.shown[name].flat();
+    const scale = Math.max(1, ...want.filter(Number.isFinite).map(Math.abs));
+    const got = gpu.shown[name].flat();
+    want.forEach((x, i) => { if (!Number.isFinite(x)) assert.ok(Object.is(got[i], x), `${what} ${name}[${i}]: ${got[i]} vs ${x}`); });
+    const worst = maxDifference(got.map((x, i) => (Number.isFinite(want[i]) ? x : 0)), want.map((x) => (Number.isFinite(x) ? x : 0)));
+    assert.ok(worst <= 1e-5 * scale, `${what} ${name}: WebGPU vs wasm ${worst} (largest value ${scale})`);
+  }
+  gpu.prediction.forEach((p, i) => assert.ok(Math.abs(p.probability - cpu.prediction[i].probability) <= 1e-5, `${what} p(${p.token})`));
+}
+
 test('a software adapter is found but wasm stays the default; the header says which backend and adapter run', async () => {
   const s = await state();
   assert.equal(s.backend, 'wasm');
@@ -81,12 +96,80 @@ test('Default model: the switch runs it on WebGPU with the wasm backend\'s numbe
   const text = await header();
   assert.match(text, /WebGPU · google swiftshader \(software\)/);
   assert.ok(!text.includes('Generate: wasm'), text);
-  for (const line of ['Train: wasm (the page\'s trainer does not use the WebGPU backward pass yet)',
-    'Steps: wasm (the WebGPU backend has no capture (the Steps view) yet)']) assert.ok(text.includes(line), `${line} in ${text}`);
+  for (const mode of ['Train', 'Steps', 'Generate']) assert.ok(!text.includes(`${mode}: wasm`), text);
   assert.match(await page.locator('#status').innerText(), /attention layers on WebGPU \d+\.\d\d ms/);
   // Typing on WebGPU redraws on WebGPU.
   await page.evaluate((t) => window.__mhaDemo.setText(t), `${TEXT}m`);
   assert.equal((await state()).ranOn, 'webgpu');
+  assert.deepEqual(problems, []);
+});
+
+test('the Steps view on WebGPU: every step the wasm backend\'s; ablating and patching a head run on the GPU', { timeout: 300_000 }, async () => {
+  const where = { layer: 1, head: 2, query: 12 };
+  const steps = async (backend) => {
+    await setBackend(backend);
+    await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+    const shown = await page.evaluate((w) => window.__mhaDemo.showSteps(w), where);
+    assert.equal((await state()).ranOn, backend);
+    return { shown, prediction: (await state()).prediction };
+  };
+  assert.equal((await state()).backends.modes.steps.backend, 'webgpu');
+  const onWasm = await steps('wasm');
+  const onGpu = await steps('webgpu');
+  assertSameSteps(onGpu, onWasm, 'the text\'s steps');
+  assert.deepEqual(onGpu.shown.logits.slice(where.query + 1), Array(onGpu.shown.logits.length - where.query - 1).fill(-Infinity));
+
+  // Ablate the head (zeros in its z) on WebGPU, then on wasm: the same later steps and prediction.
+  const ablated = async (backend) => {
+    await setBackend(backend);
+    await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.ablated.length === 1
+      && window.__mhaDemo.getState().steps?.z.every((x) => x === 0));
+    return { shown: (await state()).steps, prediction: (await state()).prediction, output: await page.evaluate(() => window.__mhaDemo.getOutput(1)) };
+  };
+  await page.locator('#steps-ablate').check();
+  const gpuAblated = await ablated('webgpu');
+  assert.equal((await state()).ranOn, 'webgpu');
+  const wasmAblated = await ablated('wasm');
+  assertSameSteps(gpuAblated, wasmAblated, 'ablated');
+  assert.ok(maxDifference(gpuAblated.output, wasmAblated.output) <= 1e-5, 'ablated: layer 1\'s output');
+  assert.notDeepEqual(gpuAblated.prediction, onGpu.prediction);
+  await page.locator('#steps-ablate').uncheck();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.ablated.length === 0);
+
+  // Patch the head's z from a second text (its z computed on the same backend).
+  const second = TEXT.split('').reverse().join('');
+  await page.locator('#steps-patch-text').fill(second);
+  const patched = async (backend) => {
+    await setBackend(backend);
+    await page.locator('#steps-patch').click();
+    await page.waitForFunction(([own, b]) => window.__mhaDemo.getState().ranOn === b && window.__mhaDemo.getState().stepsView.patched.length === 1
+      && window.__mhaDemo.getState().steps?.z.some((x, i) => x !== own[i]), [onGpu.shown.z, backend]);
+    return { shown: (await state()).steps, prediction: (await state()).prediction };
+  };
+  const gpuPatched = await patched('webgpu');
+  const wasmPatched = await patched('wasm');
+  assertSameSteps(gpuPatched, wasmPatched, 'patched');
+  await page.locator('#steps-clear').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
+
+  // Generate with the view open: the newest token's steps against the KV cache (on the GPU), as wasm's.
+  const generated = async (backend) => {
+    await setBackend(backend);
+    await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+    await page.evaluate((w) => window.__mhaDemo.showSteps(w), { layer: 1, head: 3 });
+    await page.locator('#gen-count').fill('4');
+    await page.locator('#gen-sampling').selectOption('greedy');
+    await page.locator('#gen-start').click();
+    await page.evaluate(() => window.__mhaDemo.generationDone());
+    const s = await state();
+    assert.equal(s.ranOn, backend);
+    assert.equal(s.steps.keys.length, s.labels.length, 'the cache holds every token so far');
+    return { shown: s.steps, prediction: s.prediction };
+  };
+  assertSameSteps(await generated('webgpu'), await generated('wasm'), 'Generate\'s newest token');
+  await setBackend('webgpu');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), TEXT);
+  await page.locator('#view-heatmap').click();
   assert.deepEqual(problems, []);
 });
 
@@ -138,6 +221,26 @@ test('Sentiment: the classifier\'s attention on WebGPU gives the wasm probabilit
     `p(positive) ${onGpu.sentiment.probability} vs ${onWasm.sentiment.probability}`);
   onGpu.heads.forEach((w, h) => assert.ok(maxDifference(w, onWasm.heads[h]) <= 1e-5, `head ${h}`));
   assert.ok(maxDifference(onGpu.output, onWasm.output) <= 1e-4, 'output');
+  // Its Steps view, and a head's z patched from a second sentence, on WebGPU as on wasm.
+  const where = { layer: 0, head: 1, query: 2 };
+  const steps = async (backend) => {
+    await setBackend(backend);
+    const shown = await page.evaluate((w) => window.__mhaDemo.showSteps(w), where);
+    assert.equal((await state()).ranOn, backend);
+    return { shown, prediction: (await state()).prediction };
+  };
+  const own = await steps('webgpu');
+  assertSameSteps(own, await steps('wasm'), 'Sentiment');
+  await page.locator('#steps-patch-text').fill('a dull and boring film');
+  await page.locator('#steps-patch').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 1);
+  const patchedOnWasm = await steps('wasm');
+  const patchedOnGpu = await steps('webgpu');
+  assertSameSteps(patchedOnGpu, patchedOnWasm, 'Sentiment, patched');
+  assert.ok(maxDifference(patchedOnGpu.shown.z, own.shown.z) > 1e-3, 'the patched head\'s z is the second sentence\'s');
+  await page.locator('#steps-clear').click();
+  await page.waitForFunction(() => window.__mhaDemo.getState().stepsView.patched.length === 0);
+  await page.locator('#view-heatmap').click();
   await setBackend('webgpu');
   await page.locator('#source-default').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
@@ -171,16 +274,55 @@ test('Generate on WebGPU (KV caches on the GPU) writes the wasm backend\'s text;
   assert.deepEqual(problems, []);
 });
 
-test('Train stays on wasm; switching mid-run keeps the training state', { timeout: 300_000 }, async () => {
-  await page.evaluate(() => window.__mhaDemo.startTraining({ seed: 5, batchSize: 4, seqLen: 16, steps: 30, evalEvery: 10 }));
-  await page.waitForFunction(() => window.__mhaDemo.getState().training.step >= 5, null, { polling: 100 });
-  await setBackend('wasm');
-  const before = (await state()).training.step;
-  await page.waitForFunction(() => { const t = window.__mhaDemo.getState().training; return !t.running && t.step === 30; }, null, { timeout: 0, polling: 250 });
-  assert.ok(before >= 5, 'the switch did not reset the training');
-  await setBackend('webgpu');
-  assert.equal((await state()).training.step, 30);
-  assert.equal((await state()).backends.modes.train.backend, 'wasm');
+test('Train on WebGPU: wasm\'s curve for the same seed; a mid-run switch and a device lost mid-run keep the training state', { timeout: 300_000 }, async () => {
+  // A tiny model and few steps: a training step on the software adapter takes a second or so.
+  const SETTINGS = { seed: 5, batchSize: 2, seqLen: 12, steps: 12, evalEvery: 4, dModel: 16, numHeads: 2, numLayers: 2 };
+  const train = async (backend, { midRun = null } = {}) => {
+    if (backend) await setBackend(backend);
+    await page.evaluate((s) => window.__mhaDemo.startTraining(s), SETTINGS);
+    if (midRun) {
+      await page.waitForFunction(() => window.__mhaDemo.getState().training.step >= 2, null, { polling: 50 });
+      await midRun();
+    }
+    await page.waitForFunction((n) => { const t = window.__mhaDemo.getState().training; return !t.running && t.step === n; },
+      SETTINGS.steps, { timeout: 0, polling: 100 });
+    return { curves: await page.evaluate(() => window.__mhaDemo.trainingCurves()), training: (await state()).training };
+  };
+  const sameCurve = (got, want, what) => {
+    assert.deepEqual(got.curves.steps, want.curves.steps, `${what}: the steps`);
+    got.curves.losses.forEach((loss, i) => assert.ok(Math.abs(loss - want.curves.losses[i]) <= 1e-5 * want.curves.losses[i],
+      `${what}: step ${i + 1}'s loss ${loss} vs ${want.curves.losses[i]}`));
+    assert.deepEqual(got.curves.evaluations.map((e) => e.step), want.curves.evaluations.map((e) => e.step), `${what}: evaluated at`);
+    got.curves.evaluations.forEach((e, i) => assert.ok(Math.abs(e.heldOutLoss - want.curves.evaluations[i].heldOutLoss) <= 1e-5 * e.heldOutLoss,
+      `${what}: held-out loss at step ${e.step}`));
+  };
+
+  const onWasm = await train('wasm');
+  assert.equal(onWasm.training.ranOn, 'wasm');
+  const onGpu = await train('webgpu');
+  assert.equal((await state()).backends.modes.train.backend, 'webgpu');
+  assert.equal(onGpu.training.ranOn, 'webgpu');
+  assert.ok(onGpu.training.rates.webgpu.stepsPerSecond > 0 && onGpu.training.rates.webgpu.tokensPerSecond > 0, 'WebGPU\'s rates');
+  sameCurve(onGpu, onWasm, 'WebGPU vs wasm');
+  assert.match(await page.locator('#status').innerText(), /attention in WebGPU/);
+  assert.match(await page.locator('#train-summary').innerText(), /WebGPU \d+\.\d+ steps\/s \([\d,]+ tokens\/s\)/);
+  assert.ok(!(await header()).includes('Train: wasm'), 'the header lists Train as on WebGPU');
+
+  // The switch mid-run: the next step runs on wasm, from the state WebGPU left.
+  const switched = await train('webgpu', { midRun: () => setBackend('wasm') });
+  assert.equal(switched.training.ranOn, 'wasm');
+  assert.ok(switched.training.rates.webgpu && switched.training.rates.wasm, 'both backends\' rates');
+  assert.match(await page.locator('#status').innerText(), /wasm [\d.]+ steps\/s \([\d,]+ tokens\/s\) · WebGPU [\d.]+ steps\/s/);
+  sameCurve(switched, onWasm, 'switched mid-run');
+
+  // A device lost mid-run: the page says so, and training goes on on wasm without a lost step.
+  const lost = await train('webgpu', { midRun: () => page.evaluate(() => window.__mhaDemo.loseDevice()) });
+  assert.equal(lost.training.ranOn, 'wasm');
+  assert.equal((await state()).backends.available, false);
+  assert.match(await page.locator('#backend-note').innerText(), /^the WebGPU device was lost[^\n]*; continuing on wasm$/);
+  sameCurve(lost, onWasm, 'after the device was lost');
+
+  await setBackend('webgpu');  // (a new device, for the next test)
   await page.locator('#source-default').click();
   await page.waitForFunction(() => window.__mhaDemo.getState().source === 'default' && window.__mhaDemo.getState().ranOn === 'webgpu');
   assert.deepEqual(problems, []);

@@ -46,15 +46,6 @@ describe('a WebGPU layer', () => {
   const config = { embedDim: 8, numHeads: 2 };
   const query = { data: filled(2 * 5 * 8, random(1)), shape: [2, 5, 8] };
 
-  test('capture and patch (the wasm layer\'s step-by-step options) are refused by name, not ignored', async () => {
-    const layer = new mha.MultiHeadAttention(config).initialize();
-    await assert.rejects(layer.forwardAsync(query, null, null, { capture: true }),
-      { name: 'TypeError', message: 'forwardAsync: capture: not supported on the WebGPU backend yet' });
-    await assert.rejects(layer.forwardAsync(query, null, null, { patch: { z: query, heads: [0] } }),
-      { name: 'TypeError', message: 'forwardAsync: patch: not supported on the WebGPU backend yet' });
-    layer.dispose();
-  });
-
   test('forward and backward are TypeErrors naming the async calls', () => {
     const layer = new mha.MultiHeadAttention(config).initialize();
     assert.throws(() => layer.forward(query), { name: 'TypeError', message: /forwardAsync/ });
@@ -108,6 +99,18 @@ describe('a WebGPU layer', () => {
     const unusable = mha.device.createBuffer({ size: 320, usage: COPY_DST });
     await assert.rejects(layer.forwardAsync({ buffer: unusable, shape: [2, 5, 8] }), /without GPUBufferUsage\.STORAGE/);
     for (const b of [foreign, small, unusable]) b.destroy();
+    layer.dispose();
+  });
+
+  test('a GPUBuffer with STORAGE usage only (no COPY_SRC) of this device is accepted', async () => {
+    const layer = new mha.MultiHeadAttention(config).initialize();
+    const storageOnly = mha.device.createBuffer({ size: 320, usage: STORAGE | COPY_DST });
+    mha.device.queue.writeBuffer(storageOnly, 0, query.data);
+    const fromGpu = await layer.forwardAsync({ buffer: storageOnly, shape: [2, 5, 8] });
+    const fromCpu = await layer.forwardAsync(query);
+    assert.deepEqual(fromGpu.output.shape, [2, 5, 8]);
+    assert.deepEqual(fromGpu.output.data, fromCpu.output.data);
+    storageOnly.destroy();
     layer.dispose();
   });
 

@@ -48,7 +48,7 @@ test('a software adapter: opened, not the default; the switch runs the default m
     assert.equal(backend, WEBGPU_LACKS[mode] ? 'wasm' : 'webgpu', mode);
     assert.equal(why, WEBGPU_LACKS[mode] ?? null, mode);
   }
-  assert.deepEqual(Object.keys(WEBGPU_LACKS).sort(), ['steps', 'train']);
+  assert.deepEqual(Object.keys(WEBGPU_LACKS).sort(), []);
 
   const vocab = JSON.parse(webFile('model/vocab.json'));
   const model = new DemoModel(wasm, readSafetensors(new Uint8Array(webFile('model/demo-model.safetensors'))), vocab);

@@ -9,6 +9,12 @@ const SCORE_NAMES = { induction: 'induction', previousToken: 'previous token', b
 const HEAD_COLORS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
 const CHART_HEIGHT = 200;
 
+/** Each backend's latest training rate (session.js rates): 'wasm 12.0 steps/s (9,072 tokens/s) · WebGPU ...'. */
+function ratesText(status) {
+  return ['wasm', 'webgpu'].filter((b) => status.rates?.[b]).map((backend) => [backend, status.rates[backend]]).map(([backend, r]) => `${backend === 'webgpu' ? 'WebGPU' : 'wasm'} `
+    + `${r.stepsPerSecond.toFixed(r.stepsPerSecond < 1 ? 2 : 1)} steps/s (${Math.round(r.tokensPerSecond).toLocaleString('en')} tokens/s)`).join(' · ');
+}
+
 export class TrainMode {
   #worker;
   #$;
@@ -207,6 +213,7 @@ export class TrainMode {
       + (induction ? ` · best L${lastLayer} induction ${induction.induction.toFixed(2)} (H${induction.head})` : '')
       + (previous ? ` · best L0 previous-token ${previous.previousToken.toFixed(2)} (H${previous.head})` : '')
       + (s.ablated.length ? ` · ablated ${s.ablated.map((a) => `L${a.layer} H${a.head}`).join(', ')}` : '')
+      + (ratesText(s) ? ` · ${ratesText(s)}` : '')
       + (s.backend === 'javascript' ? ' · (this build has no backward: attention runs in JavaScript)' : '');
     this.#updateButtons();
     this.#onStatus();
@@ -229,12 +236,14 @@ export class TrainMode {
     this.#updateButtons();
   }
 
-  /** The status line's training part. */
+  /** The status line's training part: the current rate, where the attention runs, and each backend's latest rate. */
   statusHtml() {
     const s = this.status;
     if (!s) return 'not trained yet';
+    const where = s.backend === 'javascript' ? 'javascript' : s.ranOn === 'webgpu' ? 'WebGPU' : 'wasm';
+    const each = Object.keys(s.rates ?? {}).length > 1 ? ` · ${ratesText(s)}` : '';
     return `training step <b>${s.step}</b> · <b>${s.stepsPerSecond.toFixed(1)}</b> steps/s · `
-      + `<b>${Math.round(s.tokensPerSecond).toLocaleString('en')}</b> tokens/s · attention in <b>${s.backend}</b>`;
+      + `<b>${Math.round(s.tokensPerSecond).toLocaleString('en')}</b> tokens/s · attention in <b>${where}</b>${each}`;
   }
 
   async #loadCharts() {

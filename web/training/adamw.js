@@ -17,15 +17,20 @@ export class AdamW {
     this.secondMoment = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, new Float32Array(v.length)]));
   }
 
-  /** One update from `grads` (keyed like the params) with learning rate `lr` and momentum `beta1`. */
-  step(grads, lr, beta1 = 0.9) {
+  /**
+   * One update from `grads` (keyed like the params) with learning rate `lr` and momentum `beta1`,
+   * of the parameters `names` (default: all; the WebGPU trainer updates the rest on the GPU, with
+   * bindings/js/webgpu/wgsl/adamw.wgsl, this loop's twin).
+   */
+  step(grads, lr, beta1 = 0.9, names = Object.keys(this.params)) {
     this.steps += 1;
     const { beta2, eps } = this;
     const correction1 = 1 - beta1 ** this.steps;
     const correction2Root = Math.sqrt(1 - beta2 ** this.steps);
     const stepSize = lr / correction1;
     const decay = 1 - lr * this.weightDecay;
-    for (const [name, param] of Object.entries(this.params)) {
+    for (const name of names) {
+      const param = this.params[name];
       const grad = grads[name];
       if (!grad || grad.length !== param.length) throw new RangeError(`AdamW.step: no gradient of ${param.length} floats for '${name}'`);
       const m = this.firstMoment[name];

@@ -20,17 +20,46 @@ export class TrainingSession {
   #mha;
   #vocab;
   #pauseRequested = false;
+  #gpu;   // () => the WebGPU module when the page runs Train on WebGPU, else null (web/backends.js)
+  #lose;  // (why) => the page's backends move to wasm and say so
 
-  constructor({ mha, vocab }) {
+  /**
+   * @param {{ mha, vocab, gpu?: () => object | null, lose?: (why: string) => void }} options mha:
+   *   the wasm package; gpu: asked before every step which backend runs it (null: wasm)
+   */
+  constructor({ mha, vocab, gpu = () => null, lose = () => {} }) {
     this.#mha = mha;
     this.#vocab = vocab;
+    this.#gpu = gpu;
+    this.#lose = lose;
     this.trainer = null;
     this.running = false;
     this.probeText = DEFAULT_PROBE;
-    this.latest = null;  // { step, loss, lr }
+    this.latest = null;  // { step, loss, lr, backend }
     this.evaluation = null;  // { step, heldOutLoss, headScores }
     this.rate = { stepsPerSecond: 0, tokensPerSecond: 0 };
+    this.rates = {};  // per backend ('wasm', 'webgpu'): its latest { stepsPerSecond, tokensPerSecond }
     this.trainingMs = 0;  // wall time of the training loop, evaluations included
+  }
+
+  /**
+   * One step on the backend the page chose. A WebGPU step that fails because the device was lost
+   * leaves the trainer's state as it was: the page moves to wasm and the same batch runs there.
+   */
+  async #step(trainer) {
+    const gpu = trainer.backend === 'mha-wasm' ? this.#gpu() : null;
+    const batch = trainer.nextBatch();
+    if (!gpu) return trainer.trainStep(batch);
+    try {
+      return await trainer.trainStepAsync(batch, gpu);
+    } catch (error) {
+      // (A destroyed device fails a pending readback at once, and its `lost` promise may resolve
+      // later: a failed step waits up to a second for it before calling the error a bug.)
+      const lost = gpu.lost ?? await Promise.race([gpu.device.lost, new Promise((resolve) => { setTimeout(resolve, 1000, null); })]);
+      if (!lost && !/device was lost/.test(error.message)) throw error;
+      this.#lose(`the WebGPU device was lost while training (${lost?.reason ?? 'destroyed'}${lost?.message ? `: ${lost.message}` : ''})`);
+      return trainer.trainStep(batch);
+    }
   }
 
   /** Settings changed while paused: the live ones apply, the rest must match (else: reset). */
@@ -56,6 +85,7 @@ export class TrainingSession {
       this.latest = null;
       this.evaluation = null;
       this.trainingMs = 0;
+      this.rates = {};
       this.curves = { steps: [], losses: [], evaluations: [] };
     } else {
       this.#update(settings);
@@ -81,7 +111,9 @@ export class TrainingSession {
     try {
       while (!this.#pauseRequested && trainer.step < trainer.settings.steps) {
         const started = performance.now();
-        const r = trainer.trainStep();
+        const r = await this.#step(trainer);
+        // The rates are per backend: a switch starts a new window.
+        if (recent.length && recent.at(-1)[3] !== r.backend) recent.length = 0;
         this.latest = r;
         pending.losses.push([r.step, r.loss]);
         this.curves.steps.push(r.step);
@@ -89,13 +121,15 @@ export class TrainingSession {
         if (r.step % trainer.settings.evalEvery === 0 || r.step === trainer.settings.steps) this.#evaluate(pending);
         const now = performance.now();
         this.trainingMs += now - started;
-        recent.push([now, r.step, r.tokens]);
+        // The first step of a window counts from its own start (a slow step on a software
+        // adapter would otherwise show no rate for a long while).
+        if (!recent.length) recent.push([started, r.step - 1, 0, r.backend]);
+        recent.push([now, r.step, r.tokens, r.backend]);
         while (recent.length > 2 && now - recent[0][0] > RATE_WINDOW_MS) recent.shift();
-        if (recent.length > 1) {
-          const seconds = (now - recent[0][0]) / 1000;
-          const tokens = recent.slice(1).reduce((s, w) => s + w[2], 0);
-          this.rate = { stepsPerSecond: (recent.length - 1) / seconds, tokensPerSecond: tokens / seconds };
-        }
+        const seconds = (now - recent[0][0]) / 1000;
+        const tokens = recent.slice(1).reduce((sum, w) => sum + w[2], 0);
+        this.rate = { stepsPerSecond: (recent.length - 1) / seconds, tokensPerSecond: tokens / seconds };
+        this.rates[r.backend] = { ...this.rate };
         post(false);
         await yieldToMessages();
       }
@@ -168,6 +202,9 @@ export class TrainingSession {
       evaluatedAt: this.evaluation?.step ?? null,
       tokensPerSecond: this.rate.tokensPerSecond,
       stepsPerSecond: this.rate.stepsPerSecond,
+      // The backend of the latest step ('wasm' | 'webgpu'), and each backend's latest rates.
+      ranOn: this.latest?.backend ?? null,
+      rates: structuredClone(this.rates),
       trainingSeconds: this.trainingMs / 1000,
       headScores: this.evaluation?.headScores ?? [],
       ablated: t ? [...t.ablated].map((k) => { const [layer, head] = k.split(':').map(Number); return { layer, head }; }) : [],

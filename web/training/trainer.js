@@ -2,15 +2,20 @@
 // positions, causal self-attention layers with residual adds, unembedding) from a seeded
 // initialisation. The attention layers run forward and backward in mha-wasm, and so does the
 // unembedding (the package's linear()); embedding, cross-entropy and AdamW are the small JavaScript
-// modules beside this file. The same
-// code runs in the page's worker and in Node (examples/train-tiny.mjs): the same settings give the
-// same numbers.
+// modules beside this file. trainStepAsync(batch, gpu) runs a step's attention layers (forward,
+// backward, AdamW) on mha-wasm's WebGPU backend instead (gpu-layers.js), the same numbers to float
+// rounding; the embedding, unembedding and cross-entropy stay here on the CPU (a few thousand
+// floats a step, and the data arrives on the CPU). The CPU state (params, optimizer) is the
+// truth between steps on either backend: a WebGPU step mirrors its result into it, so the next
+// step may run on either. The same code runs in the page's worker and in Node
+// (examples/train-tiny.mjs): the same settings give the same numbers.
 import { sinusoidalPositions } from '../model.js';
 import { AdamW, constantWithWarmup, oneCycle } from './adamw.js';
 import { softmaxCrossEntropy } from './cross-entropy.js';
 import { embed, embedBackward } from './embedding.js';
+import { GpuLayers } from './gpu-layers.js';
 import { inductionScores, textScores } from './head-scores.js';
-import { initialParameters } from './initialization.js';
+import { initialParameters, parameterShapes } from './initialization.js';
 import { Random } from './random.js';
 import { ReferenceAttention } from './reference-attention.js';
 import { checkSettings } from './settings.js';
@@ -40,6 +45,8 @@ export class Trainer {
   #offsets;
   #heldOut;
   #mha = null;  // the package when the layers are mha-wasm's (its linear() runs the unembedding)
+  #gpuLayers = null;  // the attention layers on WebGPU (gpu-layers.js) while steps run there; null on wasm
+  #layersStale = false;  // true when WebGPU steps moved the parameters since #loadLayers
 
   /**
    * @param {{ mha?: object | null, vocab: object, settings?: object }} options mha: the loaded
@@ -112,13 +119,22 @@ export class Trainer {
     });
   }
 
+  /** The wasm layers' weights, when WebGPU steps moved the parameters since they were loaded. */
+  #freshLayers() {
+    if (!this.#layersStale) return;
+    this.#layersStale = false;
+    this.#loadLayers();
+  }
+
   /** Zeroes (or restores) one head's output in every forward pass from now on. */
   setAblated(layer, head, ablated = true) {
     if (!Number.isInteger(layer) || layer < 0 || layer >= this.numLayers) throw new RangeError(`ablate: layer must be an integer in [0, ${this.numLayers}), got ${layer}`);
     if (!Number.isInteger(head) || head < 0 || head >= this.numHeads) throw new RangeError(`ablate: head must be an integer in [0, ${this.numHeads}), got ${head}`);
     if (ablated) this.ablated.add(`${layer}:${head}`);
     else this.ablated.delete(`${layer}:${head}`);
+    this.#layersStale = false;
     this.#loadLayers();
+    this.#gpuLayers?.setAblated(this.ablated);
   }
 
   /**
@@ -127,6 +143,7 @@ export class Trainer {
    * layer's attention weights [B, H, T, T] and output [B, T, E].
    */
   #forward(inputs, B, T, offsets, { grad = false, needWeights = false, capture = false } = {}) {
+    this.#freshLayers();
     const E = this.settings.dModel;
     let x = embed(inputs, this.params['tok_embed.weight'], this.#positions, offsets, B, T, E);
     const saved = [];
@@ -211,16 +228,90 @@ export class Trainer {
     return schedule === 'onecycle' ? oneCycle(step, steps, learningRate) : constantWithWarmup(step, warmupSteps, learningRate);
   }
 
-  /** One training step on the next batch; returns { step, loss, lr, tokens }. */
+  /** One training step on the next batch; returns { step, loss, lr, tokens, backend: 'wasm' }. */
   trainStep(batch = this.nextBatch()) {
     const { batchSize: B, seqLen: S } = this.settings;
+    this.#dropGpuLayers();  // (the CPU state moves on: WebGPU re-uploads it at its next step)
     const { loss, grads } = this.lossAndGradients(batch.ids, B, S, batch.offsets);
     clipGradients(grads, this.settings.clipGradNorm);
     const { lr, beta1 } = this.schedule();
     this.optimizer.step(grads, lr, beta1);
     this.step += 1;
     this.#loadLayers();
-    return { step: this.step, loss, lr, tokens: B * (S - 1) };
+    return { step: this.step, loss, lr, tokens: B * (S - 1), backend: 'wasm' };
+  }
+
+  /**
+   * One training step with the attention layers on WebGPU (`gpu`: the WebGPU module); the same
+   * numbers as trainStep to float rounding. The CPU state changes only once the whole step
+   * succeeded: a step that throws (a lost device) can run again with trainStep(batch).
+   * Returns { step, loss, lr, tokens, backend: 'webgpu' }.
+   */
+  async trainStepAsync(batch, gpu) {
+    if (this.backend !== 'mha-wasm') throw new Error('trainStepAsync: this trainer\'s attention is the JavaScript reference (no WebGPU step)');
+    const { batchSize: B, seqLen: S, dModel: E, numLayers, clipGradNorm } = this.settings;
+    if (!this.#gpuLayers?.isOn(gpu)) {
+      this.#dropGpuLayers();
+      this.#gpuLayers = new GpuLayers(gpu, { params: this.params, optimizer: this.optimizer, ablated: new Set(this.ablated),
+        shapes: parameterShapes(this.V, E, numLayers), numLayers, dModel: E, numHeads: this.settings.numHeads });
+    }
+    const layers = this.#gpuLayers;
+    const gpuGrads = {};
+    try {
+      const T = S - 1, N = B * T;
+      const inputs = new Int32Array(N);
+      const targets = new Int32Array(N);
+      for (let b = 0; b < B; b++) {
+        inputs.set(batch.ids.subarray(b * S, b * S + T), b * T);
+        targets.set(batch.ids.subarray(b * S + 1, (b + 1) * S), b * T);
+      }
+      let x = embed(inputs, this.params['tok_embed.weight'], this.#positions, batch.offsets, B, T, E);
+      const saved = [];
+      for (let l = 0; l < numLayers; l++) {
+        const r = await layers.forward(l, x, B, T);
+        saved.push(r);
+        const next = r.output.data;
+        for (let i = 0; i < x.length; i++) next[i] += x[i];
+        x = next;
+      }
+      const logits = unembed(x, this.params['unembed.weight'], this.params['unembed.bias'], N, this.V, E, this.#mha);
+      const { loss, dLogits } = softmaxCrossEntropy(logits, targets, N, this.V, { gradient: true });
+      // The CPU's parameters' gradients (embedding, unembedding); the layers' stay on the GPU.
+      const grads = {};
+      for (const k of ['tok_embed.weight', 'unembed.weight', 'unembed.bias']) grads[k] = new Float32Array(this.params[k].length);
+      const dx = unembedBackward(dLogits, x, this.params['unembed.weight'],
+        { weight: grads['unembed.weight'], bias: grads['unembed.bias'] }, N, this.V, E, this.#mha);
+      for (let l = numLayers - 1; l >= 0; l--) {
+        const dInput = await layers.backward(l, saved[l], dx, B, T, gpuGrads);
+        for (let i = 0; i < dx.length; i++) dx[i] += dInput[i];
+      }
+      embedBackward(inputs, dx, grads['tok_embed.weight'], N, E);
+      // The global-norm clip over both sides (clipGradients' rule), the GPU's part scaled in its AdamW.
+      const factor = clipFactor(squaredNorm(grads) + await layers.squaredNorm(gpuGrads), clipGradNorm);
+      if (factor < 1) for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] *= factor;
+      const { lr, beta1 } = this.schedule();
+      await layers.step(gpuGrads, { lr, beta1, gradScale: Math.min(1, factor) });
+      const mirror = await layers.mirror();
+      // The whole step succeeded: the CPU state takes it (the GPU's part mirrored, the CPU's updated).
+      for (const [name, values] of Object.entries(mirror.params)) {
+        this.params[name].set(values);
+        this.optimizer.firstMoment[name].set(mirror.firstMoment[name]);
+        this.optimizer.secondMoment[name].set(mirror.secondMoment[name]);
+      }
+      this.optimizer.step(grads, lr, beta1, Object.keys(grads));
+      this.step += 1;
+      this.#layersStale = true;
+      return { step: this.step, loss, lr, tokens: N, backend: 'webgpu' };
+    } catch (error) {
+      for (const t of Object.values(gpuGrads)) t.dispose();
+      this.#dropGpuLayers();  // (its GPU state may be half a step ahead: made again from the CPU state)
+      throw error;
+    }
+  }
+
+  #dropGpuLayers() {
+    this.#gpuLayers?.dispose();
+    this.#gpuLayers = null;
   }
 
   /**
@@ -273,9 +364,23 @@ export class Trainer {
   }
 
   dispose() {
+    this.#dropGpuLayers();
     for (const layer of this.#layers) layer.dispose();
     this.#layers = [];
   }
+}
+
+/** The sum of the squares of every gradient (in float64). */
+function squaredNorm(grads) {
+  let sum = 0;
+  for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) sum += g[i] * g[i];
+  return sum;
+}
+
+/** PyTorch's clip_grad_norm_ factor for gradients whose squares sum to `sum`: maxNorm / (norm + 1e-6), or 1 (no clip). */
+function clipFactor(sum, maxNorm) {
+  const factor = maxNorm / (Math.sqrt(sum) + 1e-6);
+  return maxNorm > 0 && factor < 1 ? factor : 1;
 }
 
 /**
@@ -283,10 +388,8 @@ export class Trainer {
  * clip_grad_norm_: factor maxNorm / (norm + 1e-6) when below 1). Returns the norm before.
  */
 export function clipGradients(grads, maxNorm) {
-  let sum = 0;
-  for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) sum += g[i] * g[i];
-  const norm = Math.sqrt(sum);
-  const factor = maxNorm / (norm + 1e-6);
-  if (maxNorm > 0 && factor < 1) for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] *= factor;
-  return norm;
+  const sum = squaredNorm(grads);
+  const factor = clipFactor(sum, maxNorm);
+  if (factor < 1) for (const g of Object.values(grads)) for (let i = 0; i < g.length; i++) g[i] *= factor;
+  return Math.sqrt(sum);
 }

@@ -1,7 +1,7 @@
 // Instantiates one wasm build: finds its files (defaults next to dist/'s JS, or the caller's
-// wasmUrl / locateFile), hands Node the bytes, and wraps the embind module in the public API.
+// wasmUrl / locateFile), hands Node the bytes, and wraps the embind module in the core layer API
+// (index.js adds the Keras layer on top: core does not depend on keras/).
 import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
-import { defineKerasMultiHeadAttention } from '../keras/keras.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { forwardPlanner, PLANNER } from './planner.js';
 import { defineLinear } from './linear.js';
@@ -21,7 +21,7 @@ function fileUrls(name, { wasmUrl, locateFile }) {
   return urls;
 }
 
-/** Loads build `name` with `numThreads` threads; resolves to the public module object. */
+/** Loads build `name` with `numThreads` threads; resolves to the core module object (not frozen). */
 export async function instantiate(name, numThreads, options) {
   const urls = fileUrls(name, options);
   let module, worker, report;
@@ -58,9 +58,8 @@ export async function instantiate(name, numThreads, options) {
   const memory = () => module.wasmMemory?.buffer ?? module.HEAP8.buffer;
   const MultiHeadAttention = defineMultiHeadAttention(module);
   warmUp(MultiHeadAttention);
-  return Object.freeze({
+  return {
     MultiHeadAttention,
-    KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention),
     ...defineLinear(module),
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
     [PLANNER]: forwardPlanner(module),
@@ -71,7 +70,7 @@ export async function instantiate(name, numThreads, options) {
       threads: VARIANTS[name].threads,
       numThreads: VARIANTS[name].threads ? module.numThreads() : 1,
     }),
-  });
+  };
 }
 
 /**

@@ -7,7 +7,7 @@
 // layout: tfjs kernels lay them out as the WebGPU layer reads them (PyTorch's [out, in]), on the
 // GPU, whenever a variable changes (each training step). What still goes through the CPU: an
 // attentionMask (read once per call; the kernels take masks from the CPU).
-import { USE_GPU_WEIGHTS, SUBMIT_NOW } from '../webgpu/layer.js';
+import { SUBMIT_NOW } from '../webgpu/layer.js';
 import { SUBMIT_BACKWARD } from '../webgpu/training.js';
 import { gpuToTfjs, tfjsToGpu } from './gpu-tensors.js';
 
@@ -26,8 +26,7 @@ export class TfjsGpuAttention {
   constructor(tf, gpu, config) {
     this.#tf = tf;
     this.#gpu = gpu;
-    // (initialize: the layer checks that it has weights; the variables' replace them before any call)
-    this.#layer = new gpu.MultiHeadAttention(config).initialize({ seed: 0 });
+    this.#layer = new gpu.MultiHeadAttention(config);  // (its weights: the variables', loaded before each call)
   }
 
   /** True while tfjs runs on the webgpu backend on this layer's device. */
@@ -46,24 +45,33 @@ export class TfjsGpuAttention {
     if (this.#loaded && ids.every((id, i) => id === this.#loaded[i])) return;
     const tf = this.#tf;
     const byName = Object.fromEntries(names.map((name, i) => [name, variables[i]]));
-    // [in, H, D] kernels -> [H * D, in]; attention_output/kernel [H, Dv, out] -> [out, H * Dv]; biases as they are.
-    const laidOut = tf.tidy(() => ({
-      q: tf.transpose(tf.reshape(byName['query/kernel'], [byName['query/kernel'].shape[0], -1])),
-      k: tf.transpose(tf.reshape(byName['key/kernel'], [byName['key/kernel'].shape[0], -1])),
-      v: tf.transpose(tf.reshape(byName['value/kernel'], [byName['value/kernel'].shape[0], -1])),
-      out: tf.transpose(tf.reshape(byName['attention_output/kernel'], [-1, byName['attention_output/kernel'].shape[2]])),
-    }));
+    // The state dict's layout, by tfjs kernels on the GPU: [in, H, D] kernels -> [H * D, in];
+    // attention_output/kernel [H, Dv, out] -> [out, H * Dv]; biases flat; q, k and v in one
+    // in_proj matrix (and bias) where the layer keeps them so (stateDictShapes says).
+    const shapes = this.#layer.stateDictShapes();
+    const rows = (name) => tf.transpose(tf.reshape(byName[name], [byName[name].shape[0], -1]));
+    const flat = (name) => tf.reshape(byName[name], [-1]);
+    const laidOut = tf.tidy(() => {
+      const dict = {
+        'out_proj.weight': tf.transpose(tf.reshape(byName['attention_output/kernel'], [-1, byName['attention_output/kernel'].shape[2]])),
+      };
+      if ('in_proj_weight' in shapes) dict.in_proj_weight = tf.concat([rows('query/kernel'), rows('key/kernel'), rows('value/kernel')], 0);
+      else Object.assign(dict, { q_proj_weight: rows('query/kernel'), k_proj_weight: rows('key/kernel'), v_proj_weight: rows('value/kernel') });
+      if ('in_proj_bias' in shapes) {
+        dict.in_proj_bias = tf.concat([flat('query/bias'), flat('key/bias'), flat('value/bias')], 0);
+        dict['out_proj.bias'] = tf.clone(byName['attention_output/bias']);
+      }
+      return dict;
+    });
     const onGpu = {};
     try {
-      for (const [key, tensor] of Object.entries(laidOut)) onGpu[key] = tfjsToGpu(tf, tensor);
-      for (const [key, name] of [['qBias', 'query/bias'], ['kBias', 'key/bias'], ['vBias', 'value/bias'], ['outBias', 'attention_output/bias']]) {
-        onGpu[key] = byName[name] ? tfjsToGpu(tf, byName[name]) : null;
-      }
+      for (const [name, tensor] of Object.entries(laidOut)) onGpu[name] = tfjsToGpu(tf, tensor);
+      // Copied on the GPU into the layer's weights (queued now): tfjs' copies may go at once.
+      this.#layer.loadStateDict(Object.fromEntries(Object.entries(onGpu).map(([name, t]) => [name, { buffer: t.buffer, shape: t.shape }])));
     } finally {
+      for (const t of Object.values(onGpu)) t.dispose();
       tf.dispose(Object.values(laidOut));
     }
-    const buffers = Object.fromEntries(Object.entries(onGpu).map(([key, t]) => [key, t?.buffer ?? null]));
-    this.#layer[USE_GPU_WEIGHTS](buffers, () => { for (const t of Object.values(onGpu)) t?.dispose(); });
     this.#loaded = ids;
   }
 

@@ -13,7 +13,7 @@
 import { keysPerTile, paramsBlock } from './attention.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
-import { readBack } from './tensors.js';
+import { gpuTensor, readBack } from './tensors.js';
 
 const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
 
@@ -62,9 +62,10 @@ export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
  * now (so the caller's error scopes close before any other call opens its own); makes its
  * buffers in `buffers` (a CallBuffers). Returns the gradients' buffers (`gradients`) and read(): a promise of their arrays:
  * { query, key, value } (key and value null for self-attention) and `params` (the state dict's
- * names, in its order).
+ * names, in its order). With `onGpu` it returns instead `tensors`: the same gradients as GPU
+ * tensors ({ buffer, shape, read, dispose }, kept out of `buffers`: the caller's), nothing read back.
  */
-export function submitBackward(device, buffers, saved, dOut, paramShapes) {
+export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGpu = false } = {}) {
   const { c, B, L, S, self, w, attention } = saved;
   const H = c.numHeads, Hkv = c.numKvHeads, E = c.embedDim;
   const QD = H * c.headDim, KV = Hkv * c.headDim, VKV = Hkv * c.valueHeadDim, AD = H * c.valueHeadDim, OD = c.outputDim;
@@ -131,9 +132,47 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes) {
   encodeInputGrad(device, pass, buffers, { dy: g.dk, w: w.k, dx: g.key ?? g.query, M: B * S, N: KV, K: c.kdim, accumulate: self });
   encodeInputGrad(device, pass, buffers, { dy: g.dv, w: w.v, dx: g.value ?? g.query, M: B * S, N: VKV, K: c.vdim, accumulate: self });
   pass.end();
+  const tensors = onGpu ? gradientTensors(device, encoder, buffers, g, saved, paramShapes) : null;
   device.queue.submit([encoder.finish()]);
 
-  return { gradients: g, read: () => readGradients(device, g, saved, paramShapes) };
+  return { gradients: g, read: () => readGradients(device, g, saved, paramShapes), tensors };
+}
+
+/**
+ * The gradients' buffers `g` as GPU tensors named as readGradients names them: in_proj_weight and
+ * in_proj_bias are the q, k and v parts copied one after another into one buffer (in `encoder`).
+ */
+function gradientTensors(device, encoder, buffers, g, saved, paramShapes) {
+  const { c } = saved;
+  const shapes = saved.inputShapes;
+  const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
+  const floats = { qW: QD * c.embedDim, kW: KV * c.kdim, vW: VKV * c.vdim, qB: QD, kB: KV, vB: VKV };
+  const concat = (parts, label) => {
+    const all = buffers.storage(parts.reduce((n, p) => n + floats[p], 0), label);
+    let at = 0;
+    for (const p of parts) {
+      if (floats[p] > 0) encoder.copyBufferToBuffer(g[p], 0, all, at * 4, floats[p] * 4);
+      at += floats[p];
+    }
+    return all;
+  };
+  const byName = {
+    in_proj_weight: () => concat(['qW', 'kW', 'vW'], 'd in_proj_weight'), q_proj_weight: () => g.qW, k_proj_weight: () => g.kW,
+    v_proj_weight: () => g.vW, in_proj_bias: () => concat(['qB', 'kB', 'vB'], 'd in_proj_bias'),
+    'out_proj.weight': () => g.outW, 'out_proj.bias': () => g.outB, sinks: () => g.sinks,
+  };
+  const tensor = (buffer, shape) => gpuTensor(device, buffers.keep(buffer), [...shape]);
+  const params = {};
+  for (const [name, shape] of Object.entries(paramShapes)) {
+    if (!byName[name]) throw new Error(`webgpu backward: no gradient for the parameter '${name}'`);
+    params[name] = tensor(byName[name](), shape);
+  }
+  return {
+    query: tensor(g.query, shapes.query),
+    key: g.key && tensor(g.key, shapes.key),
+    value: g.value && tensor(g.value, shapes.value),
+    params,
+  };
 }
 
 /** The gradients' buffers `g` read back, the parameters' named and concatenated as the state dict's. */

@@ -16,11 +16,34 @@ import { encodeRotary, rotaryTable } from './rotary.js';
  * it made and the attention's parameters ({ q, k, v, attended, attention }: what backward.js reads).
  */
 export function encodeForward(device, encoder, buffers, c, w, call) {
+  const { B, L, S, cached } = call;
+  const AD = c.numHeads * c.valueHeadDim;
+  const attended = buffers.storage(B * L * AD, 'attended');
+  const { q: qp, keys, values, kvRows, pass } = encodeProjections(device, encoder, buffers, c, w, call);
+  const attention = {
+    B, L, S, q: qp, k: keys, v: values, kvRows, firstQuery: cached, attended, weights: call.weights,
+    headParams: w.headParams,
+    keyPadding: call.keyPadding && buffers.upload(call.keyPadding, 'key padding mask'),
+    attnMask: call.attnMask && buffers.upload(call.attnMask, 'attention mask'),
+    attnMaskPerHead: call.attnMaskPerHead, causal: call.causal, averageWeights: call.averageWeights,
+    dropout: call.dropout, decode: call.decode, dummy: buffers.storage(4, 'unused'), lse: call.lse ?? null,
+  };
+  encodeAttention(device, pass, buffers, c, attention);
+  encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: c.outputDim, K: AD });
+  pass.end();
+  return { q: qp, k: keys, v: values, attended, attention, lse: attention.lse };
+}
+
+/**
+ * The first half of encodeForward, shared with the step path (steps.js): the projections, rotary and
+ * the cache's append, in a compute pass it leaves open. Returns { q [B*L, H*Dh], keys, values (kvRows
+ * rows per batch row, of which the first S are seen: a cache's buffers, or the projections), kvRows, pass }.
+ */
+export function encodeProjections(device, encoder, buffers, c, w, call) {
   const { B, L, S, newKeys, cached, cache } = call;
   const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
-  const AD = c.numHeads * c.valueHeadDim;
   const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * newKeys * KV, 'k');
-  const vp = buffers.storage(B * newKeys * VKV, 'v'), attended = buffers.storage(B * L * AD, 'attended');
+  const vp = buffers.storage(B * newKeys * VKV, 'v');
 
   let pass = encoder.beginComputePass();
   encodeGemm(device, pass, buffers, { x: call.x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
@@ -55,16 +78,5 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
     pass = encoder.beginComputePass();
     [keys, values, kvRows] = [cache.keys, cache.values, capacity];
   }
-  const attention = {
-    B, L, S, q: qp, k: keys, v: values, kvRows, firstQuery: cached, attended, weights: call.weights,
-    headParams: w.headParams,
-    keyPadding: call.keyPadding && buffers.upload(call.keyPadding, 'key padding mask'),
-    attnMask: call.attnMask && buffers.upload(call.attnMask, 'attention mask'),
-    attnMaskPerHead: call.attnMaskPerHead, causal: call.causal, averageWeights: call.averageWeights,
-    dropout: call.dropout, decode: call.decode, dummy: buffers.storage(4, 'unused'), lse: call.lse ?? null,
-  };
-  encodeAttention(device, pass, buffers, c, attention);
-  encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: c.outputDim, K: AD });
-  pass.end();
-  return { q: qp, k: keys, v: values, attended, attention, lse: attention.lse };
+  return { q: qp, keys, values, kvRows, pass };
 }

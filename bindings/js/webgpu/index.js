@@ -1,5 +1,6 @@
 // The WebGPU backend: init({ backend: 'webgpu', gpu?, device? }) resolves to this room's module
-// object: the device it runs on and a MultiHeadAttention with forwardAsync.
+// object: the device it runs on, a MultiHeadAttention with forwardAsync and an AdamW optimizer.
+import { defineAdamW } from './adamw.js';
 import { openDevice } from './device.js';
 import { defineKerasMultiHeadAttention } from '../keras/keras.js';
 import { defineWebGpuMultiHeadAttention } from './layer.js';
@@ -16,6 +17,8 @@ export async function initWebGpu({ gpu, device }, wasm) {
     /** null while the device works; { reason, message } once it was lost. */
     get lost() { return state.lost; },
     MultiHeadAttention,
+    // AdamW on the GPU: parameters and moments stay there between steps (adamw.js).
+    AdamW: defineAdamW(state),
     // Keras' layer over the WebGPU one: callAsync only (keras/keras.js).
     KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention, { asyncOnly: true }),
   });

@@ -10,6 +10,7 @@ import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
 import { QUANTIZED_PROJECTION } from '../core/quantized.js';
+import { checkCapture, patchForCore } from '../core/steps.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { keysPerTile } from './attention.js';
 import { checkBackwardLimits, submitBackward } from './backward.js';
@@ -18,26 +19,23 @@ import { cacheStateOf, GpuKvCache } from './cache.js';
 import { lostError } from './device.js';
 import { encodeForward } from './forward-pass.js';
 import { encodeKeyValue } from './key-value.js';
-import { CallBuffers, checkInput, gpuTensor, readBack } from './tensors.js';
+import { checkWebGpuPatch, encodeSteps, stepsGroups } from './steps.js';
+import { CallBuffers, checkInput, checkUsableOn, gpuTensor, readBack } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
-import { uploadWeights } from './weights.js';
+import { copyWeights, uploadWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
   'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'outputLocation'];
-const NOT_YET = ['capture', 'patch'];
 const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
-const STORAGE = 0x80, COPY_DST = 0x08;  // GPUBufferUsage
 /**
- * The synchronous GPU entry points mha-wasm/tfjs uses on tfjs' device (tfjs' layers call
+ * The synchronous GPU entry point mha-wasm/tfjs uses on tfjs' device (tfjs' layers call
  * synchronously; tfjs submits its own work in between): [SUBMIT_NOW](query, key, value, options)
- * submits forwardAsync's work at once for GPU inputs and outputs, [USE_GPU_WEIGHTS](buffers) takes
- * float32 weights already on the device. Not public API.
+ * submits forwardAsync's work at once for GPU inputs and outputs. Not public API.
  */
 export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
-export const USE_GPU_WEIGHTS = Symbol('mha-wasm webgpu: weights on the GPU');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
 /**
@@ -90,6 +88,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
     #disposed = false;
     #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
+    #weightsOnGpu = false;  // true while the weights are those of loadStateDict({ name: { buffer, shape } }): none in the wasm layer
 
     constructor(config) {
       this.#layer = new wasm.MultiHeadAttention(config);
@@ -110,10 +109,34 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     /** True while the device works; false once it was lost (the layer is unusable then). */
     get usable() { return !this.#disposed && !gpu.lost; }
     stateDictShapes() { return this.#layer.stateDictShapes(); }
-    stateDict() { return this.#layer.stateDict(); }
+    stateDict() {
+      if (this.#weightsOnGpu) {
+        throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
+          + 'and live only on the GPU; read the tensors it was loaded from');
+      }
+      return this.#layer.stateDict();
+    }
 
+    /**
+     * The wasm layer's loadStateDict; or, when the values are { buffer, shape } GPU tensors, their
+     * contents copied on the GPU into the layer's weights (nothing read back; weights.js's
+     * copyWeights), the GPU's verdict awaited by the next call.
+     */
     loadStateDict(stateDict) {
       this.#live('loadStateDict');
+      const onGpu = stateDict !== null && typeof stateDict === 'object'
+        && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
+      if (onGpu) {
+        try {
+          const uploaded = copyWeights(device, this.#config, this.#layer.stateDictShapes(), stateDict, this.#layer.config.weightDtype);
+          this.#forgetUpload();
+          this.#uploaded = uploaded;
+          this.#weightsOnGpu = true;
+        } catch (error) {
+          throw withCallName(error, 'loadStateDict');
+        }
+        return this;
+      }
       this.#layer.loadStateDict(stateDict);
       this.#forgetUpload();
       return this;
@@ -137,6 +160,16 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     #forgetUpload() {
       this.#uploaded?.destroy();
       this.#uploaded = null;
+      this.#weightsOnGpu = false;
+    }
+
+    /** Whether the layer has weights (in the wasm layer, or loaded from GPU tensors). */
+    get #hasWeights() { return this.#weightsOnGpu || this.#layer.byteSize > 0; }
+
+    /** A GPU-to-GPU weight load's verdict (copyWeights), awaited once before the weights are used. */
+    async #weightsReady() {
+      const failed = await this.#uploaded?.ready;
+      if (failed) throw failed;
     }
 
     /**
@@ -195,7 +228,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       try {
         this.#live('setKeyValue');
         const state = this.#checkCache(cache);
-        if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+        if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
         const k = checkInput('key', key, { expected: '[B, S, kdim]' });
         const v = checkInput('value', value, { expected: '[B, S, vdim]' });
         if (!this.#planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) {
@@ -251,7 +284,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     async #forwardAsync(query, key, value, options) {
       const call = this.#prepare(query, key, value, options);
       const { cache } = call;
-      if (cache?.pending) {  // (a setKeyValue still on the GPU; it failed: its handle was reset)
+      if (cache?.pending) {  // (a setKeyValue still on the GPU; if it failed its handle was reset)
         const failed = await cache.pending;
         cache.pending = null;
         if (failed) throw failed;
@@ -282,11 +315,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
           + 'pass the whole sequence without a cache)');
       }
-      for (const name of NOT_YET) {
-        if (options[name] !== undefined && options[name] !== null && options[name] !== false) {
-          throw new TypeError(`${name}: not supported on the WebGPU backend yet`);
-        }
-      }
       for (const flag of ['causal', 'needWeights', 'averageWeights', 'training', 'weightsBeforeDropout']) checkBoolean(flag, options[flag]);
       if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
         throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
@@ -304,6 +332,13 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (options.checkFinite) checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
+      const capture = checkCapture(options.capture);
+      const patch = checkWebGpuPatch(options.patch);
+      const steps = capture !== undefined || patch !== null;
+      if (patch && options.grad) {
+        throw new TypeError('patch: not with grad: true on the WebGPU backend yet (its backward pass does not hold '
+          + 'the patched heads constant); use the wasm backend for gradients through a patch');
+      }
       const shapeOf = (t) => t && { shape: t.shape };
       const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
       const request = {
@@ -312,10 +347,12 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         cache: cache?.handle ?? null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
         averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
+        capture, patch: patchForCore(patch, shapeOf),
       };
-      // false: no capture / patch steps (refused above: not on WebGPU yet).
-      if (!this.#planner.checkForward(request, false)) throwHandleError(this.#planner, 'forwardAsync');
-      if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+      if (!this.#planner.checkForward(request, steps)) throwHandleError(this.#planner, 'forwardAsync');
+      // The steps to capture and the patch, as the C++ plan checked them (steps.js runs them).
+      const planned = steps ? this.#planner.plannedSteps() : null;
+      if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
       if (options.grad && (options.out != null || options.weightsOut != null)) {  // (the wasm layer's rule and words)
@@ -329,18 +366,20 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           + "(with 'gpu' the results are new GPUBuffers the caller owns)");
       }
       return { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut, cache,
-        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu' };
+        checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu', planned,
+        patchTensor: patch?.tensor, patchName: patch && `patch.${patch.steps[0]}` };
     }
 
     /** The call's sizes: batch B, query rows L, keys S (newKeys of them projected now, after `cached`). */
     #sizes(call) {
-      const { q, cache } = call;
+      const { q } = call;
       const self = !call.k;
       const batched = q.shape.length === 3;
       const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
       // With a cache: the call's L new tokens are projected and appended after the `cached` it
       // holds, and attend to all of them (query row r at position cached + r).
       // With a cross-attention cache: none projected, S = the tokens setKeyValue put there.
+      const { cache } = call;
       const cross = Boolean(cache) && cache.handle.kind() === CROSS;
       const cached = cache && !cross ? cache.handle.length() : 0;
       const S = cross ? cache.handle.length() : cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
@@ -348,9 +387,10 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       return { B, L, S, newKeys, cached, cross, self };
     }
 
-    /** The device's limits, before anything is made. */
+    /** The device's limits for the call, checked before anything is made. */
     #checkLimits(call, { B, L, S, newKeys }) {
       const c = this.#config;
+      const { request } = call;
       const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
       const AD = c.numHeads * c.valueHeadDim;
       if (keysPerTile(c.headDim, c.valueHeadDim) < 1) {
@@ -364,19 +404,23 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
       checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
       checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
-      if (call.request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
+      if (request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
+      if (call.planned) {  // (the step path keeps [B, H, L, S] scores, logits and pattern, whatever it captures)
+        checkSize('the step path\'s scores', B * c.numHeads * L * S);
+        for (const { name, shape } of call.planned.captured) checkSize(`the captured ${name}`, count(shape));
+        for (const [name, groups] of Object.entries(stepsGroups(c, { B, L, S }))) checkGroups(name, groups);
+      }
     }
 
     /**
-     * Encodes and submits the call, now (synchronously), in its error scopes; its buffers are made
-     * in `buffers`. Returns the output buffers, what backward needs, and `verdict`: a promise of the
-     * scopes' [validation error, out-of-memory error] (both popped before this returns).
+     * Encodes and submits the call now (synchronously) in its error scopes, its buffers made in
+     * `buffers`. Returns the output buffers, what backward needs, the captured steps' buffers and
+     * `verdict`: a promise of the scopes' [validation error, out-of-memory error].
      */
-    #submit(call, sizes, buffers) {
+    #submit(call, { B, L, S, newKeys, cached, cross, self }, buffers) {
       const c = this.#config;
       const { q, request, cache } = call;
-      const { B, L, S, newKeys, cached, cross, self } = sizes;
       if (!this.#uploaded) {
         this.#uploaded = uploadWeights(device, c, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
       }
@@ -397,11 +441,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
       device.pushErrorScope('out-of-memory');
       device.pushErrorScope('validation');
-      let made, failed = null;
+      let made = null, captured = null, failed = null;
       try {
         const encoder = device.createCommandEncoder();
         for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
-        made = encodeForward(device, encoder, buffers, c, w, {
+        const forwardCall = {
           B, L, S, newKeys, cached, self, x, xk, xv, output, weights, cache, crossCache: cross,
           positions: call.positions?.data,
           keyPadding: additive(call.keyPaddingMask), attnMask: additive(call.attnMask),
@@ -412,7 +456,18 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           // A few new tokens against a cache: split the cache's keys over workgroups (flash-decoding).
           decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
           lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
-        });
+        };
+        if (call.planned) {  // capture or patch: the step path (steps.js)
+          // (result reads out_proj as float32: a quantized one dequantized by the wasm layer, as its step path does)
+          const wantsResult = call.planned.captured.some((step) => step.name === 'result');
+          const outWeight = w.out.dtype && wantsResult ? buffers.upload(this.#layer.stateDict()['out_proj.weight'], 'out_proj as float32') : w.out;
+          // With grad (capture only): the fused pass makes the output and what backward reads; the
+          // step path, run beside it on the same inputs, gives the steps (its output unused).
+          const stepsCall = request.grad ? { ...forwardCall, output: buffers.storage(count(call.outputShape), 'unused output'), weights: null }
+            : forwardCall;
+          captured = encodeSteps(device, encoder, buffers, c, w, { ...stepsCall, outWeight, patchTensor: call.patchTensor }, call.planned);
+        }
+        if (!call.planned || request.grad) made = encodeForward(device, encoder, buffers, c, w, forwardCall);
         device.queue.submit([encoder.finish()]);
         if (cache && !cross) cache.handle.advance(L);
       } catch (error) {
@@ -421,19 +476,17 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       // Both scopes popped now, before any other call can push its own.
       const verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);
       if (failed) throw failed;
-      return { w, x, xk, xv, output, weights, made, verdict };
+      return { w, x, xk, xv, output, weights, made, captured, verdict };
     }
 
-    /** The saved state and result of a call with grad: the buffers stay with it until backward or release. */
-    #trainingResult(call, sizes, buffers, submitted, outputResult, weightsResult) {
-      const c = this.#config;
+    /** The result of a call with grad: its saved state (the call's buffers, kept) and a training result. */
+    #trainingResult(call, { B, L, S, self }, buffers, submitted, outputResult, weightsResult) {
       const { q } = call;
-      const { w, x, xk, xv, made } = submitted;
-      const saved = { buffers, c, B: sizes.B, L: sizes.L, S: sizes.S, self: sizes.self, w, ...made, x, xk, xv,
-        positions: call.positions && Int32Array.from(call.positions.data),
+      const { w, made, x, xk, xv } = submitted;
+      const saved = { buffers, c: this.#config, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
         inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
       const record = gpuTrainingRecord(saved, {
-        backward: (s, dOut) => this.#backward(s, dOut),
+        backward: (s, dOut, how) => this.#backward(s, dOut, how),
         backwardNow: (s, dOut) => this.#backwardNow(s, dOut),
         onFree: (r) => this.#trainingRecords.delete(r),
       });
@@ -449,34 +502,51 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const buffers = new CallBuffers(device);
       let kept = false;  // true when a training result holds the buffers for its backward pass
       try {
+        await this.#weightsReady();
         await this.#checkGpuInputs(call);
         if (call.checkFinite) await this.#checkFiniteOnGpu(call);
         const submitted = this.#submit(call, sizes, buffers);
-        const { output, weights } = submitted;
+        const { output, weights, captured } = submitted;
         const [invalid, outOfMemory] = await submitted.verdict;
         if ((invalid || outOfMemory) && cache && !cross) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
+        // Captured steps (when asked) go where the output goes: GPU tensors with outputLocation 'gpu'.
+        const capturedSteps = call.planned?.captured ?? [];
+        const readCaptured = async () => {
+          if (!call.request.capture) return undefined;
+          const data = call.gpuOutput ? capturedSteps.map(({ name, shape }) => gpuTensor(device, buffers.keep(captured[name]), shape))
+            : await Promise.all(capturedSteps.map(async ({ name, shape }) => ({ data: await readBack(device, captured[name], count(shape)), shape })));
+          return Object.fromEntries(capturedSteps.map(({ name }, i) => [name, data[i]]));
+        };
         if (request.grad) {
           const outputResult = call.gpuOutput ? gpuTensor(device, buffers.keep(output), call.outputShape)
             : { data: await readBack(device, output, count(call.outputShape)), shape: call.outputShape };
           const weightsResult = !weights ? null : call.gpuOutput ? gpuTensor(device, buffers.keep(weights), call.weightsShape)
             : { data: await readBack(device, weights, count(call.weightsShape)), shape: call.weightsShape };
+          const stepsResult = await readCaptured();
           kept = true;
-          return this.#trainingResult(call, sizes, buffers, submitted, outputResult, weightsResult);
+          const result = this.#trainingResult(call, sizes, buffers, submitted, outputResult, weightsResult);
+          if (stepsResult) result.captured = stepsResult;
+          return result;
         }
         if (call.gpuOutput) {
-          return {
+          const result = {
             output: gpuTensor(device, buffers.keep(output), call.outputShape),
             weights: weights ? gpuTensor(device, buffers.keep(weights), call.weightsShape) : null,
           };
+          const stepsResult = await readCaptured();
+          if (stepsResult) result.captured = stepsResult;
+          return result;
         }
-        const [outData, weightsData] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
-          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null]);
-        return {
+        const [outData, weightsData, stepsResult] = await Promise.all([readBack(device, output, count(call.outputShape), call.out),
+          weights ? readBack(device, weights, count(call.weightsShape), call.weightsOut) : null, readCaptured()]);
+        const result = {
           output: { data: outData, shape: call.outputShape },
           weights: weights ? { data: weightsData, shape: call.weightsShape } : null,
         };
+        if (stepsResult) result.captured = stepsResult;
+        return result;
       } catch (error) {
         const lost = await Promise.race([device.lost, new Promise((resolve) => { setTimeout(resolve, 0, null); })]);
         if (lost) throw lostError('forwardAsync', { reason: lost.reason, message: lost.message });
@@ -488,14 +558,14 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
 
     /**
      * forwardAsync's work for GPU inputs, submitted now (no await: tfjs' next kernels queue after
-     * it), results on the GPU (outputLocation 'gpu'; no cache, no checkFinite). Returns { result,
-     * verdict }: result as forwardAsync's (with grad a training result whose backward can also be
-     * submitted at once: SUBMIT_BACKWARD), verdict a promise of the GPU's error or null. An input
-     * buffer must be of this device (not probed here, as forwardAsync does).
+     * it), results on the GPU (outputLocation 'gpu'; no cache, capture, patch or checkFinite).
+     * Returns { result, verdict }: result as forwardAsync's (with grad a training result whose
+     * backward can be submitted at once too: training.js's SUBMIT_BACKWARD), verdict a promise of
+     * the GPU's error or null. The input buffers must be of this device (not probed, as forwardAsync does).
      */
     [SUBMIT_NOW](query, key, value, options) {
       try {
-        for (const name of ['cache', 'checkFinite', 'out', 'weightsOut']) {
+        for (const name of ['cache', 'checkFinite', 'out', 'weightsOut', 'capture', 'patch']) {
           if (options[name] != null && options[name] !== false) throw new TypeError(`${name}: not with a synchronous submit`);
         }
         const call = this.#prepare(query, key, value, { ...options, outputLocation: 'gpu' });
@@ -510,8 +580,10 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           buffers.free();
           throw error;
         }
-        const verdict = submitted.verdict.then(([invalid, outOfMemory]) => (invalid ? new Error(`forwardAsync: the GPU rejected the call: ${invalid.message}`)
-          : outOfMemory ? new RangeError(`forwardAsync: the GPU is out of memory: ${outOfMemory.message}`) : null));
+        // (A GPU-to-GPU weight load's verdict counts as this call's: forwardAsync awaits it first.)
+        const verdict = Promise.all([this.#uploaded.ready, submitted.verdict]).then(([weightsFailed, [invalid, outOfMemory]]) => (
+          weightsFailed ?? (invalid ? new Error(`forwardAsync: the GPU rejected the call: ${invalid.message}`)
+            : outOfMemory ? new RangeError(`forwardAsync: the GPU is out of memory: ${outOfMemory.message}`) : null)));
         const output = gpuTensor(device, buffers.keep(submitted.output), call.outputShape);
         const weights = submitted.weights ? gpuTensor(device, buffers.keep(submitted.weights), call.weightsShape) : null;
         if (call.request.grad) return { result: this.#trainingResult(call, sizes, buffers, submitted, output, weights), verdict };
@@ -523,24 +595,10 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     }
 
     /**
-     * Float32 weights already on this device, in the state dict's layout (PyTorch's [out, in]
-     * matrices): { q, k, v, out, qBias, kBias, vBias, outBias } (biases null without bias), in
-     * place of the wasm layer's (stateDict() no longer says what runs). `release()` is called when
-     * they are replaced or the layer is disposed. For layers without sinks, ALiBi or quantized weights.
+     * The backward pass of a forward result with grad (training.js calls it, and checks its
+     * options): backward.js on the saved buffers; with `onGpu` the gradients stay on the GPU.
      */
-    [USE_GPU_WEIGHTS](weights, release) {
-      this.#live('loadStateDict');
-      const c = this.#config;
-      if (c.sinks || c.alibiSlopes || this.#layer[QUANTIZED_PROJECTION]('q')) {
-        throw new TypeError('weights on the GPU: only for float32 layers without sinks or ALiBi');
-      }
-      const headParams = device.createBuffer({ label: 'sinks and ALiBi slopes', size: Math.max(16, 8 * c.numHeads), usage: STORAGE | COPY_DST });
-      this.#forgetUpload();
-      this.#uploaded = { ...weights, headParams, destroy() { headParams.destroy(); release(); } };
-    }
-
-    /** The backward pass of a forward result with grad (training.js calls it): backward.js on the saved buffers. */
-    async #backward(saved, dOut) {
+    async #backward(saved, dOut, { onGpu = false } = {}) {
       this.#live('backwardAsync');
       if (saved.w !== this.#uploaded) {
         throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
@@ -554,7 +612,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         let submitted;
         let failed = null;
         try {
-          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes());
+          submitted = submitBackward(device, buffers, saved, out, this.#layer.stateDictShapes(), { onGpu });
         } catch (error) {
           failed = error;
         }
@@ -563,6 +621,7 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
         if (failed) throw failed;
+        if (onGpu) return submitted.tensors;
         const gradients = await submitted.read();
         const shapes = saved.inputShapes;
         return {
@@ -627,20 +686,10 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
     }
 
-    /** Each caller's GPUBuffer in its own error scope: a buffer of another device or a destroyed one is named. */
+    /** Each caller's GPUBuffer checked on this device: a buffer of another device or a destroyed one is named. */
     async #checkGpuInputs(call) {
-      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v]]) {
-        if (!t?.onGpu) continue;
-        device.pushErrorScope('validation');
-        const probe = device.createBuffer({ size: 4, usage: 0x08 });
-        const encoder = device.createCommandEncoder();
-        encoder.copyBufferToBuffer(t.buffer, 0, probe, 0, 4);
-        device.queue.submit([encoder.finish()]);
-        probe.destroy();
-        const error = await device.popErrorScope();
-        if (error) {
-          throw new TypeError(`${name}.buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one): ${error.message}`);
-        }
+      for (const [name, t] of [['query', call.q], ['key', call.k], ['value', call.v], [call.patchName, call.patchTensor]]) {
+        if (t?.onGpu) await checkUsableOn(device, name, t.buffer);
       }
     }
 

@@ -2,6 +2,7 @@
 // uploads, readbacks, the caller's { buffer, shape } inputs checked, and { buffer, shape, read,
 // dispose } outputs (outputLocation: 'gpu').
 import { checkTensor, describe } from '../core/validate.js';
+import { dispatch, pipeline } from './pipelines.js';
 
 const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01;  // GPUBufferUsage
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
@@ -30,6 +31,23 @@ export function checkInput(name, tensor, { expected, optional = false }) {
     return { buffer, shape, onGpu: true };
   }
   return checkTensor(name, tensor, { expected, optional });
+}
+
+/**
+ * Throws a TypeError naming `name` when `device` cannot use `buffer` (made by another GPUDevice,
+ * or destroyed): WebGPU has no query for either, so a no-op kernel reads it in an error scope.
+ */
+export async function checkUsableOn(device, name, buffer) {
+  device.pushErrorScope('validation');
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  dispatch(device, pass, pipeline(device, 'buffer_probe'), { 0: buffer }, [1, 1, 1]);
+  pass.end();
+  device.queue.submit([encoder.finish()]);
+  const error = await device.popErrorScope();
+  if (error) {
+    throw new TypeError(`${name}.buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one): ${error.message}`);
+  }
 }
 
 /** The buffers of one call: made here, destroyed by free() except those kept for the caller. */

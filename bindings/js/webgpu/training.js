@@ -3,7 +3,7 @@
 // masks) until backwardAsync() or release(). The same surface and errors as the wasm layer's
 // TrainingResult (core/training.js), asynchronous only.
 import { withCallName } from '../core/errors.js';
-import { describe } from '../core/validate.js';
+import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
 
 /** The synchronous backward of a result (mha-wasm/tfjs); not public API. */
@@ -54,54 +54,25 @@ export class GpuTrainingResult {
   /**
    * dLoss/d(inputs and parameters) for dLoss/dOutput = dOut ({ data: Float32Array, shape } or
    * { buffer: GPUBuffer, shape } of the output's shape), as the wasm layer's. Call once.
+   * options.outputLocation: 'cpu' (default: Float32Arrays read back) or 'gpu' (every gradient a
+   * GPU tensor { buffer, shape, read(), dispose() } the caller owns; nothing read back).
    */
-  async backwardAsync(dOut) {
+  async backwardAsync(dOut, options = {}) {
     try {
-      return await this.#backward(dOut);
+      return await this.#backward(dOut, options);
     } catch (error) {
       throw withCallName(error, 'backwardAsync');
     }
   }
 
-  /**
-   * backwardAsync's work for a dOut on the GPU, submitted now (mha-wasm/tfjs: tfjs' gradient
-   * functions are synchronous). Returns { gradients (GPUBuffers: query, key, value, qW, kW, vW, outW,
-   * qB, kB, vB, outB, ...), verdict, free() }; free() once the gradients are read on the GPU.
-   */
-  [SUBMIT_BACKWARD](dOut) {
+  async #backward(dOut, options) {
     const record = this.#record;
-    if (!this.#checkDOut(dOut)) throw new TypeError('dOut: a synchronous backward takes a GPU tensor { buffer, shape }');
-    record.state = 'running';
-    try {
-      const submitted = record.owner.backwardNow(record.saved, { buffer: dOut.buffer });
-      leakedResults.unregister(this);
-      return { ...submitted, free: () => { submitted.free(); freeGpuRecord(record, 'done'); } };
-    } catch (error) {
-      if (record.state === 'running') record.state = 'ready';
-      throw withCallName(error, 'backwardAsync');
+    // The one place that checks backwardAsync's options (layer.js applies them).
+    checkPlainObject('options', options);
+    checkKnownKeys('options', options, ['outputLocation']);
+    if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
+      throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
     }
-  }
-
-  async #backward(dOut) {
-    const onGpu = this.#checkDOut(dOut);
-    const record = this.#record;
-    record.state = 'running';
-    try {
-      const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data });
-      leakedResults.unregister(this);
-      freeGpuRecord(record, 'done');
-      return gradients;
-    } catch (error) {
-      // A failed backward (weights changed since, a lost device) leaves the result as it was, as
-      // the wasm layer's: release() still frees it.
-      if (record.state === 'running') record.state = 'ready';
-      throw error;
-    }
-  }
-
-  /** dOut checked against the result's state and output; true when it is on the GPU. */
-  #checkDOut(dOut) {
-    const record = this.#record;
     if (record.state === 'done' || record.state === 'running') throw new Error('already called for this forward pass (call forward again)');
     if (record.state === 'disposed') throw new Error('the layer that made this forward pass was disposed');
     if (record.state === 'released') throw new Error('this forward pass was released (release() frees what backward needs)');
@@ -120,7 +91,42 @@ export class GpuTrainingResult {
     } else if (dOut.data.length !== count) {
       throw new RangeError(`dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
     }
-    return onGpu;
+    record.state = 'running';
+    try {
+      const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data },
+        { onGpu: options.outputLocation === 'gpu' });
+      leakedResults.unregister(this);
+      freeGpuRecord(record, 'done');
+      return gradients;
+    } catch (error) {
+      // A failed backward (weights changed since, a lost device) leaves the result as it was, as
+      // the wasm layer's: release() still frees it.
+      if (record.state === 'running') record.state = 'ready';
+      throw error;
+    }
+  }
+
+  /**
+   * backwardAsync's work for a dOut on the GPU ({ buffer, shape }), submitted now (mha-wasm/tfjs:
+   * tfjs' gradient functions are synchronous). Returns { gradients (backward.js's GPUBuffers:
+   * query, key, value, qW, kW, vW, outW, qB, kB, vB, outB, ...), verdict, free() }; free() once the
+   * gradients were read on the GPU.
+   */
+  [SUBMIT_BACKWARD](dOut) {
+    const record = this.#record;
+    if (record.state !== 'ready') throw new Error(`backwardAsync: this forward pass is ${record.state}, not ready for a backward`);
+    const { shape } = this.output;
+    if (!sameShape(dOut?.shape, shape)) throw new RangeError(`dOut: expected the output's shape [${shape.join(', ')}]`);
+    checkInput('dOut', dOut, { expected: `[${shape.join(', ')}]` });
+    record.state = 'running';
+    try {
+      const submitted = record.owner.backwardNow(record.saved, { buffer: dOut.buffer });
+      leakedResults.unregister(this);
+      return { ...submitted, free: () => { submitted.free(); freeGpuRecord(record, 'done'); } };
+    } catch (error) {
+      if (record.state === 'running') record.state = 'ready';
+      throw withCallName(error, 'backwardAsync');
+    }
   }
 
   /** Frees what forward kept on the GPU, without a backward (a no-op after backward or a release). */

@@ -4,7 +4,7 @@
 // (weightDtype, loadQuantized) is uploaded as its packed bytes, scales and zero points in the
 // canonical layout (docs/quantized.md), not as floats: the kernels dequantize (gemm.js).
 
-const STORAGE = 0x80, COPY_DST = 0x08;
+const STORAGE = 0x80, COPY_DST = 0x08, COPY_SRC = 0x04;
 
 function upload(device, array, label) {
   const buffer = device.createBuffer({ label, size: Math.max(16, Math.ceil(array.byteLength / 16) * 16), usage: STORAGE | COPY_DST });
@@ -69,6 +69,84 @@ export function uploadWeights(device, c, stateDict, quantized = () => null) {
     ...buffers,
     destroy() {
       for (const buffer of Object.values(buffers)) buffer?.destroy();
+    },
+  };
+}
+
+/**
+ * The layer's weights copied on the GPU from `stateDict`'s { buffer, shape } tensors (each named
+ * and shaped as `shapes`, the layer's stateDictShapes(); a buffer with COPY_SRC usage), into
+ * buffers laid out as uploadWeights makes them. Float32 layers only (weightDtype 'f32'). Returns
+ * them with `ready`: a promise of the GPU's verdict on the copies (an Error, or null).
+ */
+export function copyWeights(device, c, shapes, stateDict, weightDtype) {
+  if (weightDtype && weightDtype !== 'f32') {
+    throw new TypeError(`a layer with weightDtype '${weightDtype}' loads its weights from Float32Arrays (they are quantized on the CPU), not GPU tensors`);
+  }
+  for (const name of Object.keys(stateDict)) {
+    if (!(name in shapes)) throw new TypeError(`unknown weight '${name}'; expected ${Object.keys(shapes).join(', ')}`);
+  }
+  for (const [name, shape] of Object.entries(shapes)) {
+    const t = stateDict[name];
+    const expected = `{ buffer: GPUBuffer, shape: [${shape.join(', ')}] }`;
+    if (t === null || typeof t !== 'object' || !('buffer' in t) || ArrayBuffer.isView(t)) {
+      throw new TypeError(`'${name}' must be ${expected} like the other weights (a state dict is all on the CPU or all on the GPU)`);
+    }
+    if (t.buffer === null || typeof t.buffer !== 'object' || typeof t.buffer.mapAsync !== 'function') {
+      throw new TypeError(`'${name}'.buffer must be a GPUBuffer`);
+    }
+    if (!Array.isArray(t.shape) || t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new RangeError(`'${name}': expected shape [${shape.join(', ')}], got ${Array.isArray(t.shape) ? `[${t.shape.join(', ')}]` : String(t.shape)}`);
+    }
+    const bytes = shape.reduce((n, d) => n * d, 1) * 4;
+    if (t.buffer.size < bytes) throw new RangeError(`'${name}': shape [${shape.join(', ')}] needs ${bytes} bytes, but the buffer has ${t.buffer.size}`);
+    if ((t.buffer.usage & COPY_SRC) === 0) throw new TypeError(`'${name}'.buffer: a GPUBuffer without GPUBufferUsage.COPY_SRC (its contents are copied)`);
+  }
+  const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
+  const made = [];
+  const make = (floats, label) => {
+    const buffer = device.createBuffer({ label, size: Math.max(16, Math.ceil(floats * 4 / 16) * 16), usage: STORAGE | COPY_DST | COPY_SRC });
+    made.push(buffer);
+    return buffer;
+  };
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  const encoder = device.createCommandEncoder();
+  // A part of a given tensor: `floats` floats from float `at` of stateDict[name], into a new buffer.
+  const part = (name, at, floats, label) => {
+    const buffer = make(floats, label);
+    if (floats > 0) encoder.copyBufferToBuffer(stateDict[name].buffer, at * 4, buffer, 0, floats * 4);
+    return buffer;
+  };
+  const separate = 'q_proj_weight' in shapes;
+  const bias = 'in_proj_bias' in shapes;
+  const headParams = new Float32Array(2 * c.numHeads);
+  if (c.alibiSlopes) headParams.set(c.alibiSlopes, c.numHeads);
+  const buffers = {
+    q: separate ? part('q_proj_weight', 0, QD * c.embedDim, 'q_proj') : part('in_proj_weight', 0, QD * c.embedDim, 'q_proj'),
+    k: separate ? part('k_proj_weight', 0, KV * c.kdim, 'k_proj') : part('in_proj_weight', QD * c.embedDim, KV * c.kdim, 'k_proj'),
+    v: separate ? part('v_proj_weight', 0, VKV * c.vdim, 'v_proj')
+      : part('in_proj_weight', QD * c.embedDim + KV * c.kdim, VKV * c.vdim, 'v_proj'),
+    out: part('out_proj.weight', 0, c.outputDim * c.numHeads * c.valueHeadDim, 'out_proj'),
+    qBias: bias ? part('in_proj_bias', 0, QD, 'q bias') : null,
+    kBias: bias ? part('in_proj_bias', QD, KV, 'k bias') : null,
+    vBias: bias ? part('in_proj_bias', QD + KV, VKV, 'v bias') : null,
+    outBias: 'out_proj.bias' in shapes ? part('out_proj.bias', 0, c.outputDim, 'out_proj bias') : null,
+    headParams: make(2 * c.numHeads, 'sinks and ALiBi slopes'),
+  };
+  device.queue.writeBuffer(buffers.headParams, 0, headParams);
+  if ('sinks' in shapes) encoder.copyBufferToBuffer(stateDict.sinks.buffer, 0, buffers.headParams, 0, c.numHeads * 4);
+  device.queue.submit([encoder.finish()]);
+  const ready = Promise.all([device.popErrorScope(), device.popErrorScope()]).then(([invalid, outOfMemory]) => {
+    if (invalid) return new TypeError(`loadStateDict: a weight's buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one): ${invalid.message}`);
+    if (outOfMemory) return new RangeError(`loadStateDict: the GPU is out of memory: ${outOfMemory.message}`);
+    return null;
+  });
+  return {
+    ...buffers,
+    ready,
+    destroy() {
+      for (const buffer of made) buffer.destroy();
     },
   };
 }

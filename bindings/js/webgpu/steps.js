@@ -1,0 +1,155 @@
+// Attention step by step on the GPU (docs/steps.md): forward's `capture` and `patch` on the WebGPU
+// backend. A teaching path, not a fast one: the projections as every call makes them
+// (forward-pass.js's encodeProjections), then one plain, unfused kernel per step
+// (wgsl/steps_*.wgsl), each writing its step to a buffer of its own so that it can be read back or
+// replaced before the next step reads it. The kernels follow the CPU's step path
+// (src/mha/attention_steps.cpp) operation for operation, so both backends give the same numbers.
+// Which steps a call captures, their shapes and a patch's heads are the C++ plan's (the planner's
+// plannedSteps(), after checkForward): this file holds no list of steps of its own.
+import { checkPatch } from '../core/steps.js';
+import { paramsBlock } from './attention.js';
+import { encodeProjections } from './forward-pass.js';
+import { encodeGemm } from './gemm.js';
+import { dispatch, pipeline } from './pipelines.js';
+import { checkInput } from './tensors.js';
+
+const MAX_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
+
+/** Workgroups of 64 for `count` invocations of a flat kernel: x up to the limit, the rest over y. */
+function flatGroups(count) {
+  const groups = Math.ceil(count / 64);
+  const x = Math.min(groups, MAX_GROUPS);
+  return [x, x === 0 ? 0 : Math.ceil(groups / x), 1];
+}
+
+/**
+ * steps_copy.wgsl: a step between its API layout (`step`) and the buffer the computation reads.
+ * toBuffer false: capture (step <- buffer, every head); true: patch (buffer <- step, the flagged heads).
+ */
+function encodeCopy(device, pass, buffers, { buffer, step, flags, count, heads, rows, d, bufferRows, split, toBuffer }) {
+  const params = new Uint32Array([count, heads, rows, d, bufferRows, split ? 1 : 0, split ? rows * d : d, toBuffer ? 1 : 0]);
+  dispatch(device, pass, pipeline(device, 'steps_copy'),
+    { 0: buffer, 1: step, 2: flags, 3: buffers.uniform(params, 'step copy') }, flatGroups(count));
+}
+
+/**
+ * forwardAsync's `patch` on WebGPU: core/steps.js' checkPatch, whose step tensor may also be a GPU
+ * tensor ({ buffer, shape }, e.g. a step captured with outputLocation 'gpu'), checked as a GPU
+ * input. Returns checkPatch's { steps, tensor, heads }, the tensor { buffer, shape, onGpu } then.
+ */
+export function checkWebGpuPatch(patch) {
+  const steps = patch !== null && typeof patch === 'object' ? Object.keys(patch).filter((key) => key !== 'heads') : [];
+  const t = steps.length > 0 ? patch[steps[0]] : null;
+  if (t === null || typeof t !== 'object' || !('buffer' in t) || ArrayBuffer.isView(t)) return checkPatch(patch);
+  const tensor = checkInput(`patch.${steps[0]}`, t, { expected: 'the captured shape of the step' });
+  // (checkPatch checks the rest; an empty stand-in passes its CPU tensor check)
+  return { ...checkPatch({ ...patch, [steps[0]]: { data: new Float32Array(0), shape: [0] } }), tensor };
+}
+
+/**
+ * The workgroup counts the step path dispatches (layer.js checks them against the device's limits
+ * before anything is made): name -> [x, y, z].
+ */
+export function stepsGroups(c, { B, L, S }) {
+  return {
+    'the step path\'s scores': [Math.ceil(S / 64), L, B * c.numHeads],
+    'the step path\'s softmax': [Math.ceil(L / 64), c.numHeads, B],
+    'the step path\'s z': [Math.ceil(c.valueHeadDim / 64), L, B * c.numHeads],
+  };
+}
+
+/**
+ * Encodes one call through the steps into `encoder`. `call`: encodeForward's (forward-pass.js),
+ * plus `outWeight` (out_proj's weight as float32 on the GPU, for the result step) and
+ * `patchTensor` (the patch's tensor: { data } on the CPU or { buffer } on the GPU); `planned`: the
+ * planner's plannedSteps() { captured: [{ name, shape }], patch: { name, shape, heads: [bool] } | null }.
+ * Writes the output (and weights) as encodeForward does; returns { name: GPUBuffer } for each
+ * captured step, in the step's captured layout.
+ */
+export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
+  const { B, L, S, cached } = call;
+  const H = c.numHeads, Hkv = c.numKvHeads, Dh = c.headDim, Dv = c.valueHeadDim;
+  const KV = Hkv * Dh, VKV = Hkv * Dv, AD = H * Dv, OD = c.outputDim;
+  let { q, keys, values, kvRows, pass } = encodeProjections(device, encoder, buffers, c, w, call);
+  const { patch } = planned;
+  const patched = (name) => patch?.name === name;
+  const patchBuffer = !patch ? null : call.patchTensor.onGpu ? call.patchTensor.buffer : buffers.upload(call.patchTensor.data, `patch ${patch.name}`);
+  const flags = patch ? buffers.upload(Uint32Array.from(patch.heads, Number), 'patched heads') : buffers.storage(1, 'unused');
+  const wanted = new Set(planned.captured.map((step) => step.name));
+
+  // A patch of k or v with a cache changes what this call reads, never what the cache keeps:
+  // the seen rows are copied out first and patched there.
+  if ((patched('k') || patched('v')) && call.cache) {
+    pass.end();
+    const k = buffers.storage(B * S * KV, 'k (patched)'), v = buffers.storage(B * S * VKV, 'v (patched)');
+    for (let b = 0; b < B && S > 0; b++) {
+      encoder.copyBufferToBuffer(keys, b * kvRows * KV * 4, k, b * S * KV * 4, S * KV * 4);
+      encoder.copyBufferToBuffer(values, b * kvRows * VKV * 4, v, b * S * VKV * 4, S * VKV * 4);
+    }
+    [keys, values, kvRows] = [k, v, S];
+    pass = encoder.beginComputePass();
+  }
+
+  // q, k, v: patched in the projections' rows, then captured in split_heads' layout.
+  const split = {
+    q: { buffer: q, heads: H, rows: L, d: Dh, bufferRows: L },
+    k: { buffer: keys, heads: Hkv, rows: S, d: Dh, bufferRows: kvRows },
+    v: { buffer: values, heads: Hkv, rows: S, d: Dv, bufferRows: kvRows },
+  };
+  const captured = {};
+  const countOf = (s) => B * s.heads * s.rows * s.d;
+  if (patch && split[patch.name]) {
+    const s = split[patch.name];
+    encodeCopy(device, pass, buffers, { ...s, step: patchBuffer, flags, count: countOf(s), split: true, toBuffer: true });
+  }
+  for (const [name, s] of Object.entries(split)) {
+    if (!wanted.has(name)) continue;
+    captured[name] = buffers.storage(countOf(s), name);
+    encodeCopy(device, pass, buffers, { ...s, step: captured[name], flags, count: countOf(s), split: true, toBuffer: false });
+  }
+
+  // scores and logits, then the pattern: one buffer each ([B, H, L, S], their captured layout).
+  const headParams = w.headParams;
+  const params = buffers.uniform(paramsBlock(c, {
+    L, S, causal: call.causal, firstQuery: cached, keyPadding: call.keyPadding, attnMask: call.attnMask,
+    attnMaskPerHead: call.attnMaskPerHead, averageWeights: call.averageWeights, weights: call.weights,
+    dropout: call.dropout, kvRows,
+  }), 'step params');
+  const keyPadding = call.keyPadding ? buffers.upload(call.keyPadding, 'key padding mask') : headParams;
+  const attnMask = call.attnMask ? buffers.upload(call.attnMask, 'attention mask') : headParams;
+  const scores = buffers.storage(B * H * L * S, 'scores'), logits = buffers.storage(B * H * L * S, 'logits');
+  const pattern = buffers.storage(B * H * L * S, 'pattern');
+  const groups = stepsGroups(c, { B, L, S });
+  dispatch(device, pass, pipeline(device, 'steps_scores', { DH: Dh }),
+    { 0: q, 1: keys, 3: keyPadding, 4: attnMask, 5: headParams, 6: params, 7: scores, 8: logits }, groups['the step path\'s scores']);
+  dispatch(device, pass, pipeline(device, 'steps_softmax'),
+    { 5: headParams, 6: params, 7: logits, 8: pattern }, groups['the step path\'s softmax']);
+  // Same layouts: a pattern's head is a block of L * S floats, z's a block of Dv in each row.
+  const patchInPlace = (buffer, count, headBlock) => encodeCopy(device, pass, buffers, {
+    buffer, step: patchBuffer, flags, count, heads: H, rows: 1, d: headBlock, bufferRows: 1, split: false, toBuffer: true });
+  if (patched('pattern')) patchInPlace(pattern, B * H * L * S, L * S);
+  Object.assign(captured, wanted.has('scores') && { scores }, wanted.has('logits') && { logits },
+    wanted.has('pattern') && { pattern });
+
+  // z: the pattern (after dropout when training) times v, in the rows the output projection reads.
+  const z = buffers.storage(B * L * AD, 'z');
+  dispatch(device, pass, pipeline(device, 'steps_z', { DV: Dv }),
+    { 2: values, 6: params, 7: z, 8: pattern }, groups['the step path\'s z']);
+  if (patched('z')) patchInPlace(z, B * L * AD, Dv);
+  if (wanted.has('z')) captured.z = z;
+  if (call.weights) {
+    dispatch(device, pass, pipeline(device, 'steps_weights'), { 6: params, 7: call.weights, 8: pattern },
+      [Math.ceil(S / 64), L, B * (call.averageWeights ? 1 : H)]);
+  }
+
+  // The output as every call makes it; each head's share of it on request.
+  encodeGemm(device, pass, buffers, { x: z, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: OD, K: AD });
+  if (wanted.has('result')) {
+    captured.result = buffers.storage(B * L * H * OD, 'result');
+    dispatch(device, pass, pipeline(device, 'steps_result'), {
+      0: z, 1: call.outWeight, 2: buffers.uniform(new Uint32Array([B * L, H, Dv, OD]), 'result dims'), 3: captured.result,
+    }, flatGroups(B * L * H * OD));
+  }
+  pass.end();
+  return captured;
+}
