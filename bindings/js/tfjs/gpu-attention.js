@@ -5,7 +5,7 @@
 // tfjs work that made the inputs (tfjsToGpu submits it) and before the tfjs work that reads the
 // results (gpuToTfjs copies them in tfjs' next submit). The weights are tfjs variables in Keras'
 // layout: tfjs kernels lay them out as the WebGPU layer reads them (PyTorch's [out, in]), on the
-// GPU, whenever a variable changes (each training step). What still goes through the CPU: an
+// GPU, whenever a variable changes (each training step), and its loadStateDict copies them in. What still goes through the CPU: an
 // attentionMask (read once per call; the kernels take masks from the CPU).
 import { SUBMIT_NOW } from '../webgpu/layer.js';
 import { SUBMIT_BACKWARD } from '../webgpu/training.js';
