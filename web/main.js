@@ -756,6 +756,8 @@ const sentimentMode = new SentimentMode({
   },
   message: showMessage,
   stepsOptions: stepsRunOptions,
+  // The in-page training follows the page's switch: on 'webgpu' tfjs trains on its WebGPU backend.
+  pageBackend: () => state.backends?.chosen ?? 'wasm',
 });
 
 const trainMode = new TrainMode({
@@ -883,6 +885,10 @@ window.__mhaDemo = {
   nextRender,
   /** Runs the page on 'webgpu' or 'wasm' (the header's switch); resolves once it has switched and redrawn. */
   setBackend: switchBackend,
+  /** Test only: destroys the Sentiment training worker's WebGPU device (tfjs'); resolves once training runs on wasm again. */
+  async loseSentimentTrainingDevice() {
+    await sentimentMode.training.testLoseDevice();
+  },
   /** Test only: destroys the worker's WebGPU device (as a driver reset would); resolves once the page runs on wasm again. */
   async loseDevice() {
     await worker.request('testLoseDevice', {});
@@ -935,7 +941,8 @@ window.__mhaDemo = {
   },
   /**
    * Opens the Sentiment tab and trains the classifier from a fresh initialisation with settings
-   * ({ epochs, learningRate, batchSize, samples, validationSplit, backend: 'wasm' | 'cpu' }); resolves once it runs.
+   * ({ epochs, learningRate, batchSize, samples, validationSplit, seed, backend: 'wasm' | 'cpu' | 'webgpu' (default: the
+   * page's backend, 'webgpu' when the page runs on WebGPU, else 'wasm') }); resolves once it runs.
    */
   async startSentimentTraining(settings = {}) {
     if (state.source !== 'sentiment') $('source-sentiment').click();

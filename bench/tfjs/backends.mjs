@@ -36,24 +36,27 @@ if (inNode.length) {
   }
 }
 
-const inChromium = backends.filter((b) => b === 'webgl' || b === 'webgpu');
+// webgpu-shared: tfjs' webgpu backend with mhaTfjs(tf, { webgpu: true }): the attention on mha-wasm's
+// WebGPU backend on tfjs' device, tfjs' GPU tensors in and out (no readback).
+const inChromium = backends.filter((b) => b === 'webgl' || b === 'webgpu' || b === 'webgpu-shared');
 if (inChromium.length) {
   const { server, url } = await startServer({ port: 0 });
   const browser = await launchBrowser({ gpu: true });
   try {
-    const page = await browser.context.newPage();
-    await page.goto(`${url}/style.css`);
-    await page.addScriptTag({ url: '/node_modules/@tensorflow/tfjs/dist/tf.min.js' });
-    await page.addScriptTag({ url: '/node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js' });
     for (const backend of inChromium) {
+      const page = await browser.context.newPage();  // (a page each: one tfjs, bound once by mhaTfjs)
+      await page.goto(`${url}/style.css`);
+      await page.addScriptTag({ url: '/node_modules/@tensorflow/tfjs/dist/tf.min.js' });
+      await page.addScriptTag({ url: '/node_modules/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js' });
       report(await page.evaluate(async ({ source, backend, corpus, options }) => {
         const measure = new Function(`return ${source}`)();
         const { mhaTfjs } = await import('/bindings/js/tfjs.js');
         const { buildSentimentModel, initializeAttentionLikeDense, TUTORIAL } = await import('/sentiment-train/model.js');
         const { fitTokenizer } = await import('/sentiment-train/tokenizer.js');
-        if (!(await window.tf.setBackend(backend))) throw new Error(`tfjs backend ${backend} did not start`);
-        const api = await mhaTfjs(window.tf, { threads: 1 });
-        return measure(window.tf, api, { buildSentimentModel, initializeAttentionLikeDense, fitTokenizer, TUTORIAL, corpus }, options);
+        const shared = backend === 'webgpu-shared';
+        if (!(await window.tf.setBackend(shared ? 'webgpu' : backend))) throw new Error(`tfjs backend ${backend} did not start`);
+        const api = await mhaTfjs(window.tf, { threads: 1, webgpu: shared });
+        return { ...await measure(window.tf, api, { buildSentimentModel, initializeAttentionLikeDense, fitTokenizer, TUTORIAL, corpus }, options), backend };
       }, { source: measureBackend.toString().replace(/^async function measureBackend/, 'async function'), backend, corpus, options }), 'Chromium (SwiftShader)');
     }
   } finally {

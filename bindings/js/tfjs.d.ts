@@ -4,7 +4,7 @@
  * own namespace so the layer registers with the tfjs instance your model uses.
  * @module mha-wasm/tfjs
  */
-import type { InitOptions, MhaModule } from './index.js';
+import type { GpuTensor, GpuTensorInput, InitOptions, MhaModule, WebGpuBuffer, WebGpuModule } from './index.js';
 
 /** The tfjs namespace (`import * as tf from '@tensorflow/tfjs'`); typed loosely so this package needs no tfjs types. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -132,10 +132,48 @@ export interface MhaTfjs {
   registerFastGradients(options?: FastGradientsOptions): FastGradientsRegistration;
   /** The loaded mha-wasm module (init()'s result) the layer computes with. */
   module: MhaModule;
+  /** With `webgpu: true`: mha-wasm's WebGPU module on tfjs' device (init({ backend: 'webgpu', device })), where the attention runs while tfjs is on 'webgpu'; else null. */
+  gpu: WebGpuModule | null;
+}
+
+/** mhaTfjs' options: init()'s, and webgpu. */
+export interface MhaTfjsOptions extends InitOptions {
+  /**
+   * Run the layer's attention on mha-wasm's WebGPU backend on tfjs' own GPUDevice whenever tfjs is
+   * on its 'webgpu' backend (tfjs' GPU tensors read and written on the GPU, no readback; the wasm
+   * module otherwise). tfjs must be on 'webgpu' when mhaTfjs is called. Default false: on the
+   * software adapter measured it is slower than reading back (docs/tfjs.md).
+   */
+  webgpu?: boolean;
 }
 
 /**
  * Binds mha-wasm to `tf` (default: import('@tensorflow/tfjs'); a clear Error when it is not
  * installed) and loads the wasm module with init()'s options. The same tf gets the same class.
  */
-export declare function mhaTfjs(tf?: Tfjs, initOptions?: InitOptions): Promise<MhaTfjs>;
+export declare function mhaTfjs(tf?: Tfjs, initOptions?: MhaTfjsOptions): Promise<MhaTfjs>;
+
+/** {@link tfjsToGpu}'s result: a GPU copy of a tfjs tensor, a {@link GpuTensorInput} for a WebGPU layer on tfjs' device. */
+export interface TfjsGpuInput extends GpuTensorInput {
+  /** Gives tfjs' copy back to tfjs (after the calls that read it were made). */
+  dispose(): void;
+}
+
+/**
+ * A float32 tfjs tensor (tfjs' 'webgpu' backend) as a GPU input for an mha-wasm WebGPU layer made
+ * on tfjs' device (`init({ backend: 'webgpu', device: tf.backend().device })`): its values copied
+ * on the GPU (`tensor.dataToGPU()`), never through the CPU. An Error when tfjs' backend is not 'webgpu'.
+ */
+export declare function tfjsToGpu(tf: Tfjs, tensor: unknown): TfjsGpuInput;
+
+/** Options of {@link gpuToTfjs}. */
+export interface GpuToTfjsOptions {
+  /** The tfjs tensor reads the buffer itself (no copy): dispose the tensor before the GPU tensor. Default false: tfjs copies it on the GPU and owns its copy. */
+  zeroCopy?: boolean;
+}
+
+/**
+ * A GPU tensor (an `outputLocation: 'gpu'` result, or `{ buffer, shape }` with usage STORAGE |
+ * COPY_SRC on tfjs' device) as a float32 tfjs tensor: `tf.tensor({ buffer, zeroCopy }, shape)`.
+ */
+export declare function gpuToTfjs(tf: Tfjs, gpuTensor: GpuTensor | { buffer: WebGpuBuffer; shape: number[] }, options?: GpuToTfjsOptions): unknown;

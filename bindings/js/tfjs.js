@@ -11,6 +11,7 @@ import { registerFastGradients } from './tfjs/kernels.js';
 import { defineTfjsMultiHeadAttention } from './tfjs/layer.js';
 
 export { registerFastGradients, FAST_GRADIENT_KERNELS } from './tfjs/kernels.js';
+export { tfjsToGpu, gpuToTfjs } from './tfjs/gpu-tensors.js';
 
 const PACKAGE = '@tensorflow/tfjs';
 const bound = new WeakMap();  // tf namespace -> { module: init options key, api }
@@ -24,11 +25,24 @@ async function importTfjs() {
   }
 }
 
+/** tfjs' WebGPU device: tfjs must be on its webgpu backend (the layer's attention then runs there too). */
+function tfjsWebGpuDevice(tf) {
+  const device = tf.getBackend() === 'webgpu' ? tf.backend().device : undefined;
+  if (!device) {
+    throw new Error(`mhaTfjs: webgpu: true runs the attention on tfjs' WebGPU device, but tfjs' backend is '${tf.getBackend()}': `
+      + "await tf.setBackend('webgpu') first (and import '@tensorflow/tfjs-backend-webgpu')");
+  }
+  return device;
+}
+
 /**
  * Binds mha-wasm to a tfjs namespace (default: import('@tensorflow/tfjs')) and loads the wasm
- * module with `initOptions` (init()'s: simd, threads, wasmUrl, locateFile). Returns
+ * module with `initOptions` (init()'s: simd, threads, wasmUrl, locateFile; and `webgpu: true`: the
+ * layer's attention runs on mha-wasm's WebGPU backend on tfjs' own device whenever tfjs is on its
+ * webgpu backend, tfjs' tensors read and written on the GPU; tfjs must be on 'webgpu' now). Returns
  * { MultiHeadAttention (a tf.layers.Layer, registered for serialization), multiHeadAttention(args)
- * (its factory, as tf.layers.* are), registerFastGradients(options) (the opt-in kernels for this tf), module }.
+ * (its factory, as tf.layers.* are), registerFastGradients(options) (the opt-in kernels for this tf), module,
+ * gpu (the WebGPU module, or null) }.
  * The same tf gets the same class.
  */
 export async function mhaTfjs(tf, initOptions = {}) {
@@ -37,19 +51,26 @@ export async function mhaTfjs(tf, initOptions = {}) {
     throw new TypeError(`mhaTfjs: tf must be the ${PACKAGE} namespace (import * as tf from '${PACKAGE}'), got ${
       namespace === null ? 'null' : typeof namespace}`);
   }
-  const module = await init(initOptions);
+  const { webgpu = false, ...wasmOptions } = initOptions ?? {};
+  if (typeof webgpu !== 'boolean') throw new TypeError(`mhaTfjs: webgpu must be a boolean, got ${typeof webgpu}`);
+  const device = webgpu ? tfjsWebGpuDevice(namespace) : null;
+  const module = await init(wasmOptions);
   const known = bound.get(namespace);
   if (known) {
     if (known.module !== module) throw new Error('mhaTfjs: this tf is already bound to another mha-wasm build; call mhaTfjs with the same init options');
-    return known.api;
+    // Without webgpu (or on the same device) the binding made stands: its layers run the wasm
+    // module whenever tfjs is not on that device's backend (after a device loss, say).
+    if (!device || known.device === device) return known.api;
   }
-  const MultiHeadAttention = defineTfjsMultiHeadAttention(namespace, module);
+  const gpu = device ? await init({ backend: 'webgpu', device }) : null;
+  const MultiHeadAttention = defineTfjsMultiHeadAttention(namespace, module, gpu);
   const api = Object.freeze({
     MultiHeadAttention,
     multiHeadAttention: (args) => new MultiHeadAttention(args),
     registerFastGradients: (options) => registerFastGradients(namespace, options),
     module,
+    gpu,
   });
-  bound.set(namespace, { module, api });
+  bound.set(namespace, { module, device, api });
   return api;
 }

@@ -98,5 +98,7 @@ test('Stop: shouldStop() after a batch ends the run there; the weights are still
 test('settings: defaults, and a bad one is a clear error', () => {
   assert.deepEqual(checkTrainingSettings({}), { ...PAGE_TRAINING_DEFAULTS });
   assert.deepEqual(PAGE_TRAINING_DEFAULTS, { epochs: 10, batchSize: 64, learningRate: 0.01, validationSplit: 0.2, samples: 2400 });
-  assert.throws(() => checkTrainingSettings({ epoch: 3 }), { name: 'TypeError', message: "trainSentiment: unknown setting 'epoch'; known: epochs, batchSize, learningRate, validationSplit, samples" });
+  assert.throws(() => checkTrainingSettings({ epoch: 3 }), { name: 'TypeError', message: "trainSentiment: unknown setting 'epoch'; known: epochs, batchSize, learningRate, validationSplit, samples, seed" });
+  assert.equal(checkTrainingSettings({ seed: 7 }).seed, 7);
+  assert.throws(() => checkTrainingSettings({ seed: 1.5 }), { name: 'RangeError', message: 'trainSentiment: seed must be an integer in [0, 2147483647], got 1.5' });
 });

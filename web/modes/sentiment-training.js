@@ -13,14 +13,16 @@ export class SentimentTraining {
   #$;
   #useModel;   // (which, trained?) => the page's worker classifies with it
   #message;
+  #pageBackend;  // () => the page's backend ('webgpu' | 'wasm'): tfjs trains on 'webgpu' where the page runs on it
   #worker = null;
   #uPlot = null;
   #charts = null;  // { loss, accuracy }
   #done = null;    // resolves when the run has ended (and its weights are in use)
   status = null;
 
-  constructor({ $, useModel, message }) {
+  constructor({ $, useModel, message, pageBackend = () => 'wasm' }) {
     this.#$ = $;
+    this.#pageBackend = pageBackend;
     this.#useModel = useModel;
     this.#message = message;
     $('sentiment-train').addEventListener('click', () => this.start().catch((e) => this.#message(e.message)));
@@ -45,9 +47,9 @@ export class SentimentTraining {
     for (const [key, id] of [['epochs', 'sentiment-epochs'], ['learningRate', 'sentiment-lr']]) {
       if (overrides[key] !== undefined) this.#$(id).value = String(overrides[key]);
     }
-    const settings = { ...this.settings(), ...overrides };
+    const settings = { ...this.settings(), ...(this.#pageBackend() === 'webgpu' ? { backend: 'webgpu' } : {}), ...overrides };
     this.status = {
-      running: true, phase: 'loading tfjs', backend: null, threads: null, settings, epoch: 0, epochs: settings.epochs ?? 10,
+      running: true, phase: 'loading tfjs', backend: null, threads: null, settings, note: null, epoch: 0, epochs: settings.epochs ?? 10,
       batch: 0, batchesPerEpoch: null, progress: 0, loss: null, accuracy: null,
       history: { loss: [], accuracy: [], valLoss: [], valAccuracy: [], seconds: [] },
       curves: { x: [], loss: [], accuracy: [] },
@@ -86,6 +88,16 @@ export class SentimentTraining {
     return this.status;
   }
 
+  #restarted = null;
+  /** Test only: destroys the training worker's WebGPU device (tfjs'); resolves once the run has restarted on wasm. */
+  async testLoseDevice() {
+    if (!this.running || this.status.backend !== 'webgpu') throw new Error('testLoseDevice: no training runs on WebGPU');
+    const restarted = new Promise((resolve) => { this.#restarted = resolve; });
+    this.#worker.postMessage({ type: 'testLoseDevice' });
+    await restarted;
+    this.#restarted = null;
+  }
+
   /** The page classified a sentence: counted while training runs. */
   noteInput() {
     if (this.running) this.status.inputsDuringTraining += 1;
@@ -94,8 +106,14 @@ export class SentimentTraining {
   async #receive(data, { ready, failed, finish }) {
     const s = this.status;
     if (data.type === 'ready') {
-      Object.assign(s, { phase: 'training', backend: data.backend, threads: data.threads, tfjs: data.tfjs });
+      Object.assign(s, { phase: 'training', backend: data.backend, threads: data.threads, tfjs: data.tfjs, note: data.note ?? null });
+      if (data.note) this.#message(data.note, 'info');
       ready();
+    } else if (data.type === 'restart') {  // (the WebGPU device was lost: the run starts again on wasm)
+      Object.assign(s, { backend: data.backend, threads: data.threads, note: data.note, epoch: 0, batch: 0, progress: 0, loss: null, accuracy: null,
+        history: { loss: [], accuracy: [], valLoss: [], valAccuracy: [], seconds: [] }, curves: { x: [], loss: [], accuracy: [] } });
+      this.#message(data.note, 'info');
+      this.#restarted?.();
     } else if (data.type === 'progress') {
       const { epoch, batch, batchesPerEpoch, loss, accuracy } = data;
       Object.assign(s, { epoch, batch, batchesPerEpoch, loss, accuracy, progress: ((epoch - 1) * batchesPerEpoch + batch) / (s.epochs * batchesPerEpoch) });

@@ -17,7 +17,7 @@ export class SentimentMode {
 
   #stepsOptions;  // () => the Steps view's ablations and patches (main.js), or null
 
-  constructor({ worker, $, show, message, stepsOptions = () => null }) {
+  constructor({ worker, $, show, message, stepsOptions = () => null, pageBackend = () => 'wasm' }) {
     this.#stepsOptions = stepsOptions;
     this.#worker = worker;
     this.#$ = $;
@@ -27,6 +27,7 @@ export class SentimentMode {
     this.training = new SentimentTraining({
       $,
       message,
+      pageBackend,
       // The page's worker classifies with the trained weights (transferred) or the shipped ones again.
       useModel: async (which, trained = {}) => {
         const transfer = trained.tensors ? Object.values(trained.tensors).map((t) => t.data.buffer) : [];

@@ -11,12 +11,24 @@ export const PAGE_TRAINING_DEFAULTS = Object.freeze({ epochs: 10, batchSize: 64,
 const NUM_WORDS = 1000;
 const ATTENTION = 'multi_head_attention';
 
+/** The same permutation of each array, drawn from `seed` (a linear congruential generator). */
+function seededShuffle(arrays, seed) {
+  const order = arrays[0].map((_, i) => i);
+  let state = seed >>> 0;
+  for (let i = order.length - 1; i > 0; i--) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    const j = state % (i + 1);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return arrays.map((a) => order.map((i) => a[i]));
+}
+
 /** The settings with defaults filled in; a clear TypeError/RangeError names a bad one. */
 export function checkTrainingSettings(settings = {}) {
   if (settings === null || typeof settings !== 'object' || Array.isArray(settings)) {
     throw new TypeError(`trainSentiment: settings must be an object, got ${settings === null ? 'null' : typeof settings}`);
   }
-  const known = Object.keys(PAGE_TRAINING_DEFAULTS);
+  const known = [...Object.keys(PAGE_TRAINING_DEFAULTS), 'seed'];  // (seed: optional, none by default)
   for (const key of Object.keys(settings)) {
     if (!known.includes(key)) throw new TypeError(`trainSentiment: unknown setting '${key}'; known: ${known.join(', ')}`);
   }
@@ -27,6 +39,7 @@ export function checkTrainingSettings(settings = {}) {
   integer('epochs', 1, 1000);
   integer('batchSize', 1, 4096);
   integer('samples', 10, 1e6);
+  if (s.seed !== undefined) integer('seed', 0, 2 ** 31 - 1);
   if (typeof s.learningRate !== 'number' || !(s.learningRate > 0 && s.learningRate <= 1)) {
     throw new RangeError(`trainSentiment: learningRate must be a number in (0, 1], got ${s.learningRate}`);
   }
@@ -36,14 +49,15 @@ export function checkTrainingSettings(settings = {}) {
   return s;
 }
 
-/** Keras-named tensors ({ data, shape }) of a trained model, as SentimentModel reads them. */
-export function kerasWeights(model) {
-  const one = (layer, names) => Object.fromEntries(model.getLayer(layer).getWeights().map((w, i) => [`${layer}/${names[i]}`, { dtype: 'F32', data: w.dataSync().slice(), shape: w.shape }]));
+/** Keras-named tensors ({ data, shape }) of a trained model, as SentimentModel reads them (read asynchronously: a GPU backend's). */
+export async function kerasWeights(model) {
+  const one = async (layer, names) => Object.fromEntries(await Promise.all(model.getLayer(layer).getWeights()
+    .map(async (w, i) => [`${layer}/${names[i]}`, { dtype: 'F32', data: Float32Array.from(await w.data()), shape: w.shape }])));
   return {
-    ...one('embedding', ['embeddings']),
-    ...one('conv1d', ['kernel', 'bias']),
-    ...one(ATTENTION, ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias', 'attention_output/kernel', 'attention_output/bias']),
-    ...one('dense', ['kernel', 'bias']),
+    ...await one('embedding', ['embeddings']),
+    ...await one('conv1d', ['kernel', 'bias']),
+    ...await one(ATTENTION, ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias', 'attention_output/kernel', 'attention_output/bias']),
+    ...await one('dense', ['kernel', 'bias']),
   };
 }
 
@@ -64,22 +78,25 @@ export function tokenizerVocabulary(tokenizer) {
  */
 export async function trainSentiment({ tf, mhaTfjs, corpus, settings = {}, onProgress = () => {}, onEpoch = () => {}, shouldStop = () => false, yieldToMessages = async () => {} }) {
   const s = checkTrainingSettings(settings);
-  const texts = corpus.train.texts.slice(0, s.samples), labels = corpus.train.labels.slice(0, s.samples);
+  let texts = corpus.train.texts.slice(0, s.samples), labels = corpus.train.labels.slice(0, s.samples);
+  if (s.seed !== undefined) [texts, labels] = seededShuffle([texts, labels], s.seed);
   const tokenizer = fitTokenizer(texts, { numWords: NUM_WORDS });
   const n = texts.length;
   const x = tf.tensor2d(tokenizer.encodeAll(texts, TUTORIAL.maxLen), [n, TUTORIAL.maxLen], 'int32');
   const y = tf.tensor2d(labels, [n, 1]);
-  mhaTfjs.registerFastGradients({ backends: [tf.getBackend()] });
+  // (tfjs' webgpu backend has GPU kernels of its own for Embedding's and Conv1D's gradients)
+  if (tf.getBackend() !== 'webgpu') mhaTfjs.registerFastGradients({ backends: [tf.getBackend()] });
   const attention = mhaTfjs.multiHeadAttention({ numHeads: TUTORIAL.numHeads, keyDim: TUTORIAL.keyDim, name: ATTENTION });
-  const model = buildSentimentModel(tf, attention, { learningRate: s.learningRate });
-  initializeAttentionLikeDense(tf, attention);
+  const model = buildSentimentModel(tf, attention, { learningRate: s.learningRate, seed: s.seed });
+  initializeAttentionLikeDense(tf, attention, { seed: s.seed });
   const batchesPerEpoch = Math.ceil(Math.floor(n * (1 - s.validationSplit)) / s.batchSize);
   let stopped = false, epochStarted = 0, sums = { loss: 0, accuracy: 0, count: 0 };
   const history = { loss: [], accuracy: [], valLoss: [], valAccuracy: [], seconds: [] };
   const started = performance.now();
   try {
     await model.fit(x, y, {
-      epochs: s.epochs, batchSize: s.batchSize, validationSplit: s.validationSplit, shuffle: true, yieldEvery: 'never',
+      // With a seed the examples were shuffled once by it (tfjs' own per-epoch shuffle draws from Math.random).
+      epochs: s.epochs, batchSize: s.batchSize, validationSplit: s.validationSplit, shuffle: s.seed === undefined, yieldEvery: 'never',
       callbacks: {
         onEpochBegin: async () => { epochStarted = performance.now(); sums = { loss: 0, accuracy: 0, count: 0 }; },
         onBatchEnd: async (batch, logs) => {
@@ -98,7 +115,7 @@ export async function trainSentiment({ tf, mhaTfjs, corpus, settings = {}, onPro
         },
       },
     });
-    return { history, stopped, epochsDone: history.loss.length, weights: kerasWeights(model), vocab: tokenizerVocabulary(tokenizer), seconds: (performance.now() - started) / 1000 };
+    return { history, stopped, epochsDone: history.loss.length, weights: await kerasWeights(model), vocab: tokenizerVocabulary(tokenizer), seconds: (performance.now() - started) / 1000 };
   } finally {
     tf.dispose([x, y]);
     model.dispose();  // disposes its layers, mha-wasm's attention included

@@ -4,6 +4,7 @@
 // the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
 import { stateDictFromKeras } from '../formats/interop.js';
+import { TfjsGpuAttention } from './gpu-attention.js';
 import { isNodeReference, resolveNodeReference } from './node-references.js';
 
 const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
@@ -25,8 +26,12 @@ const product = (dims) => dims.reduce((a, b) => a * b, 1);
 const sum = (a, b) => ({ data: a.data.map((x, i) => x + b.data[i]), shape: a.shape });
 const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
 
-/** Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module. */
-export function defineTfjsMultiHeadAttention(tf, mha) {
+/**
+ * Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module;
+ * `gpu`: an mha-wasm WebGPU module on tfjs' webgpu device (gpu-attention.js runs the attention
+ * there while tfjs is on that backend), or null.
+ */
+export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
   const engine = tf.engine();
 
   /**
@@ -61,6 +66,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
     static className = 'MultiHeadAttention';
 
     #core = null;           // the mha-wasm layer, made at build (input sizes known)
+    #gpuCore = null;        // its twin on tfjs' WebGPU device (gpu-attention.js), when mhaTfjs was given one
     #loadedWeights = null;  // the variables' data ids last loaded into #core
     #pending = new Set();   // forward results kept for a backward that never came (freed next call)
     #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
@@ -230,11 +236,14 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
           true, kernel ? this.kernelConstraint : this.biasConstraint);
       }
       this.#core?.dispose();
-      this.#core = new mha.MultiHeadAttention({
+      this.#gpuCore?.dispose();
+      const config = {
         embedDim: query, numHeads: H, kdim: key, vdim: value, bias: this.useBias,
         headDim: this.keyDim, valueHeadDim: this.valueDim, outputDim: out,
         ...(this.dropout > 0 ? { dropout: this.dropout } : {}),
-      });
+      };
+      this.#core = new mha.MultiHeadAttention(config);
+      this.#gpuCore = gpu && !gpu.lost ? new TfjsGpuAttention(tf, gpu, config) : null;  // (after a device loss: the wasm module only)
       this.#loadedWeights = null;
       this.built = true;
     }
@@ -327,6 +336,7 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       const variables = this.weights.map((w) => w.read());
       const masks = attentionMask ? this.#masks(attentionMask, query, value) : {};
       const wantGradient = engine.isTapeOn();
+      if (this.#gpuCore?.active) return this.#attendOnGpu(query, self ? null : value, key, variables, masks, options, wantGradient);
       let scores = null;
       const attend = tf.customGrad((...args) => {
         args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm
@@ -364,6 +374,34 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       const output = attend(...inputs, ...variables);
       if (!options.returnAttentionScores) return output;
       return [output, tf.tensor(scores.data, scores.shape, 'float32')];
+    }
+
+    // #attend3d on tfjs' WebGPU device (gpu-attention.js): tfjs' GPU tensors in and out, no readback.
+    #attendOnGpu(query, value, key, variables, masks, options, wantGradient) {
+      const inputs = [query, ...(value ? [value] : []), ...(key ? [key] : [])];
+      let scores = null;
+      const attend = tf.customGrad((...args) => {
+        args.pop();  // customGrad's save(), unused: the saved state lives on the GPU
+        this.#gpuCore.loadWeights(variables, this.#weightNames);
+        const forward = this.#gpuCore.forward(query, value, key, {
+          ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
+          ...(wantGradient ? { grad: true } : {}),
+          ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
+        });
+        if (wantGradient) this.#pending.add(forward.result);
+        scores = forward.scores;
+        return {
+          value: forward.output,
+          gradFunc: (dy) => {
+            this.#pending.delete(forward.result);
+            const g = forward.backward(dy);
+            return [...g.inputs, ...this.#weightNames.map((name) => g.params[name])];
+          },
+        };
+      });
+      const output = attend(...inputs, ...variables);
+      if (!options.returnAttentionScores) return output;
+      return [output, scores];
     }
 
     // Loads the variables into the mha-wasm layer, unless they are the ones already loaded (a
@@ -464,6 +502,8 @@ export function defineTfjsMultiHeadAttention(tf, mha) {
       this.#releasePending();
       this.#core?.dispose();
       this.#core = null;
+      this.#gpuCore?.dispose();
+      this.#gpuCore = null;
       return super.dispose();
     }
   }

@@ -60,7 +60,7 @@ export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
 /**
  * Encodes and submits the backward pass of `saved` for dLoss/dOutput in the GPUBuffer `dOut`,
  * now (so the caller's error scopes close before any other call opens its own); makes its
- * buffers in `buffers` (a CallBuffers). Returns read(): a promise of the gradients' arrays:
+ * buffers in `buffers` (a CallBuffers). Returns the gradients' buffers (`gradients`) and read(): a promise of their arrays:
  * { query, key, value } (key and value null for self-attention) and `params` (the state dict's
  * names, in its order). With `onGpu` it returns instead `tensors`: the same gradients as GPU
  * tensors ({ buffer, shape, read, dispose }, kept out of `buffers`: the caller's), nothing read back.
@@ -135,7 +135,7 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
   const tensors = onGpu ? gradientTensors(device, encoder, buffers, g, saved, paramShapes) : null;
   device.queue.submit([encoder.finish()]);
 
-  return { read: () => readGradients(device, g, saved, paramShapes), tensors };
+  return { gradients: g, read: () => readGradients(device, g, saved, paramShapes), tensors };
 }
 
 /**

@@ -30,6 +30,12 @@ const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'ave
 const DECODE_ROWS = 4;  // query rows up to which a call with a cache uses flash-decoding
 const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
+/**
+ * The synchronous GPU entry point mha-wasm/tfjs uses on tfjs' device (tfjs' layers call
+ * synchronously; tfjs submits its own work in between): [SUBMIT_NOW](query, key, value, options)
+ * submits forwardAsync's work at once for GPU inputs and outputs. Not public API.
+ */
+export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
 /**
@@ -276,6 +282,24 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
     }
 
     async #forwardAsync(query, key, value, options) {
+      const call = this.#prepare(query, key, value, options);
+      const { cache } = call;
+      if (cache?.pending) {  // (a setKeyValue still on the GPU; if it failed its handle was reset)
+        const failed = await cache.pending;
+        cache.pending = null;
+        if (failed) throw failed;
+      }
+      if (!cache) return this.#run(call);
+      cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
+      try {
+        return await this.#run(call);
+      } finally {
+        cache.busy = false;
+      }
+    }
+
+    /** forwardAsync's checks and plan, synchronous: the call's checked inputs, options and shapes. */
+    #prepare(query, key, value, options) {
       this.#live('forwardAsync');
       const q = checkInput('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
       if (key !== null && key !== undefined && !('data' in Object(key)) && !('buffer' in Object(key)) && value == null) {
@@ -308,11 +332,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       if (options.checkFinite) checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask, attnMask });
       const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
       const cache = this.#checkCache(options.cache, options.causal);
-      if (cache?.pending) {  // (a setKeyValue still on the GPU)
-        const failed = await cache.pending;
-        cache.pending = null;
-        if (failed) throw failed;
-      }
       const capture = checkCapture(options.capture);
       const patch = checkWebGpuPatch(options.patch);
       const steps = capture !== undefined || patch !== null;
@@ -346,21 +365,14 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw new TypeError(`${out ? 'out' : 'weightsOut'}: a Float32Array destination is for outputLocation 'cpu' `
           + "(with 'gpu' the results are new GPUBuffers the caller owns)");
       }
-      const call = { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut,
+      return { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut, cache,
         checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu', planned,
         patchTensor: patch?.tensor, patchName: patch && `patch.${patch.steps[0]}` };
-      if (!cache) return this.#run(call);
-      cache.busy = true;  // (its length was planned with; no other call may change it meanwhile)
-      try {
-        return await this.#run({ ...call, cache });
-      } finally {
-        cache.busy = false;
-      }
     }
 
-    async #run(call) {
-      const c = this.#config;
-      const { q, request } = call;
+    /** The call's sizes: batch B, query rows L, keys S (newKeys of them projected now, after `cached`). */
+    #sizes(call) {
+      const { q } = call;
       const self = !call.k;
       const batched = q.shape.length === 3;
       const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
@@ -372,9 +384,15 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       const cached = cache && !cross ? cache.handle.length() : 0;
       const S = cross ? cache.handle.length() : cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
       const newKeys = cross ? 0 : cache ? L : S;  // keys projected in this call
+      return { B, L, S, newKeys, cached, cross, self };
+    }
+
+    /** The device's limits for the call, checked before anything is made. */
+    #checkLimits(call, { B, L, S, newKeys }) {
+      const c = this.#config;
+      const { request } = call;
       const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
       const AD = c.numHeads * c.valueHeadDim;
-      // The device's limits, before anything is made.
       if (keysPerTile(c.headDim, c.valueHeadDim) < 1) {
         throw new RangeError(`headDim + valueHeadDim = ${c.headDim + c.valueHeadDim} floats per key do not fit the `
           + 'kernels\' workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
@@ -393,33 +411,38 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         for (const { name, shape } of call.planned.captured) checkSize(`the captured ${name}`, count(shape));
         for (const [name, groups] of Object.entries(stepsGroups(c, { B, L, S }))) checkGroups(name, groups);
       }
+    }
 
+    /**
+     * Encodes and submits the call now (synchronously) in its error scopes, its buffers made in
+     * `buffers`. Returns the output buffers, what backward needs, the captured steps' buffers and
+     * `verdict`: a promise of the scopes' [validation error, out-of-memory error].
+     */
+    #submit(call, { B, L, S, newKeys, cached, cross, self }, buffers) {
+      const c = this.#config;
+      const { q, request, cache } = call;
       if (!this.#uploaded) {
         this.#uploaded = uploadWeights(device, c, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
       }
       const w = this.#uploaded;
-      const buffers = new CallBuffers(device);
-      let kept = false;  // true when a training result holds the buffers for its backward pass
+      // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
+      const copies = [];
+      const input = (t, label) => {
+        if (!t.onGpu) return buffers.upload(t.data, label);
+        if (!request.grad) return t.buffer;
+        const copy = buffers.storage(count(t.shape), label);
+        copies.push([t.buffer, copy, count(t.shape) * 4]);
+        return copy;
+      };
+      const x = input(q, 'query');
+      const xk = self ? x : input(call.k, 'key');
+      const xv = self ? x : input(call.v, 'value');
+      const output = buffers.storage(count(call.outputShape), 'output');
+      const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
+      device.pushErrorScope('out-of-memory');
+      device.pushErrorScope('validation');
+      let made = null, captured = null, failed = null;
       try {
-        await this.#weightsReady();
-        await this.#checkGpuInputs(call);
-        if (call.checkFinite) await this.#checkFiniteOnGpu(call);
-        // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
-        const copies = [];
-        const input = (t, label) => {
-          if (!t.onGpu) return buffers.upload(t.data, label);
-          if (!request.grad) return t.buffer;
-          const copy = buffers.storage(count(t.shape), label);
-          copies.push([t.buffer, copy, count(t.shape) * 4]);
-          return copy;
-        };
-        const x = input(q, 'query');
-        const xk = self ? x : input(call.k, 'key');
-        const xv = self ? x : input(call.v, 'value');
-        const output = buffers.storage(count(call.outputShape), 'output');
-        const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
-        device.pushErrorScope('out-of-memory');
-        device.pushErrorScope('validation');
         const encoder = device.createCommandEncoder();
         for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
         const forwardCall = {
@@ -434,7 +457,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           decode: Boolean(cache) && L <= DECODE_ROWS && !weights && !(request.training && c.dropout > 0),
           lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
         };
-        let made = null, captured = null;
         if (call.planned) {  // capture or patch: the step path (steps.js)
           // (result reads out_proj as float32: a quantized one dequantized by the wasm layer, as its step path does)
           const wantsResult = call.planned.captured.some((step) => step.name === 'result');
@@ -448,8 +470,44 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         if (!call.planned || request.grad) made = encodeForward(device, encoder, buffers, c, w, forwardCall);
         device.queue.submit([encoder.finish()]);
         if (cache && !cross) cache.handle.advance(L);
-        // Both scopes popped now, before any other call can push its own.
-        const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
+      } catch (error) {
+        failed = error;
+      }
+      // Both scopes popped now, before any other call can push its own.
+      const verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);
+      if (failed) throw failed;
+      return { w, x, xk, xv, output, weights, made, captured, verdict };
+    }
+
+    /** The result of a call with grad: its saved state (the call's buffers, kept) and a training result. */
+    #trainingResult(call, { B, L, S, self }, buffers, submitted, outputResult, weightsResult) {
+      const { q } = call;
+      const { w, made, x, xk, xv } = submitted;
+      const saved = { buffers, c: this.#config, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
+        inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
+      const record = gpuTrainingRecord(saved, {
+        backward: (s, dOut, how) => this.#backward(s, dOut, how),
+        backwardNow: (s, dOut) => this.#backwardNow(s, dOut),
+        onFree: (r) => this.#trainingRecords.delete(r),
+      });
+      this.#trainingRecords.add(record);
+      return new GpuTrainingResult(record, outputResult, weightsResult);
+    }
+
+    async #run(call) {
+      const { request, cache } = call;
+      const sizes = this.#sizes(call);
+      this.#checkLimits(call, sizes);
+      const { cached, cross } = sizes;
+      const buffers = new CallBuffers(device);
+      let kept = false;  // true when a training result holds the buffers for its backward pass
+      try {
+        await this.#weightsReady();
+        await this.#checkGpuInputs(call);
+        if (call.checkFinite) await this.#checkFiniteOnGpu(call);
+        const submitted = this.#submit(call, sizes, buffers);
+        const { output, weights, captured } = submitted;
+        const [invalid, outOfMemory] = await submitted.verdict;
         if ((invalid || outOfMemory) && cache && !cross) cache.handle.truncate(cached);  // (the append did not happen)
         if (invalid) throw new Error(`the GPU rejected the call: ${invalid.message}`);
         if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
@@ -462,20 +520,13 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
           return Object.fromEntries(capturedSteps.map(({ name }, i) => [name, data[i]]));
         };
         if (request.grad) {
-          const saved = { buffers, c, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
-            inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
           const outputResult = call.gpuOutput ? gpuTensor(device, buffers.keep(output), call.outputShape)
             : { data: await readBack(device, output, count(call.outputShape)), shape: call.outputShape };
           const weightsResult = !weights ? null : call.gpuOutput ? gpuTensor(device, buffers.keep(weights), call.weightsShape)
             : { data: await readBack(device, weights, count(call.weightsShape)), shape: call.weightsShape };
-          const record = gpuTrainingRecord(saved, {
-            backward: (s, dOut, how) => this.#backward(s, dOut, how),
-            onFree: (r) => this.#trainingRecords.delete(r),
-          });
           const stepsResult = await readCaptured();
-          this.#trainingRecords.add(record);
           kept = true;
-          const result = new GpuTrainingResult(record, outputResult, weightsResult);
+          const result = this.#trainingResult(call, sizes, buffers, submitted, outputResult, weightsResult);
           if (stepsResult) result.captured = stepsResult;
           return result;
         }
@@ -502,6 +553,44 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         throw error;
       } finally {
         if (!kept) buffers.free();
+      }
+    }
+
+    /**
+     * forwardAsync's work for GPU inputs, submitted now (no await: tfjs' next kernels queue after
+     * it), results on the GPU (outputLocation 'gpu'; no cache, capture, patch or checkFinite).
+     * Returns { result, verdict }: result as forwardAsync's (with grad a training result whose
+     * backward can be submitted at once too: training.js's SUBMIT_BACKWARD), verdict a promise of
+     * the GPU's error or null. The input buffers must be of this device (not probed, as forwardAsync does).
+     */
+    [SUBMIT_NOW](query, key, value, options) {
+      try {
+        for (const name of ['cache', 'checkFinite', 'out', 'weightsOut', 'capture', 'patch']) {
+          if (options[name] != null && options[name] !== false) throw new TypeError(`${name}: not with a synchronous submit`);
+        }
+        const call = this.#prepare(query, key, value, { ...options, outputLocation: 'gpu' });
+        for (const t of [call.q, call.k, call.v]) if (t && !t.onGpu) throw new TypeError('a synchronous submit takes GPU inputs only');
+        const sizes = this.#sizes(call);
+        this.#checkLimits(call, sizes);
+        const buffers = new CallBuffers(device);
+        let submitted;
+        try {
+          submitted = this.#submit(call, sizes, buffers);
+        } catch (error) {
+          buffers.free();
+          throw error;
+        }
+        // (A GPU-to-GPU weight load's verdict counts as this call's: forwardAsync awaits it first.)
+        const verdict = Promise.all([this.#uploaded.ready, submitted.verdict]).then(([weightsFailed, [invalid, outOfMemory]]) => (
+          weightsFailed ?? (invalid ? new Error(`forwardAsync: the GPU rejected the call: ${invalid.message}`)
+            : outOfMemory ? new RangeError(`forwardAsync: the GPU is out of memory: ${outOfMemory.message}`) : null)));
+        const output = gpuTensor(device, buffers.keep(submitted.output), call.outputShape);
+        const weights = submitted.weights ? gpuTensor(device, buffers.keep(submitted.weights), call.weightsShape) : null;
+        if (call.request.grad) return { result: this.#trainingResult(call, sizes, buffers, submitted, output, weights), verdict };
+        buffers.free();  // (destroyed once the submitted work that reads them is done)
+        return { result: { output, weights }, verdict };
+      } catch (error) {
+        throw withCallName(error, 'forwardAsync');
       }
     }
 
@@ -548,6 +637,36 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       } finally {
         buffers.free();
       }
+    }
+
+    /**
+     * The backward pass of `saved` for dLoss/dOutput in a GPUBuffer, submitted now (training.js's
+     * SUBMIT_BACKWARD). Returns { gradients (backward.js's buffers), verdict, free() }: the caller
+     * reads the gradients on the GPU, then calls free().
+     */
+    #backwardNow(saved, dOut) {
+      this.#live('backwardAsync');
+      if (saved.w !== this.#uploaded) {
+        throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
+          + 'run forward again with the new weights');
+      }
+      const buffers = new CallBuffers(device);
+      device.pushErrorScope('out-of-memory');
+      device.pushErrorScope('validation');
+      let submitted, failed = null;
+      try {
+        submitted = submitBackward(device, buffers, saved, dOut.buffer, this.#layer.stateDictShapes());
+      } catch (error) {
+        failed = error;
+      }
+      const verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]).then(([invalid, outOfMemory]) => (
+        invalid ? new Error(`backwardAsync: the GPU rejected the call: ${invalid.message}`)
+          : outOfMemory ? new RangeError(`backwardAsync: the GPU is out of memory: ${outOfMemory.message}`) : null));
+      if (failed) {
+        buffers.free();
+        throw failed;
+      }
+      return { gradients: submitted.gradients, verdict, free: () => buffers.free() };
     }
 
     /**

@@ -6,6 +6,9 @@ import { withCallName } from '../core/errors.js';
 import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
 
+/** The synchronous backward of a result (mha-wasm/tfjs); not public API. */
+export const SUBMIT_BACKWARD = Symbol('mha-wasm webgpu: submit backward now');
+
 let warnedAboutLeak = false;
 /** A result garbage-collected with its GPU buffers still held: free them, and say so once (as the wasm layer). */
 const leakedResults = new FinalizationRegistry((record) => {
@@ -23,7 +26,7 @@ const sameShape = (a, b) => Array.isArray(a) && a.length === b.length && a.every
 /**
  * What a result and its layer share: the saved state and where it stands ('ready', 'running'
  * while its backward runs, then 'done', 'released', 'disposed' with its layer, or 'collected'). `owner` is the
- * layer's private side: { backward(saved, dOut) -> Promise<Gradients>, onFree(record) }.
+ * layer's private side: { backward(saved, dOut) -> Promise<Gradients>, backwardNow(saved, dOut) (SUBMIT_BACKWARD's), onFree(record) }.
  */
 export function gpuTrainingRecord(saved, owner) {
   return { saved, owner, state: 'ready' };
@@ -101,6 +104,29 @@ export class GpuTrainingResult {
       // the wasm layer's: release() still frees it.
       if (record.state === 'running') record.state = 'ready';
       throw error;
+    }
+  }
+
+  /**
+   * backwardAsync's work for a dOut on the GPU ({ buffer, shape }), submitted now (mha-wasm/tfjs:
+   * tfjs' gradient functions are synchronous). Returns { gradients (backward.js's GPUBuffers:
+   * query, key, value, qW, kW, vW, outW, qB, kB, vB, outB, ...), verdict, free() }; free() once the
+   * gradients were read on the GPU.
+   */
+  [SUBMIT_BACKWARD](dOut) {
+    const record = this.#record;
+    if (record.state !== 'ready') throw new Error(`backwardAsync: this forward pass is ${record.state}, not ready for a backward`);
+    const { shape } = this.output;
+    if (!sameShape(dOut?.shape, shape)) throw new RangeError(`dOut: expected the output's shape [${shape.join(', ')}]`);
+    checkInput('dOut', dOut, { expected: `[${shape.join(', ')}]` });
+    record.state = 'running';
+    try {
+      const submitted = record.owner.backwardNow(record.saved, { buffer: dOut.buffer });
+      leakedResults.unregister(this);
+      return { ...submitted, free: () => { submitted.free(); freeGpuRecord(record, 'done'); } };
+    } catch (error) {
+      if (record.state === 'running') record.state = 'ready';
+      throw withCallName(error, 'backwardAsync');
     }
   }
 
