@@ -16,4 +16,14 @@ async function registerFastGradients(tf, options) {
   return (await load()).registerFastGradients(tf, options);
 }
 
-module.exports = { mhaTfjs, registerFastGradients, load };
+/** The same as the ES module's tfjsToGpu(tf, tensor) (asynchronous here). */
+async function tfjsToGpu(tf, tensor) {
+  return (await load()).tfjsToGpu(tf, tensor);
+}
+
+/** The same as the ES module's gpuToTfjs(tf, gpuTensor, options) (asynchronous here). */
+async function gpuToTfjs(tf, gpuTensor, options) {
+  return (await load()).gpuToTfjs(tf, gpuTensor, options);
+}
+
+module.exports = { mhaTfjs, registerFastGradients, tfjsToGpu, gpuToTfjs, load };

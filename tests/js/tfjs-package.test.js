@@ -44,8 +44,10 @@ test('import and require of mha-wasm/tfjs resolve through the exports map', () =
     const tf = await import('@tensorflow/tfjs');
     console.log = () => {};
     const api = await cjs.mhaTfjs(tf);
+    const refused = await cjs.tfjsToGpu(tf, null).catch((e) => e.message);
     process.stdout.write(JSON.stringify([typeof esm.mhaTfjs, typeof esm.registerFastGradients, typeof cjs.load,
-      api.MultiHeadAttention === (await esm.mhaTfjs(tf)).MultiHeadAttention, api.MultiHeadAttention.className]));`;
+      api.MultiHeadAttention === (await esm.mhaTfjs(tf)).MultiHeadAttention, api.MultiHeadAttention.className,
+      typeof cjs.tfjsToGpu, typeof cjs.gpuToTfjs, refused]));`;
   // A file inside the package (self-reference by name), not node -e: tfjs evaluates `require` in
   // its caller's scope, which an -e module lacks.
   const dir = mkdtempSync(join(ROOT, 'build', 'exports-'));
@@ -56,7 +58,9 @@ test('import and require of mha-wasm/tfjs resolve through the exports map', () =
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  assert.deepEqual(JSON.parse(out), ['function', 'function', 'function', true, 'MultiHeadAttention']);
+  assert.deepEqual(JSON.parse(out), ['function', 'function', 'function', true, 'MultiHeadAttention', 'function', 'function',
+    "tfjsToGpu: tfjs' backend is 'cpu'; GPU tensors pass between tfjs and mha-wasm only on tfjs' 'webgpu' backend "
+    + "(await tf.setBackend('webgpu'), then init({ backend: 'webgpu', device: tf.backend().device }))"]);
 });
 
 test('without @tensorflow/tfjs installed, mhaTfjs() names the package to install', () => {

@@ -12,6 +12,9 @@
 const STORAGE = 0x80, COPY_SRC = 0x04;  // GPUBufferUsage
 
 function webgpuBackendOf(tf, what) {
+  if (tf === null || typeof tf !== 'object' || typeof tf.backend !== 'function') {
+    throw new TypeError(`${what}: tf must be the tfjs module (import * as tf from '@tensorflow/tfjs'), got ${tf === null ? 'null' : typeof tf}`);
+  }
   const backend = tf.backend();
   if (tf.getBackend() !== 'webgpu' || !backend?.device) {
     throw new Error(`${what}: tfjs' backend is '${tf.getBackend()}'; GPU tensors pass between tfjs and mha-wasm only on tfjs' 'webgpu' backend `
