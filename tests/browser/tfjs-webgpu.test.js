@@ -66,7 +66,7 @@ test('init on tfjs\' device: tfjs tensors in and out on the GPU, equal to the wa
     const forwardMaps = window.mapped - mappedBefore;
     const train = await layer.forwardAsync(input, null, null, { causal: true, grad: true, outputLocation: 'gpu' });
     const dOutGpu = tfjsToGpu(tf, dOut);
-    const grads = await train.backwardAsync(dOutGpu);  // (gradients read back: backwardAsync's result is on the CPU)
+    const grads = await train.backwardAsync(dOutGpu, { outputLocation: 'cpu' });  // (gradients read back to compare)
     const [outData, doubledData, copiedData] = await Promise.all([wrapped.data(), doubled.data(), copied.data()]);
     tf.dispose([wrapped, doubled, copied, queryOnCpu, query, dOut]);
     output.dispose();  // (after the tensor that read it)
