@@ -453,7 +453,14 @@ class LayerHandle {
   // Checks a forward request before the JS wrapper copies its inputs in: the shapes, then
   // whether the inputs and the call's buffers fit in the wasm memory still free. The request's
   // tensors carry shapes only; planning never reads data, so each gets a placeholder address.
-  bool checkForward(val request, bool steps_given) {
+  bool checkForward(val request, bool steps_given) { return check_forward(request, steps_given, true); }
+
+  // The same checks of the shapes and options (the same plan, the same errors) without the wasm
+  // memory budget: for a backend whose buffers are not in the wasm heap (the WebGPU layer checks
+  // its own device's limits). No capture / patch steps.
+  bool planForward(val request) { return check_forward(request, false, false); }
+
+  bool check_forward(val request, bool steps_given, bool heap_budget) {
     return guard([&] {
       static const float kPlaceholder[1] = {};
       const auto shape_only = [this](const val& t) -> mha::TensorRef {
@@ -480,6 +487,11 @@ class LayerHandle {
       }
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
+      if (!heap_budget) {
+        planned_output_shape_ = plan.output_shape;
+        planned_weights_shape_ = plan.weights_shape;
+        return;
+      }
 #ifdef __EMSCRIPTEN_PTHREADS__
       const int threads = module_pool->size();
 #else
@@ -659,6 +671,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("stateDict", &LayerHandle::stateDict)
       .function("releaseStateDict", &LayerHandle::releaseStateDict)
       .function("checkForward", &LayerHandle::checkForward)
+      .function("planForward", &LayerHandle::planForward)
       .function("createCache", &LayerHandle::createCache, emscripten::allow_raw_pointers())
       .function("createPlannedCache", &LayerHandle::createPlannedCache, emscripten::allow_raw_pointers())
       .function("setKeyValue", &LayerHandle::setKeyValue)

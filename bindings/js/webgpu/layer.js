@@ -291,8 +291,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       };
-      // false: no capture / patch steps (refused above: not on WebGPU yet).
-      if (!this.#planner.checkForward(request, false)) throwHandleError(this.#planner, 'forwardAsync');
+      // The wasm layer's plan and checks, without its wasm-memory budget: the buffers are the
+      // GPU's, bounded by the device's limits (checkSize, checkGroups). No capture / patch steps.
+      if (!this.#planner.planForward(request)) throwHandleError(this.#planner, 'forwardAsync');
       if (this.#layer.byteSize === 0) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
       const outputShape = this.#planner.plannedOutputShape();
       const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
