@@ -279,7 +279,9 @@ export function decodeStepModel({ E, H, Hkv, P }, weights, { graph = 'f32', quan
  * heads (Hkv = H: plain MHA): the q, k, v MatMuls and bias Adds, GroupQueryAttention (num_heads
  * H, kv_num_heads Hkv, its default scale 1/sqrt(Dh)), the output MatMul and bias. Inputs: query
  * [1, 1, E]; past_key / past_value [1, Hkv, past, Dh] (BNSH); seqlens_k int32 [1] (the tokens
- * in the cache after this step, less one) and total_sequence_length int32 (a scalar). Outputs:
+ * in the cache after this step, less one) and total_sequence_length int32 [1] (the spec's scalar
+ * as a 1-element tensor, which onnxruntime takes too, so that graph capture can bind it as a GPU
+ * buffer: capture needs every input in one). Outputs:
  * output [1, 1, E], present_key / present_value [1, Hkv, present, Dh] (`past` and `present`
  * symbolic: present is past + 1, or the same buffer as past when the caller passes it as the
  * output, onnxruntime's shared past/present buffer).
@@ -304,7 +306,7 @@ export function groupQueryAttentionStepModel({ E, H, Hkv }, weights) {
   ];
   const inputs = [valueInfo(11, 'query', [1, 1, E]), valueInfo(11, 'past_key', [1, Hkv, 'past', Dh]),
     valueInfo(11, 'past_value', [1, Hkv, 'past', Dh]), valueInfo(11, 'seqlens_k', [1], INT32),
-    valueInfo(11, 'total_sequence_length', [], INT32)];
+    valueInfo(11, 'total_sequence_length', [1], INT32)];
   const outputs = [valueInfo(12, 'output', [1, 1, E]), valueInfo(12, 'present_key', [1, Hkv, 'present', Dh]),
     valueInfo(12, 'present_value', [1, Hkv, 'present', Dh])];
   const graph = msg(7, [...nodes, str(2, 'gqa_decode_step'), ...init, ...inputs, ...outputs]);

@@ -131,8 +131,10 @@ async function oursDecode({ shape, passes, backend, threads, subgroups }) {
  * GPU ('gpu-buffer'). `shared`: the past buffers hold P + 1 rows and are passed as the present
  * outputs too (onnxruntime's shared past/present buffer: the step writes its token in place);
  * otherwise each step returns a new present of P + 1 rows (a copy of the cache), disposed.
+ * `capture` (with `shared`: its GroupQueryAttention refuses graph capture without the shared
+ * buffer): enableGraphCapture, every input and the output in GPU buffers of ours.
  */
-async function onnxruntimeDecode({ shape, passes, build, subgroups, shared, data }) {
+async function onnxruntimeDecode({ shape, passes, build, subgroups, shared, capture, data }) {
   const ort = await import(build === 'jsep' ? '/bench/node_modules/onnxruntime-web/dist/ort.all.bundle.min.mjs'
     : '/bench/node_modules/onnxruntime-web/dist/ort.webgpu.bundle.min.mjs');
   ort.env.wasm.wasmPaths = '/bench/node_modules/onnxruntime-web/dist/';
@@ -143,7 +145,8 @@ async function onnxruntimeDecode({ shape, passes, build, subgroups, shared, data
   if (build === 'native' && !device) return { skipped: 'no WebGPU adapter' };
   const session = await ort.InferenceSession.create(groupQueryAttentionStepModel(shape, decodeWeights(shape)), {
     executionProviders: [device ? { name: 'webgpu', device } : 'webgpu'],
-    preferredOutputLocation: { output: 'cpu', present_key: 'gpu-buffer', present_value: 'gpu-buffer' },
+    preferredOutputLocation: capture ? 'gpu-buffer' : { output: 'cpu', present_key: 'gpu-buffer', present_value: 'gpu-buffer' },
+    ...(capture ? { enableGraphCapture: true } : {}),
   });
   const gpu = device ?? await ort.env.webgpu.device;  // (JSEP's own device, made by the session)
   const buffers = [];
@@ -154,13 +157,33 @@ async function onnxruntimeDecode({ shape, passes, build, subgroups, shared, data
     buffers.push(buffer);
     return ort.Tensor.fromGpuBuffer(buffer, { dataType: 'float32', dims: [1, Hkv, rows, Dh] });
   };
-  const feeds = {
-    query: new ort.Tensor('float32', decodeToken(shape), [1, 1, E]),
-    past_key: await past('past_key'), past_value: await past('past_value'),
-    seqlens_k: new ort.Tensor('int32', Int32Array.of(P), [1]),
-    total_sequence_length: new ort.Tensor('int32', Int32Array.of(P + 1), []),
+  // With graph capture every input is a GPU buffer too (its precondition).
+  const onGpu = (array, dims, dataType) => {
+    const buffer = gpu.createBuffer({ size: Math.max(16, array.byteLength), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    gpu.queue.writeBuffer(buffer, 0, array);
+    buffers.push(buffer);
+    const download = async () => {  // (getData of a tensor on a buffer of ours: read it back)
+      const staging = gpu.createBuffer({ size: buffer.size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const encoder = gpu.createCommandEncoder();
+      encoder.copyBufferToBuffer(buffer, 0, staging, 0, buffer.size);
+      gpu.queue.submit([encoder.finish()]);
+      await staging.mapAsync(GPUMapMode.READ);
+      const out = new Float32Array(staging.getMappedRange().slice(0, array.byteLength));
+      staging.destroy();
+      return out;
+    };
+    return ort.Tensor.fromGpuBuffer(buffer, { dataType, dims, download });
   };
-  const fetches = shared ? { output: null, present_key: feeds.past_key, present_value: feeds.past_value } : undefined;
+  const input = (array, dims, dataType) => (capture ? onGpu(array, dims, dataType) : new ort.Tensor(dataType, array, dims));
+  const feeds = {
+    query: input(decodeToken(shape), [1, 1, E], 'float32'),
+    past_key: await past('past_key'), past_value: await past('past_value'),
+    seqlens_k: input(Int32Array.of(P), [1], 'int32'),
+    total_sequence_length: input(Int32Array.of(P + 1), [1], 'int32'),
+  };
+  // (graph capture also wants the output in a buffer of the caller's)
+  const fetches = shared ? { output: capture ? onGpu(new Float32Array(E), [1, 1, E], 'float32') : null,
+    present_key: feeds.past_key, present_value: feeds.past_value } : undefined;
   try {
     return await time(async () => {
       const { output, present_key: presentKey, present_value: presentValue } = await session.run(feeds, fetches);

@@ -10,7 +10,8 @@
 //   tokens, the cache on the GPU: our WebGPU layer's GPU KV cache, our wasm layer's cache, and
 //   onnxruntime-web's com.microsoft.GroupQueryAttention graph with past_key / past_value in GPU
 //   buffers and present_key / present_value kept on the GPU (both builds; the native one also with
-//   its shared past/present buffer). ms per step and the bytes a step must read.
+//   its shared past/present buffer, and that with graph capture). ms per step and the bytes a
+//   step must read.
 //
 //   node bench/webgpu.mjs [--rows=prefill,decode] [--shapes=0,1] [--decode=0,3] [--passes=3] [--only=mha-webgpu,ort-native]
 //
@@ -62,6 +63,7 @@ const DECODE_IMPLS = [
   { name: 'ort-web native webgpu GQA', job: { impl: 'ort', build: 'native', subgroups: true } },
   { name: 'ort-web native webgpu GQA (no subgroups)', job: { impl: 'ort', build: 'native', subgroups: false } },
   { name: 'ort-web native webgpu GQA (no subgroups, shared past/present)', job: { impl: 'ort', build: 'native', subgroups: false, shared: true } },
+  { name: 'ort-web native webgpu GQA (no subgroups, shared past/present, graph capture)', job: { impl: 'ort', build: 'native', subgroups: false, shared: true, capture: true } },
 ].filter(only);
 const FLAGS = ['--headless', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--enable-unsafe-webgpu', '--enable-features=Vulkan',
@@ -110,7 +112,7 @@ try {
         const error = relativeError(got, want);
         results.push(error > 1e-4 ? { name, note: `wrong: error ${error.toExponential(1)} of the output's scale` } : { name, ms: r.ms, error, device: r.device });
       } catch (e) {
-        results.push({ name, note: `failed: ${String(e.message).split('\n')[0].slice(0, 160)}` });
+        results.push({ name, note: `failed: ${String(e.message).split('\n')[0].slice(0, 400)}` });
       } finally {
         await page.close();
       }
