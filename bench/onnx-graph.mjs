@@ -32,7 +32,7 @@ const str = (field, s) => bytes(field, new TextEncoder().encode(s));
 const msg = (field, parts) => bytes(field, concat(parts));
 
 // ---- ONNX messages (field numbers from onnx.proto) ----
-const FLOAT = 1, UINT8 = 2, INT8 = 3, INT64 = 7;
+const FLOAT = 1, UINT8 = 2, INT8 = 3, INT32 = 6, INT64 = 7;
 const ATTR_INT = 2, ATTR_INTS = 7;
 
 function tensor(field, name, dims, dataType, raw) {
@@ -48,9 +48,10 @@ function node(op, inputs, outputs, attributes = {}, domain = '') {
   return msg(1, [...inputs.map((i) => str(1, i)), ...outputs.map((o) => str(2, o)), str(4, op),
     ...Object.entries(attributes).map(([n, v]) => attribute(n, v)), ...(domain ? [str(7, domain)] : [])]);
 }
-function valueInfo(field, name, dims) {
-  const shape = msg(2, dims.map((d) => msg(1, [int(1, d)])));
-  return msg(field, [str(1, name), msg(2, [msg(1, [int(1, FLOAT), shape])])]);
+/** A graph input (field 11) or output (12); a string dimension is symbolic (dim_param). */
+function valueInfo(field, name, dims, elemType = FLOAT) {
+  const shape = msg(2, dims.map((d) => msg(1, [typeof d === 'string' ? str(2, d) : int(1, d)])));
+  return msg(field, [str(1, name), msg(2, [msg(1, [int(1, elemType), shape])])]);
 }
 
 /** W [out, in] (nn.Linear) -> W^T [in, out], optionally scaled. */
@@ -270,6 +271,47 @@ export function decodeStepModel({ E, H, Hkv, P }, weights, { graph = 'f32', quan
   const graphProto = msg(7, [...nodes, str(2, 'decode_step'), ...init, ...inputs, ...outputs]);
   const opsets = [msg(8, [str(1, ''), int(2, 17)]), ...(graph === 'f32' ? [] : [msg(8, [str(1, 'com.microsoft'), int(2, 1)])])];
   return concat([int(1, 8), ...opsets, graphProto]);
+}
+
+/**
+ * One decode step through onnxruntime's fused com.microsoft.GroupQueryAttention (what its
+ * exporters and onnxruntime-genai emit for a decoder layer), for a layer with `Hkv` key/value
+ * heads (Hkv = H: plain MHA): the q, k, v MatMuls and bias Adds, GroupQueryAttention (num_heads
+ * H, kv_num_heads Hkv, its default scale 1/sqrt(Dh)), the output MatMul and bias. Inputs: query
+ * [1, 1, E]; past_key / past_value [1, Hkv, past, Dh] (BNSH); seqlens_k int32 [1] (the tokens
+ * in the cache after this step, less one) and total_sequence_length int32 [1] (the spec's scalar
+ * as a 1-element tensor, which onnxruntime takes too, so that graph capture can bind it as a GPU
+ * buffer: capture needs every input in one). Outputs:
+ * output [1, 1, E], present_key / present_value [1, Hkv, present, Dh] (`past` and `present`
+ * symbolic: present is past + 1, or the same buffer as past when the caller passes it as the
+ * output, onnxruntime's shared past/present buffer).
+ */
+export function groupQueryAttentionStepModel({ E, H, Hkv }, weights) {
+  const Dh = E / H, KV = Hkv * Dh;
+  const { wq, wk, wv } = projectionWeights(weights, E, KV);
+  const bias = weights.in_proj_bias;
+  const init = [
+    tensor(5, 'Wq', [E, E], FLOAT, transposed(wq, E, E)), tensor(5, 'Wk', [E, KV], FLOAT, transposed(wk, KV, E)),
+    tensor(5, 'Wv', [E, KV], FLOAT, transposed(wv, KV, E)), tensor(5, 'bq', [E], FLOAT, bias.slice(0, E)),
+    tensor(5, 'bk', [KV], FLOAT, bias.slice(E, E + KV)), tensor(5, 'bv', [KV], FLOAT, bias.slice(E + KV)),
+    tensor(5, 'Wo', [E, E], FLOAT, transposed(weights['out_proj.weight'], E, E)), tensor(5, 'bo', [E], FLOAT, weights['out_proj.bias'].slice()),
+  ];
+  const nodes = [
+    node('MatMul', ['query', 'Wq'], ['q0']), node('Add', ['q0', 'bq'], ['q']),
+    node('MatMul', ['query', 'Wk'], ['k0']), node('Add', ['k0', 'bk'], ['k']),
+    node('MatMul', ['query', 'Wv'], ['v0']), node('Add', ['v0', 'bv'], ['v']),
+    node('GroupQueryAttention', ['q', 'k', 'v', 'past_key', 'past_value', 'seqlens_k', 'total_sequence_length'],
+      ['o0', 'present_key', 'present_value'], { num_heads: H, kv_num_heads: Hkv }, 'com.microsoft'),
+    node('MatMul', ['o0', 'Wo'], ['o1']), node('Add', ['o1', 'bo'], ['output']),
+  ];
+  const inputs = [valueInfo(11, 'query', [1, 1, E]), valueInfo(11, 'past_key', [1, Hkv, 'past', Dh]),
+    valueInfo(11, 'past_value', [1, Hkv, 'past', Dh]), valueInfo(11, 'seqlens_k', [1], INT32),
+    valueInfo(11, 'total_sequence_length', [1], INT32)];
+  const outputs = [valueInfo(12, 'output', [1, 1, E]), valueInfo(12, 'present_key', [1, Hkv, 'present', Dh]),
+    valueInfo(12, 'present_value', [1, Hkv, 'present', Dh])];
+  const graph = msg(7, [...nodes, str(2, 'gqa_decode_step'), ...init, ...inputs, ...outputs]);
+  const opsets = [msg(8, [str(1, ''), int(2, 17)]), msg(8, [str(1, 'com.microsoft'), int(2, 1)])];
+  return concat([int(1, 8), ...opsets, graph]);
 }
 
 /**

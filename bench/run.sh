@@ -29,6 +29,9 @@ node --no-liftoff bench/prefill-quantized.mjs --clock=cpu
 node bench/training.mjs
 # WebGPU: our backend against our wasm and onnxruntime-web's WebGPU MultiHeadAttention (JSEP and
 # native builds, subgroups on and off) in headless Chromium on its adapter (SwiftShader here: ratios,
-# not a GPU's speed), every output checked against float64 first; then ours against wasm in Node (Dawn).
+# not a GPU's speed), and decode steps against its GroupQueryAttention graph with the cache on the GPU,
+# every output checked against float64 first; then ours against wasm in Node (Dawn), and where one
+# beats the other (the crossover sweep).
 node bench/webgpu.mjs
 LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/webgpu-node.mjs
+LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/webgpu-crossover-node.mjs

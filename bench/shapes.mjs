@@ -33,6 +33,25 @@ export function benchWeights(E) {
 }
 
 /**
+ * The decode benchmark's weights (bench/webgpu.mjs): benchWeights(E) for MHA (Hkv = H); for GQA
+ * the same seeds split as PyTorch's separate projections, q_proj_weight [E, E], k_proj_weight and
+ * v_proj_weight [Hkv·Dh, E], in_proj_bias [E + 2·Hkv·Dh].
+ */
+export function decodeWeights({ E, H, Hkv }) {
+  if (Hkv === H) return benchWeights(E);
+  const KV = Hkv * (E / H), scale = (a, f) => a.map((x) => x * f);
+  const inProj = scale(randomArray((E + 2 * KV) * E, 1), 2 / Math.sqrt(E));
+  return {
+    q_proj_weight: inProj.subarray(0, E * E),
+    k_proj_weight: inProj.subarray(E * E, (E + KV) * E),
+    v_proj_weight: inProj.subarray((E + KV) * E),
+    in_proj_bias: scale(randomArray(E + 2 * KV, 2), 0.1),
+    'out_proj.weight': scale(randomArray(E * E, 3), 2 / Math.sqrt(E)),
+    'out_proj.bias': scale(randomArray(E, 4), 0.1),
+  };
+}
+
+/**
  * Layer `l` of a stack: every tensor of `layer`'s state dict (any config: GQA, packed or separate
  * projections) from its own seeds, scaled like a trained layer's (weights 1/sqrt(in), biases 0.1).
  */

@@ -2,17 +2,47 @@
 // self-attention layer with its projections per shape, median of 3 calls after one warm-up call
 // (which compiles the shaders), from CPU arrays to CPU arrays. On this CPU-only machine Dawn runs
 // on SwiftShader (a software adapter): the ratio says where a software adapter stands, not a GPU.
-//   LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/webgpu-node.mjs
+//   LD_LIBRARY_PATH=/usr/lib/chromium VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/webgpu-node.mjs [--gemm=gemm,gemm_tiled]
+// --gemm: an A/B of the float32 GEMM kernels in the same run (bindings/js/webgpu/gemm.js), one
+// WebGPU column per kernel, each call alternating; without it, the kernel init picks.
 import { create, globals } from 'webgpu';
 
 import { init } from '../bindings/js/index.js';
+import { setGemmKernel } from '../bindings/js/webgpu/gemm.js';
 
 Object.assign(globalThis, globals);
 const gpu = create([]);
 const webgpu = await init({ backend: 'webgpu', gpu });
 const wasm = await init({ threads: 1 });
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
+const KERNELS = args.gemm ? args.gemm.split(',') : null;
 console.log(`adapter: ${webgpu.adapterInfo.description} (fallback: ${webgpu.adapterInfo.isFallbackAdapter})`);
+if (KERNELS) {
+  console.log(`GEMM A/B, ${new Date().toISOString()}, load ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(`B x L x E x H      | ${KERNELS.map((k) => `${k} ms`.padStart(15)).join(' | ')} | wasm 1 thread ms`);
+  for (const [B, L, E, H] of [[1, 1, 512, 8], [1, 128, 512, 8], [8, 64, 256, 4], [1, 512, 768, 12]]) {
+    const query = { data: Float32Array.from({ length: B * L * E }, () => Math.random() - 0.5), shape: [B, L, E] };
+    const onGpu = new webgpu.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize();
+    const onCpu = new wasm.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize();
+    const ms = KERNELS.map(() => []), cpuMs = [];
+    for (let i = 0; i < 4; i++) {  // (the first round compiles: not counted)
+      for (const [j, kernel] of KERNELS.entries()) {
+        setGemmKernel(webgpu.device, kernel);
+        const t = performance.now();
+        await onGpu.forwardAsync(query);
+        if (i > 0) ms[j].push(performance.now() - t);
+      }
+      const t = performance.now();
+      onCpu.forward(query);
+      if (i > 0) cpuMs.push(performance.now() - t);
+    }
+    console.log(`${`${B} x ${L} x ${E} x ${H}`.padEnd(18)} | ${ms.map((m) => median(m).toFixed(1).padStart(15)).join(' | ')} | ${median(cpuMs).toFixed(2)}`);
+    onGpu.dispose();
+    onCpu.dispose();
+  }
+  process.exit(0);
+}
 console.log('B x L x E x H      | WebGPU ms | GFLOPS | wasm 1 thread ms | WebGPU / wasm');
 for (const [B, L, E, H] of [[1, 1, 512, 8], [1, 128, 512, 8], [8, 64, 256, 4], [1, 512, 768, 12]]) {
   const query = { data: Float32Array.from({ length: B * L * E }, () => Math.random() - 0.5), shape: [B, L, E] };

@@ -453,7 +453,14 @@ class LayerHandle {
   // Checks a forward request before the JS wrapper copies its inputs in: the shapes, then
   // whether the inputs and the call's buffers fit in the wasm memory still free. The request's
   // tensors carry shapes only; planning never reads data, so each gets a placeholder address.
-  bool checkForward(val request, bool steps_given) {
+  bool checkForward(val request, bool steps_given) { return check_forward(request, steps_given, true); }
+
+  // The same checks of the shapes and options (the same plan, the same errors) without the wasm
+  // memory budget: for a backend whose buffers are not in the wasm heap (the WebGPU layer checks
+  // its own device's limits); capture / patch steps checked and planned as checkForward does.
+  bool planForward(val request, bool steps_given) { return check_forward(request, steps_given, false); }
+
+  bool check_forward(val request, bool steps_given, bool heap_budget) {
     return guard([&] {
       static const float kPlaceholder[1] = {};
       const auto shape_only = [this](const val& t) -> mha::TensorRef {
@@ -480,28 +487,30 @@ class LayerHandle {
       }
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
-#ifdef __EMSCRIPTEN_PTHREADS__
-      const int threads = module_pool->size();
-#else
-      const int threads = 1;
-#endif
       const bool grad = request[keys_.grad].as<bool>();
-      std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
-                                               : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
       const mha::StepRequest steps = steps_given ? steps_of(keys_, request, kPlaceholder) : mha::StepRequest{};
       mha::CheckedSteps checked;
-      if (steps.present()) {
-        checked = mha::check_steps(layer_->config(), plan, steps, grad);
-        for (const mha::MemoryItem& item : mha::steps_memory(layer_->config(), plan, checked, true)) need.push_back(item);
+      if (steps.present()) checked = mha::check_steps(layer_->config(), plan, steps, grad);
+      if (heap_budget) {
+#ifdef __EMSCRIPTEN_PTHREADS__
+        const int threads = module_pool->size();
+#else
+        const int threads = 1;
+#endif
+        std::vector<mha::MemoryItem> need = grad ? mha::training_memory(layer_->config(), plan, o, !k.present(), true, threads)
+                                                 : mha::forward_memory(layer_->config(), plan, o, !k.present(), true, threads);
+        if (steps.present()) {
+          for (const mha::MemoryItem& item : mha::steps_memory(layer_->config(), plan, checked, true)) need.push_back(item);
+        }
+        mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
       }
-      mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
       planned_steps_ = steps.present() ? planned_steps_of(plan, checked) : val::null();
     });
   }
 
-  // The steps the last successful checkForward planned, for a backend that runs them itself (the
+  // The steps the last successful checkForward / planForward planned, for a backend that runs them itself (the
   // WebGPU backend's step path): { captured: [{ name, shape }] in the chain's order, patch: { name,
   // shape, heads: [bool per head of the step] } or null }; null when the call asked for no steps.
   val plannedSteps() const { return planned_steps_; }
@@ -693,6 +702,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("stateDict", &LayerHandle::stateDict)
       .function("releaseStateDict", &LayerHandle::releaseStateDict)
       .function("checkForward", &LayerHandle::checkForward)
+      .function("planForward", &LayerHandle::planForward)
       .function("createCache", &LayerHandle::createCache, emscripten::allow_raw_pointers())
       .function("createPlannedCache", &LayerHandle::createPlannedCache, emscripten::allow_raw_pointers())
       .function("setKeyValue", &LayerHandle::setKeyValue)

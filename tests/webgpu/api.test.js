@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
+import { PLANNER } from '../../bindings/js/core/planner.js';
 import { init } from '../../bindings/js/index.js';
 import { attendRow, projectRow } from '../js/float64-attention.js';
 import { gpu, modules, openDevice } from './devices.js';
@@ -120,6 +121,34 @@ describe('a WebGPU layer', () => {
     const long = { data: new Float32Array(L * 8), shape: [1, L, 8] };
     await assert.rejects(layer.forwardAsync(long, null, null, { needWeights: true }),
       { name: 'RangeError', message: /forwardAsync: the weights needs 144000000 bytes, above the device's maxStorageBufferBindingSize/ });
+    layer.dispose();
+  });
+
+  test('the wasm heap does not bound a WebGPU call: the planner checks its shapes without the heap budget', () => {
+    // Weights [1, 40000, 40000] (6.4 GB): more than any wasm heap, so the wasm layer's check
+    // refuses it; planForward (the WebGPU layer's) plans the same shapes and accepts it.
+    const planner = wasm[PLANNER](config);
+    const request = { query: { shape: [1, 40000, 8] }, key: null, value: null, keyPaddingMask: null, attnMask: null, positions: null,
+      cache: null, causal: false, needWeights: true, averageWeights: true, grad: false, training: false, seed: 0, weightsBeforeDropout: false };
+    assert.equal(planner.checkForward(request, false), false);
+    assert.match(planner.lastError(), /the inputs and buffers need .* of WebAssembly memory/);
+    assert.equal(planner.planForward(request, false), true);
+    assert.deepEqual(planner.plannedOutputShape(), [1, 40000, 8]);
+    assert.deepEqual(planner.plannedWeightsShape(), [1, 40000, 40000]);
+    // Bad shapes are still the plan's errors, word for word.
+    const bad = { ...request, query: { shape: [1, 40000, 9] } };
+    assert.equal(planner.checkForward(bad, false), false);
+    const words = planner.lastError();
+    assert.equal(planner.planForward(bad, false), false);
+    assert.equal(planner.lastError(), words);
+    planner.delete();
+  });
+
+  test('a call the wasm heap could not hold is refused by the GPU limit, named, not by the heap', async () => {
+    const layer = new mha.MultiHeadAttention(config).initialize();
+    const long = { data: new Float32Array(40000 * 8), shape: [1, 40000, 8] };
+    await assert.rejects(layer.forwardAsync(long, null, null, { needWeights: true }),
+      { name: 'RangeError', message: /forwardAsync: the weights needs 6400000000 bytes, above the device's maxStorageBufferBindingSize/ });
     layer.dispose();
   });
 

@@ -349,7 +349,9 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
         seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
         capture, patch: patchForCore(patch, shapeOf),
       };
-      if (!this.#planner.checkForward(request, steps)) throwHandleError(this.#planner, 'forwardAsync');
+      // The wasm layer's plan and checks, without its wasm-memory budget: the buffers are the
+      // GPU's, bounded by the device's limits (checkSize, checkGroups).
+      if (!this.#planner.planForward(request, steps)) throwHandleError(this.#planner, 'forwardAsync');
       // The steps to capture and the patch, as the C++ plan checked them (steps.js runs them).
       const planned = steps ? this.#planner.plannedSteps() : null;
       if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
