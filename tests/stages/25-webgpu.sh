@@ -33,4 +33,4 @@ run_on swiftshader "$swiftshader" "" tests/webgpu/
 # kernel uses subgroup operations, so its subgroup size changes nothing else. (The whole suite
 # there took over 10 minutes on the 2-core machine: lavapipe pays seconds for a shape's first
 # pipelines under load.)
-run_on lavapipe "$lavapipe" ":$lavapipe_lib" tests/webgpu/adapter.test.js tests/webgpu/f16-cache.test.js
+run_on lavapipe "$lavapipe" ":$lavapipe_lib" tests/webgpu/adapter.test.js tests/webgpu/f16-cache.test.js tests/webgpu/half-reads.test.js

@@ -1,7 +1,7 @@
 // float16 KV caches on the GPU: the cache's keys and values held as packed halves (2 per u32,
 // [B, capacity, features] elements), written by cache_f16_pack.wgsl (float32 rows rounded to
-// nearest even, as the wasm layer's f16 cache rounds on append) and widened by
-// cache_f16_unpack.wgsl into a float32 buffer of the call for the attention kernels.
+// nearest even, as the wasm layer's f16 cache rounds on append) and read as they are by the
+// attention kernels (as f16, or unpacked from u32 words without shader-f16: half-reads.js).
 import { dispatch, pipeline } from './pipelines.js';
 
 const MAX_GROUPS = 65535;
@@ -24,14 +24,4 @@ export function encodePackHalves(device, pass, buffers, { src, cache, B, rows, f
   const params = buffers.uniform(new Uint32Array([first * features, count, capacity * features, 0]), 'f16 pack');
   dispatch(device, pass, pipeline(device, 'cache_f16_pack'), { 0: src, 1: cache, 2: params },
     [...groups2d(Math.floor(count / 2) + 2), B]);
-}
-
-/** Encodes the first `rows` rows of each batch row of the f16 `cache` widened into a new float32 buffer [B, rows, features]; returns it. */
-export function encodeUnpackHalves(device, pass, buffers, { cache, B, rows, features, capacity, label }) {
-  const count = rows * features;
-  const out = buffers.storage(B * count, label);
-  if (count === 0 || B === 0) return out;
-  const params = buffers.uniform(new Uint32Array([count, capacity * features, 0, 0]), 'f16 unpack');
-  dispatch(device, pass, pipeline(device, 'cache_f16_unpack'), { 0: cache, 1: out, 2: params }, [...groups2d(count), B]);
-  return out;
 }

@@ -3,7 +3,7 @@
 // flash-decoding for a few tokens against a cache), and the output projection. The caller
 // (layer.js) has checked the call, made the output buffers and owns the error scopes.
 import { encodeAttention } from './attention.js';
-import { encodePackHalves, encodeUnpackHalves } from './cache-f16.js';
+import { encodePackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 
@@ -35,14 +35,13 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
       rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
   }
   let keys = kp, values = vp, kvRows = S;
-  if (cache?.dtype === 'f16') {  // halves: append rounded (self), then widen what is seen (cache-f16.js)
+  if (cache?.dtype === 'f16') {  // halves: append rounded (self); the attention kernels read them as they are
     const capacity = cache.handle.capacity();
     if (!call.crossCache) {
       encodePackHalves(device, pass, buffers, { src: kp, cache: cache.keys, B, rows: L, first: cached, features: KV, capacity });
       encodePackHalves(device, pass, buffers, { src: vp, cache: cache.values, B, rows: L, first: cached, features: VKV, capacity });
     }
-    keys = encodeUnpackHalves(device, pass, buffers, { cache: cache.keys, B, rows: S, features: KV, capacity, label: 'cache keys' });
-    values = encodeUnpackHalves(device, pass, buffers, { cache: cache.values, B, rows: S, features: VKV, capacity, label: 'cache values' });
+    [keys, values, kvRows] = [cache.keys, cache.values, capacity];
   } else if (call.crossCache) {  // attend to what setKeyValue put there
     [keys, values, kvRows] = [cache.keys, cache.values, cache.handle.capacity()];
   } else if (cache) {  // append the new keys and values after each batch row's cached ones
@@ -56,7 +55,7 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
     [keys, values, kvRows] = [cache.keys, cache.values, capacity];
   }
   const attention = {
-    B, L, S, q: qp, k: keys, v: values, kvRows, firstQuery: cached, attended, weights: call.weights,
+    B, L, S, q: qp, k: keys, v: values, kvDtype: cache?.dtype ?? 'f32', kvRows, firstQuery: cached, attended, weights: call.weights,
     headParams: w.headParams,
     keyPadding: call.keyPadding && buffers.upload(call.keyPadding, 'key padding mask'),
     attnMask: call.attnMask && buffers.upload(call.attnMask, 'attention mask'),

@@ -1,6 +1,7 @@
 // The projections: y[M, N] = x[M, K] · w[N, K]ᵀ + bias on gemm.wgsl (4 x 4 blocks of y per
 // invocation), or, for a projection held quantized, on gemm_int8 / gemm_q4 / gemm_f16.wgsl, which
 // read its packed bytes and dequantize in the kernel.
+import { halfReadValues } from './half-reads.js';
 import { dispatch, pipeline } from './pipelines.js';
 
 /**
@@ -23,5 +24,6 @@ function encodeQuantizedGemm(device, pass, buffers, { x, w, bias, y, M, N, K }) 
   const bindings = { 0: x, 1: w.data, 2: bias ?? x, 3: y, 4: dims };
   if (w.dtype !== 'f16') bindings[5] = w.scales;
   if (w.dtype === 'q4') bindings[6] = w.zeroPoints ?? w.scales;  // (unread without zero points)
-  dispatch(device, pass, pipeline(device, `gemm_${w.dtype}`), bindings, [Math.ceil(N / 32), Math.ceil(M / 32), 1]);
+  const values = w.dtype === 'f16' ? halfReadValues(device, 'f16', { DATA: 'data' }) : { DATA_T: 'u32' };
+  dispatch(device, pass, pipeline(device, `gemm_${w.dtype}`, values), bindings, [Math.ceil(N / 32), Math.ceil(M / 32), 1]);
 }
