@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { ADAPTERS, adapterName, openAdapter } from './devices.js';
+import { init } from '../../bindings/js/index.js';
+import { ADAPTERS, adapterName, gpu, openAdapter } from './devices.js';
 
 test(`the adapter is ${adapterName}, with its subgroup size and shader-f16 as expected`, async () => {
   const adapter = await openAdapter();
@@ -18,4 +19,10 @@ test(`the adapter is ${adapterName}, with its subgroup size and shader-f16 as ex
   assert.equal(info.subgroupMinSize, expected.subgroupSize);
   assert.equal(info.subgroupMaxSize, expected.subgroupSize);
   assert.equal(adapter.features.has('shader-f16'), expected.shaderF16);
+});
+
+test('init({ backend: webgpu, gpu }) requests shader-f16 where the adapter has it', async () => {
+  const mha = await init({ backend: 'webgpu', gpu });
+  assert.equal(mha.features.includes('shader-f16'), ADAPTERS[adapterName].shaderF16);
+  mha.device.destroy();
 });
