@@ -31,8 +31,8 @@ run_on swiftshader "$swiftshader" "" tests/webgpu/
 # On lavapipe, what its features change: shader-f16 changes how f16 caches and f16 weights are
 # read (tests/webgpu/half-reads.test.js, on a device with shader-f16 and one without); no kernel
 # uses subgroup operations, so its subgroup size changes nothing else. Not the whole suite: on a
-# fresh machine lavapipe compiles each new pipeline with LLVM (seconds each on 2 cores; 2.5
-# minutes for three files), and SwiftShader runs the rest. Its shader cache is kept in
+# fresh machine lavapipe compiles each new pipeline with LLVM (seconds each on 2 cores: these
+# two files take about a minute), and SwiftShader runs the rest. Its shader cache is kept in
 # build/lavapipe/shader-cache, so a second run is faster.
 export MESA_SHADER_CACHE_DIR=$PWD/build/lavapipe/shader-cache
 run_on lavapipe "$lavapipe" ":$lavapipe_lib" tests/webgpu/adapter.test.js tests/webgpu/half-reads.test.js
