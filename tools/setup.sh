@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/install-debian-packages.sh tools/debian-packages.txt
+bash tools/lavapipe.sh  # (the WebGPU tests' second adapter, from bookworm-backports into build/lavapipe/)
 
 # Reinstall when package-lock.json changed since the last install.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 
 import { caseOptions, layerConfig, loadFixtures, worstError } from '../js/fixtures.js';
-import { modules } from './devices.js';
+import { ADAPTERS, adapterName, modules } from './devices.js';
 
 const { tolerance, cases } = loadFixtures();
 let largest = 0;
@@ -13,9 +13,10 @@ for (const [label, mha] of await modules()) {
   describe(`WebGPU parity with torch.nn.MultiheadAttention (${label})`, () => {
     test('the module says what it runs on', () => {
       assert.equal(mha.backend, 'webgpu');
-      assert.equal(mha.adapterInfo.architecture, 'swiftshader');
+      assert.ok(ADAPTERS[adapterName].is(mha.adapterInfo), `${JSON.stringify(mha.adapterInfo)}: ${adapterName}`);
       assert.equal(mha.adapterInfo.isFallbackAdapter, true);
-      assert.equal(mha.features.includes('subgroups'), label === 'subgroups requested');
+      assert.equal(mha.features.includes('subgroups'), !label.includes('without'));
+      assert.equal(mha.features.includes('shader-f16'), !label.includes('without') && ADAPTERS[adapterName].shaderF16);
     });
 
     for (const c of cases) {

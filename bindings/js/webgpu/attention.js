@@ -1,6 +1,7 @@
 // Attention on the GPU: flash_attention.wgsl (the attended values, FlashAttention-2) and, when
 // the call asks for weights, attention_weights.wgsl (the probabilities from the row's
 // log-sum-exp). Both take the score step's parameters from one uniform block (score_epilogue.wgsl).
+import { halfReadValues } from './half-reads.js';
 import { dispatch, pipeline } from './pipelines.js';
 
 const DECODE_CHUNK = 128;  // keys per workgroup of decode_split.wgsl (its CHUNK)
@@ -39,7 +40,7 @@ export function paramsBlock(c, call) {
  * Encodes attention of q [B*L, H*Dh] against k [B*S, Hkv*Dh], v [B*S, Hkv*Dv] into attended
  * [B*L, H*Dv], and the weights into call.weights when given. With a KV cache: k and v hold
  * call.kvRows rows per batch row (its capacity), of which the first S are seen, and query row r
- * is at position call.firstQuery + r. call.decode (a few query rows, no weights, no dropout):
+ * is at position call.firstQuery + r; call.kvDtype 'f16': k and v are an f16 cache's halves (read directly). call.decode (a few query rows, no weights, no dropout):
  * flash-decoding (decode_split.wgsl, decode_reduce.wgsl) instead of flash_attention.wgsl. `headParams`: [H] sinks then [H]
  * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training;
  * call.lse: a [B, H, L] buffer for the rows' log-sum-exps (kept for the backward pass), when given.
@@ -50,6 +51,7 @@ export function encodeAttention(device, pass, buffers, c, call) {
   const BC = keysPerTile(Dh, Dv);
   const params = buffers.uniform(paramsBlock(c, call), 'attention params');
   const lse = call.lse ?? (call.weights ? buffers.storage(B * H * L, 'lse') : call.dummy);
+  const kv = halfReadValues(device, call.kvDtype ?? 'f32', { K: 'k', V: 'v' });  // (an f16 cache's halves read directly)
   const shared = {
     0: call.q, 1: call.k, 3: call.keyPadding ?? call.headParams, 4: call.attnMask ?? call.headParams,
     5: call.headParams, 6: params,
@@ -57,16 +59,16 @@ export function encodeAttention(device, pass, buffers, c, call) {
   if (call.decode) {  // flash-decoding: chunks of the keys in parallel, then their reduction
     const chunks = Math.max(1, Math.ceil(S / DECODE_CHUNK));
     const partials = buffers.storage(B * H * L * chunks * (Dv + 2), 'decode partials');
-    dispatch(device, pass, pipeline(device, 'decode_split', { DH: Dh, DV: Dv }),
+    dispatch(device, pass, pipeline(device, 'decode_split', { DH: Dh, DV: Dv, ...kv }),
       { ...shared, 2: call.v, 7: partials }, [chunks, H, B * L]);
     dispatch(device, pass, pipeline(device, 'decode_reduce', { DV: Dv, CHUNKS: chunks }),
       { 5: shared[5], 6: params, 7: call.attended, 8: partials }, [Math.ceil(Dv / 64), H, B * L]);
     return;
   }
-  dispatch(device, pass, pipeline(device, 'flash_attention', { DH: Dh, DV: Dv, BC }),
+  dispatch(device, pass, pipeline(device, 'flash_attention', { DH: Dh, DV: Dv, BC, ...kv }),
     { ...shared, 2: call.v, 7: call.attended, 8: lse }, [Math.ceil(L / 64), H, B]);
   if (call.weights) {
-    dispatch(device, pass, pipeline(device, 'attention_weights', { DH: Dh }),
+    dispatch(device, pass, pipeline(device, 'attention_weights', { DH: Dh, ENABLE_F16: kv.ENABLE_F16, K_T: kv.K_T, K_AT: kv.K_AT }),
       { ...shared, 7: call.weights, 8: lse }, [Math.ceil(S / 64), L, B * (call.averageWeights ? 1 : H)]);
   }
 }

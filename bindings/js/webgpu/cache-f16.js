@@ -1,7 +1,7 @@
 // float16 KV caches on the GPU: the cache's keys and values held as packed halves (2 per u32,
 // [B, capacity, features] elements), written by cache_f16_pack.wgsl (float32 rows rounded to
-// nearest even, as the wasm layer's f16 cache rounds on append) and widened by
-// cache_f16_unpack.wgsl into a float32 buffer of the call for the attention kernels.
+// nearest even, as the wasm layer's f16 cache rounds on append) and read as they are by the
+// attention kernels (as f16, or unpacked from u32 words without shader-f16: half-reads.js).
 import { dispatch, pipeline } from './pipelines.js';
 
 const MAX_GROUPS = 65535;
@@ -26,7 +26,11 @@ export function encodePackHalves(device, pass, buffers, { src, cache, B, rows, f
     [...groups2d(Math.floor(count / 2) + 2), B]);
 }
 
-/** Encodes the first `rows` rows of each batch row of the f16 `cache` widened into a new float32 buffer [B, rows, features]; returns it. */
+/**
+ * Encodes the first `rows` rows of each batch row of the f16 `cache` widened into a new float32
+ * buffer [B, rows, features]; returns it. For the step path (steps.js), whose plain kernels read
+ * float32; the fused kernels read the halves directly (half-reads.js).
+ */
 export function encodeUnpackHalves(device, pass, buffers, { cache, B, rows, features, capacity, label }) {
   const count = rows * features;
   const out = buffers.storage(B * count, label);

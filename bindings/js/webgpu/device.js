@@ -33,7 +33,7 @@ const isDevice = (x) => x !== null && typeof x === 'object' && typeof x.createCo
 
 /**
  * Opens the device: `device` as given (shared with tfjs, onnxruntime-web, ...), else one from
- * `gpu` (default navigator.gpu) with the adapter's largest buffer sizes. Returns { device,
+ * `gpu` (default navigator.gpu) with the adapter's largest buffer sizes and shader-f16 where it has it. Returns { device,
  * adapterInfo, features, lost } where lost is null until the device is lost ({ reason, message }).
  */
 export async function openDevice({ gpu, device } = {}) {
@@ -53,6 +53,8 @@ export async function openDevice({ gpu, device } = {}) {
     if (!adapter) throw new Error('init: no WebGPU adapter is available (gpu.requestAdapter() gave null)');
     checkLimits(adapter.limits, 'adapter');
     device = await adapter.requestDevice({
+      // shader-f16 where present: f16 caches and weights are then read as f16 (half-reads.js).
+      requiredFeatures: adapter.features?.has('shader-f16') ? ['shader-f16'] : [],
       requiredLimits: {
         maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
         maxBufferSize: adapter.limits.maxBufferSize,

@@ -3,7 +3,7 @@
 // flash-decoding for a few tokens against a cache), and the output projection. The caller
 // (layer.js) has checked the call, made the output buffers and owns the error scopes.
 import { encodeAttention } from './attention.js';
-import { encodePackHalves, encodeUnpackHalves } from './cache-f16.js';
+import { encodePackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 
@@ -19,9 +19,9 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
   const { B, L, S, cached } = call;
   const AD = c.numHeads * c.valueHeadDim;
   const attended = buffers.storage(B * L * AD, 'attended');
-  const { q: qp, keys, values, kvRows, pass } = encodeProjections(device, encoder, buffers, c, w, call);
+  const { q: qp, keys, values, kvDtype, kvRows, pass } = encodeProjections(device, encoder, buffers, c, w, call);
   const attention = {
-    B, L, S, q: qp, k: keys, v: values, kvRows, firstQuery: cached, attended, weights: call.weights,
+    B, L, S, q: qp, k: keys, v: values, kvDtype, kvRows, firstQuery: cached, attended, weights: call.weights,
     headParams: w.headParams,
     keyPadding: call.keyPadding && buffers.upload(call.keyPadding, 'key padding mask'),
     attnMask: call.attnMask && buffers.upload(call.attnMask, 'attention mask'),
@@ -37,7 +37,8 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
 /**
  * The first half of encodeForward, shared with the step path (steps.js): the projections, rotary and
  * the cache's append, in a compute pass it leaves open. Returns { q [B*L, H*Dh], keys, values (kvRows
- * rows per batch row, of which the first S are seen: a cache's buffers, or the projections), kvRows, pass }.
+ * rows per batch row, of which the first S are seen: a cache's buffers, or the projections), kvDtype
+ * ('f16' when keys and values are an f16 cache's packed halves, else 'f32'), kvRows, pass }.
  */
 export function encodeProjections(device, encoder, buffers, c, w, call) {
   const { B, L, S, newKeys, cached, cache } = call;
@@ -58,14 +59,13 @@ export function encodeProjections(device, encoder, buffers, c, w, call) {
       rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
   }
   let keys = kp, values = vp, kvRows = S;
-  if (cache?.dtype === 'f16') {  // halves: append rounded (self), then widen what is seen (cache-f16.js)
+  if (cache?.dtype === 'f16') {  // halves: append rounded (self); the attention kernels read them as they are
     const capacity = cache.handle.capacity();
     if (!call.crossCache) {
       encodePackHalves(device, pass, buffers, { src: kp, cache: cache.keys, B, rows: L, first: cached, features: KV, capacity });
       encodePackHalves(device, pass, buffers, { src: vp, cache: cache.values, B, rows: L, first: cached, features: VKV, capacity });
     }
-    keys = encodeUnpackHalves(device, pass, buffers, { cache: cache.keys, B, rows: S, features: KV, capacity, label: 'cache keys' });
-    values = encodeUnpackHalves(device, pass, buffers, { cache: cache.values, B, rows: S, features: VKV, capacity, label: 'cache values' });
+    [keys, values, kvRows] = [cache.keys, cache.values, capacity];
   } else if (call.crossCache) {  // attend to what setKeyValue put there
     [keys, values, kvRows] = [cache.keys, cache.values, cache.handle.capacity()];
   } else if (cache) {  // append the new keys and values after each batch row's cached ones
@@ -78,5 +78,5 @@ export function encodeProjections(device, encoder, buffers, c, w, call) {
     pass = encoder.beginComputePass();
     [keys, values, kvRows] = [cache.keys, cache.values, capacity];
   }
-  return { q: qp, keys, values, kvRows, pass };
+  return { q: qp, keys, values, kvDtype: cache?.dtype ?? 'f32', kvRows, pass };
 }

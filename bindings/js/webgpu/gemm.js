@@ -3,6 +3,7 @@
 // same 4 x 4 blocks without workgroup memory or barriers, which they pay dearly for), or, for a
 // projection held quantized, on gemm_int8 / gemm_q4 / gemm_f16.wgsl, which read its packed bytes
 // and dequantize in the kernel. Both float32 kernels compute the same sums in the same order.
+import { halfReadValues } from './half-reads.js';
 import { dispatch, pipeline } from './pipelines.js';
 
 const kernels = new WeakMap();  // device -> 'auto' (the default) | 'gemm_tiled' | 'gemm'
@@ -46,5 +47,6 @@ function encodeQuantizedGemm(device, pass, buffers, { x, w, bias, y, M, N, K }) 
   const bindings = { 0: x, 1: w.data, 2: bias ?? x, 3: y, 4: dims };
   if (w.dtype !== 'f16') bindings[5] = w.scales;
   if (w.dtype === 'q4') bindings[6] = w.zeroPoints ?? w.scales;  // (unread without zero points)
-  dispatch(device, pass, pipeline(device, `gemm_${w.dtype}`), bindings, [Math.ceil(N / 32), Math.ceil(M / 32), 1]);
+  const values = w.dtype === 'f16' ? halfReadValues(device, 'f16', { DATA: 'data' }) : { DATA_T: 'u32' };
+  dispatch(device, pass, pipeline(device, `gemm_${w.dtype}`, values), bindings, [Math.ceil(N / 32), Math.ceil(M / 32), 1]);
 }

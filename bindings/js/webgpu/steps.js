@@ -9,6 +9,7 @@
 import { checkPatch } from '../core/steps.js';
 import { paramsBlock } from './attention.js';
 import { encodeProjections } from './forward-pass.js';
+import { encodeUnpackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { checkInput } from './tensors.js';
@@ -70,7 +71,12 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   const { B, L, S, cached } = call;
   const H = c.numHeads, Hkv = c.numKvHeads, Dh = c.headDim, Dv = c.valueHeadDim;
   const KV = Hkv * Dh, VKV = Hkv * Dv, AD = H * Dv, OD = c.outputDim;
-  let { q, keys, values, kvRows, pass } = encodeProjections(device, encoder, buffers, c, w, call);
+  let { q, keys, values, kvDtype, kvRows, pass } = encodeProjections(device, encoder, buffers, c, w, call);
+  if (kvDtype === 'f16') {  // (the step kernels read float32: widen the seen rows of an f16 cache)
+    keys = encodeUnpackHalves(device, pass, buffers, { cache: keys, B, rows: S, features: KV, capacity: kvRows, label: 'cache keys' });
+    values = encodeUnpackHalves(device, pass, buffers, { cache: values, B, rows: S, features: VKV, capacity: kvRows, label: 'cache values' });
+    kvRows = S;
+  }
   const { patch } = planned;
   const patched = (name) => patch?.name === name;
   const patchBuffer = !patch ? null : call.patchTensor.onGpu ? call.patchTensor.buffer : buffers.upload(call.patchTensor.data, `patch ${patch.name}`);

@@ -2,7 +2,9 @@
 // the row's log-sum-exp (flash_attention.wgsl wrote it), p = exp(score - lse), with the score
 // from the same epilogue. Per head, or averaged over heads (one invocation sums them all, so no
 // two invocations write the same weight). Under dropout: after it (PyTorch) unless weights_before_dropout. Template: DH.
+// K_T, K_AT, ENABLE_F16: how k is read (float32, or an f16 cache's halves; half-reads.js).
 // Dispatch: (ceil(S / 64), L, B * (H or 1 when averaged)).
+{{ENABLE_F16}}
 
 #include "score_epilogue.wgsl"
 #include "dropout.wgsl"
@@ -10,9 +12,11 @@
 const DH: u32 = {{DH}}u;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
+@group(0) @binding(1) var<storage, read> k: array<{{K_T}}>;
 @group(0) @binding(7) var<storage, read_write> weights: array<f32>;  // [B, H, L, S] or [B, L, S]
 @group(0) @binding(8) var<storage, read> lse: array<f32>;            // [B, H, L]
+
+fn key_at(e: u32) -> f32 { return {{K_AT}}; }
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3u) {
@@ -38,7 +42,7 @@ fn main(@builtin(global_invocation_id) id: vec3u) {
     let q_at = (b * params.L + row) * params.q_stride + h * DH;
     let k_at = (b * params.kv_rows + j) * params.k_stride + kvh * DH;
     var dot = 0.0;
-    for (var d = 0u; d < DH; d++) { dot += q[q_at + d] * k[k_at + d]; }
+    for (var d = 0u; d < DH; d++) { dot += q[q_at + d] * key_at(k_at + d); }
     let s = final_score(dot, h, i, j, bias);
     var p = exp(s - lse[(b * params.H + h) * params.L + row]);
     if (params.weights_before_dropout == 0u) { p *= dropout_factor(i, j, b * params.H + h); }

@@ -3,9 +3,11 @@
 // uses the whole GPU even for one token. The chunk's scores (score_epilogue.wgsl) go to workgroup
 // memory, their max and sum are reduced across the workgroup, then invocation d sums
 // p_j v_j[d] over the chunk. It writes the chunk's max, sum and unnormalized values to
-// `partials`; decode_reduce.wgsl combines the chunks. Template: DH, DV.
+// `partials`; decode_reduce.wgsl combines the chunks. Template: DH, DV, and how k and v are read
+// (ENABLE_F16, K_T, V_T, K_AT, V_AT: float32, or an f16 cache's halves read directly; half-reads.js).
 // Dispatch: (chunks, H, B * L); partials [B, H, L, chunks, DV + 2].
 
+{{ENABLE_F16}}
 #include "score_epilogue.wgsl"
 
 const DH: u32 = {{DH}}u;
@@ -14,9 +16,13 @@ const CHUNK: u32 = 128u;
 const LANES: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(1) var<storage, read> k: array<{{K_T}}>;
+@group(0) @binding(2) var<storage, read> v: array<{{V_T}}>;
 @group(0) @binding(7) var<storage, read_write> partials: array<f32>;
+
+// k and v hold float32, or an f16 cache's halves: read through key_at / value_at (half-reads.js).
+fn key_at(e: u32) -> f32 { return {{K_AT}}; }
+fn value_at(e: u32) -> f32 { return {{V_AT}}; }
 
 var<workgroup> probabilities: array<f32, CHUNK>;  // exp(score - chunk max), 0 where blocked
 var<workgroup> reduce: array<f32, LANES>;
@@ -63,7 +69,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
       if (!is_blocked(bias)) {
         let k_at = (b * params.kv_rows + j) * params.k_stride + kvh * DH;
         var dot = 0.0;
-        for (var d = 0u; d < DH; d++) { dot += q[q_at + d] * k[k_at + d]; }
+        for (var d = 0u; d < DH; d++) { dot += q[q_at + d] * key_at(k_at + d); }
         s = final_score(dot, h, i, j, bias);
         seen |= 1u << c;
         local_max = max(local_max, s);
@@ -88,7 +94,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: ve
     for (var at = 0u; at < CHUNK; at++) {
       let j = chunk * CHUNK + at;
       let p = probabilities[at];
-      if (p != 0.0) { acc = fma(p, v[(b * params.kv_rows + j) * params.v_stride + kvh * DV + d], acc); }
+      if (p != 0.0) { acc = fma(p, value_at((b * params.kv_rows + j) * params.v_stride + kvh * DV + d), acc); }
     }
     partials[out + 2u + d] = acc;
   }

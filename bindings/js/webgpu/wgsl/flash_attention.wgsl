@@ -3,8 +3,10 @@
 // sum, the accumulator rescaled once per tile), so no L x S buffer exists. With write_lse the
 // row's log-sum-exp is kept for attention_weights.wgsl; training applies dropout.wgsl to the
 // probabilities (after the denominator, as the CPU). Template: DH / DV (the head sizes of
-// q.k and of v), BC (keys per tile, sized to fit the workgroup memory).
+// q.k and of v), BC (keys per tile, sized to fit the workgroup memory), and how k and v are read
+// (ENABLE_F16, K_T, V_T, K_AT, V_AT: float32, or an f16 cache's halves; half-reads.js).
 // Dispatch: (ceil(L / 64), H, B). Head h reads key/value head h / heads_per_kv (GQA / MQA).
+{{ENABLE_F16}}
 
 #include "score_epilogue.wgsl"
 #include "dropout.wgsl"
@@ -17,10 +19,14 @@ const DV4: u32 = (DV + 3u) / 4u;
 const BC: u32 = {{BC}}u;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;   // [B*L, q_stride], head h at h*DH
-@group(0) @binding(1) var<storage, read> k: array<f32>;   // [B*S, k_stride], kv head at kvh*DH
-@group(0) @binding(2) var<storage, read> v: array<f32>;   // [B*S, v_stride], kv head at kvh*DV
+@group(0) @binding(1) var<storage, read> k: array<{{K_T}}>;   // [B*S, k_stride], kv head at kvh*DH
+@group(0) @binding(2) var<storage, read> v: array<{{V_T}}>;   // [B*S, v_stride], kv head at kvh*DV
 @group(0) @binding(7) var<storage, read_write> o: array<f32>;    // [B*L, o_stride], head h at h*DV
 @group(0) @binding(8) var<storage, read_write> lse: array<f32>;  // [B, H, L] when params.write_lse
+
+// k and v hold float32, or an f16 cache's halves: read through key_at / value_at (half-reads.js).
+fn key_at(e: u32) -> f32 { return {{K_AT}}; }
+fn value_at(e: u32) -> f32 { return {{V_AT}}; }
 
 var<workgroup> k_tile: array<vec4f, BC * DH4>;
 var<workgroup> v_tile: array<vec4f, BC * DV4>;
@@ -33,12 +39,12 @@ fn load_q(at: u32, d: u32) -> vec4f {
 }
 fn load_k(at: u32, d: u32) -> vec4f {
   var x = vec4f(0.0);
-  for (var t = 0u; t < 4u; t++) { if (d + t < DH) { x[t] = k[at + d + t]; } }
+  for (var t = 0u; t < 4u; t++) { if (d + t < DH) { x[t] = key_at(at + d + t); } }
   return x;
 }
 fn load_v(at: u32, d: u32) -> vec4f {
   var x = vec4f(0.0);
-  for (var t = 0u; t < 4u; t++) { if (d + t < DV) { x[t] = v[at + d + t]; } }
+  for (var t = 0u; t < 4u; t++) { if (d + t < DV) { x[t] = value_at(at + d + t); } }
   return x;
 }
 

@@ -9,7 +9,7 @@
 struct Dims { M: u32, N: u32, K: u32, has_bias: u32, blocks: u32, has_zero_points: u32, pad0: u32, pad1: u32 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> data: array<u32>;
+@group(0) @binding(1) var<storage, read> data: array<{{DATA_T}}>;  // u32 words (f16: or halves)
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<uniform> dims: Dims;
