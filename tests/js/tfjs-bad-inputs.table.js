@@ -46,7 +46,7 @@ export const TFJS_ROWS = [
   { input: 'fast Add given two int32 tensors, with no tfjs kernel to hand them to', call: (t) => t.withoutTfjsKernel('Add', () => t.tf.add(t.tf.zeros([2, 3], 'int32'), t.tf.zeros([3], 'int32'))), error: Error, message: 'Add (mha-wasm/tfjs fast kernels): only a float32 bias along the last axes is supported, got [2,3] int32 + [3] int32' },
   // ---- the demo page's training run (web/sentiment-train/session.js) ----
   { input: 'page training: settings not an object', call: (t) => t.checkTrainingSettings(10), error: TypeError, message: 'trainSentiment: settings must be an object, got number' },
-  { input: 'page training: an unknown setting', call: (t) => t.checkTrainingSettings({ epoch: 3 }), error: TypeError, message: "trainSentiment: unknown setting 'epoch'; known: epochs, batchSize, learningRate, validationSplit, samples" },
+  { input: 'page training: an unknown setting', call: (t) => t.checkTrainingSettings({ epoch: 3 }), error: TypeError, message: "trainSentiment: unknown setting 'epoch'; known: epochs, batchSize, learningRate, validationSplit, samples, seed" },
   { input: 'page training: epochs 0', call: (t) => t.checkTrainingSettings({ epochs: 0 }), error: RangeError, message: 'trainSentiment: epochs must be an integer in [1, 1000], got 0' },
   { input: 'page training: samples fewer than 10', call: (t) => t.checkTrainingSettings({ samples: 5 }), error: RangeError, message: 'trainSentiment: samples must be an integer in [10, 1000000], got 5' },
   { input: 'page training: learning rate 0', call: (t) => t.checkTrainingSettings({ learningRate: 0 }), error: RangeError, message: 'trainSentiment: learningRate must be a number in (0, 1], got 0' },
