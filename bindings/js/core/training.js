@@ -40,6 +40,27 @@ export function freeRecord(record, state) {
 }
 
 /**
+ * Checks a backward pass's dOut (dLoss/dOutput) against the output's `shape` and element `count`:
+ * { data: Float32Array, shape? } or, where `gpu` is true (the WebGPU layer), a GPU tensor
+ * { buffer, shape }, whose buffer the caller checks. Returns whether dOut is on the GPU. Its
+ * errors are unnamed: the caller names them by its call (backward, backwardAsync).
+ */
+export function checkDOut(dOut, shape, count, { gpu = false } = {}) {
+  const onGpu = gpu && dOut !== null && typeof dOut === 'object' && 'buffer' in dOut && !ArrayBuffer.isView(dOut);
+  if (!onGpu && (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Float32Array))) {
+    const got = dOut !== null && typeof dOut === 'object' && !ArrayBuffer.isView(dOut) ? `data ${describe(dOut.data)}` : describe(dOut);
+    throw new TypeError(`dOut must be { data: Float32Array, shape: [${shape.join(', ')}] } (dLoss/dOutput), got ${got}`);
+  }
+  if ((onGpu || dOut.shape !== undefined) && !sameShape(dOut.shape, shape)) {
+    throw new RangeError(`dOut: expected the output's shape [${shape.join(', ')}], got ${Array.isArray(dOut.shape) ? `[${dOut.shape.join(', ')}]` : describe(dOut.shape)}`);
+  }
+  if (!onGpu && dOut.data.length !== count) {
+    throw new RangeError(`dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
+  }
+  return onGpu;
+}
+
+/**
  * forward's result with grad: { output, weights, backward(dOut), release() }. The record's
  * owner is the layer's private side: { module, handle(method), onFree(record), inputShapes,
  * quantized (null, or how the layer's weights are quantized, for params' message) }.
@@ -68,15 +89,10 @@ export class TrainingResult {
     const handle = owner.handle('backward');
     const { shape } = this.output;
     const count = this.output.data.length;
-    if (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Float32Array)) {
-      const got = dOut !== null && typeof dOut === 'object' && !ArrayBuffer.isView(dOut) ? `data ${describe(dOut.data)}` : describe(dOut);
-      throw new TypeError(`backward: dOut must be { data: Float32Array, shape: [${shape.join(', ')}] } (dLoss/dOutput), got ${got}`);
-    }
-    if (dOut.shape !== undefined && !sameShape(dOut.shape, shape)) {
-      throw new RangeError(`backward: dOut: expected the output's shape [${shape.join(', ')}], got ${Array.isArray(dOut.shape) ? `[${dOut.shape.join(', ')}]` : describe(dOut.shape)}`);
-    }
-    if (dOut.data.length !== count) {
-      throw new RangeError(`backward: dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
+    try {
+      checkDOut(dOut, shape, count);
+    } catch (error) {
+      throw withCallName(error, 'backward');
     }
     const { module } = owner;
     const scope = new HeapScope(module);

@@ -3,6 +3,7 @@
 // masks) until backwardAsync() or release(). The same surface and errors as the wasm layer's
 // TrainingResult (core/training.js), asynchronous only.
 import { withCallName } from '../core/errors.js';
+import { checkDOut } from '../core/training.js';
 import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
 
@@ -79,19 +80,8 @@ export class GpuTrainingResult {
     if (record.state === 'released') throw new Error('this forward pass was released (release() frees what backward needs)');
     const { shape } = this.output;
     const count = shape.reduce((n, d) => n * d, 1);
-    const onGpu = dOut !== null && typeof dOut === 'object' && 'buffer' in dOut && !ArrayBuffer.isView(dOut);
-    if (!onGpu && (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Float32Array))) {
-      const got = dOut !== null && typeof dOut === 'object' && !ArrayBuffer.isView(dOut) ? `data ${describe(dOut.data)}` : describe(dOut);
-      throw new TypeError(`dOut must be { data: Float32Array, shape: [${shape.join(', ')}] } (dLoss/dOutput), got ${got}`);
-    }
-    if ((onGpu || dOut.shape !== undefined) && !sameShape(dOut.shape, shape)) {
-      throw new RangeError(`dOut: expected the output's shape [${shape.join(', ')}], got ${Array.isArray(dOut.shape) ? `[${dOut.shape.join(', ')}]` : describe(dOut.shape)}`);
-    }
-    if (onGpu) {
-      checkInput('dOut', dOut, { expected: `[${shape.join(', ')}]` });
-    } else if (dOut.data.length !== count) {
-      throw new RangeError(`dOut: shape [${shape.join(', ')}] needs ${count} elements, but data has ${dOut.data.length}`);
-    }
+    const onGpu = checkDOut(dOut, shape, count, { gpu: true });
+    if (onGpu) checkInput('dOut', dOut, { expected: `[${shape.join(', ')}]` });
     record.state = 'running';
     try {
       const gradients = await record.owner.backward(record.saved, onGpu ? { buffer: dOut.buffer } : { data: dOut.data },
