@@ -24,17 +24,7 @@ fn row4(a: {{T}}, b0: {{T}}, b1: {{T}}, b2: {{T}}, b3: {{T}}) -> vec4f {
   return vec4f(dot_t(a, b0), dot_t(a, b1), dot_t(a, b2), dot_t(a, b3));
 }
 
-fn store(row: u32, col0: u32, values: vec4f) {
-  if (row >= dims.M) { return; }
-  for (var c = 0u; c < 4u; c++) {
-    let col = col0 + c;
-    if (col < dims.N) {
-      var v = values[c];
-      if (dims.has_bias != 0u) { v += bias[col]; }
-      y[row * dims.N + col] = v;
-    }
-  }
-}
+#include "gemm_store.wgsl"
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) id: vec3u) {

@@ -14,17 +14,7 @@ struct Dims { M: u32, N: u32, K: u32, has_bias: u32, blocks: u32, has_zero_point
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<uniform> dims: Dims;
 
-fn store(row: u32, col0: u32, values: vec4f) {
-  if (row >= dims.M) { return; }
-  for (var c = 0u; c < 4u; c++) {
-    let col = col0 + c;
-    if (col < dims.N) {
-      var v = values[c];
-      if (dims.has_bias != 0u) { v += bias[col]; }
-      y[row * dims.N + col] = v;
-    }
-  }
-}
+#include "gemm_store.wgsl"
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) id: vec3u) {

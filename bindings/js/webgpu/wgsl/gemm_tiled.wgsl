@@ -27,17 +27,7 @@ fn dot_t(a: {{T}}, b: {{T}}) -> f32 {
   return {{DOT}};
 }
 
-fn store(row: u32, col0: u32, values: vec4f) {
-  if (row >= dims.M) { return; }
-  for (var c = 0u; c < 4u; c++) {
-    let col = col0 + c;
-    if (col < dims.N) {
-      var v = values[c];
-      if (dims.has_bias != 0u) { v += bias[col]; }
-      y[row * dims.N + col] = v;
-    }
-  }
-}
+#include "gemm_store.wgsl"
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local: vec3u,
