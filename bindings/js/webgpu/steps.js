@@ -8,8 +8,8 @@
 // plannedSteps(), after checkForward): this file holds no list of steps of its own.
 import { checkPatch } from '../core/steps.js';
 import { paramsBlock } from './attention.js';
-import { encodeProjections } from './forward-pass.js';
 import { encodeUnpackHalves } from './cache-f16.js';
+import { encodeProjections } from './forward-pass.js';
 import { encodeGemm } from './gemm.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { checkInput } from './tensors.js';

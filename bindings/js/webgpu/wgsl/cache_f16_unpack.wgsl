@@ -1,5 +1,6 @@
 // Widens the first `count` values of each batch row of an f16 KV cache (row b at element b *
-// batch_stride) into float32 out [B, count], for the attention kernels. Dispatch: (x, y) with
+// batch_stride) into float32 out [B, count], for the step path's plain kernels (steps.js; the
+// fused attention kernels read the halves directly, half-reads.js). Dispatch: (x, y) with
 // x * y * 64 >= count, z = B.
 
 struct Params { count: u32, batch_stride: u32, pad0: u32, pad1: u32 }
