@@ -62,6 +62,19 @@ val array_of(const mha::Shape& s) {
   return a;
 }
 
+// A plan's sizes as the JS backends read them (LayerHandle::plannedSizes).
+val sizes_of(const mha::ForwardPlan& plan) {
+  val sizes = val::object();
+  sizes.set("batch", static_cast<double>(plan.batch));
+  sizes.set("queryLen", static_cast<double>(plan.query_len));
+  sizes.set("keyLen", static_cast<double>(plan.key_len));
+  sizes.set("appended", static_cast<double>(plan.appended));
+  sizes.set("firstPosition", static_cast<double>(plan.first_position));
+  sizes.set("projectedKeys", static_cast<double>(plan.projected_keys));
+  sizes.set("crossCache", plan.cross_cache);
+  return sizes;
+}
+
 template <typename T>
 const T* pointer_of(const RequestKeys& keys, const val& v) {
   return reinterpret_cast<const T*>(v[keys.ptr].as<uintptr_t>());
@@ -201,7 +214,11 @@ mha::StepRequest steps_of(const RequestKeys& keys, const val& request, const flo
 
 // Options every forward request shares (the JS wrapper checked their types).
 void read_options(const RequestKeys& keys, const val& request, mha::ForwardOptions& o) {
-  o.causal = request[keys.causal].as<bool>();
+  // causal: true, false, or absent (a self cache implies it, and refuses only an explicit false).
+  const val causal = request[keys.causal];
+  o.causal = causal.isTrue();
+  o.causal_given = !causal.isUndefined() && !causal.isNull();
+  o.grad = request[keys.grad].isTrue();
   o.need_weights = request[keys.needWeights].as<bool>();
   o.average_weights = request[keys.averageWeights].as<bool>();
   o.training = request[keys.training].as<bool>();
@@ -487,7 +504,7 @@ class LayerHandle {
       }
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
-      const bool grad = request[keys_.grad].as<bool>();
+      const bool grad = o.grad;
       const mha::StepRequest steps = steps_given ? steps_of(keys_, request, kPlaceholder) : mha::StepRequest{};
       mha::CheckedSteps checked;
       if (steps.present()) checked = mha::check_steps(layer_->config(), plan, steps, grad);
@@ -507,6 +524,7 @@ class LayerHandle {
       planned_output_shape_ = plan.output_shape;  // (after the checks: a refused call keeps nothing)
       planned_weights_shape_ = plan.weights_shape;
       planned_steps_ = steps.present() ? planned_steps_of(plan, checked) : val::null();
+      planned_sizes_ = sizes_of(plan);
     });
   }
 
@@ -514,6 +532,11 @@ class LayerHandle {
   // WebGPU backend's step path): { captured: [{ name, shape }] in the chain's order, patch: { name,
   // shape, heads: [bool per head of the step] } or null }; null when the call asked for no steps.
   val plannedSteps() const { return planned_steps_; }
+
+  // The sizes the last successful checkForward / planForward planned, for a backend that sizes its
+  // own buffers and dispatches (the WebGPU backend): { batch, queryLen, keyLen, appended,
+  // firstPosition, projectedKeys, crossCache } (forward_plan.hpp's ForwardPlan).
+  val plannedSizes() const { return planned_sizes_; }
 
   // The shapes the last successful checkForward planned (for caller-owned output buffers).
   val plannedOutputShape() const { return array_of(planned_output_shape_); }
@@ -636,6 +659,7 @@ class LayerHandle {
   NamedFloats gradients_, state_dict_;
   mha::Shape planned_output_shape_, planned_weights_shape_;
   val planned_steps_ = val::null();
+  val planned_sizes_ = val::null();
   int error_kind_ = kNone;
   std::string error_;
 };
@@ -710,6 +734,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("plannedOutputShape", &LayerHandle::plannedOutputShape)
       .function("plannedWeightsShape", &LayerHandle::plannedWeightsShape)
       .function("plannedSteps", &LayerHandle::plannedSteps)
+      .function("plannedSizes", &LayerHandle::plannedSizes)
       .function("outputPtr", &LayerHandle::outputPtr)
       .function("outputShape", &LayerHandle::outputShape)
       .function("weightsPtr", &LayerHandle::weightsPtr)

@@ -56,8 +56,12 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
 
   p.appended = 0;
   p.first_position = 0;
+  p.cross_cache = false;
   const KvCache* cache = options.cache;
   if (cache) {
+    if (options.grad)
+      throw type_error("grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: "
+                       "pass the whole sequence without a cache)");
     if (key.present() || value.present())
       throw type_error("key: with a cache the keys and values come from it: pass null for key and value "
                        "(for cross-attention, cache.setKeyValue(key, value) first)");
@@ -66,7 +70,11 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
                        std::to_string(p.batch));
     if (cache->kind() == CacheKind::kCross) {
       p.key_len = cache->length();
+      p.cross_cache = true;
     } else {
+      if (options.causal_given && !options.causal)
+        throw type_error("causal: a self-attention cache implies causal attention (each new token sees the cached "
+                         "tokens and itself, never later ones); omit causal or pass true");
       if (c.kdim != c.embed_dim || c.vdim != c.embed_dim)
         throw type_error("cache: a self-attention cache needs kdim = vdim = embedDim (the new tokens are the keys)");
       if (cache->length() + p.query_len > cache->capacity())
@@ -134,6 +142,7 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
     check_data("positions", options.positions, want);
   }
 
+  p.projected_keys = p.cross_cache ? 0 : cache ? p.appended : p.key_len;
   p.output_shape = p.batched ? Shape{B, L, c.output_dim} : Shape{L, c.output_dim};
   if (options.need_weights) {
     if (options.average_weights)

@@ -25,6 +25,10 @@ struct MaskRef {
 
 struct ForwardOptions {
   bool causal = false;        // query i may not see keys j > i (top-left aligned)
+  // Whether the caller set causal at all: a self cache implies causal, so it refuses an explicit false.
+  bool causal_given = false;
+  // The call keeps what its backward pass needs (forward_for_training): whole sequences, no cache.
+  bool grad = false;
   MaskRef key_padding_mask;   // [B, S] (or [S] unbatched); bool true = ignore this key
   MaskRef attn_mask;          // [L, S] or [B*H, L, S] ([H, L, S] unbatched); bool true = blocked
   bool need_weights = false;  // also return the softmax probabilities
@@ -52,6 +56,8 @@ struct ForwardPlan {
   int64_t key_len;       // S (with a cache: the keys it holds after this call's append)
   int64_t appended;      // tokens a self cache gains in this call (0 otherwise)
   int64_t first_position;  // position of query row 0: the cache's length before the append, else 0
+  int64_t projected_keys;  // keys (and values) projected in this call: S, a self cache's appended tokens, 0 from a cross cache
+  bool cross_cache;        // the keys and values are a cross-attention cache's, as setKeyValue put them
   bool attn_mask_per_head;  // attn_mask is [B*H, L, S]
   Shape output_shape;    // [B, L, outputDim] or [L, outputDim]
   Shape weights_shape;   // empty unless need_weights

@@ -73,11 +73,10 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
                                                                              const ForwardOptions& options,
                                                                              const StepRequest* steps,
                                                                              std::vector<CapturedStep>* captured) const {
-  if (options.cache)
-    throw type_error("grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: "
-                     "pass the sequence without a cache)");
+  ForwardOptions for_training = options;
+  for_training.grad = true;  // (the plan refuses a cache then)
+  const ForwardPlan p = plan_forward(config_, query, key, value, for_training);
   if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
-  const ForwardPlan p = plan_forward(config_, query, key, value, options);
   const int threads = pool_ ? pool_->size() : 1;
   std::vector<MemoryItem> need = training_memory(config_, p, options, !key.present(), false, threads);
   const bool step_by_step = steps && steps->present();

@@ -1,13 +1,12 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
+import { checkSeed, readForwardCall } from './call-reader.js';
 import { nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
-import { checkFinite } from './finite.js';
 import { initialStateDict } from './initialize.js';
-import { checkMask } from './masks.js';
 import { watchMemoryGrowth } from './memory-growth.js';
 import { checkQuantizedTensor, checkWeightDtype, QUANTIZED_PROJECTION } from './quantized.js';
-import { checkCapture, checkPatch, copyOutCaptured, patchForCore } from './steps.js';
+import { copyOutCaptured } from './steps.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
@@ -19,10 +18,6 @@ const CONFIG_KEYS = [
   'dropout', 'seed', 'weightDtype',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
-const OPTION_KEYS = [
-  'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
-  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch',
-];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 
 /**
@@ -69,38 +64,12 @@ function checkVariants(config) {
   };
 }
 
-/** A dropout seed: an integer from 0 to 2^53 - 1. */
-function checkSeed(name, value) {
-  if (value === undefined) return;
-  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${describe(value)}`);
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(`${name} must be an integer from 0 to 2^53 - 1, got ${value}`);
-  }
-}
-
 function tensorForCore(scope, tensor) {
   return tensor && { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
 }
 
 function shapeForCore(tensor) {
   return tensor && { shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
-}
-
-/**
- * A caller-owned output buffer (forward's `out` / `weightsOut`): a Float32Array of exactly the
- * planned size, not a view of wasm memory. Returns it, or null when not given.
- */
-function checkOutBuffer(module, name, buffer, shape) {
-  if (buffer === undefined || buffer === null) return null;
-  if (!(buffer instanceof Float32Array)) throw new TypeError(`${name} must be a Float32Array, got ${describe(buffer)}`);
-  if (viewsHeap(module, buffer)) {
-    throw new TypeError(`${name} must be the caller's own Float32Array, not a view of the module's WebAssembly memory`);
-  }
-  const count = shape.reduce((n, d) => n * d, 1);
-  if (buffer.length !== count) {
-    throw new RangeError(`${name}: expected a Float32Array of ${count} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
-  }
-  return buffer;
 }
 
 /** Whether stateDictShapes() (with the separate q/k/v keys added) is a fused layer's. */
@@ -362,91 +331,34 @@ export function defineMultiHeadAttention(module) {
       }
     }
 
-    #checkCache(cache, causal) {
-      if (cache === undefined || cache === null) return null;
+    /** A forward call's cache: one of this layer's live caches (its shapes and rules are the plan's). */
+    #readCache(cache) {
       if (!(cache instanceof KvCache)) throw new TypeError(`cache must be a KvCache from layer.createCache(), got ${describe(cache)}`);
       if (!cache.alive) throw new TypeError('cache: this cache was disposed');
-      if (!this.#caches.has(cache)) {
-        throw new TypeError('cache: this cache belongs to another layer (make one with this layer\'s createCache)');
-      }
-      if (causal === false && cache.kind !== 'cross') {
-        throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
-          + 'tokens and itself, never later ones); omit causal or pass true');
-      }
-      return cacheHandleOf.get(cache);
+      return { handle: cacheHandleOf.get(cache) };
     }
 
     forward(query, key = null, value = null, options = {}) {
       const handle = this.#live('forward');
-      checkTensor('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
-      if (key !== null && key !== undefined && !('data' in Object(key)) && value == null) {
-        throw new TypeError('key must be { data, shape } or null; to pass options for self-attention call '
-          + 'forward(query, null, null, options)');
-      }
-      checkTensor('key', key, { expected: '[B, S, kdim]', optional: true });
-      checkTensor('value', value, { expected: '[B, S, vdim]', optional: true });
-      checkPlainObject('forward: options', options);
-      checkKnownKeys('options', options, OPTION_KEYS);
-      for (const flag of ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout', 'checkFinite']) {
-        checkBoolean(flag, options[flag]);
-      }
-      checkSeed('seed', options.seed);
-      if (options.grad && options.cache != null) {
-        throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
-          + 'pass the whole sequence without a cache)');
-      }
-      if (options.grad && (options.out != null || options.weightsOut != null)) {
-        throw new TypeError(`${options.out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
-      }
-      const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
-      const attnMask = checkMask('attnMask', options.attnMask);
-      if (options.checkFinite) checkFinite({ query, key, value }, { keyPaddingMask, attnMask });
-      const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
-      const cache = this.#checkCache(options.cache, options.causal);
-      const capture = checkCapture(options.capture);
-      const patch = checkPatch(options.patch);
-
-      // A training call without a seed takes the layer's next one (dropout's mask depends on it).
-      const seed = options.training ? (options.seed ?? this.#nextSeed++) : 0;
-      const request = (toCore) => ({
-        query: toCore(query),
-        key: toCore(key),
-        value: toCore(value),
-        keyPaddingMask: toCore(keyPaddingMask),
-        attnMask: toCore(attnMask),
-        positions: toCore(positions),
-        cache,
-        causal: options.causal ?? false,
-        needWeights: options.needWeights ?? false,
-        averageWeights: options.averageWeights ?? true,
-        grad: options.grad ?? false,
-        training: options.training ?? false,
-        seed,
-        weightsBeforeDropout: options.weightsBeforeDropout ?? false,
-        capture,
-        patch: patchForCore(patch, toCore),
+      const call = readForwardCall(query, key, value, options, {
+        readCache: (cache) => this.#readCache(cache),
+        nextSeed: () => this.#nextSeed++,
       });
       // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
-      const steps = capture !== undefined || patch !== null;  // (the core reads them only then)
-      if (!handle.checkForward(request(shapeForCore), steps)) throwHandleError(handle, 'forward');
-      const out = checkOutBuffer(module, 'out', options.out, handle.plannedOutputShape());
-      if (options.weightsOut != null && !options.needWeights) {
-        throw new TypeError('weightsOut: given without needWeights: true');
-      }
-      const weightsOut = options.weightsOut == null ? null
-        : checkOutBuffer(module, 'weightsOut', options.weightsOut, handle.plannedWeightsShape());
-      if (options.grad) return this.#forwardForTraining(handle, request, { query, key, value }, capture, steps);
+      if (!handle.checkForward(call.request(shapeForCore), call.steps)) throwHandleError(handle, 'forward');
+      call.readOutBuffers(handle.plannedOutputShape(), handle.plannedWeightsShape(), (array) => viewsHeap(module, array));
+      if (call.grad) return this.#forwardForTraining(handle, call);
       const scope = new HeapScope(module);
       try {
-        const ok = handle.forward(request((tensor) => tensorForCore(scope, tensor)), steps);
+        const ok = handle.forward(call.request((tensor) => tensorForCore(scope, tensor)), call.steps);
         if (!ok) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
         const copyOut = (ptr, shape, target) => (target ? copyOutFloatsInto(module, ptr, target)
           : copyOutFloats(module, ptr, shape.reduce((n, d) => n * d, 1)));
-        const output = { data: copyOut(handle.outputPtr(), outputShape, out), shape: outputShape };
+        const output = { data: copyOut(handle.outputPtr(), outputShape, call.out), shape: outputShape };
         const weightsShape = handle.weightsShape();
-        const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape, weightsOut), shape: weightsShape };
-        return capture ? { output, weights, captured: copyOutCaptured(module, handle) } : { output, weights };
+        const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape, call.weightsOut), shape: weightsShape };
+        return call.capture ? { output, weights, captured: copyOutCaptured(module, handle) } : { output, weights };
       } finally {
         handle.releaseResult();
         scope.free();
@@ -468,11 +380,11 @@ export function defineMultiHeadAttention(module) {
       }
     }
 
-    #forwardForTraining(handle, request, inputs, capture, steps) {
+    #forwardForTraining(handle, call) {
       const scope = new HeapScope(module);
       let saved = null;
       try {
-        saved = handle.forwardForTraining(request((tensor) => tensorForCore(scope, tensor)), steps);
+        saved = handle.forwardForTraining(call.request((tensor) => tensorForCore(scope, tensor)), call.steps);
         if (!saved) throwHandleError(handle, 'forward');
         const outputShape = handle.outputShape();
         const count = (shape) => shape.reduce((n, d) => n * d, 1);
@@ -483,7 +395,7 @@ export function defineMultiHeadAttention(module) {
           module,
           handle: (method) => this.#live(method),
           onFree: (r) => this.#trainingRecords.delete(r),
-          inputShapes: { query: inputs.query.shape, key: inputs.key?.shape, value: inputs.value?.shape },
+          inputShapes: { query: call.query.shape, key: call.key?.shape, value: call.value?.shape },
           // A quantized layer has no parameter gradients (result.params says why).
           quantized: handle.quantized() ? (this.#weightDtype === 'f32' ? 'loadQuantized' : `weightDtype '${this.#weightDtype}'`) : null,
         };
@@ -491,7 +403,7 @@ export function defineMultiHeadAttention(module) {
         saved = null;  // the record owns it now
         this.#trainingRecords.add(record);
         const result = new TrainingResult(record, output, weights);
-        if (capture) result.captured = copyOutCaptured(module, handle);
+        if (call.capture) result.captured = copyOutCaptured(module, handle);
         return result;
       } finally {
         saved?.delete();

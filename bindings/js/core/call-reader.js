@@ -1,0 +1,169 @@
+// The one reader of a forward call, (query, key, value, options), for every backend: each option's
+// name and type, the masks, the step options, and the rules between options that are the
+// JavaScript API's own (caller-owned `out` buffers), each checked here once with one message.
+// Shapes, and the rules between shapes and options (a cache and grad, a cache and causal), are
+// the C++ plan's (src/mha/forward_plan.cpp): the backend asks it with call.request(...) and reads
+// the sizes it planned. A backend adds only what is its own: how it reads a tensor (the WebGPU
+// backend also takes GPU tensors), what a cache of its is, and options of its own
+// (`outputLocation`).
+import { checkFinite } from './finite.js';
+import { checkMask } from './masks.js';
+import { checkCapture, checkPatch, patchForCore } from './steps.js';
+import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from './validate.js';
+
+/** The options every backend's forward takes (docs/api.md, "forward options"), in the docs' order. */
+export const FORWARD_OPTION_KEYS = [
+  'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
+  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch',
+];
+
+const FLAGS = ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout', 'checkFinite'];
+
+/** A dropout seed: an integer from 0 to 2^53 - 1. */
+export function checkSeed(name, value) {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${describe(value)}`);
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(`${name} must be an integer from 0 to 2^53 - 1, got ${value}`);
+  }
+}
+
+/**
+ * How a backend differs in reading a call. Every member is optional but `readCache`:
+ * - `call`: the method's name, for 'forward: options must be ...' (default 'forward');
+ * - `readTensor(name, tensor, { expected, optional })`: a checked input (default: a CPU tensor);
+ * - `readPatch(patch)`: a checked patch (default: checkPatch's CPU tensor);
+ * - `readCache(cache, call)`: the backend's checks of its own cache object (its class, alive, its
+ *   layer's); returns `{ handle }` with the core's CacheHandle, plus what the backend keeps;
+ * - `optionKeys`: the backend's own options, after the shared ones;
+ * - `nextSeed()`: the layer's seed for a training call that gives none.
+ */
+const CPU_BACKEND = {
+  call: 'forward',
+  readTensor: checkTensor,
+  readPatch: checkPatch,
+  optionKeys: [],
+  nextSeed: () => 0,
+};
+
+/** A checked forward call: its inputs and options, and the request the C++ plan reads. */
+export class ForwardCall {
+  constructor(fields) {
+    Object.assign(this, fields);
+  }
+
+  /** Whether the core runs the call step by step (capture or patch given). */
+  get steps() {
+    return this.capture !== undefined || this.patch !== null;
+  }
+
+  /**
+   * The request the core's checkForward / planForward / forward read. `toCore` turns each tensor
+   * into what the core takes ({ ptr, shape, isBool } copied into the heap, or { shape, isBool }
+   * for planning only).
+   */
+  request(toCore) {
+    return {
+      query: toCore(this.query),
+      key: toCore(this.key),
+      value: toCore(this.value),
+      keyPaddingMask: toCore(this.keyPaddingMask),
+      attnMask: toCore(this.attnMask),
+      positions: toCore(this.positions),
+      cache: this.cache?.handle ?? null,
+      causal: this.causalOption,  // (true, false or undefined: the plan tells a self cache's implied causal from a refused one)
+      needWeights: this.needWeights,
+      averageWeights: this.averageWeights,
+      grad: this.grad,
+      training: this.training,
+      seed: this.seed,
+      weightsBeforeDropout: this.weightsBeforeDropout,
+      capture: this.capture,
+      patch: patchForCore(this.patch, toCore),
+    };
+  }
+
+  /**
+   * The caller-owned destinations (`out`, `weightsOut`), checked against the shapes the plan gave:
+   * Float32Arrays of exactly that size. `isHeapView(array)` tells a view of the module's own wasm
+   * memory, which the wasm backend refuses (its copy out would alias the results).
+   */
+  readOutBuffers(outputShape, weightsShape, isHeapView = () => false) {
+    const { out, weightsOut } = this.options;
+    if (this.grad && (out != null || weightsOut != null)) {
+      throw new TypeError(`${out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
+    }
+    this.out = checkOutBuffer('out', out, outputShape, isHeapView);
+    if (weightsOut != null && !this.needWeights) throw new TypeError('weightsOut: given without needWeights: true');
+    this.weightsOut = weightsOut == null ? null : checkOutBuffer('weightsOut', weightsOut, weightsShape, isHeapView);
+  }
+}
+
+/**
+ * A caller-owned output buffer: a Float32Array of exactly the planned size, not a view of wasm
+ * memory. Returns it, or null when not given.
+ */
+function checkOutBuffer(name, buffer, shape, isHeapView) {
+  if (buffer === undefined || buffer === null) return null;
+  if (!(buffer instanceof Float32Array)) throw new TypeError(`${name} must be a Float32Array, got ${describe(buffer)}`);
+  if (isHeapView(buffer)) {
+    throw new TypeError(`${name} must be the caller's own Float32Array, not a view of the module's WebAssembly memory`);
+  }
+  const count = shape.reduce((n, d) => n * d, 1);
+  if (buffer.length !== count) {
+    throw new RangeError(`${name}: expected a Float32Array of ${count} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
+  }
+  return buffer;
+}
+
+/**
+ * Reads one forward call for `backend` (see CPU_BACKEND): checks every argument's JavaScript type,
+ * converts the masks once, and returns a ForwardCall. Shapes are left to the plan.
+ */
+export function readForwardCall(query, key, value, options, backend) {
+  const b = { ...CPU_BACKEND, ...backend };
+  const q = b.readTensor('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
+  const gpuTensors = b.readTensor !== checkTensor;  // (the WebGPU backend's readTensor also takes { buffer, shape })
+  if (key !== null && key !== undefined && !('data' in Object(key)) && !(gpuTensors && 'buffer' in Object(key)) && value == null) {
+    const forms = gpuTensors ? '{ data, shape }, { buffer, shape }' : '{ data, shape }';
+    throw new TypeError(`key must be ${forms} or null; to pass options for self-attention call `
+      + `${b.call}(query, null, null, options)`);
+  }
+  const k = b.readTensor('key', key, { expected: '[B, S, kdim]', optional: true });
+  const v = b.readTensor('value', value, { expected: '[B, S, vdim]', optional: true });
+  checkPlainObject(`${b.call}: options`, options);
+  checkKnownKeys('options', options, [...FORWARD_OPTION_KEYS, ...b.optionKeys]);
+  for (const flag of FLAGS) checkBoolean(flag, options[flag]);
+  checkSeed('seed', options.seed);
+  const training = options.training ?? false;
+  const call = new ForwardCall({
+    options,
+    query: q,
+    key: k,
+    value: v,
+    keyPaddingMask: checkMask('keyPaddingMask', options.keyPaddingMask),
+    attnMask: checkMask('attnMask', options.attnMask),
+    positions: checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true }),
+    causalOption: options.causal,
+    causal: options.causal ?? false,
+    needWeights: options.needWeights ?? false,
+    averageWeights: options.averageWeights ?? true,
+    grad: options.grad ?? false,
+    training,
+    // A training call without a seed takes the layer's next one (dropout's mask depends on it).
+    seed: training ? (options.seed ?? b.nextSeed()) : 0,
+    weightsBeforeDropout: options.weightsBeforeDropout ?? false,
+    checkFinite: options.checkFinite ?? false,
+    capture: checkCapture(options.capture),
+    patch: b.readPatch(options.patch),
+    out: null,
+    weightsOut: null,
+  });
+  // checkFinite reads the CPU tensors here; a backend reads its GPU tensors back to check them.
+  const onCpu = (t) => (t?.onGpu ? null : t);
+  if (call.checkFinite) {
+    checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask: call.keyPaddingMask, attnMask: call.attnMask });
+  }
+  call.cache = options.cache == null ? null : b.readCache(options.cache, call);
+  return call;
+}
