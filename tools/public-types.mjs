@@ -89,27 +89,28 @@ function describe(project, name, symbol) {
 }
 
 /**
- * The snapshot's text: per entry point, a line listing its exported names in alphabetical order,
- * then a block for each name whose declaration no earlier entry point exported (the require
- * entries re-export the import entries' types, so they add only their own). Blocks are separated
- * by a blank line. Throws on any TypeScript error in the declarations.
+ * The public types, from a TypeScript project of the typed entry points:
+ * - `snapshot`: the snapshot's text: per entry point, a line listing its exported names in
+ *   alphabetical order, then a block for each name whose declaration no earlier entry point
+ *   exported (the require entries re-export the import entries' types, so they add only their
+ *   own); blocks are separated by a blank line;
+ * - `declarationFiles`: the package's declaration files the entry points load, relative to the root.
+ * Throws on any TypeScript error in them.
  */
-export function publicTypes() {
-  const entries = typedEntries();
+export function readPublicTypes() {
   const dir = mkdtempSync(join(tmpdir(), 'mha-public-types-'));
   const api = new API({ cwd: ROOT });
   try {
-    const snapshot = api.updateSnapshot({ openProject: writeTsconfig(dir, entries.map(([, file]) => file)) });
-    const [project] = snapshot.getProjects();
-    const errors = [...project.program.getSyntacticDiagnostics(), ...project.program.getSemanticDiagnostics()];
+    const [project] = api.updateSnapshot({ openProject: writeTsconfig(dir, typedEntries().map(([, file]) => file)) }).getProjects();
+    const { checker, program } = project;
+    const errors = [...program.getSyntacticDiagnostics(), ...program.getSemanticDiagnostics()];
     if (errors.length > 0) {
       const where = (e) => `${e.fileName?.slice(ROOT.length) ?? ''}@${e.pos}`;
       throw new Error(`public-types: TypeScript errors:\n${errors.map((e) => `${where(e)}: TS${e.code} ${e.text}`).join('\n')}`);
     }
-    const { checker, program } = project;
     const blocks = [];
     const described = new Set();
-    for (const [label, file] of entries) {
+    for (const [label, file] of typedEntries()) {
       const moduleSymbol = checker.getSymbolAtLocation(program.getSourceFile(join(ROOT, file)));
       const exports = [...checker.getExportsOfModule(moduleSymbol)].sort((a, b) => (a.name < b.name ? -1 : 1));
       blocks.push(`# ${label}: ${exports.map((e) => e.name).join(', ')}`);
@@ -120,7 +121,9 @@ export function publicTypes() {
         blocks.push(describe(project, exported.name, symbol));
       }
     }
-    return `${blocks.join('\n\n')}\n`;
+    const declarationFiles = program.getSourceFileNames()
+      .filter((file) => file.startsWith(ROOT)).map((file) => file.slice(ROOT.length)).sort();
+    return { snapshot: `${blocks.join('\n\n')}\n`, declarationFiles };
   } finally {
     api.close();
     rmSync(dir, { recursive: true, force: true });
@@ -128,6 +131,6 @@ export function publicTypes() {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(SNAPSHOT, publicTypes());
+  writeFileSync(SNAPSHOT, readPublicTypes().snapshot);
   console.log(`wrote ${fileURLToPath(SNAPSHOT)}`);
 }
