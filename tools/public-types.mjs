@@ -12,18 +12,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { API, SignatureKind, SymbolFlags } from 'typescript/unstable/sync';
+import { SyntaxKind } from 'typescript/unstable/ast';
+import { API, NodeBuilderFlags, SignatureKind, SymbolFlags } from 'typescript/unstable/sync';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SNAPSHOT = new URL('../tests/js/public-types.snapshot.txt', import.meta.url);
 
-// TypeFormatFlags: no "..." in long types; a type alias printed as its body, not its name.
-const NO_TRUNCATION = 1;
-const IN_TYPE_ALIAS = 8388608;
-const SYNTAX_CONSTRUCT_SIGNATURE = 180;
+// No "..." in long types; a type alias printed as its body, not its name.
+const { NoTruncation, InTypeAlias } = NodeBuilderFlags;
 
 /** Each typed entry point of package.json's exports: [label, .d.ts path relative to the root]. */
-export function typedEntries(packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))) {
+export function typedEntries() {
+  const packageJson = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   const entries = [];
   for (const [subpath, conditions] of Object.entries(packageJson.exports)) {
     if (typeof conditions === 'string') continue;
@@ -74,15 +74,15 @@ function describe(project, name, symbol) {
   }
   const isValue = kind === 'function' || kind === 'const';
   const type = isValue ? checker.getTypeOfSymbol(symbol) : checker.getDeclaredTypeOfSymbol(symbol);
-  lines.push(`  resolved: ${checker.typeToString(type, undefined, NO_TRUNCATION | IN_TYPE_ALIAS)}`);
+  lines.push(`  resolved: ${checker.typeToString(type, undefined, NoTruncation | InTypeAlias)}`);
   if (kind !== 'interface') return lines.join('\n');
   for (const signature of checker.getSignaturesOfType(type, SignatureKind.Construct)) {
-    const node = checker.signatureToSignatureDeclaration(signature, SYNTAX_CONSTRUCT_SIGNATURE, undefined, NO_TRUNCATION);
+    const node = checker.signatureToSignatureDeclaration(signature, SyntaxKind.ConstructSignature, undefined, NoTruncation);
     lines.push(`    ${emitter.printNode(node)}`);
   }
   for (const member of checker.getPropertiesOfType(type)) {
     const optional = member.flags & SymbolFlags.Optional ? '?' : '';
-    const memberType = checker.typeToString(checker.getTypeOfSymbol(member), undefined, NO_TRUNCATION);
+    const memberType = checker.typeToString(checker.getTypeOfSymbol(member), undefined, NoTruncation);
     lines.push(`    ${memberName(member)}${optional}: ${memberType}`, ...documentation(checker, member, '      '));
   }
   return lines.join('\n');
@@ -123,7 +123,9 @@ export function readPublicTypes() {
     }
     const declarationFiles = program.getSourceFileNames()
       .filter((file) => file.startsWith(ROOT)).map((file) => file.slice(ROOT.length)).sort();
-    return { snapshot: `${blocks.join('\n\n')}\n`, declarationFiles };
+    // A type that names a module (`typeof import("/checkout/bindings/js/index")`) names it from the root.
+    const snapshot = `${blocks.join('\n\n')}\n`.replaceAll(`import("${ROOT}`, 'import("./');
+    return { snapshot, declarationFiles };
   } finally {
     api.close();
     rmSync(dir, { recursive: true, force: true });
