@@ -2,9 +2,10 @@
 # and check every link of the docs; lint the package metadata and types, pack it, install the
 # tarball into an empty project, check the shipped README's and docs' links resolve inside it, run
 # the README's first program as pasted and the shipped examples, then use it from ESM and CommonJS
-# in Node, type-check the typed examples against it (tsc --strict), build a page with Vite and with
-# webpack, and run those and a bundler-free page in headless Chromium (with and without
-# cross-origin isolation). Every run of a forward pass is compared with PyTorch's fixtures.
+# in Node, type-check the typed examples and CommonJS users' types against it (tsc --strict), build
+# a page with Vite and with webpack, and run those and a bundler-free page in headless Chromium
+# (with and without cross-origin isolation). Every run of a forward pass is compared with
+# PyTorch's fixtures.
 set -euo pipefail
 ROOT=$PWD
 BIN=$ROOT/node_modules/.bin
@@ -30,7 +31,7 @@ APP=$WORK/app
 mkdir "$APP"
 cp -r tests/package/vite-app/. "$APP/"
 cp tests/package/run-cases.js tests/package/node-esm.mjs tests/package/node-cjs.cjs tests/package/plain-page.html \
-  examples/typed-usage.ts tests/package/per-head-weights.ts "$APP/"
+  examples/typed-usage.ts tests/package/per-head-weights.ts tests/package/typed-require.cts "$APP/"
 echo '{ "name": "app", "private": true, "type": "module" }' > "$APP/package.json"
 node tests/package/export-cases.mjs "$APP/cases.json"
 # webpack only for the bundler check (from the npm cache when it is there).
@@ -55,10 +56,10 @@ cp "$APP/node_modules/mha-wasm/examples/node-example.mjs" "$APP/copied-example.m
 echo "--- Node: ESM and CommonJS"
 (cd "$APP" && node node-esm.mjs && node node-cjs.cjs)
 
-echo "--- TypeScript (tsc --strict): examples/typed-usage.ts, the README's example, the per-head weights use case"
+echo "--- TypeScript (tsc --strict): examples/typed-usage.ts, the README's example, the per-head weights use case, CommonJS (typed-require.cts)"
 cat > "$APP/tsconfig.json" <<'JSON'
 { "compilerOptions": { "strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext",
-  "target": "es2022", "lib": ["es2023", "dom", "esnext.disposable"], "types": [] }, "files": ["typed-usage.ts", "first.ts", "per-head-weights.ts"] }
+  "target": "es2022", "lib": ["es2023", "dom", "esnext.disposable"], "types": [] }, "files": ["typed-usage.ts", "first.ts", "per-head-weights.ts", "typed-require.cts"] }
 JSON
 (cd "$APP" && "$BIN/tsc" -p tsconfig.json)
 

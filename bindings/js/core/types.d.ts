@@ -1,0 +1,523 @@
+// Types of the core room (bindings/js/core/): the wasm layer MultiHeadAttention, its config,
+// forward options and results (masks, KV caches, capture / patch steps, gradients), quantized
+// weights, and linear layers' gradients. index.d.ts re-exports them all.
+/// <reference lib="esnext.disposable" />
+
+/** A dense row-major tensor. `data.length` must equal the product of `shape`. */
+export interface Tensor<T extends ArrayLike<number | bigint | boolean> = Float32Array> {
+  /** The elements, row-major (last dimension fastest). */
+  data: T;
+  /** Dimensions, outermost first, e.g. [B, L, E]. */
+  shape: number[];
+}
+
+/** The data of a bool mask: any integer typed array (nonzero = true) or a plain `boolean[]`. */
+export type BoolMaskData =
+  | Uint8Array | Uint8ClampedArray | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
+  | BigInt64Array | BigUint64Array | boolean[];
+
+/** The data of a float mask, added to the scores: `Float32Array`, or `Float64Array` (rounded to float32). */
+export type FloatMaskData = Float32Array | Float64Array;
+
+/**
+ * A mask. Bool data ({@link BoolMaskData}) is true = blocked / ignored (PyTorch's meaning); float
+ * data ({@link FloatMaskData}) is added to the attention scores before the softmax (`-Infinity`
+ * blocks). Data other than `Uint8Array` and `Float32Array` is converted once per call.
+ */
+export type Mask = Tensor<BoolMaskData> | Tensor<FloatMaskData>;
+
+/**
+ * Rotary position embedding on q and k after projection (Hugging Face apply_rotary_pos_emb,
+ * ONNX RotaryEmbedding-23). Positions are 0-based token indices (or ForwardOptions.positions).
+ */
+export interface RotaryConfig {
+  /** Features of each head that rotate, from the first: even, <= headDim (less = partial rotary). Default headDim. */
+  dim?: number;
+  /** Frequency base: inv_freq_t = base^(-2t/dim). Default 10000. */
+  base?: number;
+  /** true: rotate adjacent pairs (GPT-J); false: rotate halves (GPT-NeoX, Llama rotate_half). Default false. */
+  interleaved?: boolean;
+}
+
+/**
+ * How a layer stores its four projection matrices (docs/quantized.md): float32; IEEE half
+ * precision; int8 with one scale per output feature; or 4 bits in blocks of 32 input features
+ * with one scale per block (ggml q4_0's arithmetic, onnxruntime MatMulNBits' layout). Biases,
+ * sinks and everything else stay float32.
+ */
+export type WeightDtype = 'f32' | 'f16' | 'int8' | 'q4';
+
+/** The layer's hyperparameters, named after nn.MultiheadAttention's (embed_dim -> embedDim, ...). */
+export interface AttentionConfig {
+  /** E: the query's feature size (and the output's, unless outputDim is given). */
+  embedDim: number;
+  /** H: number of heads; must divide embedDim unless headDim is given. */
+  numHeads: number;
+  /** Key feature size (default embedDim). */
+  kdim?: number;
+  /** Value feature size (default embedDim). */
+  vdim?: number;
+  /** in_proj_bias and out_proj.bias (default true). */
+  bias?: boolean;
+  /** Key/value heads for grouped-query (or multi-query, 1) attention; must divide numHeads (default numHeads). */
+  numKvHeads?: number;
+  /** Softmax scale (default 1 / sqrt(headDim)). */
+  scale?: number;
+  /** Query/key head size (Keras key_dim; default embedDim / numHeads). q_proj has numHeads * headDim rows. */
+  headDim?: number;
+  /** Value head size (Keras value_dim; default headDim). out_proj.weight is [outputDim, numHeads * valueHeadDim]. */
+  valueHeadDim?: number;
+  /** Output feature size (Keras output_shape; default embedDim). */
+  outputDim?: number;
+  /** Rotary position embedding on q and k; `true` or `{}`: the whole head, base 10000. */
+  rotary?: RotaryConfig | true;
+  /**
+   * Sliding window of W keys: with causal, query i sees keys i-W+1 .. i (Mistral, FlashAttention
+   * window_size=(W-1, 0)); without, keys with |i - j| < W (Keras). Keys outside are skipped, not just masked.
+   */
+  slidingWindow?: number;
+  /** ALiBi with BLOOM's slopes: adds -slope_h * |i - j| to head h's scaled scores. */
+  alibi?: boolean;
+  /** ALiBi with these slopes, one per head (implies alibi). */
+  alibiSlopes?: Float32Array | number[];
+  /** Soft-capping (Gemma 2): scaled scores become softcap * tanh(scores / softcap), before masks and ALiBi. */
+  softcap?: number;
+  /** A learned sink logit per head joins each softmax's denominator (gpt-oss); state-dict entry `sinks` [numHeads]. */
+  sinks?: boolean;
+  /**
+   * Attention dropout probability in [0, 1) (PyTorch's and Keras' `dropout`), applied to the
+   * probabilities in calls with `training: true` only, the kept ones scaled by 1 / (1 - p). Default 0.
+   */
+  dropout?: number;
+  /**
+   * Where the layer's dropout seeds start: a training call without its own `seed` takes the next
+   * one (0 to 2^53 - 1). Default: a random start, so unseeded runs differ (as PyTorch's).
+   */
+  seed?: number;
+  /**
+   * How loadStateDict stores the projection weights (default 'f32'): 'f16', 'int8' or 'q4' read a
+   * half, a quarter or about an eighth of the bytes per decode step. stateDict() returns them
+   * dequantized; backward gives input gradients only. @see {@link WeightDtype}
+   */
+  weightDtype?: WeightDtype;
+}
+
+/** The configuration with every default filled in; the variants appear only when the layer has them. */
+export interface ResolvedConfig {
+  /** E, the query's feature size. */
+  embedDim: number;
+  /** H, the number of query heads. */
+  numHeads: number;
+  /** The key's feature size. */
+  kdim: number;
+  /** The value's feature size. */
+  vdim: number;
+  /** Whether the projections have biases. */
+  bias: boolean;
+  /** Key/value heads (numHeads unless grouped-query). */
+  numKvHeads: number;
+  /** Query/key head size. */
+  headDim: number;
+  /** The softmax scale in use. */
+  scale: number;
+  /** Value head size. */
+  valueHeadDim: number;
+  /** The output's feature size. */
+  outputDim: number;
+  /** Rotary settings, every default filled in (absent without rotary). */
+  rotary?: Required<RotaryConfig>;
+  /** The sliding window W (absent without one). */
+  slidingWindow?: number;
+  /** The slopes in use (BLOOM's when the config said alibi: true). */
+  alibiSlopes?: number[];
+  /** The soft-capping value (absent without softcap). */
+  softcap?: number;
+  /** Present (true) when the layer has attention sinks. */
+  sinks?: true;
+  /** Present when the layer has dropout. */
+  dropout?: number;
+  /** How loadStateDict stores the projection weights: present when not 'f32' (as the other options). */
+  weightDtype?: WeightDtype;
+}
+
+/** Options of {@link MultiHeadAttention.forward}; every one is optional. */
+export interface ForwardOptions {
+  /** Query i may not attend to keys j > i (top-left aligned, as PyTorch's is_causal). Default false. */
+  causal?: boolean;
+  /** [B, S] ([S] for unbatched input). Bool: true = this key is padding, ignore it. Float: added. */
+  keyPaddingMask?: Mask;
+  /** [L, S], or [B*numHeads, L, S] ([numHeads, L, S] unbatched). Bool: true = blocked. Float: added. */
+  attnMask?: Mask;
+  /**
+   * Also return the attention probabilities. Default false (faster, less memory), unlike PyTorch's
+   * need_weights (default true). With `needWeights: true` the result's `weights` is typed non-null.
+   */
+  needWeights?: boolean;
+  /** With needWeights: average over heads ([B, L, S]) instead of per head ([B, H, L, S]). Default true. */
+  averageWeights?: boolean;
+  /**
+   * Rotary layers, self-attention: each token's position, [B, L] ([L] unbatched), e.g. for
+   * left-padded batches. Default: token i is at position i.
+   */
+  positions?: Tensor<Int32Array>;
+  /**
+   * Write the output into this caller-owned Float32Array (exactly the output's element count)
+   * instead of a fresh one: a loop that reuses its buffers allocates nothing per call and, in
+   * Node, pays no page faults for a new array. The result's `output.data` is this array.
+   */
+  out?: Float32Array;
+  /** The same for the weights (with needWeights: true). */
+  weightsOut?: Float32Array;
+  /**
+   * A KV cache of this layer (decoding). Self-attention cache: pass key = value = null; the call's
+   * L tokens are appended and query i (at position cache.length + i) attends to every cached key
+   * up to its own position (causal implied; `causal: false` is an error). Cross cache (filled by
+   * setKeyValue): the query attends to its keys, nothing is appended. Masks then cover the
+   * cache: keyPaddingMask [B, cache length after the call], attnMask [L, that length].
+   */
+  cache?: KvCache;
+  /**
+   * Check every element of query, key, value and the float masks before running, and throw a
+   * RangeError naming the first NaN or Infinity (tensor, flat index, index per dimension). A float
+   * mask's -Infinity is allowed. Default false: a non-finite unmasked input spreads to its batch
+   * item's whole output (docs/api.md, "NaN and Infinity in the inputs").
+   */
+  checkFinite?: boolean;
+  /**
+   * Keep what {@link TrainingResult.backward} needs (the result then has `backward` and
+   * `release`). Not with `cache`, `out` or `weightsOut`. Default false.
+   */
+  grad?: boolean;
+  /** Apply the layer's dropout (config `dropout`) in this call. Default false (inference). */
+  training?: boolean;
+  /** Dropout's seed for this call (0 to 2^53 - 1); default: the layer's next seed. Same seed, same mask. */
+  seed?: number;
+  /** With needWeights under dropout: the probabilities before dropout (Keras) instead of after (PyTorch). */
+  weightsBeforeDropout?: boolean;
+  /**
+   * Record the attention's intermediate steps (docs/steps.md): `true` for all of them, or a list
+   * of step names. The result's `captured` then holds each as a tensor. The call takes a slower,
+   * step-by-step path (calls without `capture` or `patch` are unchanged); the captured steps
+   * count against the same memory budget as the rest of the call. With `grad`, the
+   * {@link TrainingResult} has `captured` too.
+   */
+  capture?: true | false | readonly StepName[];
+  /**
+   * Replace one step's values for some heads and recompute everything after it: `{ z: tensor,
+   * heads: [1] }` (docs/steps.md). The tensor has the step's captured shape; only the listed heads'
+   * values are taken (all heads when `heads` is left out; for `k` and `v` they are key/value
+   * heads). With `capture`, each captured step holds what flowed: the patched values from the
+   * patched step on. Zeros in `z` ablate a head; a `z` captured from another input is activation
+   * patching. With `grad: true` the gradients flow through the patched graph: the patched tensor
+   * is a constant (its heads pass no gradient back); a `pattern` patch is then refused (the
+   * backward pass recomputes the softmax from q and k).
+   */
+  patch?: StepPatch;
+}
+
+/**
+ * The attention's steps, in the order they are computed (B batch, H heads, Hkv key/value heads,
+ * L queries, S keys, Dh / Dv head sizes; no B for unbatched input):
+ * - `q` [B, H, L, Dh], `k` [B, Hkv, S, Dh], `v` [B, Hkv, S, Dv]: projected, bias added, rotated (rotary);
+ * - `scores` [B, H, L, S]: scale * q.k, before any mask or variant;
+ * - `logits` [B, H, L, S]: what softmax sees: softcap, ALiBi, masks added (-Infinity where blocked);
+ * - `pattern` [B, H, L, S]: the softmax (a fully blocked row is 0), before dropout;
+ * - `z` [B, L, H, Dv]: each head's weighted sum of v, the layout before concatenation;
+ * - `result` [B, L, H, outputDim]: each head's share of out_proj, without bias (their sum plus
+ *   the bias is the output).
+ */
+export type StepName = 'q' | 'k' | 'v' | 'scores' | 'logits' | 'pattern' | 'z' | 'result';
+
+/** The steps {@link ForwardOptions.patch} can replace: those a later step reads. */
+export type PatchableStep = 'q' | 'k' | 'v' | 'pattern' | 'z';
+
+/**
+ * {@link ForwardOptions.patch}: exactly one of `q`, `k`, `v`, `pattern`, `z` (a {@link PatchableStep}),
+ * with the step's captured shape, and the heads to take from it.
+ */
+export interface StepPatch {
+  /** Replaces the projected (and rotated) queries, [B, H, L, Dh]. */
+  q?: Tensor<Float32Array>;
+  /** Replaces the keys, [B, Hkv, S, Dh] (with a cache: the whole cache's; the cache keeps its own). */
+  k?: Tensor<Float32Array>;
+  /** Replaces the values, [B, Hkv, S, Dv] (with a cache: as for `k`). */
+  v?: Tensor<Float32Array>;
+  /** Replaces the softmax, [B, H, L, S] (taken as given: rows need not sum to 1). */
+  pattern?: Tensor<Float32Array>;
+  /** Replaces each head's weighted sum of v, [B, L, H, Dv]; zeros ablate a head. */
+  z?: Tensor<Float32Array>;
+  /** The heads whose values are replaced (key/value heads for `k` and `v`); default all. */
+  heads?: readonly number[];
+}
+
+/** The captured steps of a call: `capture: true` gives all of them, a list just those. */
+export type CapturedSteps<N extends StepName = StepName> = { [S in N]: Tensor<Float32Array> };
+
+/** The type of {@link ForwardResult.captured} for options `O`. */
+export type CapturedIf<O> = O extends Record<'capture', true> ? CapturedSteps
+  : O extends Record<'capture', readonly (infer N extends StepName)[]> ? CapturedSteps<N>
+  : Partial<CapturedSteps> | undefined;
+
+/** {@link ForwardOptions} of a call that keeps its state for a backward pass. */
+export interface GradForwardOptions extends ForwardOptions {
+  grad: true;
+  cache?: undefined;
+  out?: undefined;
+  weightsOut?: undefined;
+}
+
+/** Gradients of a loss, from {@link TrainingResult.backward}. */
+export interface Gradients {
+  /** dLoss/dQuery, the query's shape. In self-attention (key = value = null) the sum of its three uses. */
+  query: Tensor<Float32Array>;
+  /** dLoss/dKey, or null when forward got key = null. */
+  key: Tensor<Float32Array> | null;
+  /** dLoss/dValue, or null when forward got value = null. */
+  value: Tensor<Float32Array> | null;
+  /**
+   * dLoss/d each parameter, keyed and sized exactly as the layer's stateDictShapes() (sinks included).
+   * @throws {TypeError} on reading it, for a layer with quantized weights (they have no parameter
+   *   gradients: train a weightDtype 'f32' layer and quantize its state dict).
+   */
+  params: Record<string, Float32Array>;
+}
+
+/** What {@link MultiHeadAttention.forward} returns with `grad: true`. */
+export interface TrainingResult<O extends ForwardOptions = ForwardOptions> extends ForwardResult<O> {
+  /**
+   * dLoss/d(inputs, parameters) given dLoss/dOutput (`dOut`, the output's shape). Call once.
+   * @throws {Error} when called twice, after release() or after the layer's dispose();
+   *   {TypeError | RangeError} for a dOut of the wrong kind or size.
+   */
+  backward(dOut: Tensor<Float32Array>): Gradients;
+  /**
+   * {@link TrainingResult.backward} as a promise, for code written once for every backend: the same
+   * gradients, or a rejection with backward's error named 'backwardAsync: ...'.
+   */
+  backwardAsync(dOut: Tensor<Float32Array>): Promise<Gradients>;
+  /** Frees what forward kept, without a backward (a no-op after backward). */
+  release(): void;
+  /** True once backward() or release() ran. */
+  readonly released: boolean;
+}
+
+/** Options of {@link MultiHeadAttention.initialize}. */
+export interface InitializeOptions {
+  /** 0 to 2^32 - 1 (default 0): the same seed gives the same weights in every build. */
+  seed?: number;
+}
+
+/** Options of {@link MultiHeadAttention.createCache}. */
+export interface CreateCacheOptions {
+  /** Batch rows (default 1); every forward with the cache must have this batch. */
+  batch?: number;
+  /** The most tokens it holds; its memory is taken at creation. Appending past it is a RangeError. */
+  capacity: number;
+  /** 'f32' (default) or 'f16': half the memory and half the bytes each step reads (converted on append). */
+  dtype?: 'f32' | 'f16';
+}
+
+/** A layer's KV cache in wasm memory (see {@link MultiHeadAttention.createCache}). */
+export interface KvCache {
+  /** Tokens held (per batch row). */
+  readonly length: number;
+  /** The most tokens it can hold, fixed at creation. */
+  readonly capacity: number;
+  /** Batch rows; every forward with the cache must have this batch. */
+  readonly batch: number;
+  /** The element type the keys and values are stored in. */
+  readonly dtype: 'f32' | 'f16';
+  /** batch x numKvHeads x capacity x (headDim + valueHeadDim) x 4 bytes (2 for f16). */
+  readonly byteSize: number;
+  /** 'none' (empty), 'self' (forward appends) or 'cross' (setKeyValue filled it). */
+  readonly kind: 'none' | 'self' | 'cross';
+  /** False once disposed, directly or by its layer's dispose(). */
+  readonly alive: boolean;
+  /** Keep the first n tokens (undo a rejected draft; edit the prompt's tail). @throws {RangeError} n > length */
+  truncate(n: number): this;
+  /** Length 0 and no kind; the memory stays. */
+  reset(): this;
+  /** Cross-attention: project key [B, S, kdim] / value [B, S, vdim] into the cache once. */
+  setKeyValue(key: Tensor, value: Tensor): this;
+  /** Frees its memory (the layer's dispose() does too). */
+  dispose(): void;
+  /** The same as dispose(), for `using` declarations. */
+  [Symbol.dispose](): void;
+}
+
+/**
+ * A result's optional tensor, typed by the call's options `O`: a tensor when `O` sets the flag
+ * `Flag` to true, null when it sets it false or leaves it out, either when that is only known at
+ * run time (a boolean variable).
+ */
+export type TensorIf<O, Flag extends string> = O extends { [K in Flag]: true } ? Tensor<Float32Array>
+  // (the index signature keeps the second test from failing TypeScript's weak-type check on
+  // options that leave the flag out, e.g. { causal: true })
+  : O extends { [K in Flag]?: false } & Record<string, unknown> ? null : Tensor<Float32Array> | null;
+
+/**
+ * What {@link MultiHeadAttention.forward} returns; `O` is the options' type, so that a call with
+ * `needWeights: true` has non-null `weights`.
+ */
+export interface ForwardResult<O extends ForwardOptions = ForwardOptions> {
+  /** [B, L, outputDim], or [L, outputDim] for unbatched input. A copy the caller owns. */
+  output: Tensor<Float32Array>;
+  /**
+   * The softmax probabilities, [B, H, L, S] or averaged [B, L, S] (no B for unbatched input);
+   * null unless needWeights. A query row whose every key is masked gets zero weights (PyTorch: NaN).
+   */
+  weights: TensorIf<O, 'needWeights'>;
+  /** With {@link ForwardOptions.capture}: each captured step (docs/steps.md); absent otherwise. */
+  captured: CapturedIf<O>;
+}
+
+/**
+ * A PyTorch `nn.MultiheadAttention` state dict with Float32Array values: `in_proj_weight` or
+ * `q_proj_weight`/`k_proj_weight`/`v_proj_weight`, `in_proj_bias`, `out_proj.weight`, `out_proj.bias`
+ * (and `sinks` for a layer with sinks). `stateDictShapes()` lists the keys and shapes a layer takes.
+ */
+export type StateDict = Record<string, Float32Array> | Map<string, Float32Array>;
+
+/**
+ * A projection matrix [out, in] already quantized, in the canonical layout of its dtype
+ * (docs/quantized.md; row = output feature, column = input feature):
+ * - 'int8': data Int8Array [out][in], scales Float32Array [out]; w = q * scale;
+ * - 'q4': data Uint8Array [out][ceil(in/32)][16] (element j of a block in byte j/2, the low nibble
+ *   for even j: MatMulNBits' B), scales Float32Array [out][ceil(in/32)], zeroPoints optional
+ *   Uint8Array [out][ceil(ceil(in/32)/2)] (two 4-bit values per byte, low first; default 8);
+ *   w = (q - zeroPoint) * scale;
+ * - 'f16': data Uint16Array [out][in] of IEEE binary16 bits.
+ */
+export interface QuantizedTensor {
+  /** The format. */
+  dtype: 'int8' | 'q4' | 'f16';
+  /** int8: Int8Array [out][in]; q4: Uint8Array [out][ceil(in/32)][16]; f16: Uint16Array [out][in]. */
+  data: Int8Array | Uint8Array | Uint16Array;
+  /** int8: [out]; q4: [out][ceil(in/32)]; none for f16. */
+  scales?: Float32Array | null;
+  /** q4 only, optional: [out][ceil(ceil(in/32)/2)], two 4-bit zero points per byte, low first (default 8). */
+  zeroPoints?: Uint8Array | null;
+  /** [out, in]; checked against the layer's shape when given. */
+  shape?: number[];
+}
+
+/** {@link MultiHeadAttention.loadQuantized}'s argument: quantized projections and float32 entries. */
+export type QuantizedStateDict = Record<string, QuantizedTensor | Float32Array> | Map<string, QuantizedTensor | Float32Array>;
+
+/**
+ * One attention layer that owns wasm memory (free it with dispose()). Layers are made by the class
+ * of a loaded module, `new (await init()).MultiHeadAttention(config)`: the package exports this name
+ * as a type only, since each wasm build has its own class.
+ */
+export interface MultiHeadAttention {
+  /** The resolved configuration. */
+  readonly config: ResolvedConfig;
+  /** False once dispose() was called. */
+  readonly alive: boolean;
+  /** The state-dict keys this layer takes, with their PyTorch shapes. */
+  stateDictShapes(): Record<string, number[]>;
+  /**
+   * Copies weights into the layer, all or nothing.
+   * @throws {TypeError} for a missing or unknown key; {RangeError} for a mis-sized entry.
+   */
+  loadStateDict(stateDict: StateDict): this;
+  /**
+   * Fresh weights as PyTorch initializes nn.MultiheadAttention: xavier_uniform_ in_proj weights,
+   * zero biases (and sinks), out_proj.weight as nn.Linear's U(-1/sqrt(in), 1/sqrt(in)); seeded.
+   */
+  initialize(options?: InitializeOptions): this;
+  /**
+   * Copies of the current weights, keyed as stateDictShapes() (quantized projections dequantized
+   * to float32). @throws {TypeError} before any weights.
+   */
+  stateDict(): Record<string, Float32Array>;
+  /**
+   * Weights already quantized, loaded as they are (no float32 detour): projection keys
+   * (in_proj_weight or q/k/v_proj_weight, out_proj.weight) map to {@link QuantizedTensor}s, the
+   * other keys (biases, sinks; float32 projections) to Float32Arrays. A layer without weights needs
+   * every key; a loaded layer takes quantized projections only and replaces just those (its biases
+   * stay). Each projection keeps the dtype given,
+   * whatever the layer's weightDtype. See {@link readOnnx} for an ONNX file's.
+   * @throws {TypeError | RangeError} naming the entry and the layout its dtype needs; nothing is loaded then.
+   */
+  loadQuantized(weights: QuantizedStateDict): this;
+  /**
+   * Bytes of weights the layer holds: the projections as stored (data, scales, zero points) plus
+   * the float32 biases and sinks; 0 before weights are loaded.
+   */
+  readonly byteSize: number;
+  /**
+   * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
+   * A query row with every key masked gives zero attention: its output is out_proj.bias.
+   * With `grad: true` the result also has backward() and release().
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  forward<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): TrainingResult<O>;
+  /**
+   * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
+   * `weights` is typed by the options: a tensor with `needWeights: true`, null without.
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  forward<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): ForwardResult<O>;
+  /**
+   * {@link MultiHeadAttention.forward} as a promise, with the same arguments, options and result
+   * (with `grad: true` the result also has backwardAsync()): code written with it runs on every
+   * backend. On the wasm builds the work runs at the call, on the calling thread.
+   * @throws (rejects with) forward's errors, named 'forwardAsync: ...'.
+   */
+  forwardAsync<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): Promise<TrainingResult<O>>;
+  /** {@link MultiHeadAttention.forward} as a promise (see the overload above). */
+  forwardAsync<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): Promise<ForwardResult<O>>;
+  /**
+   * A KV cache for decoding with this layer (memory checked against the budget and taken now).
+   * @throws {TypeError | RangeError} for bad options, or a RangeError naming the bytes when it cannot fit.
+   */
+  createCache(options: CreateCacheOptions): KvCache;
+  /**
+   * Frees the layer's wasm memory. Calling it again does nothing; other methods then throw.
+   * A layer garbage-collected without dispose() is freed late, with a one-time console warning.
+   */
+  dispose(): void;
+  /** The same as dispose(), so `using layer = new mha.MultiHeadAttention(...)` frees it at scope end. */
+  [Symbol.dispose](): void;
+}
+
+/** Which of the package's wasm builds was loaded. */
+export interface BuildInfo {
+  /** True for the builds using WebAssembly SIMD (128-bit) instructions. */
+  simd: boolean;
+  /** True for the multi-threaded build. */
+  threads: boolean;
+  /** 'mha-simd', 'mha-scalar' or 'mha-simd-threads' (the file names in dist/). */
+  name: string;
+  /** Threads a forward pass may use: 1 for the single-thread builds. */
+  numThreads: number;
+}
+
+/** The layer class of a loaded build, `mha.MultiHeadAttention`. */
+export interface MultiHeadAttentionConstructor {
+  /** @throws {TypeError | RangeError} for a bad config, e.g. numHeads not dividing embedDim. */
+  new (config: AttentionConfig): MultiHeadAttention;
+  /** The layers' prototype (for `instanceof`). */
+  readonly prototype: MultiHeadAttention;
+}
+
+/** Caller-owned buffers {@link MhaModule.linearBackward} writes the gradients into (each written whole). */
+export interface LinearBackwardOptions {
+  /** dLoss/dInput: a Float32Array of the input's size. */
+  dInput?: Float32Array;
+  /** dLoss/dWeight: a Float32Array of outFeatures * inFeatures floats. */
+  dWeight?: Float32Array;
+  /** dLoss/dBias: a Float32Array of outFeatures floats. */
+  dBias?: Float32Array;
+}
+
+/** The gradients of a linear layer (PyTorch's `nn.Linear`). */
+export interface LinearGradients {
+  /** dLoss/dInput, in the input's shape. */
+  input: Tensor;
+  /** dLoss/dWeight [outFeatures, inFeatures], row-major. */
+  weight: Float32Array;
+  /** dLoss/dBias [outFeatures] (the column sums of dOutput; ignore it for a layer without bias). */
+  bias: Float32Array;
+}

@@ -1,0 +1,118 @@
+// Types of the keras room (bindings/js/keras/): Keras' MultiHeadAttention on the core layer.
+// index.d.ts re-exports them all.
+/// <reference lib="esnext.disposable" />
+import type {
+  BoolMaskData, CapturedIf, FloatMaskData, MultiHeadAttention, StepName, StepPatch, Tensor, TensorIf, WeightDtype,
+} from '../core/types.js';
+
+/**
+ * Keras' MultiHeadAttention arguments (keras.layers.MultiHeadAttention). The input sizes, as in
+ * Keras, need not be given: they are taken from the first call's inputs, or from the shapes of
+ * the weights given to setWeights, whichever comes first.
+ */
+export interface KerasConfig {
+  /** Number of attention heads. */
+  numHeads: number;
+  /** Query/key head size; the scale is 1/sqrt(keyDim). */
+  keyDim: number;
+  /** Value head size (default keyDim). */
+  valueDim?: number;
+  /** Biases in all four dense layers (default true). */
+  useBias?: boolean;
+  /** The output's feature size (default queryDim). */
+  outputShape?: number;
+  /** The query's feature size (default: inferred when the layer is built). */
+  queryDim?: number;
+  /** The key's feature size (default valueInputDim). */
+  keyInputDim?: number;
+  /** The value's feature size (default queryDim). */
+  valueInputDim?: number;
+  /** Dropout on the attention scores in calls with `training: true` (Keras' dropout). Default 0. */
+  dropout?: number;
+  /** Where the dropout seeds start (see AttentionConfig.seed). */
+  seed?: number;
+  /** How the four dense layers' kernels are stored (see AttentionConfig.weightDtype). Default 'f32'. */
+  weightDtype?: WeightDtype;
+  /**
+   * Keras' attention_axes: the axes of a [B, ..., features] input attended over (between 1 and
+   * rank - 2; default all of them); the other inner axes act as more batch. Scores are then
+   * [B, (other axes), H, (query's attended axes), (key's attended axes)]. Masks and the causal
+   * mask are not supported on inputs of rank > 3.
+   */
+  attentionAxes?: number | number[];
+}
+
+/** The Keras layer's arguments once it is built: every size known. */
+export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed'>>;
+
+/** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
+export interface KerasCallOptions {
+  /**
+   * [B, T, S] (or [T, S], or [B, S] per batch row); nonzero / true = may attend (Keras' convention).
+   * The same data kinds as {@link Mask}: any integer typed array, `boolean[]`, Float32Array or Float64Array.
+   */
+  attentionMask?: Tensor<BoolMaskData> | Tensor<FloatMaskData>;
+  /** Query i attends to keys j <= i, combined with attentionMask by AND. */
+  useCausalMask?: boolean;
+  /** Also return the per-head scores [B, H, T, S] (before dropout, as Keras'; then `scores` is typed non-null). */
+  returnAttentionScores?: boolean;
+  /** Apply dropout (Keras' training argument). Default false. */
+  training?: boolean;
+  /** Dropout's seed for this call. */
+  seed?: number;
+  /** As {@link ForwardOptions.checkFinite}: name the first NaN or Infinity in query, value or key. */
+  checkFinite?: boolean;
+  /**
+   * As {@link ForwardOptions.capture} (docs/steps.md maps Keras' names to the steps: its
+   * `attention_scores` is `pattern`, its `attention_output` before `_output_dense` is `z`).
+   * Not with inputs of rank > 3.
+   */
+  capture?: true | false | readonly StepName[];
+  /** As {@link ForwardOptions.patch}. Not with inputs of rank > 3. */
+  patch?: StepPatch;
+}
+
+/** What {@link KerasMultiHeadAttention.call} returns. */
+export interface KerasCallResult<O extends KerasCallOptions = KerasCallOptions> {
+  /** [B, T, outputShape]. */
+  output: Tensor<Float32Array>;
+  /** Per-head attention scores [B, H, T, S] with returnAttentionScores, else null. */
+  scores: TensorIf<O, 'returnAttentionScores'>;
+  /** With `capture`: each captured step, as {@link ForwardResult.captured}; absent otherwise. */
+  captured: CapturedIf<O>;
+}
+
+/** Keras' MultiHeadAttention on this package's core (bindings/js/keras/keras.js). */
+export interface KerasMultiHeadAttention {
+  /** Every argument resolved. @throws {TypeError} before the layer is built (no call or setWeights yet). */
+  readonly config: ResolvedKerasConfig;
+  /** False until the input sizes are known (given, or taken from the first call or setWeights). */
+  readonly built: boolean;
+  /** The PyTorch-style layer underneath. @throws {TypeError} before the layer is built. */
+  readonly layer: MultiHeadAttention;
+  /** Keras' weight names and shapes, in the order of get_weights(). @throws {TypeError} before the layer is built. */
+  weightShapes(): Record<string, number[]>;
+  /**
+   * get_weights()'s list ([{ data, shape }] or Float32Arrays) or a { 'query/kernel': ... } map, Keras
+   * layouts. An unbuilt layer takes its input sizes from the tensors' shapes.
+   */
+  setWeights(weights: Array<Float32Array | Tensor> | Record<string, Float32Array | Tensor>): this;
+  /** The weights as Keras' get_weights() returns them: fresh copies, in its order and layouts. */
+  getWeights(): Tensor<Float32Array>[];
+  /** Keras' argument order: call(query, value, key = value, options). */
+  call<O extends KerasCallOptions = {}>(query: Tensor, value: Tensor, key?: Tensor | null, options?: O): KerasCallResult<O>;
+  /** call() as a promise (the layers' forwardAsync): the same result, or call's errors named 'callAsync: ...'. */
+  callAsync<O extends KerasCallOptions = {}>(query: Tensor, value: Tensor, key?: Tensor | null, options?: O): Promise<KerasCallResult<O>>;
+  /** Frees the layer's wasm memory. */
+  dispose(): void;
+  /** The same as dispose(), for `using` declarations. */
+  [Symbol.dispose](): void;
+}
+
+/** The Keras layer class of a loaded build, `mha.KerasMultiHeadAttention`. */
+export interface KerasMultiHeadAttentionConstructor {
+  /** @throws {TypeError | RangeError} for a bad config, naming the class and the argument. */
+  new (config: KerasConfig): KerasMultiHeadAttention;
+  /** The layers' prototype (for `instanceof`). */
+  readonly prototype: KerasMultiHeadAttention;
+}
