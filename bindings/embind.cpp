@@ -193,11 +193,12 @@ val entries_of(const NamedFloats& named) {
 // A request's step options (attention_steps.hpp): capture true or [names]; patch { steps: [the
 // names given], tensor: { ptr, shape }, heads: [h...] or null }. `data` replaces the patch's
 // pointer (checkForward plans without data). The JS wrapper checked their types.
-mha::StepRequest steps_of(const RequestKeys& keys, const val& request, const float* data = nullptr) {
+mha::StepRequest steps_of(const RequestKeys& keys, const val& request, const mha::ResolvedConfig& config,
+                          const float* data = nullptr) {
   mha::StepRequest steps;
   const val capture = request[keys.capture];
   if (capture.isTrue()) {
-    for (int s = 0; s < mha::kStepCount; ++s) steps.capture.push_back(mha::step_name(static_cast<mha::Step>(s)));
+    steps.capture = mha::layer_step_names(config);
   } else if (capture.isArray()) {
     steps.capture = emscripten::vecFromJSArray<std::string>(capture);
   }
@@ -275,6 +276,7 @@ class LayerHandle {
         c.alibi_slopes = emscripten::convertJSArrayToNumberVector<float>(config["alibiSlopes"]);
       if (!config["softcap"].isUndefined()) c.softcap = static_cast<float>(config["softcap"].as<double>());
       c.sinks = !config["sinks"].isUndefined() && config["sinks"].as<bool>();
+      c.gate = !config["gate"].isUndefined() && config["gate"].as<bool>();
       if (!config["dropout"].isUndefined()) c.dropout = static_cast<float>(config["dropout"].as<double>());
       if (!config["weightDtype"].isUndefined()) c.weight_dtype = config["weightDtype"].as<std::string>();
       layer_ = std::make_unique<mha::MultiheadAttention>(c);
@@ -317,6 +319,7 @@ class LayerHandle {
     }
     if (c.softcap > 0) o.set("softcap", c.softcap);
     if (c.sinks) o.set("sinks", true);
+    if (c.gate) o.set("gate", true);
     if (c.dropout > 0) o.set("dropout", c.dropout);
     if (c.weight_dtype != mha::WeightDtype::kF32) o.set("weightDtype", std::string(mha::weight_dtype_name(c.weight_dtype)));
     return o;
@@ -397,7 +400,7 @@ class LayerHandle {
     return guard([&] {
       const ForwardRequest r(keys_, request);
       use_module_pool();
-      const mha::StepRequest steps = steps_given ? steps_of(keys_, request) : mha::StepRequest{};
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request, layer_->config()) : mha::StepRequest{};
       if (steps.present()) {
         result_ = layer_->forward_steps(r.query, r.key, r.value, r.options, steps, captured_);
       } else {
@@ -428,7 +431,7 @@ class LayerHandle {
     guard([&] {
       const ForwardRequest r(keys_, request);  // (a cache is refused by forward_for_training)
       use_module_pool();
-      const mha::StepRequest steps = steps_given ? steps_of(keys_, request) : mha::StepRequest{};
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request, layer_->config()) : mha::StepRequest{};
       auto t = layer_->forward_for_training(r.query, r.key, r.value, r.options, &steps, &captured_);
       result_ = std::move(t.result);
       made = new SavedForwardHandle(std::move(t.saved));
@@ -505,7 +508,7 @@ class LayerHandle {
       // (Missing weights are reported by forward() itself.)
       const mha::ForwardPlan plan = mha::plan_forward(layer_->config(), q, k, v, o);
       const bool grad = o.grad;
-      const mha::StepRequest steps = steps_given ? steps_of(keys_, request, kPlaceholder) : mha::StepRequest{};
+      const mha::StepRequest steps = steps_given ? steps_of(keys_, request, layer_->config(), kPlaceholder) : mha::StepRequest{};
       mha::CheckedSteps checked;
       if (steps.present()) checked = mha::check_steps(layer_->config(), plan, steps, grad);
       if (heap_budget) {

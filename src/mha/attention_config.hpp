@@ -1,6 +1,6 @@
 // The layer's hyper-parameters: nn.MultiheadAttention's, plus grouped-query heads, free head
 // sizes and the score-step variants of today's models (rotary, sliding window, ALiBi, softcap,
-// sinks). resolve() is the one place that checks them and fills in every default.
+// sinks, the output gate). resolve() is the one place that checks them and fills in every default.
 #pragma once
 
 #include <cmath>
@@ -60,6 +60,10 @@ struct AttentionConfig {
   std::vector<float> alibi_slopes;  // [H]: ALiBi with these slopes
   std::optional<float> softcap;     // scores -> c * tanh(scores / c)
   bool sinks = false;               // a learned sink logit per head (state-dict entry 'sinks' [H])
+  // Gated attention (Qwen3-Next, Keras use_gate): each head's output times sigmoid(x W_gate^T +
+  // b_gate), a projection of the query input (state-dict 'gate_proj.weight' [H*Dv, E], with bias
+  // 'gate_proj.bias' [H*Dv]), before out_proj (kernels/output_gate.hpp).
+  bool gate = false;
   float dropout = 0.0f;             // attention dropout probability in [0, 1), training calls only
   std::string weight_dtype = "f32";  // 'f32' | 'f16' | 'int8' | 'q4': how the projections are stored
 };
@@ -74,6 +78,7 @@ struct ResolvedConfig {
   std::vector<float> alibi_slopes;  // [H], or empty = no ALiBi
   float softcap;                   // 0 = none
   bool sinks;
+  bool gate;                       // the output gate (kernels/output_gate.hpp)
   float dropout;                   // 0 = none
   WeightDtype weight_dtype;        // the projections' storage
 
@@ -166,6 +171,7 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
     r.softcap = *c.softcap;
   }
   r.sinks = c.sinks;
+  r.gate = c.gate;
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f))
     throw range_error("dropout must be a number in [0, 1), got " + number_text(c.dropout));
   r.dropout = c.dropout;

@@ -20,7 +20,7 @@ namespace mha {
 
 namespace {
 
-constexpr const char* kStepNames[kStepCount] = {"q", "k", "v", "scores", "logits", "pattern", "z", "result"};
+constexpr const char* kStepNames[kStepCount] = {"q", "k", "v", "scores", "logits", "pattern", "z", "gate", "result"};
 
 std::string all_step_names() {
   std::string names;
@@ -32,6 +32,13 @@ std::string all_step_names() {
 
 const char* step_name(Step step) { return kStepNames[static_cast<int>(step)]; }
 
+std::vector<std::string> layer_step_names(const ResolvedConfig& c) {
+  std::vector<std::string> names;
+  for (int s = 0; s < kStepCount; ++s)
+    if (static_cast<Step>(s) != Step::kGate || c.gate) names.push_back(kStepNames[s]);
+  return names;
+}
+
 Step parse_step(const std::string& name, const std::string& argument) {
   for (int s = 0; s < kStepCount; ++s)
     if (name == kStepNames[s]) return static_cast<Step>(s);
@@ -39,7 +46,8 @@ Step parse_step(const std::string& name, const std::string& argument) {
 }
 
 bool patchable(Step step) {
-  return step == Step::kQ || step == Step::kK || step == Step::kV || step == Step::kPattern || step == Step::kZ;
+  return step == Step::kQ || step == Step::kK || step == Step::kV || step == Step::kPattern || step == Step::kZ ||
+         step == Step::kGate;
 }
 
 Shape step_shape(const ResolvedConfig& c, const ForwardPlan& p, Step step) {
@@ -52,7 +60,8 @@ Shape step_shape(const ResolvedConfig& c, const ForwardPlan& p, Step step) {
     case Step::kScores:
     case Step::kLogits:
     case Step::kPattern: s = {B, H, L, S}; break;
-    case Step::kZ: s = {B, L, H, c.value_head_dim}; break;
+    case Step::kZ:
+    case Step::kGate: s = {B, L, H, c.value_head_dim}; break;
     case Step::kResult: s = {B, L, H, c.output_dim}; break;
   }
   if (!p.batched) s.erase(s.begin());
@@ -62,25 +71,32 @@ Shape step_shape(const ResolvedConfig& c, const ForwardPlan& p, Step step) {
 // The symbolic form of a step's shape, for messages.
 static std::string symbolic_shape(Step step, bool batched) {
   const char* dims[kStepCount] = {"H, L, Dh", "Hkv, S, Dh", "Hkv, S, Dv", "H, L, S", "H, L, S", "H, L, S", "L, H, Dv",
-                                  "L, H, outputDim"};
+                                  "L, H, Dv", "L, H, outputDim"};
   return std::string("[") + (batched ? "B, " : "") + dims[static_cast<int>(step)] + "]";
 }
 
 CheckedSteps check_steps(const ResolvedConfig& c, const ForwardPlan& p, const StepRequest& request, bool grad) {
   CheckedSteps checked;
-  for (size_t i = 0; i < request.capture.size(); ++i)
-    checked.capture[static_cast<int>(parse_step(request.capture[i], "capture[" + std::to_string(i) + "]"))] = true;
+  const auto has = [&](Step step, const std::string& argument) {
+    if (step == Step::kGate && !c.gate)
+      throw type_error(argument + ": the step 'gate' needs a layer with the output gate (config gate: true)");
+    return step;
+  };
+  for (size_t i = 0; i < request.capture.size(); ++i) {
+    const std::string argument = "capture[" + std::to_string(i) + "]";
+    checked.capture[static_cast<int>(has(parse_step(request.capture[i], argument), argument))] = true;
+  }
   const StepPatch& patch = request.patch;
   if (!patch.present()) return checked;
   if (patch.steps.size() != 1) {
     std::string given;
     for (const auto& s : patch.steps) given += (given.empty() ? "" : ", ") + s;
-    throw type_error("patch: give exactly one step to patch (q, k, v, pattern or z) beside heads, got " + given);
+    throw type_error("patch: give exactly one step to patch (q, k, v, pattern, z or gate) beside heads, got " + given);
   }
-  const Step step = parse_step(patch.steps[0], "patch");
+  const Step step = has(parse_step(patch.steps[0], "patch"), "patch");
   if (!patchable(step))
     throw type_error("patch: the step '" + patch.steps[0] +
-                     "' cannot be patched (the steps a later step reads can: q, k, v, pattern, z)");
+                     "' cannot be patched (the steps a later step reads can: q, k, v, pattern, z, gate)");
   const std::string name = "patch." + patch.steps[0];
   const Shape want = step_shape(c, p, step);
   if (patch.tensor.shape != want)
@@ -304,26 +320,40 @@ ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const Te
       for (int64_t h = 0; h < H; ++h)
         if (steps.patched_heads[h]) std::copy_n(steps.patch_data + (row * H + h) * Dv, Dv, z.data() + row * AD + h * Dv);
   if (float* out = keep(Step::kZ)) std::copy(z.begin(), z.end(), out);
+
+  // 3. Gate (config gate): gated = z ⊙ sigmoid(the query's gate projection), as forward().
+  std::vector<float> gate(c.gate ? static_cast<size_t>(B * L * AD) : 0), gated(gate.size());
+  if (c.gate) {
+    apply_gate(run, query.data, z.data(), gate.data(), gated.data(), B * L);
+    if (patched(Step::kGate)) {
+      patch_rows(steps.patch_data, gate.data(), steps.patched_heads, B * L, 1, Dv);
+      for (size_t i = 0; i < gate.size(); ++i) gated[i] = z[i] * gate[i];
+    }
+    if (float* out = keep(Step::kGate)) std::copy(gate.begin(), gate.end(), out);
+  }
+  const std::vector<float>& combined = c.gate ? gated : z;  // what out_proj reads
+
   if (saved) {  // what backward reads: the values that flowed, and which of them were constants
     std::copy(q.begin(), q.end(), saved->q.data());
     std::copy(k.begin(), k.end(), saved->k.data());
     std::copy(v.begin(), v.end(), saved->v.data());
     std::copy(z.begin(), z.end(), saved->attended.data());
+    std::copy(gate.begin(), gate.end(), saved->gate.data());
     if (steps.patching) {
       std::vector<bool>* constant[kStepCount] = {&saved->constant_q, &saved->constant_k, &saved->constant_v, nullptr,
-                                                 nullptr, nullptr, &saved->constant_z, nullptr};
+                                                 nullptr, nullptr, &saved->constant_z, &saved->constant_gate, nullptr};
       *constant[static_cast<int>(steps.patched)] = steps.patched_heads;
     }
   }
 
-  // 3. Combine: the output projection of the concatenated z, and on request each head's share.
-  run.project(packed_.out, z.data(), r.output.data(), B * L);
+  // 4. Combine: the output projection of the concatenated (gated) z, and on request each head's share.
+  run.project(packed_.out, combined.data(), r.output.data(), B * L);
   if (float* out = keep(Step::kResult)) {
     const std::vector<float> dequantized = params_.out_weight.empty() ? packed_.out.weight() : std::vector<float>();
     const float* w = params_.out_weight.empty() ? dequantized.data() : params_.out_weight.data();  // [OD, AD]
     for (int64_t row = 0; row < B * L; ++row)
       for (int64_t h = 0; h < H; ++h) {
-        const float* zh = z.data() + row * AD + h * Dv;
+        const float* zh = combined.data() + row * AD + h * Dv;
         float* share = out + (row * H + h) * OD;
         for (int64_t o = 0; o < OD; ++o) {
           float acc = 0.0f;

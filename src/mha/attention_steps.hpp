@@ -9,7 +9,10 @@
 //   logits [B, H, L, S]   what softmax sees: softcap, ALiBi, masks (-inf where blocked)
 //   pattern [B, H, L, S]  the softmax (a fully blocked row is 0), before dropout
 //   z [B, L, H, Dv]       each head's weighted sum of v (the concatenation's layout)
-//   result [B, L, H, E']  each head's share of out_proj (no bias): sum over h + bias = output
+//   gate [B, L, H, Dv]    with the output gate (config gate): sigmoid of the query's gate
+//                         projection, which multiplies z before out_proj
+//   result [B, L, H, E']  each head's share of out_proj (no bias; of z ⊙ gate with a gate):
+//                         sum over h + bias = output
 //
 // Unbatched calls drop B from every shape.
 #pragma once
@@ -26,16 +29,20 @@
 
 namespace mha {
 
-enum class Step { kQ, kK, kV, kScores, kLogits, kPattern, kZ, kResult };
-constexpr int kStepCount = 8;
+enum class Step { kQ, kK, kV, kScores, kLogits, kPattern, kZ, kGate, kResult };
+constexpr int kStepCount = 9;
 
 // "q", "k", ..., "result": the names the API and docs use.
 const char* step_name(Step step);
 
+// The names of every step a layer of config `c` has, in the chain's order (gate only with a
+// gate): what `capture: true` records.
+std::vector<std::string> layer_step_names(const ResolvedConfig& c);
+
 // The step named `name`; anything else throws naming `argument` and the steps there are.
 Step parse_step(const std::string& name, const std::string& argument);
 
-// The steps a patch may replace: the ones a later step reads (q, k, v, pattern, z).
+// The steps a patch may replace: the ones a later step reads (q, k, v, pattern, z, gate).
 bool patchable(Step step);
 
 // One patch: `data` [step_shape] replaces the values of `heads` (all heads when empty) of `step`.

@@ -170,6 +170,7 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
   if (o.cache && o.cache->dtype() == CacheDtype::kF16)
     items.push_back({"float16 cache widened", saturating_bytes({threads, S, c.head_dim + c.value_head_dim}, 4), kWorkspaceBlock});
   if (!training) items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4), kWorkspaceBlock});
+  if (c.gate) items.push_back({"output gate", saturating_bytes({B, L, c.attended_dim()}, 4), kWorkspaceBlock});
   const int64_t scratch_rows = training ? std::max(L, kernels::decode_query_rows()) : L;
   items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, scratch_rows, S)}, 4), kWorkspaceBlock});
   items.push_back({"output", saturating_bytes(p.output_shape, 4)});
@@ -210,7 +211,10 @@ inline std::vector<MemoryItem> backward_memory(const ResolvedConfig& c, const Fo
   projection_floats(c.q_dim(), c.embed_dim, B * L);
   projection_floats(c.kv_dim(), c.kdim, B * S);
   projection_floats(c.value_kv_dim(), c.vdim, B * S);
+  if (c.gate) projection_floats(c.attended_dim(), c.embed_dim, B * L);
   std::vector<MemoryItem> items;
+  // The gated values, then the gate logits' gradient, and the gate's query gradient.
+  if (c.gate) items.push_back({"output gate gradients", saturating_bytes({B, L, c.attended_dim() + c.embed_dim}, 4)});
   items.push_back({"attention gradients", saturating_bytes({B, L * (c.attended_dim() + c.q_dim()) + S * (c.kv_dim() + c.value_kv_dim())}, 4)});
   if (chunks > 1) items.push_back({"partial query gradients", saturating_bytes({chunks, B, L, c.q_dim()}, 4)});
   items.push_back({"backward scratch", saturating_bytes({threads, kernels::attention_backward_scratch_floats(sizing)}, 4)});
@@ -235,6 +239,7 @@ inline std::vector<MemoryItem> training_memory(const ResolvedConfig& c, const Fo
   items.push_back({"saved inputs", saved_inputs});
   items.push_back({"saved projections and attended values",
                    saturating_bytes({B, L * (c.q_dim() + c.attended_dim() + c.num_heads) + S * (c.kv_dim() + c.value_kv_dim())}, 4)});
+  if (c.gate) items.push_back({"saved output gate", saturating_bytes({B, L, c.attended_dim()}, 4)});
   for (const MemoryItem& item : backward_memory(c, p, threads)) items.push_back(item);
   return items;
 }

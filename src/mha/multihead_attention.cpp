@@ -11,6 +11,7 @@
 #include "rotary.hpp"
 #include "saved_forward.hpp"
 #include "kernels/attention_kernel.hpp"
+#include "kernels/output_gate.hpp"
 #include "kernels/weight_formats.hpp"
 
 namespace mha {
@@ -39,7 +40,10 @@ void MultiheadAttention::load_state_dict(const StateDict& state) {
                            project("k_proj_weight", params.k_weight, params.k_bias, c.kv_dim(), c.kdim),
                            project("v_proj_weight", params.v_weight, params.v_bias, c.value_kv_dim(), c.vdim),
                            project("out_proj.weight", params.out_weight, params.out_bias, c.output_dim,
-                                   c.attended_dim())};
+                                   c.attended_dim()),
+                           c.gate ? project("gate_proj.weight", params.gate_weight, params.gate_bias, c.attended_dim(),
+                                            c.embed_dim)
+                                  : kernels::PackedLinear()};
   params_ = std::move(params);
   packed_ = std::move(packed);
   pending_.clear();
@@ -77,7 +81,7 @@ void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& que
   run_forward(p, query, key, value, options, output, weights, nullptr);
 }
 
-// The forward pass's stages: project, rotate, attend, combine (layer_stages.hpp). With `saved`
+// The forward pass's stages: project, rotate, attend, gate, combine (layer_stages.hpp). With `saved`
 // (a forward for training), q, k, v and the attended values are written into it rather than the
 // workspace, with each row's log-sum-exp, for backward().
 void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& query, const TensorRef& key_in,
@@ -114,7 +118,8 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
       attention_flops >= (query_projection_splits ? StageRunner::kMinParallelFlops / 8 : StageRunner::kMinParallelFlops);
 
   // Workspace: Q [B*L, H*Dh], K [B*S', Hkv*Dh], V [B*S', Hkv*Dv] (S' = the keys projected in
-  // this call), attended values [B*L, H*Dv] (all four in `saved` instead, for training), then
+  // this call), attended values [B*L, H*Dv] (all four in `saved` instead, for training), with
+  // the output gate one more [B*L, H*Dv] (its logits; for training the gated values), then
   // per thread one kernel scratch and, for an f16 cache, room to widen one head's keys and values.
   // The decode kernel (with its smaller scratch) takes a few rows, unless the call trains: only
   // the flash kernel keeps log-sum-exps and applies dropout.
@@ -134,7 +139,8 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
     }
   } release_in_wasm{workspace};
   const int64_t widen_floats = widen ? S * (Dh + Dv) : 0;
-  const int64_t activation_floats = saved ? 0 : B * L * (QD + AD) + B * projected_keys * (KV + VKV);
+  const int64_t gate_floats = c.gate ? B * L * AD : 0;
+  const int64_t activation_floats = (saved ? 0 : B * L * (QD + AD) + B * projected_keys * (KV + VKV)) + gate_floats;
   const size_t needed = static_cast<size_t>(activation_floats + threads * (scratch_floats + widen_floats));
   if (workspace.size < needed) {
     workspace.buffers.reset();  // grow without copying the old contents
@@ -148,6 +154,7 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   float* k = q + B * L * QD;
   float* v = k + B * projected_keys * KV;
   float* attended = v + B * projected_keys * VKV;
+  float* const gate_room = workspace.buffers.get() + activation_floats - gate_floats;
   float* const scratch = workspace.buffers.get() + activation_floats;
   float* const widened = scratch + threads * scratch_floats;
   if (saved) {
@@ -232,8 +239,24 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
     });
   }
 
-  // 3. Combine: the output projection.
+  // 3. Gate (config gate): the attended values times sigmoid of the query's gate projection, in
+  // place; for training the gate is kept in `saved` and the gated values go to the workspace.
+  if (c.gate) {
+    float* const gate = saved ? saved->gate.data() : gate_room;
+    float* const gated = saved ? gate_room : attended;
+    apply_gate(run, query.data, attended, gate, gated, B * L, &xq);
+    attended = gated;
+  }
+
+  // 4. Combine: the output projection.
   run.project(packed_.out, attended, output, B * L, &xq);
+}
+
+void MultiheadAttention::apply_gate(const StageRunner& run, const float* query, const float* attended, float* gate,
+                                    float* gated, int64_t rows, kernels::QuantizedInput* xq) const {
+  if (!config_.gate) return;
+  run.project(packed_.gate, query, gate, rows, xq);
+  kernels::output_gate({attended, gate, gated, rows * config_.attended_dim()});
 }
 
 // Rotary on q (and the call's projected keys, self-attention sharing the query's positions), or

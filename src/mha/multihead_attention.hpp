@@ -23,6 +23,9 @@ namespace mha {
 // row's log-sum-exp. O((L + S) x features), never L x S.
 struct SavedForward;
 
+// Runs a call's work on the layer's pool (layer_stages.hpp).
+class StageRunner;
+
 // Step-by-step forward passes (attention_steps.hpp).
 struct StepRequest;
 struct CapturedStep;
@@ -68,7 +71,7 @@ class MultiheadAttention {
   uint64_t weight_bytes() const;
   // Whether any projection is stored quantized (then backward() gives input gradients only).
   bool quantized() const;
-  // Projection `which` ('q', 'k', 'v' or 'o') as the kernels hold it: its quantized panels, or
+  // Projection `which` ('q', 'k', 'v', 'o' or 'g', the gate) as the kernels hold it: its quantized panels, or
   // null when it is float32 (the WebGPU backend reads the canonical bytes from these).
   const kernels::QuantizedPanels* quantized_projection(char which) const;
 
@@ -130,6 +133,10 @@ class MultiheadAttention {
   void rotate(const ForwardPlan& plan, const ForwardOptions& options, bool self_attention, int64_t projected_keys,
               float* q, float* k, bool inverse) const;
   float dropout_in(const ForwardOptions& options) const;  // p when dropout applies to this call, else 0
+  // The output gate (config gate; kernels/output_gate.hpp) on `rows` rows: gate <- sigmoid(query
+  // W_gate^T + b_gate), gated <- attended ⊙ gate (gated may be attended). No-op without a gate.
+  void apply_gate(const StageRunner& run, const float* query, const float* attended, float* gate, float* gated,
+                  int64_t rows, kernels::QuantizedInput* xq = nullptr) const;
 
   ResolvedConfig config_;
   AttentionParameters params_;
@@ -138,6 +145,7 @@ class MultiheadAttention {
   // The projections' weights repacked for the GEMM micro-kernel, once per load_state_dict.
   struct PackedProjections {
     kernels::PackedLinear q, k, v, out;
+    kernels::PackedLinear gate;  // the output gate's projection (config gate), else empty
   } packed_;
   // Projections load_quantized received before the first load_state_dict, by state-dict key.
   std::map<std::string, kernels::QuantizedMatrix> pending_;

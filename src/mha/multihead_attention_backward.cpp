@@ -2,6 +2,7 @@
 // to the gradients of the inputs and of every parameter.
 //
 //   combine'  d_attended = dOut W_out,  dW_out = dOut^T attended,  db_out = sum of dOut rows
+//   gate'     (config gate) through attended ⊙ sigmoid(x W_gate^T + b_gate): kernels/output_gate.hpp
 //   attend'   per head, FlashAttention-2's backward (attention_kernel.hpp): dQ, dK, dV, d_sink,
 //             the probabilities recomputed from the saved q, k and log-sum-exps
 //   rotate'   the inverse rotation of dQ and dK (rotary's transpose)
@@ -23,6 +24,7 @@
 #include "memory_budget.hpp"
 #include "multihead_attention.hpp"
 #include "saved_forward.hpp"
+#include "kernels/output_gate.hpp"
 
 namespace mha {
 namespace {
@@ -114,6 +116,7 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
   s.v = FloatBuffer(static_cast<size_t>(B * S * c.value_kv_dim()));
   s.attended = FloatBuffer(static_cast<size_t>(B * L * c.attended_dim()));
   s.lse = FloatBuffer(static_cast<size_t>(B * c.num_heads * L));
+  if (c.gate) s.gate = FloatBuffer(static_cast<size_t>(B * L * c.attended_dim()));
 
   TrainingForward t;
   ForwardResult& r = t.result;
@@ -169,10 +172,6 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
     dp.out_bias.resize(static_cast<size_t>(OD));
   }
 
-  // combine': through the output projection.
-  FloatBuffer d_attended(static_cast<size_t>(B * L * AD));
-  linear_backward(run, ProjectionWeight(params_.out_weight, packed_.out).w, OD, AD, s.attended.data(), d_output, B * L, d_attended.data(),
-                  data_or_null(dp.out_weight), data_or_null(dp.out_bias));
   // A patched forward: the gradient stops at the heads whose values were constants.
   const auto stop_at = [](const std::vector<bool>& constant, float* rows_layout, int64_t rows, int64_t D) {
     const int64_t heads = static_cast<int64_t>(constant.size());
@@ -180,6 +179,24 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
       if (constant[h])
         for (int64_t r = 0; r < rows; ++r) std::fill_n(rows_layout + r * heads * D + h * D, D, 0.0f);
   };
+  // combine': through the output projection (whose input was the gated values, with a gate).
+  FloatBuffer d_attended(static_cast<size_t>(B * L * AD));
+  FloatBuffer gated(static_cast<size_t>(c.gate ? B * L * AD : 0));
+  for (size_t i = 0; i < gated.size(); ++i) gated[i] = s.attended[i] * s.gate[i];
+  linear_backward(run, ProjectionWeight(params_.out_weight, packed_.out).w, OD, AD,
+                  c.gate ? gated.data() : s.attended.data(), d_output, B * L, d_attended.data(),
+                  data_or_null(dp.out_weight), data_or_null(dp.out_bias));
+  // gate': d_attended becomes the attended values' gradient, and the gate's logits get theirs
+  // (kernels/output_gate.hpp); `gated`'s room takes the logits' gradient.
+  if (c.gate) {
+    if (parameter_gradients) {
+      dp.gate_weight.resize(static_cast<size_t>(AD * E));
+      if (c.bias) dp.gate_bias.resize(static_cast<size_t>(AD));
+    }
+    kernels::output_gate_backward({d_attended.data(), s.attended.data(), s.gate.data(), d_attended.data(), gated.data(),
+                                   B * L * AD});
+  }
+  stop_at(s.constant_gate, gated.data(), B * L, Dv);
   stop_at(s.constant_z, d_attended.data(), B * L, Dv);
 
   // attend': tasks (batch row, kv head, key chunk). A task adds the G heads of its kv head into
@@ -262,6 +279,12 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
                   data_or_null(dp.k_bias));
   linear_backward(run, ProjectionWeight(params_.v_weight, packed_.v).w, VKV, c.vdim, value_input, dv.data(), key_rows, dx_value.data(),
                   data_or_null(dp.v_weight), data_or_null(dp.v_bias));
+  if (c.gate) {  // the query's fourth use: the gate's projection
+    FloatBuffer dx_gate(static_cast<size_t>(input_rows * E));
+    linear_backward(run, ProjectionWeight(params_.gate_weight, packed_.gate).w, AD, E, s.query.data(), gated.data(),
+                    input_rows, dx_gate.data(), data_or_null(dp.gate_weight), data_or_null(dp.gate_bias));
+    for (size_t i = 0; i < g.query.size(); ++i) g.query[i] += dx_gate[i];
+  }
   if (s.self_attention) {  // the one input's three uses
     for (size_t i = 0; i < g.query.size(); ++i) g.query[i] += dx_key[i] + dx_value[i];
   } else {

@@ -51,7 +51,7 @@ void MultiheadAttention::load_quantized(const std::string& name, WeightDtype dty
   int64_t out = 0, in = 0;
   std::string keys;
   for (const auto& [key, shape] : state_dict_layout(c)) {
-    if (key == "in_proj_bias" || key == "out_proj.bias" || key == "sinks") continue;
+    if (shape.size() != 2) continue;  // biases, sinks: float32 only
     keys += (keys.empty() ? "'" : ", '") + key + "'";
     if (key == name) out = shape[0], in = shape[1];
   }
@@ -98,24 +98,28 @@ void MultiheadAttention::load_quantized(const std::string& name, WeightDtype dty
     for (auto& [key, part] : parts) pending_[key] = std::move(part);
     // Nothing else to load (no biases, no sinks): the layer is complete once all four are given.
     const bool all = pending_.count("q_proj_weight") && pending_.count("k_proj_weight") &&
-                     pending_.count("v_proj_weight") && pending_.count("out_proj.weight");
+                     pending_.count("v_proj_weight") && pending_.count("out_proj.weight") &&
+                     (!c.gate || pending_.count("gate_proj.weight"));
     if (all && !c.bias && !c.sinks) load_state_dict({});
     return;
   }
   const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
   for (auto& [key, part] : parts) {
-    kernels::PackedLinear* target = key == "q_proj_weight"   ? &packed_.q
-                                    : key == "k_proj_weight" ? &packed_.k
-                                    : key == "v_proj_weight" ? &packed_.v
-                                                             : &packed_.out;
-    std::vector<float>& held = key == "q_proj_weight"   ? params_.q_weight
-                               : key == "k_proj_weight" ? params_.k_weight
-                               : key == "v_proj_weight" ? params_.v_weight
-                                                        : params_.out_weight;
-    const std::vector<float>& b = key == "q_proj_weight"   ? params_.q_bias
-                                  : key == "k_proj_weight" ? params_.k_bias
-                                  : key == "v_proj_weight" ? params_.v_bias
-                                                           : params_.out_bias;
+    kernels::PackedLinear* target = key == "q_proj_weight"      ? &packed_.q
+                                    : key == "k_proj_weight"    ? &packed_.k
+                                    : key == "v_proj_weight"    ? &packed_.v
+                                    : key == "gate_proj.weight" ? &packed_.gate
+                                                                : &packed_.out;
+    std::vector<float>& held = key == "q_proj_weight"      ? params_.q_weight
+                               : key == "k_proj_weight"    ? params_.k_weight
+                               : key == "v_proj_weight"    ? params_.v_weight
+                               : key == "gate_proj.weight" ? params_.gate_weight
+                                                           : params_.out_weight;
+    const std::vector<float>& b = key == "q_proj_weight"      ? params_.q_bias
+                                  : key == "k_proj_weight"    ? params_.k_bias
+                                  : key == "v_proj_weight"    ? params_.v_bias
+                                  : key == "gate_proj.weight" ? params_.gate_bias
+                                                              : params_.out_bias;
     *target = kernels::PackedLinear(part, bias(b));
     std::vector<float>().swap(held);
   }
@@ -123,7 +127,7 @@ void MultiheadAttention::load_quantized(const std::string& name, WeightDtype dty
 }
 
 bool MultiheadAttention::quantized() const {
-  for (const auto* p : {&packed_.q, &packed_.k, &packed_.v, &packed_.out})
+  for (const auto* p : {&packed_.q, &packed_.k, &packed_.v, &packed_.out, &packed_.gate})
     if (p->dtype() != WeightDtype::kF32) return true;
   return false;
 }
@@ -133,6 +137,7 @@ const kernels::QuantizedPanels* MultiheadAttention::quantized_projection(char wh
     case 'q': return packed_.q.quantized();
     case 'k': return packed_.k.quantized();
     case 'v': return packed_.v.quantized();
+    case 'g': return packed_.gate.quantized();
     default: return packed_.out.quantized();
   }
 }
@@ -141,8 +146,8 @@ uint64_t MultiheadAttention::weight_bytes() const {
   if (!loaded_) return 0;
   const auto floats = [](const std::vector<float>& v) { return static_cast<uint64_t>(v.size()) * sizeof(float); };
   uint64_t bytes = floats(params_.q_weight) + floats(params_.k_weight) + floats(params_.v_weight) +
-                   floats(params_.out_weight) + floats(params_.sinks);
-  for (const auto* p : {&packed_.q, &packed_.k, &packed_.v, &packed_.out}) bytes += p->weight_bytes();
+                   floats(params_.out_weight) + floats(params_.sinks) + floats(params_.gate_weight);
+  for (const auto* p : {&packed_.q, &packed_.k, &packed_.v, &packed_.out, &packed_.gate}) bytes += p->weight_bytes();
   return bytes;
 }
 
@@ -152,6 +157,7 @@ AttentionParameters MultiheadAttention::float_parameters() const {
   if (p.k_weight.empty()) p.k_weight = packed_.k.weight();
   if (p.v_weight.empty()) p.v_weight = packed_.v.weight();
   if (p.out_weight.empty()) p.out_weight = packed_.out.weight();
+  if (config_.gate && p.gate_weight.empty()) p.gate_weight = packed_.gate.weight();
   return p;
 }
 

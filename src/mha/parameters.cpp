@@ -37,6 +37,10 @@ std::vector<std::pair<std::string, Shape>> state_dict_layout(const ResolvedConfi
   layout.push_back({"out_proj.weight", {c.output_dim, c.attended_dim()}});
   if (c.bias) layout.push_back({"out_proj.bias", {c.output_dim}});
   if (c.sinks) layout.push_back({"sinks", {c.num_heads}});
+  if (c.gate) {
+    layout.push_back({"gate_proj.weight", {c.attended_dim(), E}});
+    if (c.bias) layout.push_back({"gate_proj.bias", {c.attended_dim()}});
+  }
   return layout;
 }
 
@@ -55,7 +59,10 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
     const std::string& key = entry.first;
     bool known = std::any_of(layout.begin(), layout.end(), [&](const auto& kv) { return kv.first == key; });
     if (!known) {
-      std::string why = (key == "in_proj_bias" || key == "out_proj.bias") && !c.bias ? " (the layer has bias: false)" : "";
+      std::string why = (key == "in_proj_bias" || key == "out_proj.bias" || key == "gate_proj.bias") && !c.bias
+                            ? " (the layer has bias: false)"
+                        : key.rfind("gate_proj.", 0) == 0 && !c.gate ? " (the layer has no gate: give gate: true)"
+                                                                    : "";
       throw type_error("stateDict: unexpected key '" + key + "'" + why + "; expected exactly " + quoted_keys(layout));
     }
   }
@@ -99,6 +106,10 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
     p.out_bias = std::move(tensors["out_proj.bias"]);
   }
   if (c.sinks) p.sinks = std::move(tensors["sinks"]);
+  if (c.gate) {
+    p.gate_weight = std::move(tensors["gate_proj.weight"]);
+    if (c.bias) p.gate_bias = std::move(tensors["gate_proj.bias"]);
+  }
   return p;
 }
 
@@ -119,6 +130,8 @@ std::vector<std::pair<std::string, std::vector<float>>> state_dict_from_paramete
     else if (key == "out_proj.weight") entries.push_back({key, p.out_weight});
     else if (key == "out_proj.bias") entries.push_back({key, p.out_bias});
     else if (key == "sinks") entries.push_back({key, p.sinks});
+    else if (key == "gate_proj.weight") entries.push_back({key, p.gate_weight});
+    else if (key == "gate_proj.bias") entries.push_back({key, p.gate_bias});
   }
   return entries;
 }

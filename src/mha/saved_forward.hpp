@@ -48,13 +48,14 @@ struct SavedForward {
   uint64_t seed = 0;
 
   // What the forward computed: q [B*L, H*Dh] and k [B*S, Hkv*Dh] after rotary, v [B*S, Hkv*Dv],
-  // attended [B*L, H*Dv] (the attention's output, before out_proj), lse [B, H, L].
+  // attended [B*L, H*Dv] (the attention's output, before the gate and out_proj), lse [B, H, L],
+  // and with the output gate its sigmoid values gate [B*L, H*Dv] (empty without).
   // Written whole by the forward pass, so left uninitialized until then.
-  FloatBuffer q, k, v, attended, lse;
+  FloatBuffer q, k, v, attended, lse, gate;
 
   // A patched forward pass (attention_steps.hpp): per head, whether its q, k, v or z were replaced
   // by constants (the patch); the gradient stops there. Empty when nothing was patched.
-  std::vector<bool> constant_q, constant_k, constant_v, constant_z;
+  std::vector<bool> constant_q, constant_k, constant_v, constant_z, constant_gate;
 
   // The options forward ran with, pointing into this object's copies.
   ForwardOptions options() const {

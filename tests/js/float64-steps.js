@@ -1,7 +1,7 @@
 // A float64 reference of the attention's steps (docs/steps.md), written from the formulas, for
 // tests/js/steps.test.js: q, k, v (projection, bias, rotary), scores, logits (softcap, ALiBi,
-// masks, causal and sliding-window blocks), pattern (softmax with an optional sink), z, result
-// and output, with an optional patch applied where its step is made, so everything after it
+// masks, causal and sliding-window blocks), pattern (softmax with an optional sink), z, gate
+// (config.gate: sigmoid of the query's gate projection, multiplying z), result and output, with an optional patch applied where its step is made, so everything after it
 // reads the patched values. Its output and per-head pattern are checked against PyTorch's
 // output and weights in the fixtures (tests/fixtures), which pins it to a trusted implementation.
 
@@ -12,7 +12,8 @@ const at = (shape, ...index) => index.reduce((offset, i, d) => offset * shape[d]
  * config: the layer's resolved config (layer.config); sd: its state dict; inputs: { query, key?,
  * value?, causal, keyPaddingMask?, attnMask?, positions? } as forward takes them (unbatched
  * allowed); patch: { step, data (the step's shape), heads (indices; null = all) }.
- * Returns { q, k, v, scores, logits, pattern, z, result, output } as { data: Float64Array, shape }.
+ * Returns { q, k, v, scores, logits, pattern, z, gate (with config.gate), result, output } as
+ * { data: Float64Array, shape }.
  */
 export function attentionSteps(config, sd, inputs, patch = null) {
   const { embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: Dh, valueHeadDim: Dv, outputDim: OD, scale } = config;
@@ -131,6 +132,22 @@ export function attentionSteps(config, sd, inputs, patch = null) {
     }
   }
   patchStep('z', z, 2);
+  // gate [B, L, H, Dv]: sigmoid(query W_gate^T + b_gate); out_proj then reads z * gate.
+  let gate = null;
+  const combined = z.data.slice();
+  if (config.gate) {
+    gate = { data: new Float64Array(B * L * H * Dv), shape: [B, L, H, Dv] };
+    const Wg = sd['gate_proj.weight'], bg = sd['gate_proj.bias'];
+    for (let row = 0; row < B * L; row++) {
+      for (let c = 0; c < H * Dv; c++) {
+        let acc = bg ? bg[c] : 0;
+        for (let e = 0; e < E; e++) acc += inputs.query.data[row * E + e] * Wg[c * E + e];
+        gate.data[row * H * Dv + c] = 1 / (1 + Math.exp(-acc));
+      }
+    }
+    patchStep('gate', gate, 2);
+    for (let i = 0; i < combined.length; i++) combined[i] *= gate.data[i];
+  }
   const Wo = sd['out_proj.weight'], bo = sd['out_proj.bias'];
   const result = { data: new Float64Array(B * L * H * OD), shape: [B, L, H, OD] };
   const output = { data: new Float64Array(B * L * OD), shape: [B, L, OD] };
@@ -140,7 +157,7 @@ export function attentionSteps(config, sd, inputs, patch = null) {
         let total = bo ? bo[o] : 0;
         for (let h = 0; h < H; h++) {
           let acc = 0;
-          for (let d = 0; d < Dv; d++) acc += Wo[o * AD + h * Dv + d] * z.data[at(z.shape, b, i, h, d)];
+          for (let d = 0; d < Dv; d++) acc += Wo[o * AD + h * Dv + d] * combined[at(z.shape, b, i, h, d)];
           result.data[at(result.shape, b, i, h, o)] = acc;
           total += acc;
         }
@@ -148,7 +165,7 @@ export function attentionSteps(config, sd, inputs, patch = null) {
       }
     }
   }
-  const steps = { q, k, v, scores, logits, pattern, z, result, output };
+  const steps = { q, k, v, scores, logits, pattern, z, ...(gate ? { gate } : {}), result, output };
   if (!batched) for (const t of Object.values(steps)) t.shape = t.shape.slice(1);
   return steps;
 }

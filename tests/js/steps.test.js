@@ -295,12 +295,12 @@ for (const build of builds) {
       const x = { data: seededFloats(2 * 3 * 8, 51), shape: [2, 3, 8] };
       const zeros = (shape) => ({ data: new Float32Array(shape.reduce((a, b) => a * b, 1)), shape });
       const rows = [
-        [{ capture: ['pattern', 'attention'] }, TypeError, "forward: capture[1]: unknown step 'attention'; the steps are q, k, v, scores, logits, pattern, z, result"],
-        [{ capture: 'pattern' }, TypeError, 'forward: capture must be true or an array of step names (q, k, v, scores, logits, pattern, z, result), got string pattern'],
-        [{ patch: { hook_z: zeros([2, 3, 2, 4]) } }, TypeError, "forward: patch: unknown step 'hook_z'; the steps are q, k, v, scores, logits, pattern, z, result"],
-        [{ patch: { scores: zeros([2, 2, 3, 3]) } }, TypeError, "forward: patch: the step 'scores' cannot be patched (the steps a later step reads can: q, k, v, pattern, z)"],
-        [{ patch: { z: zeros([2, 3, 2, 4]), q: zeros([2, 2, 3, 4]) } }, TypeError, 'forward: patch: give exactly one step to patch (q, k, v, pattern or z) beside heads, got z, q'],
-        [{ patch: { heads: [0] } }, TypeError, 'forward: patch: give one step to patch (q, k, v, pattern or z) as { <step>: { data, shape }, heads? }'],
+        [{ capture: ['pattern', 'attention'] }, TypeError, "forward: capture[1]: unknown step 'attention'; the steps are q, k, v, scores, logits, pattern, z, gate, result"],
+        [{ capture: 'pattern' }, TypeError, 'forward: capture must be true or an array of step names (q, k, v, scores, logits, pattern, z, gate, result), got string pattern'],
+        [{ patch: { hook_z: zeros([2, 3, 2, 4]) } }, TypeError, "forward: patch: unknown step 'hook_z'; the steps are q, k, v, scores, logits, pattern, z, gate, result"],
+        [{ patch: { scores: zeros([2, 2, 3, 3]) } }, TypeError, "forward: patch: the step 'scores' cannot be patched (the steps a later step reads can: q, k, v, pattern, z, gate)"],
+        [{ patch: { z: zeros([2, 3, 2, 4]), q: zeros([2, 2, 3, 4]) } }, TypeError, 'forward: patch: give exactly one step to patch (q, k, v, pattern, z or gate) beside heads, got z, q'],
+        [{ patch: { heads: [0] } }, TypeError, 'forward: patch: give one step to patch (q, k, v, pattern, z or gate) as { <step>: { data, shape }, heads? }'],
         [{ patch: { z: zeros([2, 3, 8]) } }, RangeError, 'forward: patch.z: expected the step\'s shape [B, L, H, Dv] = [2, 3, 2, 4], got [2, 3, 8]'],
         [{ patch: { k: zeros([2, 2, 3, 4]) } }, RangeError, 'forward: patch.k: expected the step\'s shape [B, Hkv, S, Dh] = [2, 1, 3, 4], got [2, 2, 3, 4]'],
         [{ patch: { z: zeros([2, 3, 2, 4]), heads: [0, 2] } }, RangeError, 'forward: patch.heads[1]: head 2 is out of range: z has 2 heads (0 to 1)'],

@@ -12,9 +12,11 @@
 //             P = softmax(Z) with the sink's logit in the denominator
 //             P~ = P * keep / (1 - p)                            (dropout)
 //             A_h = P~ V_g
+//   with the output gate: Gt = sigmoid(xq Wg^T + bg), A = A * Gt  (elementwise)
 //   out = A Wo^T + bo
 // Backward, given dOut:
 //   dWo = dOut^T A, dbo = sum of dOut's rows, dA = dOut Wo
+//   with the gate: dLogits = dA * A_pre * Gt (1 - Gt) -> Wg, bg and xq (linear's backward); dA = dA * Gt
 //   per head: dV_g += P~^T dA_h,  dP = (dA_h V_g^T) * keep / (1 - p)
 //             dZ_ij = P_ij (dP_ij - D_i),  D_i = sum_j P_ij dP_ij   (softmax's Jacobian)
 //             d_sink += -sum_i P_sink,i D_i                          (the sink's column has dP = 0)
@@ -48,6 +50,7 @@ struct Parameters {
   std::vector<double> q_weight, k_weight, v_weight, out_weight;
   std::vector<double> q_bias, k_bias, v_bias, out_bias;
   std::vector<double> sinks;
+  std::vector<double> gate_weight, gate_bias;  // the output gate's projection; empty without
 };
 
 inline std::vector<double> to_doubles(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
@@ -58,7 +61,7 @@ inline std::vector<double> to_doubles(const float* data, int64_t n) {
 inline Parameters to_doubles(const mha::AttentionParameters& p) {
   return {to_doubles(p.q_weight), to_doubles(p.k_weight), to_doubles(p.v_weight), to_doubles(p.out_weight),
           to_doubles(p.q_bias),   to_doubles(p.k_bias),   to_doubles(p.v_bias),   to_doubles(p.out_bias),
-          to_doubles(p.sinks)};
+          to_doubles(p.sinks),    to_doubles(p.gate_weight), to_doubles(p.gate_bias)};
 }
 
 // A forward call's inputs in float64: query [B, L, E]; key [B, S, kdim] and value [B, S, vdim],
@@ -117,7 +120,8 @@ struct RowPass {
   std::vector<Matrix> probs;      // per head: P, before dropout
   std::vector<Matrix> dropped;    // per head: P~ = P * dropout factor (P itself without dropout)
   std::vector<Vector> sink_probs; // per head: each row's sink share (0 without sinks)
-  Matrix attended;                // [L, H*Dv]
+  Matrix attended;                // [L, H*Dv], before the gate
+  Matrix gate;                    // [L, H*Dv] sigmoid of the gate's logits (with the gate)
   Matrix out;                     // [L, outputDim]
 };
 
@@ -187,7 +191,13 @@ inline RowPass forward_row(const mha::ResolvedConfig& c, const Parameters& p, in
     f.dropped.push_back(dropped);
     f.sink_probs.push_back(sink_prob);
   }
-  f.out = linear(f.attended, p.out_weight, p.out_bias, c.output_dim);
+  if (c.gate) {
+    const Matrix logits = linear(f.xq, p.gate_weight, p.gate_bias, H * Dv);
+    f.gate = (1.0 + (-logits.array()).exp()).inverse().matrix();
+    f.out = linear((f.attended.array() * f.gate.array()).matrix(), p.out_weight, p.out_bias, c.output_dim);
+  } else {
+    f.out = linear(f.attended, p.out_weight, p.out_bias, c.output_dim);
+  }
   return f;
 }
 
@@ -265,11 +275,22 @@ inline Gradients backward(const mha::ResolvedConfig& c, const Parameters& p, int
   }
   g.params = {zeros_like(p.q_weight), zeros_like(p.k_weight), zeros_like(p.v_weight), zeros_like(p.out_weight),
               zeros_like(p.q_bias),   zeros_like(p.k_bias),   zeros_like(p.v_bias),   zeros_like(p.out_bias),
-              zeros_like(p.sinks)};
+              zeros_like(p.sinks),    zeros_like(p.gate_weight), zeros_like(p.gate_bias)};
   for (int64_t b = 0; b < B; ++b) {
     const RowPass f = forward_row(c, p, b, L, S, in, o, attn_mask_per_head, dropout);
     const Matrix d_out = matrix(d_output + b * L * c.output_dim, L, c.output_dim);
-    const Matrix d_attended = linear_backward(f.attended, d_out, p.out_weight, g.params.out_weight, g.params.out_bias);
+    Matrix d_attended;
+    Matrix dx_gate = Matrix::Zero(L, E);
+    if (c.gate) {
+      const Matrix gated = (f.attended.array() * f.gate.array()).matrix();
+      const Matrix d_gated = linear_backward(gated, d_out, p.out_weight, g.params.out_weight, g.params.out_bias);
+      const Matrix d_logits =
+          (d_gated.array() * f.attended.array() * f.gate.array() * (1.0 - f.gate.array())).matrix();
+      dx_gate = linear_backward(f.xq, d_logits, p.gate_weight, g.params.gate_weight, g.params.gate_bias);
+      d_attended = (d_gated.array() * f.gate.array()).matrix();
+    } else {
+      d_attended = linear_backward(f.attended, d_out, p.out_weight, g.params.out_weight, g.params.out_bias);
+    }
 
     Matrix dQ = Matrix::Zero(L, H * Dh), dK = Matrix::Zero(S, Hkv * Dh), dV = Matrix::Zero(S, Hkv * Dv);
     for (int64_t h = 0; h < H; ++h) {
@@ -300,7 +321,7 @@ inline Gradients backward(const mha::ResolvedConfig& c, const Parameters& p, int
       rotate(dQ, H, Dh, c.rotary, f.qpos, -1.0);
       rotate(dK, Hkv, Dh, c.rotary, f.kpos, -1.0);
     }
-    const Matrix dxq = linear_backward(f.xq, dQ, p.q_weight, g.params.q_weight, g.params.q_bias);
+    const Matrix dxq = linear_backward(f.xq, dQ, p.q_weight, g.params.q_weight, g.params.q_bias) + dx_gate;
     const Matrix dxk = linear_backward(f.xk, dK, p.k_weight, g.params.k_weight, g.params.k_bias);
     const Matrix dxv = linear_backward(f.xv, dV, p.v_weight, g.params.v_weight, g.params.v_bias);
     if (in.self()) {

@@ -11,6 +11,7 @@
 #include "random_vector.hpp"
 #include "mha/kernels/attention_kernel.hpp"
 #include "mha/kernels/linear.hpp"
+#include "mha/kernels/output_gate.hpp"
 #include "mha/kernels/packed_linear.hpp"
 
 namespace {
@@ -290,3 +291,43 @@ TEST(FlashAttention, NaNScoresReachTheOutputLikeTheReference) {
 }
 
 }  // namespace
+
+// The output gate's SIMD sigmoid (fast_exp of -|x|) against its scalar twin (std::exp): every
+// lane count and tail, logits from far negative to far positive, and a NaN staying NaN.
+TEST(OutputGate, MatchesReferenceAndItsBackwardIsTheProductRule) {
+  std::mt19937 rng(7);
+  const auto uniform = [&](int64_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = d(rng);
+    return v;
+  };
+  for (int64_t n : {1, 3, 4, 5, 16, 17, 63}) {
+    std::vector<float> logits = uniform(n, -40.0f, 40.0f), z = uniform(n, -2.0f, 2.0f);
+    if (n > 3) logits[1] = 0.0f, logits[2] = -1e30f, logits[3] = 1e30f;
+    std::vector<float> gate = logits, gate_ref = logits, out(n), out_ref(n);
+    mha::kernels::output_gate({z.data(), gate.data(), out.data(), n});
+    mha::kernels::output_gate_reference({z.data(), gate_ref.data(), out_ref.data(), n});
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(gate[i], gate_ref[i], 3e-7f) << "n " << n << " logit " << logits[i];
+      EXPECT_NEAR(out[i], out_ref[i], 3e-7f * (1 + std::fabs(out_ref[i])));
+      EXPECT_GE(gate[i], 0.0f);
+      EXPECT_LE(gate[i], 1.0f);
+    }
+    // Backward: d_z = d ⊙ s and d_logits = d ⊙ z ⊙ s (1 - s), also written in place over d.
+    std::vector<float> d = uniform(n, -1.0f, 1.0f), d_logits(n), d_z = d;
+    mha::kernels::output_gate_backward({d_z.data(), z.data(), gate_ref.data(), d_z.data(), d_logits.data(), n});
+    for (int64_t i = 0; i < n; ++i) {
+      const float s = gate_ref[i];
+      EXPECT_FLOAT_EQ(d_z[i], d[i] * s);
+      EXPECT_FLOAT_EQ(d_logits[i], d[i] * z[i] * s * (1.0f - s));
+    }
+  }
+  // A NaN logit gives NaN, in a SIMD lane and in the tail.
+  std::vector<float> logits(33, 0.0f), z(33, 1.0f), out(33);
+  logits[0] = logits[32] = std::numeric_limits<float>::quiet_NaN();
+  mha::kernels::output_gate({z.data(), logits.data(), out.data(), 33});
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_TRUE(std::isnan(out[32]));
+  EXPECT_EQ(out[1], 0.5f);
+}

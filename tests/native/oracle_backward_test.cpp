@@ -120,7 +120,9 @@ std::string run_trial(uint32_t seed, Tally& tally, std::string& description) {
                            {"d k_bias", ours.params.k_bias, g.params.k_bias},
                            {"d v_bias", ours.params.v_bias, g.params.v_bias},
                            {"d out_bias", ours.params.out_bias, g.params.out_bias},
-                           {"d sinks", ours.params.sinks, g.params.sinks}};
+                           {"d sinks", ours.params.sinks, g.params.sinks},
+                           {"d gate_weight", ours.params.gate_weight, g.params.gate_weight},
+                           {"d gate_bias", ours.params.gate_bias, g.params.gate_bias}};
   for (const Entry& entry : entries) {
     e = compare_gradient(entry.name, entry.ours, entry.want, tolerance, tally);
     if (!e.empty()) return e;

@@ -42,7 +42,7 @@ struct Coverage {
         {"partial rotary", c.rotary.dim > 0 && c.rotary.dim < c.head_dim}, {"positions", t.options.positions != nullptr},
         {"sliding window", c.sliding_window > 0}, {"ALiBi", !c.alibi_slopes.empty()}, {"softcap", c.softcap > 0},
         {"sinks", c.sinks}, {"dropout", dropout}, {"unbatched", !t.batched},
-        {"per-head attn_mask", t.am_per_head}};
+        {"per-head attn_mask", t.am_per_head}, {"output gate", c.gate}};
     for (const auto& [name, used] : options) count[name] += used;
     if (t.options.key_padding_mask.present()) ++count[std::string("key_padding_mask ") + mask_kind(t.options.key_padding_mask)];
     if (t.options.attn_mask.present()) ++count[std::string("attn_mask ") + mask_kind(t.options.attn_mask)];
@@ -113,7 +113,9 @@ std::string run_trial(uint32_t seed, Coverage& coverage, int& checked, double& w
                            {"k_bias", &p.k_bias, &g.params.k_bias},
                            {"v_bias", &p.v_bias, &g.params.v_bias},
                            {"out_bias", &p.out_bias, &g.params.out_bias},
-                           {"sinks", &p.sinks, &g.params.sinks}};
+                           {"sinks", &p.sinks, &g.params.sinks},
+                           {"gate_weight", &p.gate_weight, &g.params.gate_weight},
+                           {"gate_bias", &p.gate_bias, &g.params.gate_bias}};
   for (const Entry& e : entries) {
     const std::string error = check(e.name, *e.x, *e.g_x);
     if (!error.empty()) return error;

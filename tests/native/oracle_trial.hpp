@@ -1,7 +1,7 @@
 // One random configuration of the layer for the oracle tests (oracle_test.cpp: forward,
 // oracle_backward_test.cpp: gradients): odd sizes from 1 up, L = 1 and S = 1, every mask kind,
-// and random combinations of GQA, free head sizes, rotary, window, ALiBi, softcap, sinks and
-// dropout. A seed gives the same configuration on every machine (std::mt19937 and integer draws).
+// and random combinations of GQA, free head sizes, rotary, window, ALiBi, softcap, sinks,
+// dropout and the output gate. A seed gives the same configuration on every machine (std::mt19937 and integer draws).
 #pragma once
 
 #include <cmath>
@@ -135,6 +135,7 @@ inline Trial draw(Random& r, const Limits& max = {}) {
   o.training = r.chance(0.7);
   o.seed = (static_cast<uint64_t>(r.rng()) << 32) | r.rng();
   o.weights_before_dropout = r.chance(0.3);  // Keras' weights
+  c.gate = r.chance(0.25);                   // the output gate (drawn last: the earlier draws stay)
   return t;
 }
 
@@ -187,6 +188,7 @@ inline std::string describe(const Trial& t, const mha::ResolvedConfig& c) {
   if (!c.alibi_slopes.empty()) s += ", ALiBi";
   if (c.softcap > 0) s += ", softcap " + mha::number_text(c.softcap);
   if (c.sinks) s += ", sinks";
+  if (c.gate) s += ", gate";
   if (c.dropout > 0) s += std::string(", dropout ") + mha::number_text(c.dropout) + (t.options.training ? "" : " (not training)");
   if (t.options.need_weights)
     s += std::string(t.options.average_weights ? ", weights averaged" : ", weights per head") +

@@ -4,6 +4,7 @@
 //   out_proj.weight [out, in]        nn.Linear's kaiming_uniform_(a = sqrt(5)): b = 1 / sqrt(in)
 //   in_proj_bias, out_proj.bias      zeros
 //   sinks (this layer's extension)   zeros (a sink logit of 0, as gpt-oss starts training)
+//   gate_proj.weight (the gate)      xavier_uniform_, as a separate q/k/v weight (gate_proj.bias: zeros)
 // from a seeded generator, so a seed gives the same weights in every build and run (not the
 // same numbers as torch.manual_seed: PyTorch's generator is its own).
 
@@ -30,7 +31,7 @@ export function initialStateDict(shapes, seed) {
   const stateDict = {};
   for (const [key, shape] of Object.entries(shapes)) {
     const count = shape.reduce((n, d) => n * d, 1);
-    if (key === 'in_proj_weight' || key.endsWith('_proj_weight')) {
+    if (key === 'in_proj_weight' || key.endsWith('_proj_weight') || key === 'gate_proj.weight') {
       const [fanOut, fanIn] = shape;
       stateDict[key] = uniform(count, Math.sqrt(6 / (fanIn + fanOut)));
     } else if (key === 'out_proj.weight') {

@@ -15,13 +15,13 @@ import {
 const CONFIG_KEYS = [
   'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
-  'dropout', 'seed', 'weightDtype',
+  'gate', 'dropout', 'seed', 'weightDtype',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 
 /**
- * Type checks of the variant options (free head sizes, rotary, window, ALiBi, softcap, sinks);
+ * Type checks of the variant options (free head sizes, rotary, window, ALiBi, softcap, sinks, gate);
  * their values are checked by the core (src/mha/attention_config.hpp, resolve()). Returns the
  * config the core takes.
  */
@@ -56,6 +56,7 @@ function checkVariants(config) {
     throw new TypeError(`softcap must be a number, got ${describe(config.softcap)}`);
   }
   checkBoolean('sinks', config.sinks);
+  checkBoolean('gate', config.gate);
   const headDim = config.headDim ?? Math.floor(config.embedDim / config.numHeads);
   return {
     ...config,

@@ -9,7 +9,7 @@ export function checkCapture(capture) {
   if (capture === undefined || capture === false) return undefined;
   if (capture === true) return true;
   if (!Array.isArray(capture) || !capture.every((name) => typeof name === 'string')) {
-    throw new TypeError(`capture must be true or an array of step names (q, k, v, scores, logits, pattern, z, result), got ${describe(capture)}`);
+    throw new TypeError(`capture must be true or an array of step names (q, k, v, scores, logits, pattern, z, gate, result), got ${describe(capture)}`);
   }
   return capture;
 }
@@ -23,7 +23,7 @@ export function checkPatch(patch) {
   checkPlainObject('patch', patch);
   const steps = Object.keys(patch).filter((key) => key !== 'heads');
   if (steps.length === 0) {
-    throw new TypeError('patch: give one step to patch (q, k, v, pattern or z) as { <step>: { data, shape }, heads? }');
+    throw new TypeError('patch: give one step to patch (q, k, v, pattern, z or gate) as { <step>: { data, shape }, heads? }');
   }
   const { heads } = patch;
   if (heads !== undefined && heads !== null) {

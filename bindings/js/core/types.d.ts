@@ -85,6 +85,13 @@ export interface AttentionConfig {
   /** A learned sink logit per head joins each softmax's denominator (gpt-oss); state-dict entry `sinks` [numHeads]. */
   sinks?: boolean;
   /**
+   * Gated attention (Qwen3-Next's attn_output_gate, Keras' use_gate): each head's output times
+   * sigmoid(query W_gate^T + b_gate) before out_proj; state-dict entries `gate_proj.weight`
+   * [numHeads * valueHeadDim, embedDim] and, with bias, `gate_proj.bias`. wasm only for now (the
+   * WebGPU backend refuses it).
+   */
+  gate?: boolean;
+  /**
    * Attention dropout probability in [0, 1) (PyTorch's and Keras' `dropout`), applied to the
    * probabilities in calls with `training: true` only, the kept ones scaled by 1 / (1 - p). Default 0.
    */
@@ -134,6 +141,8 @@ export interface ResolvedConfig {
   softcap?: number;
   /** Present (true) when the layer has attention sinks. */
   sinks?: true;
+  /** Present (true) when the layer has the output gate. */
+  gate?: true;
   /** Present when the layer has dropout. */
   dropout?: number;
   /** How loadStateDict stores the projection weights: present when not 'f32' (as the other options). */
@@ -223,16 +232,18 @@ export interface ForwardOptions {
  * - `logits` [B, H, L, S]: what softmax sees: softcap, ALiBi, masks added (-Infinity where blocked);
  * - `pattern` [B, H, L, S]: the softmax (a fully blocked row is 0), before dropout;
  * - `z` [B, L, H, Dv]: each head's weighted sum of v, the layout before concatenation;
- * - `result` [B, L, H, outputDim]: each head's share of out_proj, without bias (their sum plus
- *   the bias is the output).
+ * - `gate` [B, L, H, Dv]: only in a layer with `gate: true`: the output gate, sigmoid of the
+ *   query's gate projection, which multiplies `z` before out_proj;
+ * - `result` [B, L, H, outputDim]: each head's share of out_proj (of z times the gate with a
+ *   gate), without bias (their sum plus the bias is the output).
  */
-export type StepName = 'q' | 'k' | 'v' | 'scores' | 'logits' | 'pattern' | 'z' | 'result';
+export type StepName = 'q' | 'k' | 'v' | 'scores' | 'logits' | 'pattern' | 'z' | 'gate' | 'result';
 
 /** The steps {@link ForwardOptions.patch} can replace: those a later step reads. */
-export type PatchableStep = 'q' | 'k' | 'v' | 'pattern' | 'z';
+export type PatchableStep = 'q' | 'k' | 'v' | 'pattern' | 'z' | 'gate';
 
 /**
- * {@link ForwardOptions.patch}: exactly one of `q`, `k`, `v`, `pattern`, `z` (a {@link PatchableStep}),
+ * {@link ForwardOptions.patch}: exactly one of `q`, `k`, `v`, `pattern`, `z`, `gate` (a {@link PatchableStep}),
  * with the step's captured shape, and the heads to take from it.
  */
 export interface StepPatch {
@@ -246,6 +257,8 @@ export interface StepPatch {
   pattern?: Tensor<Float32Array>;
   /** Replaces each head's weighted sum of v, [B, L, H, Dv]; zeros ablate a head. */
   z?: Tensor<Float32Array>;
+  /** Replaces the output gate (a layer with `gate: true`), [B, L, H, Dv]; zeros ablate a head. */
+  gate?: Tensor<Float32Array>;
   /** The heads whose values are replaced (key/value heads for `k` and `v`); default all. */
   heads?: readonly number[];
 }
@@ -253,8 +266,11 @@ export interface StepPatch {
 /** The captured steps of a call: `capture: true` gives all of them, a list just those. */
 export type CapturedSteps<N extends StepName = StepName> = { [S in N]: Tensor<Float32Array> };
 
+/** What `capture: true` gives: every step, `gate` only in a layer with the output gate. */
+export type AllCapturedSteps = CapturedSteps<Exclude<StepName, 'gate'>> & Partial<CapturedSteps<'gate'>>;
+
 /** The type of {@link ForwardResult.captured} for options `O`. */
-export type CapturedIf<O> = O extends Record<'capture', true> ? CapturedSteps
+export type CapturedIf<O> = O extends Record<'capture', true> ? AllCapturedSteps
   : O extends Record<'capture', readonly (infer N extends StepName)[]> ? CapturedSteps<N>
   : Partial<CapturedSteps> | undefined;
 

@@ -92,6 +92,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
 
     constructor(config) {
       this.#layer = new wasm.MultiHeadAttention(config);
+      if (this.#layer.config.gate) {
+        this.#layer.dispose();
+        throw new TypeError('MultiHeadAttention: gate: the WebGPU backend does not run the output gate yet; '
+          + 'use the wasm layer (mha.MultiHeadAttention) for a gated layer');
+      }
       this.#config = this.#layer.config;
       this.#planner = wasm[PLANNER](this.#config);
       this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
