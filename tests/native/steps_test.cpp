@@ -27,9 +27,10 @@ void expect_close(const float* got, const std::vector<float>& want, const std::s
   EXPECT_EQ(bad, 0) << what;
 }
 
-mha::StepRequest capture_all() {
+// capture: true for a layer of config c: every step it has (the gate only with a gate).
+mha::StepRequest capture_all(const mha::ResolvedConfig& c) {
   mha::StepRequest r;
-  for (int s = 0; s < mha::kStepCount; ++s) r.capture.push_back(mha::step_name(static_cast<mha::Step>(s)));
+  r.capture = mha::layer_step_names(c);
   return r;
 }
 
@@ -43,8 +44,8 @@ TEST(Steps, EveryFixtureCaseMatchesPyTorchThroughTheStepPath) {
     o.need_weights = true;
     std::vector<mha::CapturedStep> captured;
     const mha::ForwardResult r =
-        layer.forward_steps(c.ref("query"), c.ref("key"), c.ref("value"), o, capture_all(), captured);
-    ASSERT_EQ(captured.size(), static_cast<size_t>(mha::kStepCount));
+        layer.forward_steps(c.ref("query"), c.ref("key"), c.ref("value"), o, capture_all(layer.config()), captured);
+    ASSERT_EQ(captured.size(), static_cast<size_t>(mha::kStepCount - 1));  // no gate
     const mha::ForwardPlan p = layer.plan(c.ref("query"), c.ref("key"), c.ref("value"), o);
     for (const mha::CapturedStep& s : captured) {
       EXPECT_EQ(s.shape, mha::step_shape(layer.config(), p, s.step)) << mha::step_name(s.step);
@@ -96,12 +97,12 @@ TEST(Steps, CheckStepsNamesWhatItRefuses) {
   };
   mha::StepRequest r;
   r.capture = {"attn"};
-  EXPECT_EQ(message(r), "capture[0]: unknown step 'attn'; the steps are q, k, v, scores, logits, pattern, z, result");
+  EXPECT_EQ(message(r), "capture[0]: unknown step 'attn'; the steps are q, k, v, scores, logits, pattern, z, gate, result");
   r.capture = {"z"};
   EXPECT_EQ(message(r, true), "");
   r.patch.steps = {"result"};
   r.patch.tensor = {x.data(), {2, 2, 8}};
-  EXPECT_EQ(message(r), "patch: the step 'result' cannot be patched (the steps a later step reads can: q, k, v, pattern, z)");
+  EXPECT_EQ(message(r), "patch: the step 'result' cannot be patched (the steps a later step reads can: q, k, v, pattern, z, gate)");
   r.patch.steps = {"q"};
   EXPECT_EQ(message(r), "patch.q: expected the step's shape [H, L, Dh] = [2, 2, 4], got [2, 2, 8]");
   r.patch.tensor.shape = {2, 2, 4};
