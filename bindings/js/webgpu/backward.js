@@ -2,6 +2,8 @@
 // (src/mha/multihead_attention_backward.cpp), in one command buffer:
 //
 //   combine'  d_attended = dOut W_out, dW_out = dOutᵀ attended, db_out = column sums of dOut
+//   gate'     (config gate) through attended * sigmoid(x W_gateᵀ + b_gate): output_gate_backward,
+//             then the gate projection's weight, bias and query gradients (output-gate.js)
 //   attend'   attention_backward_prepare (q, dO, lse, D = dO . O packed per row), then
 //             attention_backward_dq and attention_backward_dkdv (FlashAttention-2's backward,
 //             the probabilities recomputed from the saved q, k and log-sum-exps), and the sinks'
@@ -11,6 +13,7 @@
 //
 // `saved` is what forwardAsync({ grad: true }) kept on the GPU (see layer.js).
 import { keysPerTile, paramsBlock } from './attention.js';
+import { encodeOutputGateBackward } from './output-gate.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 import { gpuTensor, readBack } from './tensors.js';
@@ -77,6 +80,7 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
     outW: store(OD * AD, 'd out_proj.weight'), outB: w.outBias ? store(OD, 'd out_proj.bias') : null,
     dq: store(B * L * QD, 'dq'), dk: store(B * S * KV, 'dk'), dv: store(B * S * VKV, 'dv'),
     sinks: c.sinks ? store(H, 'd sinks') : null,
+    gateW: c.gate ? store(AD * E, 'd gate_proj') : null, gateB: c.gate && w.gateBias ? store(AD, 'd gate bias') : null,
     qW: store(QD * E, 'd q_proj'), kW: store(KV * c.kdim, 'd k_proj'), vW: store(VKV * c.vdim, 'd v_proj'),
     qB: bias ? store(QD, 'd q bias') : null, kB: bias ? store(KV, 'd k bias') : null, vB: bias ? store(VKV, 'd v bias') : null,
     query: store(B * L * E, 'd query'),
@@ -88,7 +92,11 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
   const pass = encoder.beginComputePass();
   // combine'
   encodeInputGrad(device, pass, buffers, { dy: dOut, w: w.out, dx: g.dAttended, M: B * L, N: OD, K: AD });
-  encodeWeightGrad(device, pass, buffers, { dy: dOut, x: saved.attended, dw: g.outW, db: g.outB, M: B * L, N: OD, K: AD });
+  encodeWeightGrad(device, pass, buffers, { dy: dOut, x: saved.gated ?? saved.attended, dw: g.outW, db: g.outB, M: B * L, N: OD, K: AD });
+  // gate': g.dAttended becomes the attended values' gradient; the logits' gradient goes on below.
+  const dGate = c.gate
+    ? encodeOutputGateBackward(device, pass, buffers, { d: g.dAttended, z: saved.attended, gate: saved.gate, count: B * L * AD })
+    : null;
   // attend'
   if (L > 0 && S > 0) {
     const sizes = { DH: c.headDim, DV: c.valueHeadDim };
@@ -129,6 +137,10 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
   encodeWeightGrad(device, pass, buffers, { dy: g.dk, x: xk, dw: g.kW, db: g.kB, M: B * S, N: KV, K: c.kdim });
   encodeWeightGrad(device, pass, buffers, { dy: g.dv, x: xv, dw: g.vW, db: g.vB, M: B * S, N: VKV, K: c.vdim });
   encodeInputGrad(device, pass, buffers, { dy: g.dq, w: w.q, dx: g.query, M: B * L, N: QD, K: E });
+  if (dGate) {  // the query's use by the gate's projection
+    encodeWeightGrad(device, pass, buffers, { dy: dGate, x, dw: g.gateW, db: g.gateB, M: B * L, N: AD, K: E });
+    encodeInputGrad(device, pass, buffers, { dy: dGate, w: w.gate, dx: g.query, M: B * L, N: AD, K: E, accumulate: true });
+  }
   encodeInputGrad(device, pass, buffers, { dy: g.dk, w: w.k, dx: g.key ?? g.query, M: B * S, N: KV, K: c.kdim, accumulate: self });
   encodeInputGrad(device, pass, buffers, { dy: g.dv, w: w.v, dx: g.value ?? g.query, M: B * S, N: VKV, K: c.vdim, accumulate: self });
   pass.end();
@@ -160,6 +172,7 @@ function gradientTensors(device, encoder, buffers, g, saved, paramShapes) {
     in_proj_weight: () => concat(['qW', 'kW', 'vW'], 'd in_proj_weight'), q_proj_weight: () => g.qW, k_proj_weight: () => g.kW,
     v_proj_weight: () => g.vW, in_proj_bias: () => concat(['qB', 'kB', 'vB'], 'd in_proj_bias'),
     'out_proj.weight': () => g.outW, 'out_proj.bias': () => g.outB, sinks: () => g.sinks,
+    'gate_proj.weight': () => g.gateW, 'gate_proj.bias': () => g.gateB,
   };
   const tensor = (buffer, shape) => gpuTensor(device, buffers.keep(buffer), [...shape]);
   const params = {};
@@ -182,10 +195,10 @@ async function readGradients(device, g, saved, paramShapes) {
   const QD = H * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
   const AD = H * c.valueHeadDim, OD = c.outputDim;
   const read = (buffer, floats) => (buffer ? readBack(device, buffer, floats) : null);
-  const [query, key, value, outW, outB, qW, kW, vW, qB, kB, vB, sinks] = await Promise.all([
+  const [query, key, value, outW, outB, qW, kW, vW, qB, kB, vB, sinks, gateW, gateB] = await Promise.all([
     read(g.query, B * L * E), read(g.key, B * S * c.kdim), read(g.value, B * S * c.vdim),
     read(g.outW, OD * AD), read(g.outB, OD), read(g.qW, QD * E), read(g.kW, KV * c.kdim), read(g.vW, VKV * c.vdim),
-    read(g.qB, QD), read(g.kB, KV), read(g.vB, VKV), read(g.sinks, H)]);
+    read(g.qB, QD), read(g.kB, KV), read(g.vB, VKV), read(g.sinks, H), read(g.gateW, AD * E), read(g.gateB, AD)]);
   const concat = (...parts) => {
     const all = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;
@@ -195,6 +208,7 @@ async function readGradients(device, g, saved, paramShapes) {
   const byName = {
     in_proj_weight: () => concat(qW, kW, vW), q_proj_weight: () => qW, k_proj_weight: () => kW, v_proj_weight: () => vW,
     in_proj_bias: () => concat(qB, kB, vB), 'out_proj.weight': () => outW, 'out_proj.bias': () => outB, sinks: () => sinks,
+    'gate_proj.weight': () => gateW, 'gate_proj.bias': () => gateB,
   };
   const params = {};
   for (const name of Object.keys(paramShapes)) {

@@ -1,10 +1,12 @@
 // One forward call's GPU work, encoded into a command encoder: the projections (gemm), rotary,
 // with a KV cache the new keys and values appended to it, attention (flash_attention, or
-// flash-decoding for a few tokens against a cache), and the output projection. The caller
+// flash-decoding for a few tokens against a cache), the output gate (config gate) and the output
+// projection. The caller
 // (layer.js) has checked the call, made the output buffers and owns the error scopes.
 import { encodeAttention } from './attention.js';
 import { encodePackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
+import { encodeOutputGate } from './output-gate.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 
 /**
@@ -13,7 +15,8 @@ import { encodeRotary, rotaryTable } from './rotary.js';
  * x, xk, xv (input buffers), output, weights, cache, positions, keyPadding, attnMask (additive
  * Float32Arrays or null), attnMaskPerHead, causal, averageWeights, dropout, decode, lse (a [B, H, L]
  * buffer for the rows' log-sum-exps, kept for the backward pass, or null) }. Returns the buffers
- * it made and the attention's parameters ({ q, k, v, attended, attention }: what backward.js reads).
+ * it made and the attention's parameters ({ q, k, v, attended, gate, gated, attention }: what
+ * backward.js reads; gate and gated null without the output gate).
  */
 export function encodeForward(device, encoder, buffers, c, w, call) {
   const { B, L, S, cached } = call;
@@ -29,9 +32,11 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
     dropout: call.dropout, decode: call.decode, dummy: buffers.storage(4, 'unused'), lse: call.lse ?? null,
   };
   encodeAttention(device, pass, buffers, c, attention);
-  encodeGemm(device, pass, buffers, { x: attended, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: c.outputDim, K: AD });
+  // The output gate (config gate): out_proj reads the attended values times the gate.
+  const { gate = null, gated = null } = c.gate ? encodeOutputGate(device, pass, buffers, c, w, { x: call.x, z: attended, rows: B * L }) : {};
+  encodeGemm(device, pass, buffers, { x: gated ?? attended, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: c.outputDim, K: AD });
   pass.end();
-  return { q: qp, k: keys, v: values, attended, attention, lse: attention.lse };
+  return { q: qp, k: keys, v: values, attended, gate, gated, attention, lse: attention.lse };
 }
 
 /**

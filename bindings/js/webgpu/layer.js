@@ -92,11 +92,6 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
 
     constructor(config) {
       this.#layer = new wasm.MultiHeadAttention(config);
-      if (this.#layer.config.gate) {
-        this.#layer.dispose();
-        throw new TypeError('MultiHeadAttention: gate: the WebGPU backend does not run the output gate yet; '
-          + 'use the wasm layer (mha.MultiHeadAttention) for a gated layer');
-      }
       this.#config = this.#layer.config;
       this.#planner = wasm[PLANNER](this.#config);
       this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
@@ -406,10 +401,11 @@ export function defineWebGpuMultiHeadAttention(gpu, wasm) {
       }
       for (const [name, floats] of [['query', B * L * c.embedDim], ['the projected queries', B * L * QD],
         ['the projected keys', B * newKeys * KV], ['the projected values', B * newKeys * VKV], ['the attended values', B * L * AD],
+        ['the output gate', c.gate ? B * L * AD : 0],
         ['the output', count(call.outputShape)], ['the weights', call.weightsShape ? count(call.weightsShape) : 0]]) {
         checkSize(name, floats);
       }
-      checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
+      checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim, c.gate ? AD : 0) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
       checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
       if (request.grad) checkBackwardLimits(c, { B, L, S }, { checkSize, checkGroups });
       if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);

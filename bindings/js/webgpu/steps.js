@@ -11,17 +11,10 @@ import { paramsBlock } from './attention.js';
 import { encodeUnpackHalves } from './cache-f16.js';
 import { encodeProjections } from './forward-pass.js';
 import { encodeGemm } from './gemm.js';
+import { encodeGateProduct, encodeOutputGate, flatGroups } from './output-gate.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { checkInput } from './tensors.js';
 
-const MAX_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
-
-/** Workgroups of 64 for `count` invocations of a flat kernel: x up to the limit, the rest over y. */
-function flatGroups(count) {
-  const groups = Math.ceil(count / 64);
-  const x = Math.min(groups, MAX_GROUPS);
-  return [x, x === 0 ? 0 : Math.ceil(groups / x), 1];
-}
 
 /**
  * steps_copy.wgsl: a step between its API layout (`step`) and the buffer the computation reads.
@@ -148,12 +141,25 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
       [Math.ceil(S / 64), L, B * (call.averageWeights ? 1 : H)]);
   }
 
+  // The output gate (config gate): z times sigmoid of the query's gate projection; a patched gate
+  // is taken as given (the product made again), as the CPU's step path.
+  let combined = z;
+  if (c.gate) {
+    const { gate, gated } = encodeOutputGate(device, pass, buffers, c, w, { x: call.x, z, rows: B * L });
+    if (patched('gate')) {
+      patchInPlace(gate, B * L * AD, Dv);
+      encodeGateProduct(device, pass, buffers, { z, gate, gated, count: B * L * AD, sigmoid: false });
+    }
+    if (wanted.has('gate')) captured.gate = gate;
+    combined = gated;
+  }
+
   // The output as every call makes it; each head's share of it on request.
-  encodeGemm(device, pass, buffers, { x: z, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: OD, K: AD });
+  encodeGemm(device, pass, buffers, { x: combined, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: OD, K: AD });
   if (wanted.has('result')) {
     captured.result = buffers.storage(B * L * H * OD, 'result');
     dispatch(device, pass, pipeline(device, 'steps_result'), {
-      0: z, 1: call.outWeight, 2: buffers.uniform(new Uint32Array([B * L, H, Dv, OD]), 'result dims'), 3: captured.result,
+      0: combined, 1: call.outWeight, 2: buffers.uniform(new Uint32Array([B * L, H, Dv, OD]), 'result dims'), 3: captured.result,
     }, flatGroups(B * L * H * OD));
   }
   pass.end();

@@ -35,7 +35,7 @@ function uploadQuantized(device, m, inFeatures, label) {
 
 /**
  * Uploads `stateDict` of a layer with resolved config `c`; returns the buffers (and destroy()).
- * `quantized(which)` ('q', 'k', 'v', 'o') gives a projection held quantized, or null for float32.
+ * `quantized(which)` ('q', 'k', 'v', 'o', 'g') gives a projection held quantized, or null for float32.
  */
 export function uploadWeights(device, c, stateDict, quantized = () => null) {
   const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, E = c.embedDim;
@@ -63,6 +63,8 @@ export function uploadWeights(device, c, stateDict, quantized = () => null) {
     kBias: b && upload(device, b.subarray(QD, QD + KV), 'k bias'),
     vBias: b && upload(device, b.subarray(QD + KV), 'v bias'),
     outBias: stateDict['out_proj.bias'] && upload(device, stateDict['out_proj.bias'], 'out_proj bias'),
+    gate: c.gate ? projection('g', stateDict['gate_proj.weight'], E, 'gate_proj') : null,
+    gateBias: stateDict['gate_proj.bias'] && upload(device, stateDict['gate_proj.bias'], 'gate_proj bias'),
     headParams: upload(device, headParams, 'sinks and ALiBi slopes'),
   };
   return {
@@ -132,6 +134,8 @@ export function copyWeights(device, c, shapes, stateDict, weightDtype) {
     kBias: bias ? part('in_proj_bias', QD, KV, 'k bias') : null,
     vBias: bias ? part('in_proj_bias', QD + KV, VKV, 'v bias') : null,
     outBias: 'out_proj.bias' in shapes ? part('out_proj.bias', 0, c.outputDim, 'out_proj bias') : null,
+    gate: c.gate ? part('gate_proj.weight', 0, c.numHeads * c.valueHeadDim * c.embedDim, 'gate_proj') : null,
+    gateBias: 'gate_proj.bias' in shapes ? part('gate_proj.bias', 0, c.numHeads * c.valueHeadDim, 'gate_proj bias') : null,
     headParams: make(2 * c.numHeads, 'sinks and ALiBi slopes'),
   };
   device.queue.writeBuffer(buffers.headParams, 0, headParams);
