@@ -4,7 +4,9 @@
 //
 // A mode is a class in web/modes/ that binds its own panel's events in its constructor and talks to
 // the page only through what it is given: `$`, the worker, and callbacks (show a result, redraw,
-// the message line). It is constructed below under "the modes", and main.js asks it what it shows.
+// the message line). Adding one: construct it below under "the modes"; if it has a source tab
+// (`source-NAME` and `NAME-panel` in index.html), give it an entry in SOURCE_TABS (what choosing
+// the tab does), and a line in showSource (it is shown or hidden) and rerun (it can run again).
 import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, prepareCanvas } from './heatmap.js';
 import { drawLines, MAX_ROWS } from './lines.js';
 import { WorkerClient } from './worker-client.js';
