@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { encodeGemm, setGemmKernel } from '../../bindings/js/webgpu/gemm.js';
+import { encodeGemm } from '../../bindings/js/webgpu/gemm.js';
 import { CallBuffers, readBack } from '../../bindings/js/webgpu/tensors.js';
 import { openDevice } from './devices.js';
 import { random } from './random-data.js';
@@ -14,12 +14,11 @@ import { random } from './random-data.js';
 const device = await openDevice(false);
 
 async function gemm(kernel, x, w, bias, M, N, K) {
-  setGemmKernel(device, kernel);
   const buffers = new CallBuffers(device);
   const y = buffers.storage(M * N, 'y');
   const encoder = device.createCommandEncoder();
   const pass = encoder.beginComputePass();
-  encodeGemm(device, pass, buffers, { x: buffers.upload(x, 'x'), w: buffers.upload(w, 'w'), bias: bias && buffers.upload(bias, 'bias'), y, M, N, K });
+  encodeGemm(device, pass, buffers, { x: buffers.upload(x, 'x'), w: buffers.upload(w, 'w'), bias: bias && buffers.upload(bias, 'bias'), y, M, N, K, kernel });
   pass.end();
   device.queue.submit([encoder.finish()]);
   const out = await readBack(device, y, M * N);
