@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { encodeGemm } from '../../bindings/js/webgpu/gemm.js';
+import { planKernels } from '../../bindings/js/webgpu/kernel-plan.js';
 import { CallBuffers, readBack } from '../../bindings/js/webgpu/tensors.js';
 import { openDevice } from './devices.js';
 import { random } from './random-data.js';
@@ -55,12 +56,14 @@ for (const [M, N, K] of SHAPES) {
 }
 
 test('auto: gemm_tiled from a tile of rows up, gemm below (a decode step\'s rows)', async () => {
-  // (equal results either way; this checks both paths of the default run and agree)
+  // (the default choice, kernel-plan.js's: equal results either way; this checks both paths of the default run and agree)
   const rand = random(7);
   const [N, K] = [24, 40];
-  for (const M of [31, 32]) {
+  for (const [M, kernel] of [[31, 'gemm'], [32, 'gemm_tiled']]) {
+    const planned = planKernels({ headDim: 8, valueHeadDim: 8 }, { B: 1, L: M, S: M }, 'auto').projections.query;
+    assert.equal(planned, kernel);
     const x = Float32Array.from({ length: M * K }, () => rand() - 0.5);
     const w = Float32Array.from({ length: N * K }, () => rand() - 0.5);
-    assert.deepEqual(await gemm('auto', x, w, null, M, N, K), await gemm('gemm', x, w, null, M, N, K));
+    assert.deepEqual(await gemm(planned, x, w, null, M, N, K), await gemm('gemm', x, w, null, M, N, K));
   }
 });
