@@ -10,7 +10,6 @@ import { throwHandleError, withCallName } from '../core/errors.js';
 import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
 import { PLANNER } from '../core/planner.js';
-import { QUANTIZED_PROJECTION } from '../core/quantized.js';
 import { checkCapture, patchForCore } from '../core/steps.js';
 import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
 import { runBackward, submitBackwardNow } from './backward.js';
@@ -23,7 +22,7 @@ import { gemmChoiceOf, planKernels } from './kernel-plan.js';
 import { checkWebGpuPatch, encodeSteps } from './steps.js';
 import { CallBuffers, checkFiniteOnGpu, checkGpuInputs, checkInput, gpuTensor, resultTensors } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
-import { copyWeights, uploadWeights } from './weights.js';
+import { LayerWeights } from './weights.js';
 
 // The wasm layer's options (in its order), then WebGPU's own.
 const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
@@ -61,12 +60,11 @@ export class GpuMultiHeadAttention {
   #layer;    // the wasm layer: config, weights
   #planner;  // a weightless LayerHandle of the same config: validation and shapes
   #config;
-  #uploaded = null;  // the weights on the GPU, or null when they changed since
+  #weights;  // LayerWeights: the wasm layer's weights on the GPU, or GPU tensors' copies
   #caches = new Set();  // alive caches this layer made; dispose() frees them
   #nextSeed;  // dropout's seed for the next training call that gives none (as the wasm layer's)
   #disposed = false;
   #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
-  #weightsOnGpu = false;  // true while the weights are those of loadStateDict({ name: { buffer, shape } }): none in the wasm layer
 
   constructor(gpu, wasm, config) {
     this.#gpu = gpu;
@@ -75,6 +73,7 @@ export class GpuMultiHeadAttention {
     this.#layer = new wasm.MultiHeadAttention(config);
     this.#config = this.#layer.config;
     this.#planner = wasm[PLANNER](this.#config);
+    this.#weights = new LayerWeights(this.#device, this.#layer, this.#config);
     this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
   }
 
@@ -91,7 +90,7 @@ export class GpuMultiHeadAttention {
   get usable() { return !this.#disposed && !this.#gpu.lost; }
   stateDictShapes() { return this.#layer.stateDictShapes(); }
   stateDict() {
-    if (this.#weightsOnGpu) {
+    if (this.#weights.gpuOnly) {
       throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
         + 'and live only on the GPU; read the tensors it was loaded from');
     }
@@ -109,17 +108,14 @@ export class GpuMultiHeadAttention {
       && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
     if (onGpu) {
       try {
-        const uploaded = copyWeights(this.#device, this.#config, this.#layer.stateDictShapes(), stateDict, this.#layer.config.weightDtype);
-        this.#forgetUpload();
-        this.#uploaded = uploaded;
-        this.#weightsOnGpu = true;
+        this.#weights.copyFrom(stateDict);
       } catch (error) {
         throw withCallName(error, 'loadStateDict');
       }
       return this;
     }
     this.#layer.loadStateDict(stateDict);
-    this.#forgetUpload();
+    this.#weights.changed();
     return this;
   }
 
@@ -127,39 +123,19 @@ export class GpuMultiHeadAttention {
   loadQuantized(weights) {
     this.#live('loadQuantized');
     this.#layer.loadQuantized(weights);
-    this.#forgetUpload();
+    this.#weights.changed();
     return this;
   }
 
   initialize(options = {}) {
     this.#live('initialize');
     this.#layer.initialize(options);
-    this.#forgetUpload();
+    this.#weights.changed();
     return this;
   }
 
-  #forgetUpload() {
-    this.#uploaded?.destroy();
-    this.#uploaded = null;
-    this.#weightsOnGpu = false;
-  }
-
   /** Whether the layer has weights (in the wasm layer, or loaded from GPU tensors). */
-  get #hasWeights() { return this.#weightsOnGpu || this.#layer.byteSize > 0; }
-
-  /** The weights on the GPU, uploaded from the wasm layer when they changed since the last call. */
-  #weights() {
-    if (!this.#uploaded) {
-      this.#uploaded = uploadWeights(this.#device, this.#config, this.#layer.stateDict(), (which) => this.#layer[QUANTIZED_PROJECTION](which));
-    }
-    return this.#uploaded;
-  }
-
-  /** A GPU-to-GPU weight load's verdict (copyWeights), awaited once before the weights are used. */
-  async #weightsReady() {
-    const failed = await this.#uploaded?.ready;
-    if (failed) throw failed;
-  }
+  get #hasWeights() { return this.#weights.loaded; }
 
   /** The kernels of a call of `sizes` (kernel-plan.js), on this device. */
   #kernels(sizes) {
@@ -196,7 +172,7 @@ export class GpuMultiHeadAttention {
         throwHandleError(this.#planner, 'setKeyValue');
       }
       const B = state.handle.batch(), S = state.handle.length();
-      submitKeyValue(this.#device, state, this.#config, this.#weights(), k, v, this.#kernels({ B, L: 0, S, newKeys: S }));
+      submitKeyValue(this.#device, state, this.#config, this.#weights.current(), k, v, this.#kernels({ B, L: 0, S, newKeys: S }));
     } catch (error) {
       throw withCallName(error, 'setKeyValue');
     }
@@ -329,7 +305,7 @@ export class GpuMultiHeadAttention {
   #submit(call, sizes, kernels, buffers) {
     const c = this.#config, device = this.#device;
     const { q, request, cache } = call;
-    const w = this.#weights();
+    const w = this.#weights.current();
     // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
     const copies = [];
     const input = (t, label) => {
@@ -390,7 +366,8 @@ export class GpuMultiHeadAttention {
     let kept = false;  // true when a training result holds the buffers for its backward pass
     try {
       return await failWithLoss(device, 'forwardAsync', async () => {
-        await this.#weightsReady();
+        const weightsFailed = await this.#weights.ready;  // (a GPU-to-GPU weight load's verdict)
+        if (weightsFailed) throw weightsFailed;
         const inputs = [['query', call.q], ['key', call.k], ['value', call.v]];
         await checkGpuInputs(device, [...inputs, [call.patchName, call.patchTensor]]);
         if (call.checkFinite) await checkFiniteOnGpu(device, inputs);
@@ -444,7 +421,7 @@ export class GpuMultiHeadAttention {
         throw error;
       }
       // (A GPU-to-GPU weight load's verdict counts as this call's: forwardAsync awaits it first.)
-      const verdict = Promise.all([this.#uploaded.ready, submitted.verdict]).then(([weightsFailed, failed]) => weightsFailed ?? failed);
+      const verdict = Promise.all([this.#weights.ready, submitted.verdict]).then(([weightsFailed, failed]) => weightsFailed ?? failed);
       const output = gpuTensor(this.#device, buffers.keep(submitted.output), call.outputShape);
       const weights = submitted.weights ? gpuTensor(this.#device, buffers.keep(submitted.weights), call.weightsShape) : null;
       if (call.request.grad) return { result: this.#trainingResult(call, sizes, buffers, submitted, output, weights), verdict };
@@ -457,7 +434,7 @@ export class GpuMultiHeadAttention {
 
   /** A backward pass runs on the weights its forward pass ran on. */
   #checkSameWeights(saved) {
-    if (saved.w !== this.#uploaded) {
+    if (!this.#weights.isCurrent(saved.w)) {
       throw new TypeError('the layer\'s weights changed since this forward pass (loadStateDict); '
         + 'run forward again with the new weights');
     }
@@ -485,7 +462,7 @@ export class GpuMultiHeadAttention {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const record of [...this.#trainingRecords]) freeGpuRecord(record, 'disposed');
-    this.#forgetUpload();
+    this.#weights.changed();
     for (const cache of [...this.#caches]) cache.dispose();
     this.#planner.delete();
     this.#layer.dispose();

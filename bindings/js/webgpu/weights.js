@@ -1,8 +1,10 @@
 // The layer's weights on the GPU: one buffer per projection matrix and bias, plus the heads'
 // sink logits and ALiBi slopes, uploaded from the wasm layer's state dict (the one holder of
-// the weights) and replaced whenever they change. A projection the wasm layer holds quantized
-// (weightDtype, loadQuantized) is uploaded as its packed bytes, scales and zero points in the
-// canonical layout (docs/quantized.md), not as floats: the kernels dequantize (gemm.js).
+// the weights) and replaced whenever they change (LayerWeights keeps them for a layer). A
+// projection the wasm layer holds quantized (weightDtype, loadQuantized) is uploaded as its packed
+// bytes, scales and zero points in the canonical layout (docs/quantized.md), not as floats: the
+// kernels dequantize (gemm.js).
+import { QUANTIZED_PROJECTION } from '../core/quantized.js';
 import { submitChecked } from './gpu-work.js';
 
 const STORAGE = 0x80, COPY_DST = 0x08, COPY_SRC = 0x04;
@@ -150,4 +152,57 @@ export function copyWeights(device, c, shapes, stateDict, weightDtype) {
       for (const buffer of all) buffer.destroy();
     },
   };
+}
+
+/**
+ * A layer's weights as the GPU sees them: those of its wasm layer (the one holder of float32 and
+ * quantized weights), uploaded on first use after each change; or the contents of GPU tensors
+ * (loadStateDict({ name: { buffer, shape } }): copyWeights), which live on the GPU only.
+ */
+export class LayerWeights {
+  #device;
+  #layer;  // the wasm layer
+  #config;  // its resolved config
+  #uploaded = null;  // the buffers on the GPU, or null when they changed since
+  #gpuOnly = false;  // true while they are GPU tensors' copies: none in the wasm layer
+
+  constructor(device, layer, config) {
+    this.#device = device;
+    this.#layer = layer;
+    this.#config = config;
+  }
+
+  /** Whether there are weights (in the wasm layer, or copied from GPU tensors). */
+  get loaded() { return this.#gpuOnly || this.#layer.byteSize > 0; }
+  /** True while the weights live only on the GPU (the wasm layer's stateDict does not hold them). */
+  get gpuOnly() { return this.#gpuOnly; }
+  /** A GPU-to-GPU copy's verdict (a promise of an Error or null); undefined for an upload. */
+  get ready() { return this.#uploaded?.ready; }
+
+  /** The weights on the GPU: uploaded from the wasm layer when they changed since the last call. */
+  current() {
+    if (!this.#uploaded) {
+      const layer = this.#layer;
+      this.#uploaded = uploadWeights(this.#device, this.#config, layer.stateDict(), (which) => layer[QUANTIZED_PROJECTION](which));
+    }
+    return this.#uploaded;
+  }
+
+  /** Whether `w` (a call's current()) are still the weights: a backward pass runs on its forward's. */
+  isCurrent(w) { return w === this.#uploaded; }
+
+  /** GPU tensors' contents copied into new weights (copyWeights: checked first; the GPU's verdict in `ready`). */
+  copyFrom(stateDict) {
+    const copied = copyWeights(this.#device, this.#config, this.#layer.stateDictShapes(), stateDict, this.#layer.config.weightDtype);
+    this.changed();
+    this.#uploaded = copied;
+    this.#gpuOnly = true;
+  }
+
+  /** The wasm layer's weights changed (or the layer is disposed): the GPU's copy goes. */
+  changed() {
+    this.#uploaded?.destroy();
+    this.#uploaded = null;
+    this.#gpuOnly = false;
+  }
 }
