@@ -2,7 +2,7 @@
 // forwardAsync instead of forward. It owns a wasm layer of the same config, which validates the
 // config and holds the weights (loadStateDict, initialize, stateDict), and a weightless planner
 // handle that validates each call and plans its shapes (the C++ plan_forward: one source of
-// truth). This file is the orchestration: weights uploaded when they change, each call checked
+// truth). This file is the orchestration: weights on the GPU (weights.js), each call checked
 // (#prepare) against the device's limits (device-limits.js), its kernels chosen (kernel-plan.js),
 // encoded (forward-pass.js, steps.js, backward.js) and submitted in error scopes (gpu-work.js),
 // its results shaped (tensors.js); KV caches in cache.js.
