@@ -149,7 +149,8 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   }
 
   // The output as every call makes it; each head's share of it on request.
-  encodeGemm(device, pass, buffers, { x: z, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: OD, K: AD });
+  encodeGemm(device, pass, buffers, { x: z, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: OD, K: AD,
+    kernel: call.kernels.projections.output });
   if (wanted.has('result')) {
     captured.result = buffers.storage(B * L * H * OD, 'result');
     dispatch(device, pass, pipeline(device, 'steps_result'), {
