@@ -8,7 +8,7 @@
 import { create, globals } from 'webgpu';
 
 import { init } from '../bindings/js/index.js';
-import { setGemmKernel } from '../bindings/js/webgpu/gemm.js';
+import { setGemmKernel } from '../bindings/js/webgpu/kernel-plan.js';
 
 Object.assign(globalThis, globals);
 const gpu = create([]);

@@ -9,6 +9,7 @@
 
 #include "mha/kv_cache.hpp"
 #include "mha/multihead_attention.hpp"
+#include "mha/saved_forward.hpp"  // (forward_for_training's result holds one)
 #include "random_vector.hpp"
 
 namespace {
@@ -182,6 +183,44 @@ TEST(KvCache, ErrorsLeaveTheCacheAsItWas) {
   cache->reset();
   EXPECT_EQ(cache->length(), 0);
   EXPECT_EQ(cache->kind(), mha::CacheKind::kNone);
+}
+
+// The rules between a cache and the call's options are the plan's (forward_plan.cpp), so every
+// backend that asks it (the wasm layer, the WebGPU planner) refuses them alike; and the plan says
+// how many keys each call projects.
+TEST(KvCache, ThePlanRefusesGradAndAnExplicitNonCausalCall) {
+  auto layer = make_layer(config(8, 2), 9);
+  auto cache = layer->create_cache(1, 8, CacheDtype::kF32);
+  const auto x = random_vector(3 * 8, 5);
+  ForwardOptions o;
+  o.cache = cache.get();
+  o.causal_given = true;  // causal: false, said explicitly
+  try {
+    mha::plan_forward(layer->config(), {x.data(), {1, 3, 8}}, {}, {}, o);
+    FAIL() << "causal: false with a self cache";
+  } catch (const mha::ArgumentError& e) {
+    EXPECT_EQ(e.kind(), mha::ErrorKind::kType);
+    EXPECT_STREQ(e.what(), "causal: a self-attention cache implies causal attention (each new token sees the cached "
+                           "tokens and itself, never later ones); omit causal or pass true");
+  }
+  o.causal_given = false;
+  o.grad = true;
+  try {
+    layer->forward_for_training({x.data(), {1, 3, 8}}, {}, {}, o);
+    FAIL() << "grad with a cache";
+  } catch (const mha::ArgumentError& e) {
+    EXPECT_STREQ(e.what(), "grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: "
+                           "pass the whole sequence without a cache)");
+  }
+  o.grad = false;
+  EXPECT_EQ(cache->length(), 0);
+  const mha::ForwardPlan p = mha::plan_forward(layer->config(), {x.data(), {1, 3, 8}}, {}, {}, o);
+  EXPECT_EQ(p.projected_keys, 3);
+  EXPECT_EQ(p.key_len, 3);
+  EXPECT_FALSE(p.cross_cache);
+  ForwardOptions none;
+  const mha::ForwardPlan q = mha::plan_forward(layer->config(), {x.data(), {1, 3, 8}}, {}, {}, none);
+  EXPECT_EQ(q.projected_keys, 3);
 }
 
 TEST(Float16, EveryHalfRoundTripsAndFloatsRoundToNearestEven) {

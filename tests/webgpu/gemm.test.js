@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { encodeGemm, setGemmKernel } from '../../bindings/js/webgpu/gemm.js';
+import { encodeGemm } from '../../bindings/js/webgpu/gemm.js';
+import { planKernels } from '../../bindings/js/webgpu/kernel-plan.js';
 import { CallBuffers, readBack } from '../../bindings/js/webgpu/tensors.js';
 import { openDevice } from './devices.js';
 import { random } from './random-data.js';
@@ -14,12 +15,11 @@ import { random } from './random-data.js';
 const device = await openDevice(false);
 
 async function gemm(kernel, x, w, bias, M, N, K) {
-  setGemmKernel(device, kernel);
   const buffers = new CallBuffers(device);
   const y = buffers.storage(M * N, 'y');
   const encoder = device.createCommandEncoder();
   const pass = encoder.beginComputePass();
-  encodeGemm(device, pass, buffers, { x: buffers.upload(x, 'x'), w: buffers.upload(w, 'w'), bias: bias && buffers.upload(bias, 'bias'), y, M, N, K });
+  encodeGemm(device, pass, buffers, { x: buffers.upload(x, 'x'), w: buffers.upload(w, 'w'), bias: bias && buffers.upload(bias, 'bias'), y, M, N, K, kernel });
   pass.end();
   device.queue.submit([encoder.finish()]);
   const out = await readBack(device, y, M * N);
@@ -56,12 +56,14 @@ for (const [M, N, K] of SHAPES) {
 }
 
 test('auto: gemm_tiled from a tile of rows up, gemm below (a decode step\'s rows)', async () => {
-  // (equal results either way; this checks both paths of the default run and agree)
+  // (the default choice, kernel-plan.js's: equal results either way; this checks both paths of the default run and agree)
   const rand = random(7);
   const [N, K] = [24, 40];
-  for (const M of [31, 32]) {
+  for (const [M, kernel] of [[31, 'gemm'], [32, 'gemm_tiled']]) {
+    const planned = planKernels({ headDim: 8, valueHeadDim: 8 }, { B: 1, L: M, S: M }, 'auto').projections.query;
+    assert.equal(planned, kernel);
     const x = Float32Array.from({ length: M * K }, () => rand() - 0.5);
     const w = Float32Array.from({ length: N * K }, () => rand() - 0.5);
-    assert.deepEqual(await gemm('auto', x, w, null, M, N, K), await gemm('gemm', x, w, null, M, N, K));
+    assert.deepEqual(await gemm(planned, x, w, null, M, N, K), await gemm('gemm', x, w, null, M, N, K));
   }
 });

@@ -78,7 +78,7 @@ export class GenerateMode {
   cacheLength = 0;
 
   #wantsSteps;  // () => whether the Steps view is open (then each token brings its steps)
-  #changes;     // () => the Steps view's { ablated, patched, patchText } (web/main.js), or null
+  #changes;     // () => the Steps view's { ablated, patched, patchText } (web/modes/steps.js), or null
 
   constructor({ worker, $, show, redraw, message, wantsSteps = () => false, changes = () => null }) {
     this.#wantsSteps = wantsSteps;

@@ -15,7 +15,7 @@ export class SentimentMode {
   /** Whether the Sentiment tab is the page's source (results of a request that outlives it are dropped). */
   active = false;
 
-  #stepsOptions;  // () => the Steps view's ablations and patches (main.js), or null
+  #stepsOptions;  // () => the Steps view's ablations and patches (web/modes/steps.js), or null
 
   constructor({ worker, $, show, message, stepsOptions = () => null, pageBackend = () => 'wasm' }) {
     this.#stepsOptions = stepsOptions;

@@ -7,6 +7,7 @@
 // backend also takes GPU tensors), what a cache of its is, and options of its own
 // (`outputLocation`).
 import { checkFinite } from './finite.js';
+import { isHalf, narrowResult, widenTensor } from './float16-io.js';
 import { checkMask } from './masks.js';
 import { checkCapture, checkPatch, patchForCore } from './steps.js';
 import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from './validate.js';
@@ -83,6 +84,11 @@ export class ForwardCall {
     };
   }
 
+  /** The backend's result in the caller's dtype: Float16Array tensors for Float16Array inputs. */
+  result(result) {
+    return this.float16 ? narrowResult(result) : result;
+  }
+
   /**
    * The caller-owned destinations (`out`, `weightsOut`), checked against the shapes the plan gave:
    * Float32Arrays of exactly that size. `isHeapView(array)` tells a view of the module's own wasm
@@ -97,6 +103,23 @@ export class ForwardCall {
     if (weightsOut != null && !this.needWeights) throw new TypeError('weightsOut: given without needWeights: true');
     this.weightsOut = weightsOut == null ? null : checkOutBuffer('weightsOut', weightsOut, weightsShape, isHeapView);
   }
+}
+
+/**
+ * Whether the call's tensors are Float16Array: query, key and value share one dtype, as PyTorch's
+ * do (GPU tensors and absent ones are not compared).
+ */
+function checkOneDtype(query, key, value) {
+  const half = isHalf(query?.data);
+  if (!half && !isHalf(key?.data) && !isHalf(value?.data)) return false;
+  for (const [name, tensor] of [['key', key], ['value', value]]) {
+    const data = tensor?.data;
+    if (ArrayBuffer.isView(data) && isHalf(data) !== half) {  // (other dtypes are readTensor's to name)
+      throw new TypeError(`${name}.data must be ${half ? 'a Float16Array' : 'a Float32Array'} like the query's (one dtype per call), `
+        + `got ${data.constructor.name}`);
+    }
+  }
+  return half;
 }
 
 /**
@@ -122,22 +145,32 @@ function checkOutBuffer(name, buffer, shape, isHeapView) {
  */
 export function readForwardCall(query, key, value, options, backend) {
   const b = { ...CPU_BACKEND, ...backend };
-  const q = b.readTensor('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
+  const float16 = checkOneDtype(query, key, value);
+  const q = b.readTensor('query', widenTensor(query), { expected: '[B, L, embedDim] or [L, embedDim]' });
   const gpuTensors = b.readTensor !== checkTensor;  // (the WebGPU backend's readTensor also takes { buffer, shape })
   if (key !== null && key !== undefined && !('data' in Object(key)) && !(gpuTensors && 'buffer' in Object(key)) && value == null) {
     const forms = gpuTensors ? '{ data, shape }, { buffer, shape }' : '{ data, shape }';
     throw new TypeError(`key must be ${forms} or null; to pass options for self-attention call `
       + `${b.call}(query, null, null, options)`);
   }
-  const k = b.readTensor('key', key, { expected: '[B, S, kdim]', optional: true });
-  const v = b.readTensor('value', value, { expected: '[B, S, vdim]', optional: true });
+  const k = b.readTensor('key', widenTensor(key), { expected: '[B, S, kdim]', optional: true });
+  const v = b.readTensor('value', widenTensor(value), { expected: '[B, S, vdim]', optional: true });
   checkPlainObject(`${b.call}: options`, options);
   checkKnownKeys('options', options, [...FORWARD_OPTION_KEYS, ...b.optionKeys]);
   for (const flag of FLAGS) checkBoolean(flag, options[flag]);
   checkSeed('seed', options.seed);
   const training = options.training ?? false;
+  if (float16) {
+    for (const name of ['grad', 'out', 'weightsOut']) {
+      if (options[name] != null && options[name] !== false) {
+        throw new TypeError(`${name}: not with Float16Array inputs (they are computed in float32 and the results `
+          + 'returned as Float16Array); pass Float32Array inputs for this option');
+      }
+    }
+  }
   const call = new ForwardCall({
     options,
+    float16,
     query: q,
     key: k,
     value: v,

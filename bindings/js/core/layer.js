@@ -359,7 +359,7 @@ export function defineMultiHeadAttention(module) {
         const output = { data: copyOut(handle.outputPtr(), outputShape, call.out), shape: outputShape };
         const weightsShape = handle.weightsShape();
         const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape, call.weightsOut), shape: weightsShape };
-        return call.capture ? { output, weights, captured: copyOutCaptured(module, handle) } : { output, weights };
+        return call.result(call.capture ? { output, weights, captured: copyOutCaptured(module, handle) } : { output, weights });
       } finally {
         handle.releaseResult();
         scope.free();

@@ -1,18 +1,19 @@
 // Masks as callers have them, converted once to what the core reads: a bool mask to a Uint8Array
 // (nonzero = true), a float mask to a Float32Array. Both layers take the same kinds (docs/api.md,
 // "Masks"); what true means is each layer's business (PyTorch's: blocked; Keras': may attend).
+import { isHalf } from './float16-io.js';
 import { checkTensor, describe } from './validate.js';
 
 const BOOL_KINDS = [Uint8Array, Uint8ClampedArray, Int8Array, Uint16Array, Int16Array, Uint32Array, Int32Array,
   BigInt64Array, BigUint64Array];
 
 const KINDS_TEXT = 'a bool mask (Uint8Array or any integer typed array, or boolean[]) '
-  + 'or a float mask (Float32Array or Float64Array)';
+  + 'or a float mask (Float32Array, Float64Array, or Float16Array where the runtime has it)';
 
 /** The mask's data as the core takes it: Uint8Array (bool) or Float32Array (float); null if none fits. */
 function coreData(data) {
   if (data instanceof Uint8Array || data instanceof Float32Array) return data;
-  if (data instanceof Float64Array) return Float32Array.from(data);
+  if (data instanceof Float64Array || isHalf(data)) return Float32Array.from(data);
   if (data instanceof BigInt64Array || data instanceof BigUint64Array) return Uint8Array.from(data, (x) => (x !== 0n ? 1 : 0));
   if (BOOL_KINDS.some((Kind) => data instanceof Kind)) return Uint8Array.from(data, (x) => (x !== 0 ? 1 : 0));
   if (Array.isArray(data) && data.every((x) => typeof x === 'boolean')) return Uint8Array.from(data, (x) => (x ? 1 : 0));

@@ -6,6 +6,7 @@
 import { withCallName } from '../core/errors.js';
 import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { lostError } from './device.js';
+import { failWithLoss, runChecked } from './gpu-work.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { CallBuffers, isGpuBuffer, readBack } from './tensors.js';
 
@@ -35,219 +36,219 @@ function checkNumber(name, value, { min = -Infinity, max = Infinity } = {}) {
   }
 }
 
-/** Makes the AdamW class bound to `gpu` ({ device, lost } from openDevice). */
-export function defineAdamW(gpu) {
-  const { device } = gpu;
+// AdamW's GPU work, checked (gpu-work.js); a rejection most likely means a tensor's buffer is of
+// another device or destroyed.
+const WORDS = { rejected: 'the GPU rejected the call (a buffer of another device, or a destroyed one?)', RejectedError: TypeError };
 
-  async function checked(call, submit) {
-    if (gpu.lost) throw lostError(`AdamW.${call}`, gpu.lost);
+/** The optimizer, given its device (`gpu`: { device, lost } from openDevice); defineAdamW binds it for the public class. */
+export class GpuAdamW {
+  #gpu;
+  #device;
+  #moments = new Map();  // name -> { first, second, floats }: GPUBuffers, zero at a name's first step
+  #steps = 0;
+  #disposed = false;
+
+  /** @param {{ weightDecay?: number, beta2?: number, eps?: number }} options as web/training/adamw.js's */
+  constructor(gpu, options = {}) {
+    this.#gpu = gpu;
+    this.#device = gpu.device;
+    try {
+      checkPlainObject('options', options);
+      checkKnownKeys('options', options, ['weightDecay', 'beta2', 'eps']);
+      const { weightDecay = 0.01, beta2 = 0.999, eps = 1e-8 } = options;
+      checkNumber('weightDecay', weightDecay, { min: 0 });
+      checkNumber('beta2', beta2, { min: 0, max: 1 });
+      checkNumber('eps', eps, { min: 0 });
+      Object.assign(this, { weightDecay, beta2, eps });
+    } catch (error) {
+      throw withCallName(error, 'AdamW');
+    }
+  }
+
+  /** Updates done so far (the bias corrections' t is steps + 1 at the next). */
+  get steps() { return this.#steps; }
+
+  #live(call) {
+    if (this.#disposed) throw new TypeError(`AdamW.${call}: this optimizer was disposed`);
+  }
+
+  /** `submit(buffers)`'s GPU work, its verdict awaited; a lost device is the error when it failed. */
+  async #checked(call, submit) {
+    const device = this.#device;
+    if (this.#gpu.lost) throw lostError(`AdamW.${call}`, this.#gpu.lost);
     const buffers = new CallBuffers(device);
     try {
-      device.pushErrorScope('out-of-memory');
-      device.pushErrorScope('validation');
-      let result, failed = null;
-      try {
-        result = submit(buffers);
-        // (awaited below, after the error scopes: meanwhile a rejection, e.g. of a readback on a
-        // device lost, must not count as unhandled)
-        result?.catch?.(() => {});
-      } catch (error) {
-        failed = error;
-      }
-      const [invalid, outOfMemory] = await Promise.all([device.popErrorScope(), device.popErrorScope()]);
-      if (invalid) throw new TypeError(`the GPU rejected the call (a buffer of another device, or a destroyed one?): ${invalid.message}`);
-      if (outOfMemory) throw new RangeError(`the GPU is out of memory: ${outOfMemory.message}`);
-      if (failed) throw failed;
-      return await result;
-    } catch (error) {
-      if (gpu.lost) throw lostError(`AdamW.${call}`, gpu.lost);
-      throw error;
+      return await failWithLoss(device, `AdamW.${call}`, () => runChecked(device, () => submit(buffers), WORDS));
     } finally {
       buffers.free();
     }
   }
 
-  return class AdamW {
-    #moments = new Map();  // name -> { first, second, floats }: GPUBuffers, zero at a name's first step
-    #steps = 0;
-    #disposed = false;
-
-    /** @param {{ weightDecay?: number, beta2?: number, eps?: number }} options as web/training/adamw.js's */
-    constructor(options = {}) {
-      try {
-        checkPlainObject('options', options);
-        checkKnownKeys('options', options, ['weightDecay', 'beta2', 'eps']);
-        const { weightDecay = 0.01, beta2 = 0.999, eps = 1e-8 } = options;
-        checkNumber('weightDecay', weightDecay, { min: 0 });
-        checkNumber('beta2', beta2, { min: 0, max: 1 });
-        checkNumber('eps', eps, { min: 0 });
-        Object.assign(this, { weightDecay, beta2, eps });
-      } catch (error) {
-        throw withCallName(error, 'AdamW');
-      }
+  #moment(name, floats) {
+    const device = this.#device;
+    let made = this.#moments.get(name);
+    if (made && made.floats !== floats) {
+      throw new RangeError(`params['${name}']: ${floats} floats, but its moments hold ${made.floats} (one optimizer per set of parameters)`);
     }
-
-    /** Updates done so far (the bias corrections' t is steps + 1 at the next). */
-    get steps() { return this.#steps; }
-
-    #live(call) {
-      if (this.#disposed) throw new TypeError(`AdamW.${call}: this optimizer was disposed`);
+    if (!made) {
+      const make = (label) => device.createBuffer({ label, size: Math.max(16, floats * 4), usage: STORAGE | COPY_SRC | COPY_DST });
+      made = { first: make(`${name} first moment`), second: make(`${name} second moment`), floats };
+      this.#moments.set(name, made);  // (createBuffer zeroes them)
     }
+    return made;
+  }
 
-    #moment(name, floats) {
-      let made = this.#moments.get(name);
-      if (made && made.floats !== floats) {
-        throw new RangeError(`params['${name}']: ${floats} floats, but its moments hold ${made.floats} (one optimizer per set of parameters)`);
-      }
-      if (!made) {
-        const make = (label) => device.createBuffer({ label, size: Math.max(16, floats * 4), usage: STORAGE | COPY_SRC | COPY_DST });
-        made = { first: make(`${name} first moment`), second: make(`${name} second moment`), floats };
-        this.#moments.set(name, made);  // (createBuffer zeroes them)
-      }
-      return made;
-    }
-
-    /**
-     * One update of every tensor of `params` (a record of { buffer, shape } GPU tensors, updated in
-     * place) from `grads` (the same names and shapes, e.g. backwardAsync's GpuGradients.params),
-     * with learning rate `lr`, momentum `beta1` and each gradient multiplied by `gradScale` first.
-     * Resolves once the GPU accepted the work.
-     */
-    async step(params, grads, { lr, beta1 = 0.9, gradScale = 1 } = {}) {
-      try {
-        this.#live('step');
-        checkPlainObject('params', params);
-        checkPlainObject('grads', grads);
-        checkNumber('lr', lr, { min: 0 });
-        checkNumber('beta1', beta1, { min: 0, max: 1 });
-        checkNumber('gradScale', gradScale, { min: 0 });
-        const jobs = [];
-        for (const [name, p] of Object.entries(params)) {
-          const floats = checkGpuTensor('params', name, p);
-          if (!(name in grads)) throw new TypeError(`grads: no gradient for '${name}'`);
-          checkGpuTensor('grads', name, grads[name]);
-          if (count(grads[name].shape) !== floats || grads[name].shape.length !== p.shape.length
-            || grads[name].shape.some((d, i) => d !== p.shape[i])) {
-            throw new RangeError(`grads['${name}']: expected the parameter's shape [${p.shape.join(', ')}], got [${grads[name].shape.join(', ')}]`);
-          }
-          jobs.push({ name, p, g: grads[name], floats });
+  /**
+   * One update of every tensor of `params` (a record of { buffer, shape } GPU tensors, updated in
+   * place) from `grads` (the same names and shapes, e.g. backwardAsync's GpuGradients.params),
+   * with learning rate `lr`, momentum `beta1` and each gradient multiplied by `gradScale` first.
+   * Resolves once the GPU accepted the work.
+   */
+  async step(params, grads, { lr, beta1 = 0.9, gradScale = 1 } = {}) {
+    try {
+      this.#live('step');
+      checkPlainObject('params', params);
+      checkPlainObject('grads', grads);
+      checkNumber('lr', lr, { min: 0 });
+      checkNumber('beta1', beta1, { min: 0, max: 1 });
+      checkNumber('gradScale', gradScale, { min: 0 });
+      const jobs = [];
+      for (const [name, p] of Object.entries(params)) {
+        const floats = checkGpuTensor('params', name, p);
+        if (!(name in grads)) throw new TypeError(`grads: no gradient for '${name}'`);
+        checkGpuTensor('grads', name, grads[name]);
+        if (count(grads[name].shape) !== floats || grads[name].shape.length !== p.shape.length
+          || grads[name].shape.some((d, i) => d !== p.shape[i])) {
+          throw new RangeError(`grads['${name}']: expected the parameter's shape [${p.shape.join(', ')}], got [${grads[name].shape.join(', ')}]`);
         }
-        const t = this.#steps + 1;
-        const { beta2, eps } = this;
-        // (adamw.js's scalars, in float64, then rounded to float32 for the kernel)
-        const scalars = new Float32Array([0, beta1, 1 - beta1, beta2, 1 - beta2, lr / (1 - beta1 ** t),
-          1 - lr * this.weightDecay, Math.sqrt(1 - beta2 ** t), eps, gradScale, 0, 0]);
-        await checked('step', (buffers) => {
-          const encoder = device.createCommandEncoder();
-          const pass = encoder.beginComputePass();
-          for (const { name, p, g, floats } of jobs) {
-            if (floats === 0) continue;
-            const m = this.#moment(name, floats);
-            const uniform = scalars.slice();
-            new Uint32Array(uniform.buffer)[0] = floats;
-            const groups = Math.ceil(floats / 256);
-            dispatch(device, pass, pipeline(device, 'adamw'), {
-              0: p.buffer, 1: g.buffer, 2: m.first, 3: m.second, 4: buffers.uniform(uniform, 'adamw step'),
-            }, [Math.min(groups, MOST_GROUPS), Math.ceil(groups / MOST_GROUPS), 1]);
-          }
-          pass.end();
-          device.queue.submit([encoder.finish()]);
+        jobs.push({ name, p, g: grads[name], floats });
+      }
+      const device = this.#device;
+      const t = this.#steps + 1;
+      const { beta2, eps } = this;
+      // (adamw.js's scalars, in float64, then rounded to float32 for the kernel)
+      const scalars = new Float32Array([0, beta1, 1 - beta1, beta2, 1 - beta2, lr / (1 - beta1 ** t),
+        1 - lr * this.weightDecay, Math.sqrt(1 - beta2 ** t), eps, gradScale, 0, 0]);
+      await this.#checked('step', (buffers) => {
+        const encoder = device.createCommandEncoder();
+        const pass = encoder.beginComputePass();
+        for (const { name, p, g, floats } of jobs) {
+          if (floats === 0) continue;
+          const m = this.#moment(name, floats);
+          const uniform = scalars.slice();
+          new Uint32Array(uniform.buffer)[0] = floats;
+          const groups = Math.ceil(floats / 256);
+          dispatch(device, pass, pipeline(device, 'adamw'), {
+            0: p.buffer, 1: g.buffer, 2: m.first, 3: m.second, 4: buffers.uniform(uniform, 'adamw step'),
+          }, [Math.min(groups, MOST_GROUPS), Math.ceil(groups / MOST_GROUPS), 1]);
+        }
+        pass.end();
+        device.queue.submit([encoder.finish()]);
+      });
+      this.#steps = t;
+    } catch (error) {
+      throw withCallName(error, 'AdamW.step');
+    }
+  }
+
+  /** The sum of the squares of every element of `tensors` (a record of GPU tensors): one float per tensor read back. */
+  async squaredNorm(tensors) {
+    try {
+      this.#live('squaredNorm');
+      checkPlainObject('tensors', tensors);
+      const device = this.#device;
+      const entries = Object.entries(tensors).map(([name, x]) => [x, checkGpuTensor('tensors', name, x)]);
+      const sums = await this.#checked('squaredNorm', (buffers) => {
+        const out = buffers.storage(entries.length, 'sums of squares');
+        const encoder = device.createCommandEncoder();
+        const pass = encoder.beginComputePass();
+        entries.forEach(([x, floats], slot) => {
+          dispatch(device, pass, pipeline(device, 'sum_squares'), {
+            0: x.buffer, 1: out, 2: buffers.uniform(new Uint32Array([floats, slot, 0, 0]), 'sum of squares dims'),
+          }, [1, 1, 1]);
         });
-        this.#steps = t;
-      } catch (error) {
-        throw withCallName(error, 'AdamW.step');
-      }
+        pass.end();
+        device.queue.submit([encoder.finish()]);
+        return readBack(device, out, entries.length);
+      });
+      let total = 0;
+      for (const s of sums) total += s;
+      return total;
+    } catch (error) {
+      throw withCallName(error, 'AdamW.squaredNorm');
     }
+  }
 
-    /** The sum of the squares of every element of `tensors` (a record of GPU tensors): one float per tensor read back. */
-    async squaredNorm(tensors) {
-      try {
-        this.#live('squaredNorm');
-        checkPlainObject('tensors', tensors);
-        const entries = Object.entries(tensors).map(([name, x]) => [x, checkGpuTensor('tensors', name, x)]);
-        const sums = await checked('squaredNorm', (buffers) => {
-          const out = buffers.storage(entries.length, 'sums of squares');
-          const encoder = device.createCommandEncoder();
-          const pass = encoder.beginComputePass();
-          entries.forEach(([x, floats], slot) => {
-            dispatch(device, pass, pipeline(device, 'sum_squares'), {
-              0: x.buffer, 1: out, 2: buffers.uniform(new Uint32Array([floats, slot, 0, 0]), 'sum of squares dims'),
-            }, [1, 1, 1]);
-          });
-          pass.end();
-          device.queue.submit([encoder.finish()]);
-          return readBack(device, out, entries.length);
-        });
-        let total = 0;
-        for (const s of sums) total += s;
-        return total;
-      } catch (error) {
-        throw withCallName(error, 'AdamW.squaredNorm');
-      }
+  /**
+   * The optimizer's state read back: { steps, firstMoment, secondMoment } (records of
+   * Float32Arrays by parameter name), as web/training/adamw.js holds it.
+   */
+  async state() {
+    try {
+      this.#live('state');
+      const device = this.#device;
+      const names = [...this.#moments.keys()];
+      const read = await this.#checked('state', () => Promise.all(names.flatMap((name) => {
+        const m = this.#moments.get(name);
+        return [readBack(device, m.first, m.floats), readBack(device, m.second, m.floats)];
+      })));
+      return {
+        steps: this.#steps,
+        firstMoment: Object.fromEntries(names.map((name, i) => [name, read[2 * i]])),
+        secondMoment: Object.fromEntries(names.map((name, i) => [name, read[2 * i + 1]])),
+      };
+    } catch (error) {
+      throw withCallName(error, 'AdamW.state');
     }
+  }
 
-    /**
-     * The optimizer's state read back: { steps, firstMoment, secondMoment } (records of
-     * Float32Arrays by parameter name), as web/training/adamw.js holds it.
-     */
-    async state() {
-      try {
-        this.#live('state');
-        const names = [...this.#moments.keys()];
-        const read = await checked('state', () => Promise.all(names.flatMap((name) => {
-          const m = this.#moments.get(name);
-          return [readBack(device, m.first, m.floats), readBack(device, m.second, m.floats)];
-        })));
-        return {
-          steps: this.#steps,
-          firstMoment: Object.fromEntries(names.map((name, i) => [name, read[2 * i]])),
-          secondMoment: Object.fromEntries(names.map((name, i) => [name, read[2 * i + 1]])),
-        };
-      } catch (error) {
-        throw withCallName(error, 'AdamW.state');
-      }
-    }
-
-    /** Replaces the state with `state` ({ steps, firstMoment, secondMoment } of Float32Arrays, as state() gives). */
-    loadState(state) {
-      try {
-        this.#live('loadState');
-        checkPlainObject('state', state);
-        if (!Number.isSafeInteger(state.steps) || state.steps < 0) throw new RangeError(`state.steps must be an integer >= 0, got ${describe(state.steps)}`);
-        for (const which of ['firstMoment', 'secondMoment']) checkPlainObject(`state.${which}`, state[which]);
-        for (const [name, first] of Object.entries(state.firstMoment)) {
-          const second = state.secondMoment[name];
-          if (!(first instanceof Float32Array) || !(second instanceof Float32Array) || first.length !== second.length) {
-            throw new TypeError(`state: '${name}' needs Float32Arrays of one length in firstMoment and secondMoment`);
-          }
+  /** Replaces the state with `state` ({ steps, firstMoment, secondMoment } of Float32Arrays, as state() gives). */
+  loadState(state) {
+    try {
+      this.#live('loadState');
+      checkPlainObject('state', state);
+      if (!Number.isSafeInteger(state.steps) || state.steps < 0) throw new RangeError(`state.steps must be an integer >= 0, got ${describe(state.steps)}`);
+      for (const which of ['firstMoment', 'secondMoment']) checkPlainObject(`state.${which}`, state[which]);
+      for (const [name, first] of Object.entries(state.firstMoment)) {
+        const second = state.secondMoment[name];
+        if (!(first instanceof Float32Array) || !(second instanceof Float32Array) || first.length !== second.length) {
+          throw new TypeError(`state: '${name}' needs Float32Arrays of one length in firstMoment and secondMoment`);
         }
-        this.#freeMoments();
-        for (const [name, first] of Object.entries(state.firstMoment)) {
-          const m = this.#moment(name, first.length);
-          if (first.length) {
-            device.queue.writeBuffer(m.first, 0, first);
-            device.queue.writeBuffer(m.second, 0, state.secondMoment[name]);
-          }
-        }
-        this.#steps = state.steps;
-        return this;
-      } catch (error) {
-        throw withCallName(error, 'AdamW.loadState');
       }
-    }
-
-    #freeMoments() {
-      for (const m of this.#moments.values()) {
-        m.first.destroy();
-        m.second.destroy();
-      }
-      this.#moments.clear();
-    }
-
-    /** Frees the moments. Safe to call more than once. */
-    dispose() {
-      this.#disposed = true;
       this.#freeMoments();
+      const device = this.#device;
+      for (const [name, first] of Object.entries(state.firstMoment)) {
+        const m = this.#moment(name, first.length);
+        if (first.length) {
+          device.queue.writeBuffer(m.first, 0, first);
+          device.queue.writeBuffer(m.second, 0, state.secondMoment[name]);
+        }
+      }
+      this.#steps = state.steps;
+      return this;
+    } catch (error) {
+      throw withCallName(error, 'AdamW.loadState');
     }
+  }
+
+  #freeMoments() {
+    for (const m of this.#moments.values()) {
+      m.first.destroy();
+      m.second.destroy();
+    }
+    this.#moments.clear();
+  }
+
+  /** Frees the moments. Safe to call more than once. */
+  dispose() {
+    this.#disposed = true;
+    this.#freeMoments();
+  }
+}
+
+/** The public AdamW class, bound to `gpu` ({ device, lost } from openDevice). */
+export function defineAdamW(gpu) {
+  return class AdamW extends GpuAdamW {
+    constructor(options = {}) { super(gpu, options); }
   };
 }

@@ -4,14 +4,6 @@
 import { halfReadValues } from './half-reads.js';
 import { dispatch, pipeline } from './pipelines.js';
 
-const DECODE_CHUNK = 128;  // keys per workgroup of decode_split.wgsl (its CHUNK)
-const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
-
-/** Keys per tile: as many as fit in workgroup memory with their values (vec4-padded), at most 32 (one u32 of flags). */
-export function keysPerTile(headDim, valueHeadDim) {
-  return Math.min(32, Math.floor(WORKGROUP_VEC4S / (Math.ceil(headDim / 4) + Math.ceil(valueHeadDim / 4))));
-}
-
 /** The score step's uniform block (score_epilogue.wgsl's Params); the backward pass reuses it. */
 export function paramsBlock(c, call) {
   const u = new Uint32Array(28);
@@ -40,15 +32,16 @@ export function paramsBlock(c, call) {
  * Encodes attention of q [B*L, H*Dh] against k [B*S, Hkv*Dh], v [B*S, Hkv*Dv] into attended
  * [B*L, H*Dv], and the weights into call.weights when given. With a KV cache: k and v hold
  * call.kvRows rows per batch row (its capacity), of which the first S are seen, and query row r
- * is at position call.firstQuery + r; call.kvDtype 'f16': k and v are an f16 cache's halves (read directly). call.decode (a few query rows, no weights, no dropout):
- * flash-decoding (decode_split.wgsl, decode_reduce.wgsl) instead of flash_attention.wgsl. `headParams`: [H] sinks then [H]
+ * is at position call.firstQuery + r; call.kvDtype 'f16': k and v are an f16 cache's halves (read directly). call.kernels:
+ * the call's plan (kernel-plan.js): its attention 'decode' runs flash-decoding (decode_split.wgsl,
+ * decode_reduce.wgsl) instead of flash_attention.wgsl, with its tile sizes. `headParams`: [H] sinks then [H]
  * ALiBi slopes; masks additive (0 / -inf for bool); call.dropout: { p, seed, weightsBeforeDropout } when training;
  * call.lse: a [B, H, L] buffer for the rows' log-sum-exps (kept for the backward pass), when given.
  */
 export function encodeAttention(device, pass, buffers, c, call) {
   const { B, L, S } = call;
   const Dh = c.headDim, Dv = c.valueHeadDim, H = c.numHeads;
-  const BC = keysPerTile(Dh, Dv);
+  const { kernels } = call;
   const params = buffers.uniform(paramsBlock(c, call), 'attention params');
   const lse = call.lse ?? (call.weights ? buffers.storage(B * H * L, 'lse') : call.dummy);
   const kv = halfReadValues(device, call.kvDtype ?? 'f32', { K: 'k', V: 'v' });  // (an f16 cache's halves read directly)
@@ -56,8 +49,8 @@ export function encodeAttention(device, pass, buffers, c, call) {
     0: call.q, 1: call.k, 3: call.keyPadding ?? call.headParams, 4: call.attnMask ?? call.headParams,
     5: call.headParams, 6: params,
   };
-  if (call.decode) {  // flash-decoding: chunks of the keys in parallel, then their reduction
-    const chunks = Math.max(1, Math.ceil(S / DECODE_CHUNK));
+  if (kernels.attention === 'decode') {  // flash-decoding: chunks of the keys in parallel, then their reduction
+    const chunks = kernels.decodeChunks;
     const partials = buffers.storage(B * H * L * chunks * (Dv + 2), 'decode partials');
     dispatch(device, pass, pipeline(device, 'decode_split', { DH: Dh, DV: Dv, ...kv }),
       { ...shared, 2: call.v, 7: partials }, [chunks, H, B * L]);
@@ -65,7 +58,7 @@ export function encodeAttention(device, pass, buffers, c, call) {
       { 5: shared[5], 6: params, 7: call.attended, 8: partials }, [Math.ceil(Dv / 64), H, B * L]);
     return;
   }
-  dispatch(device, pass, pipeline(device, 'flash_attention', { DH: Dh, DV: Dv, BC, ...kv }),
+  dispatch(device, pass, pipeline(device, 'flash_attention', { DH: Dh, DV: Dv, BC: kernels.keysPerTile, ...kv }),
     { ...shared, 2: call.v, 7: call.attended, 8: lse }, [Math.ceil(L / 64), H, B]);
   if (call.weights) {
     dispatch(device, pass, pipeline(device, 'attention_weights', { DH: Dh, ENABLE_F16: kv.ENABLE_F16, K_T: kv.K_T, K_AT: kv.K_AT }),

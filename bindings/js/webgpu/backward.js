@@ -12,19 +12,13 @@
 //             dQᵀ X, db_q = column sums of dQ
 //
 // `saved` is what forwardAsync({ grad: true }) kept on the GPU (see layer.js).
-import { keysPerTile, paramsBlock } from './attention.js';
+import { paramsBlock } from './attention.js';
+import { failWithLoss, runChecked, submitChecked } from './gpu-work.js';
+import { packedRowVec4s } from './kernel-plan.js';
 import { encodeOutputGateBackward } from './output-gate.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
-import { gpuTensor, readBack } from './tensors.js';
-
-const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
-
-/** vec4s per packed query row of the attention backward (q, dO, then lse and D). */
-export const packedRowVec4s = (c) => Math.ceil(c.headDim / 4) + Math.ceil(c.valueHeadDim / 4) + 1;
-
-/** Query rows per tile of attention_backward_dkdv: as many packed rows as fit, at most 64. */
-export const rowsPerTile = (c) => Math.min(64, Math.floor(WORKGROUP_VEC4S / packedRowVec4s(c)));
+import { CallBuffers, gpuTensor, readBack } from './tensors.js';
 
 /** gemm_*_grad.wgsl's template: vec4 loads when both row lengths are multiples of 4. */
 const loads = (a, b) => (a % 4 === 0 && b % 4 === 0 ? { T: 'vec4<f32>', V: 4, PICK: 'value[u]' } : { T: 'f32', V: 1, PICK: 'value' });
@@ -46,10 +40,10 @@ function encodeWeightGrad(device, pass, buffers, { dy, x, dw, db, M, N, K }) {
   if (db) dispatch(device, pass, pipeline(device, 'gemm_bias_grad'), { 0: dy, 2: db, 3: dims }, [Math.ceil(N / 64), 1, 1]);
 }
 
-/** The GPU's limits on the backward's buffers and dispatches (checkSize / checkGroups from the layer). */
-export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
+/** The GPU's limits on the backward's buffers and dispatches (checkSize / checkGroups from the layer; kernels: the call's plan). */
+export function checkBackwardLimits(c, s, kernels, { checkSize, checkGroups }) {
   const { B, L, S } = s;
-  if (rowsPerTile(c) < 1) {
+  if (kernels.rowsPerTile < 1) {
     throw new RangeError(`headDim + valueHeadDim = ${c.headDim + c.valueHeadDim} floats per query row do not fit the `
       + 'backward kernel\'s workgroup storage (maxComputeWorkgroupStorageSize 16384 bytes)');
   }
@@ -58,6 +52,52 @@ export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
   checkGroups('the backward\'s projections', [Math.ceil(Math.max(c.embedDim, c.kdim, c.vdim, AD) / 32),
     Math.ceil(Math.max(B * Math.max(L, S), c.outputDim, QD, VKV) / 32)]);
   checkGroups('the attention backward', [Math.ceil(Math.max(L, S) / 64), c.numHeads, B]);
+}
+
+/**
+ * backwardAsync's work: the backward pass of `saved` for dLoss/dOutput `dOut` ({ data } on the
+ * CPU or { buffer } on the GPU), checked (gpu-work.js), its buffers freed when it ends. Resolves
+ * to the gradients: { query, key, value } ({ data, shape }; key and value null for
+ * self-attention) and `params` (Float32Arrays by state dict name), or with `onGpu` the same as GPU
+ * tensors the caller owns. `paramShapes`: the layer's stateDictShapes().
+ */
+export async function runBackward(device, saved, dOut, paramShapes, { onGpu = false } = {}) {
+  const buffers = new CallBuffers(device);
+  try {
+    return await failWithLoss(device, 'backwardAsync', async () => {
+      const out = dOut.buffer ?? buffers.upload(dOut.data, 'd output');
+      const submitted = await runChecked(device, () => submitBackward(device, buffers, saved, out, paramShapes, { onGpu }));
+      if (onGpu) return submitted.tensors;
+      const gradients = await submitted.read();
+      const shapes = saved.inputShapes;
+      return {
+        query: { data: gradients.query, shape: shapes.query },
+        key: gradients.key && { data: gradients.key, shape: shapes.key },
+        value: gradients.value && { data: gradients.value, shape: shapes.value },
+        params: gradients.params,
+      };
+    });
+  } finally {
+    buffers.free();
+  }
+}
+
+/**
+ * The backward pass of `saved` for dLoss/dOutput in a GPUBuffer (`dOut.buffer`), submitted now
+ * (training.js's SUBMIT_BACKWARD, for mha-wasm/tfjs). Returns { gradients (submitBackward's
+ * buffers), verdict (a promise of the GPU's Error or null), free() }: the caller reads the
+ * gradients on the GPU, then calls free().
+ */
+export function submitBackwardNow(device, saved, dOut, paramShapes) {
+  const buffers = new CallBuffers(device);
+  try {
+    const { result, verdict } = submitChecked(device, () => submitBackward(device, buffers, saved, dOut.buffer, paramShapes),
+      { call: 'backwardAsync' });
+    return { gradients: result.gradients, verdict, free: () => buffers.free() };
+  } catch (error) {
+    buffers.free();
+    throw error;
+  }
 }
 
 /**
@@ -70,6 +110,7 @@ export function checkBackwardLimits(c, s, { checkSize, checkGroups }) {
  */
 export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGpu = false } = {}) {
   const { c, B, L, S, self, w, attention } = saved;
+  const { kernels } = attention;
   const H = c.numHeads, Hkv = c.numKvHeads, E = c.embedDim;
   const QD = H * c.headDim, KV = Hkv * c.headDim, VKV = Hkv * c.valueHeadDim, AD = H * c.valueHeadDim, OD = c.outputDim;
   const bias = !!w.qBias;
@@ -109,9 +150,9 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
       0: rows, 1: saved.k, 2: saved.v, 3: attention.keyPadding ?? w.headParams, 4: attention.attnMask ?? w.headParams,
       5: w.headParams, 6: params,
     };
-    dispatch(device, pass, pipeline(device, 'attention_backward_dq', { ...sizes, BC: keysPerTile(c.headDim, c.valueHeadDim) }),
+    dispatch(device, pass, pipeline(device, 'attention_backward_dq', { ...sizes, BC: kernels.keysPerTile }),
       { ...shared, 7: g.dq }, [Math.ceil(L / 64), H, B]);
-    dispatch(device, pass, pipeline(device, 'attention_backward_dkdv', { ...sizes, BR: rowsPerTile(c) }),
+    dispatch(device, pass, pipeline(device, 'attention_backward_dkdv', { ...sizes, BR: kernels.rowsPerTile }),
       { ...shared, 7: g.dk, 8: g.dv }, [Math.ceil(S / 64), Hkv, B]);
     if (g.sinks) {
       dispatch(device, pass, pipeline(device, 'attention_backward_sinks', sizes), {

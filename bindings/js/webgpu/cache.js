@@ -1,10 +1,18 @@
 // A KV cache on the GPU for decoding with a WebGPU layer: the keys [B, capacity, numKvHeads *
 // headDim] and values [B, capacity, numKvHeads * valueHeadDim] in two GPU buffers, and a
 // storage-less cache handle of the planner (src/mha/kv_cache.hpp) that tracks the length and
-// kind, so each call with the cache is checked by the C++ plan as the wasm layer's are.
+// kind, so each call with the cache is checked by the C++ plan as the wasm layer's are. Also the
+// layer's side of its caches: making one (createCache), checking a call's `cache` option,
+// setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
+import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
+import { halfBufferBytes } from './cache-f16.js';
+import { submitChecked } from './gpu-work.js';
+import { encodeKeyValue } from './key-value.js';
+import { CallBuffers } from './tensors.js';
 
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 const KINDS = ['none', 'self', 'cross'];
+const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 
 /** Internal: the layer side of a cache (its planner handle and GPU buffers). */
 export const cacheStateOf = new WeakMap();
@@ -81,5 +89,106 @@ export class GpuKvCache {
 
   [disposeSymbol]() {
     this.dispose();
+  }
+}
+
+/**
+ * createCache's work for a layer: `options` ({ batch?, capacity, dtype? }) checked, the planner's
+ * cache handle and the GPU buffers made. `layer`: { device, config, planner, checkSize (the
+ * device's limit on a buffer), setKeyValue(cache, key, value), onDispose(cache) }.
+ */
+export function createGpuCache(layer, options) {
+  checkPlainObject('createCache: options', options);
+  checkKnownKeys('options', options, ['batch', 'capacity', 'dtype']);
+  checkInteger('batch', options.batch, { optional: true });
+  checkInteger('capacity', options.capacity);
+  const dtype = options.dtype ?? 'f32';
+  if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`dtype must be 'f32' or 'f16', got ${describe(dtype)}`);
+  const c = layer.config, batch = options.batch ?? 1;
+  const rows = batch * options.capacity;
+  layer.checkSize('the cache\'s keys', rows * c.numKvHeads * c.headDim);
+  layer.checkSize('the cache\'s values', rows * c.numKvHeads * c.valueHeadDim);
+  const handle = layer.planner.createPlannedCache(batch, options.capacity);
+  const make = (floats, label) => layer.device.createBuffer({
+    label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04,
+  });
+  const state = {
+    handle, dtype, busy: false, pending: null,
+    setKeyValue: layer.setKeyValue,
+    keys: make(rows * c.numKvHeads * c.headDim, 'cache keys'),
+    values: make(rows * c.numKvHeads * c.valueHeadDim, 'cache values'),
+  };
+  return new GpuKvCache(state, layer.onDispose);
+}
+
+/** Whether a cache (its state) holds cross-attention keys and values (setKeyValue's). */
+export const isCross = (state) => state.handle.kind() === CROSS;
+
+/** A call's `cache` option checked: its state, or null when none. `causal`: the call's option. */
+export function checkCache(cache, causal) {
+  if (cache === undefined || cache === null) return null;
+  if (!(cache instanceof GpuKvCache)) {
+    throw new TypeError(`cache must be a KvCache from this WebGPU layer's createCache(), got ${describe(cache)}`);
+  }
+  if (!cache.alive) throw new TypeError('cache: this cache was disposed');
+  const state = cacheStateOf.get(cache);
+  if (causal === false && !isCross(state)) {
+    throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
+      + 'tokens and itself, never later ones); omit causal or pass true');
+  }
+  if (state.busy) throw new TypeError('cache: a call with this cache is still running; await it before the next');
+  return state;
+}
+
+/**
+ * setKeyValue's GPU work (key-value.js), checked tensors k and v (CPU or GPU), on the weights `w`
+ * of a layer with resolved config `c`; `kernels`: its plan. The GPU's verdict comes later: the
+ * next call with the cache awaits it (state.pending; the handle reset if it failed). A later
+ * setKeyValue replaces the contents, and with them an earlier one's verdict.
+ */
+export function submitKeyValue(device, state, c, w, k, v, kernels) {
+  const B = state.handle.batch(), S = state.handle.length();
+  const buffers = new CallBuffers(device);
+  const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
+  let submitted;
+  try {
+    submitted = submitChecked(device, () => {
+      const encoder = device.createCommandEncoder();
+      encodeKeyValue(device, encoder, buffers, c, w, {
+        B, S, xk: input(k, 'key'), xv: input(v, 'value'), kernels,
+        cache: { keys: state.keys, values: state.values, capacity: state.handle.capacity(), dtype: state.dtype },
+      });
+      device.queue.submit([encoder.finish()]);
+    }, { call: 'setKeyValue' });
+  } catch (error) {
+    buffers.free();
+    throw error;
+  }
+  const ticket = (state.keyValueTicket = (state.keyValueTicket ?? 0) + 1);
+  state.pending = submitted.verdict.then((failed) => {
+    buffers.free();
+    if (!failed || state.keyValueTicket !== ticket) return null;
+    state.handle.reset();
+    return failed;
+  });
+}
+
+/**
+ * Runs `run()` (a call with the cache whose state is `state`, or none) once the cache's pending
+ * setKeyValue succeeded, with the cache marked busy meanwhile: its length was planned with, so no
+ * other call may change it.
+ */
+export async function runWithCache(state, run) {
+  if (state?.pending) {  // (a setKeyValue still on the GPU; if it failed its handle was reset)
+    const failed = await state.pending;
+    state.pending = null;
+    if (failed) throw failed;
+  }
+  if (!state) return run();
+  state.busy = true;
+  try {
+    return await run();
+  } finally {
+    state.busy = false;
   }
 }

@@ -9,12 +9,40 @@ import { encodeGemm } from './gemm.js';
 import { encodeOutputGate } from './output-gate.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 
+/** A mask as the kernels read it: additive floats (a bool mask's true = blocked becomes -inf), or null. */
+function additiveMask(mask) {
+  if (!mask) return null;
+  if (mask.data instanceof Float32Array) return mask.data;
+  return Float32Array.from(mask.data, (x) => (x ? -Infinity : 0));
+}
+
+/**
+ * encodeForward's `call` (and encodeSteps') for a call the layer checked: `call` its prepared call
+ * (request, cache, masks, positions), `sizes` its { B, L, S, newKeys, cached, cross, self },
+ * `kernels` its plan, `io` its buffers { x, xk, xv, output, weights }; the log-sum-exps' buffer
+ * made in `buffers` when the call keeps them for backward (grad).
+ */
+export function forwardCallOf(c, call, { B, L, S, newKeys, cached, cross, self }, kernels, io, buffers) {
+  const { request, cache } = call;
+  const dropout = request.training && c.dropout > 0;
+  return {
+    B, L, S, newKeys, cached, self, ...io, cache, crossCache: cross, kernels,
+    positions: call.positions?.data,
+    keyPadding: additiveMask(call.keyPaddingMask), attnMask: additiveMask(call.attnMask),
+    attnMaskPerHead: call.attnMask?.shape.length === 3,
+    causal: request.causal || (Boolean(cache) && !cross), averageWeights: request.averageWeights,
+    dropout: dropout ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
+    lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
+  };
+}
+
 /**
  * Encodes the call into `encoder`. c: the resolved config; w: the weights (weights.js);
  * call: { B, L, S, newKeys (keys projected now), cached (tokens already in the cache), self,
  * x, xk, xv (input buffers), output, weights, cache, positions, keyPadding, attnMask (additive
- * Float32Arrays or null), attnMaskPerHead, causal, averageWeights, dropout, decode, lse (a [B, H, L]
- * buffer for the rows' log-sum-exps, kept for the backward pass, or null) }. Returns the buffers
+ * Float32Arrays or null), attnMaskPerHead, causal, averageWeights, dropout, kernels (the call's
+ * plan: kernel-plan.js), lse (a [B, H, L] buffer for the rows' log-sum-exps, kept for the backward
+ * pass, or null) }. Returns the buffers
  * it made and the attention's parameters ({ q, k, v, attended, gate, gated, attention }: what
  * backward.js reads; gate and gated null without the output gate).
  */
@@ -29,12 +57,16 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
     keyPadding: call.keyPadding && buffers.upload(call.keyPadding, 'key padding mask'),
     attnMask: call.attnMask && buffers.upload(call.attnMask, 'attention mask'),
     attnMaskPerHead: call.attnMaskPerHead, causal: call.causal, averageWeights: call.averageWeights,
-    dropout: call.dropout, decode: call.decode, dummy: buffers.storage(4, 'unused'), lse: call.lse ?? null,
+    dropout: call.dropout, kernels: call.kernels, dummy: buffers.storage(4, 'unused'), lse: call.lse ?? null,
   };
   encodeAttention(device, pass, buffers, c, attention);
-  // The output gate (config gate): out_proj reads the attended values times the gate.
-  const { gate = null, gated = null } = c.gate ? encodeOutputGate(device, pass, buffers, c, w, { x: call.x, z: attended, rows: B * L }) : {};
-  encodeGemm(device, pass, buffers, { x: gated ?? attended, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: c.outputDim, K: AD });
+  // The output gate (config gate): out_proj reads the attended values times the gate. (The gate's
+  // projection has the query's rows: the query projection's kernel.)
+  const { gate = null, gated = null } = c.gate
+    ? encodeOutputGate(device, pass, buffers, c, w, { x: call.x, z: attended, rows: B * L, kernel: call.kernels.projections.query })
+    : {};
+  encodeGemm(device, pass, buffers, { x: gated ?? attended, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: c.outputDim, K: AD,
+    kernel: call.kernels.projections.output });
   pass.end();
   return { q: qp, k: keys, v: values, attended, gate, gated, attention, lse: attention.lse };
 }
@@ -50,12 +82,13 @@ export function encodeProjections(device, encoder, buffers, c, w, call) {
   const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
   const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * newKeys * KV, 'k');
   const vp = buffers.storage(B * newKeys * VKV, 'v');
+  const { projections } = call.kernels;
 
   let pass = encoder.beginComputePass();
-  encodeGemm(device, pass, buffers, { x: call.x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim });
+  encodeGemm(device, pass, buffers, { x: call.x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim, kernel: projections.query });
   if (newKeys > 0) {  // (a cross-attention cache holds its keys and values already)
-    encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim });
-    encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim });
+    encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim, kernel: projections.keyValue });
+    encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim, kernel: projections.keyValue });
   }
   if (c.rotary) {  // (self-attention keys share the queries' positions; a cache's come after what it holds)
     encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, call.positions, cached), rows: B * L,

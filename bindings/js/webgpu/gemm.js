@@ -2,42 +2,25 @@
 // through workgroup memory, 4 x 4 outputs per invocation) or gemm.wgsl (software adapters: the
 // same 4 x 4 blocks without workgroup memory or barriers, which they pay dearly for), or, for a
 // projection held quantized, on gemm_int8 / gemm_q4 / gemm_f16.wgsl, which read its packed bytes
-// and dequantize in the kernel. Both float32 kernels compute the same sums in the same order.
+// and dequantize in the kernel. Both float32 kernels compute the same sums in the same order;
+// which one a call runs is its plan's (kernel-plan.js).
 import { halfReadValues } from './half-reads.js';
 import { dispatch, pipeline } from './pipelines.js';
-
-const kernels = new WeakMap();  // device -> 'auto' (the default) | 'gemm_tiled' | 'gemm'
-const TILE_ROWS = 32;  // gemm_tiled's rows of x per workgroup
-
-/**
- * Picks the float32 GEMM kernel of `device`: 'auto' (the default: gemm_tiled when x has at least
- * a tile's 32 rows, gemm for fewer, as a decode step's), 'gemm_tiled' or 'gemm' for every call.
- * init picks 'gemm' for a fallback (software) adapter, where gemm_tiled's barriers cost 1.2-10x
- * (docs/webgpu.md). Internal: benchmarks and tests set it to compare both.
- */
-export function setGemmKernel(device, kernel) {
-  if (!['auto', 'gemm_tiled', 'gemm'].includes(kernel)) throw new TypeError(`setGemmKernel: unknown kernel ${kernel}`);
-  kernels.set(device, kernel);
-}
-
-function gemmKernel(device, M) {
-  const kernel = kernels.get(device) ?? 'auto';
-  if (kernel !== 'auto') return kernel;
-  return M >= TILE_ROWS ? 'gemm_tiled' : 'gemm';
-}
 
 /**
  * Encodes y = x wᵀ (+ bias when given) into `pass`; x, bias, y are GPUBuffers, w a GPUBuffer of
  * float32 or a quantized projection { dtype, data, scales, zeroPoints, blocks } (weights.js).
+ * `kernel`: the float32 kernel, 'gemm_tiled' or 'gemm' (the call's plan: kernel-plan.js).
  */
-export function encodeGemm(device, pass, buffers, { x, w, bias, y, M, N, K }) {
+export function encodeGemm(device, pass, buffers, { x, w, bias, y, M, N, K, kernel }) {
   if (w.dtype) {
     encodeQuantizedGemm(device, pass, buffers, { x, w, bias, y, M, N, K });
     return;
   }
+  if (kernel !== 'gemm' && kernel !== 'gemm_tiled') throw new TypeError(`encodeGemm: kernel must be 'gemm' or 'gemm_tiled', got ${kernel}`);
   const dims = buffers.uniform(new Uint32Array([M, N, K, bias ? 1 : 0]), 'gemm dims');
   // vec4 loads when every row starts on a multiple of 4 floats.
-  const made = pipeline(device, gemmKernel(device, M), K % 4 === 0
+  const made = pipeline(device, kernel, K % 4 === 0
     ? { T: 'vec4<f32>', V: 4, DOT: 'dot(a, b)', ZERO: 'vec4f(0.0)' } : { T: 'f32', V: 1, DOT: 'a * b', ZERO: '0.0' });
   dispatch(device, pass, made, { 0: x, 1: w, 2: bias ?? w, 3: y, 4: dims }, [Math.ceil(N / 32), Math.ceil(M / 32), 1]);
 }

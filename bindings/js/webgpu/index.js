@@ -3,14 +3,11 @@
 import { defineAdamW } from './adamw.js';
 import { openDevice } from './device.js';
 import { defineKerasMultiHeadAttention } from '../keras/keras.js';
-import { setGemmKernel } from './gemm.js';
 import { defineWebGpuMultiHeadAttention } from './layer.js';
 
 /** The WebGPU module object, given the loaded wasm module (config, weights and shape checks). */
 export async function initWebGpu({ gpu, device }, wasm) {
   const state = await openDevice({ gpu, device });
-  // A software adapter runs the GEMM without workgroup memory (its barriers are dear there).
-  if (state.adapterInfo.isFallbackAdapter) setGemmKernel(state.device, 'gemm');
   const MultiHeadAttention = defineWebGpuMultiHeadAttention(state, wasm);
   return Object.freeze({
     backend: 'webgpu',

@@ -7,13 +7,17 @@ import { encodePackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 
-/** Encodes the projection of `xk` / `xv` (GPUBuffers of B*S rows) into `cache` ({ keys, values, capacity, dtype }). */
-export function encodeKeyValue(device, encoder, buffers, c, w, { B, S, xk, xv, cache }) {
+/**
+ * Encodes the projection of `xk` / `xv` (GPUBuffers of B*S rows) into `cache` ({ keys, values,
+ * capacity, dtype }); `kernels`: the call's plan (kernel-plan.js).
+ */
+export function encodeKeyValue(device, encoder, buffers, c, w, { B, S, xk, xv, cache, kernels }) {
+  const kernel = kernels.projections.keyValue;
   const KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
   const kp = buffers.storage(B * S * KV, 'cross keys'), vp = buffers.storage(B * S * VKV, 'cross values');
   const pass = encoder.beginComputePass();
-  encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * S, N: KV, K: c.kdim });
-  encodeGemm(device, pass, buffers, { x: xv, w: w.v, bias: w.vBias, y: vp, M: B * S, N: VKV, K: c.vdim });
+  encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * S, N: KV, K: c.kdim, kernel });
+  encodeGemm(device, pass, buffers, { x: xv, w: w.v, bias: w.vBias, y: vp, M: B * S, N: VKV, K: c.vdim, kernel });
   if (c.rotary) {
     encodeRotary(device, pass, buffers, { x: kp, table: rotaryTable(c.rotary, B, S, null, 0), rows: B * S,
       rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });

@@ -16,12 +16,13 @@ export function flatGroups(count) {
 
 /**
  * Encodes gate = sigmoid(x W_gate^T + b_gate) and gated = z * gate over `rows` rows of the layer's
- * H * Dv attended features; returns { gate, gated } (new buffers: what backward.js reads).
+ * H * Dv attended features (`kernel`: the float32 GEMM of the call's plan); returns { gate, gated }
+ * (new buffers: what backward.js reads).
  */
-export function encodeOutputGate(device, pass, buffers, c, w, { x, z, rows }) {
+export function encodeOutputGate(device, pass, buffers, c, w, { x, z, rows, kernel }) {
   const AD = c.numHeads * c.valueHeadDim;
   const gate = buffers.storage(rows * AD, 'output gate'), gated = buffers.storage(rows * AD, 'gated attended values');
-  encodeGemm(device, pass, buffers, { x, w: w.gate, bias: w.gateBias, y: gate, M: rows, N: AD, K: c.embedDim });
+  encodeGemm(device, pass, buffers, { x, w: w.gate, bias: w.gateBias, y: gate, M: rows, N: AD, K: c.embedDim, kernel });
   encodeGateProduct(device, pass, buffers, { z, gate, gated, count: rows * AD, sigmoid: true });
   return { gate, gated };
 }

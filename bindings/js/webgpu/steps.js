@@ -145,7 +145,8 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   // is taken as given (the product made again), as the CPU's step path.
   let combined = z;
   if (c.gate) {
-    const { gate, gated } = encodeOutputGate(device, pass, buffers, c, w, { x: call.x, z, rows: B * L });
+    const { gate, gated } = encodeOutputGate(device, pass, buffers, c, w, { x: call.x, z, rows: B * L,
+      kernel: call.kernels.projections.query });
     if (patched('gate')) {
       patchInPlace(gate, B * L * AD, Dv);
       encodeGateProduct(device, pass, buffers, { z, gate, gated, count: B * L * AD, sigmoid: false });
@@ -155,7 +156,8 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   }
 
   // The output as every call makes it; each head's share of it on request.
-  encodeGemm(device, pass, buffers, { x: combined, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: OD, K: AD });
+  encodeGemm(device, pass, buffers, { x: combined, w: w.out, bias: w.outBias, y: call.output, M: B * L, N: OD, K: AD,
+    kernel: call.kernels.projections.output });
   if (wanted.has('result')) {
     captured.result = buffers.storage(B * L * H * OD, 'result');
     dispatch(device, pass, pipeline(device, 'steps_result'), {

@@ -1,7 +1,10 @@
 // Tensors on the GPU: the buffers a call makes (freed when it ends unless handed to the caller),
-// uploads, readbacks, the caller's { buffer, shape } inputs checked, and { buffer, shape, read,
-// dispose } outputs (outputLocation: 'gpu').
+// uploads, readbacks, the caller's { buffer, shape } inputs checked, and a call's results shaped
+// as the caller gets them: { data, shape } read back, or { buffer, shape, read, dispose } left on
+// the GPU (outputLocation: 'gpu').
+import { checkFinite } from '../core/finite.js';
 import { checkTensor, describe } from '../core/validate.js';
+import { runChecked } from './gpu-work.js';
 import { dispatch, pipeline } from './pipelines.js';
 
 const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01;  // GPUBufferUsage
@@ -38,15 +41,40 @@ export function checkInput(name, tensor, { expected, optional = false }) {
  * or destroyed): WebGPU has no query for either, so a no-op kernel reads it in an error scope.
  */
 export async function checkUsableOn(device, name, buffer) {
-  device.pushErrorScope('validation');
-  const encoder = device.createCommandEncoder();
-  const pass = encoder.beginComputePass();
-  dispatch(device, pass, pipeline(device, 'buffer_probe'), { 0: buffer }, [1, 1, 1]);
-  pass.end();
-  device.queue.submit([encoder.finish()]);
-  const error = await device.popErrorScope();
-  if (error) {
-    throw new TypeError(`${name}.buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one): ${error.message}`);
+  await runChecked(device, () => {
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    dispatch(device, pass, pipeline(device, 'buffer_probe'), { 0: buffer }, [1, 1, 1]);
+    pass.end();
+    device.queue.submit([encoder.finish()]);
+  }, {
+    rejected: `${name}.buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one)`,
+    RejectedError: TypeError,
+  });
+}
+
+/** Each GPU tensor of `tensors` ([name, checked tensor or null] pairs) checked usable on `device` (checkUsableOn). */
+export async function checkGpuInputs(device, tensors) {
+  for (const [name, t] of tensors) {
+    if (t?.onGpu) await checkUsableOn(device, name, t.buffer);
+  }
+}
+
+/**
+ * checkFinite for the GPU tensors of `tensors` ([name, checked tensor or null] pairs): each is read
+ * back (a copy of its shape's floats to the CPU: the price of the opt-in check) and checked as a
+ * CPU tensor, named `name.buffer[i]`.
+ */
+export async function checkFiniteOnGpu(device, tensors) {
+  for (const [name, t] of tensors) {
+    if (!t?.onGpu) continue;
+    const data = await readBack(device, t.buffer, count(t.shape));
+    try {
+      checkFinite({ [name]: { data, shape: t.shape } });
+    } catch (error) {
+      error.message = error.message.replace(`${name}.data[`, `${name}.buffer[`);
+      throw error;
+    }
   }
 }
 
@@ -123,4 +151,20 @@ export function gpuTensor(device, buffer, shape) {
     read: () => readBack(device, buffer, count(shape)),
     dispose: () => buffer.destroy(),
   };
+}
+
+/**
+ * A call's result tensors as the caller gets them. `tensors`: { name: { buffer, shape, target? }
+ * or null }. With `onGpu` each becomes a GPU tensor (gpuTensor; its buffer kept out of `buffers`:
+ * the caller's), else { data, shape } read back (into `target`, a Float32Array, when given).
+ * Returns the same names, null for null.
+ */
+export async function resultTensors(device, buffers, tensors, onGpu) {
+  const entries = Object.entries(tensors);
+  const shaped = await Promise.all(entries.map(async ([, t]) => {
+    if (!t) return null;
+    if (onGpu) return gpuTensor(device, buffers.keep(t.buffer), t.shape);
+    return { data: await readBack(device, t.buffer, count(t.shape), t.target ?? null), shape: t.shape };
+  }));
+  return Object.fromEntries(entries.map(([name], i) => [name, shaped[i]]));
 }

@@ -1,8 +1,11 @@
 // The layer's weights on the GPU: one buffer per projection matrix and bias, plus the heads'
 // sink logits and ALiBi slopes, uploaded from the wasm layer's state dict (the one holder of
-// the weights) and replaced whenever they change. A projection the wasm layer holds quantized
-// (weightDtype, loadQuantized) is uploaded as its packed bytes, scales and zero points in the
-// canonical layout (docs/quantized.md), not as floats: the kernels dequantize (gemm.js).
+// the weights) and replaced whenever they change (LayerWeights keeps them for a layer). A
+// projection the wasm layer holds quantized (weightDtype, loadQuantized) is uploaded as its packed
+// bytes, scales and zero points in the canonical layout (docs/quantized.md), not as floats: the
+// kernels dequantize (gemm.js).
+import { QUANTIZED_PROJECTION } from '../core/quantized.js';
+import { submitChecked } from './gpu-work.js';
 
 const STORAGE = 0x80, COPY_DST = 0x08, COPY_SRC = 0x04;
 
@@ -105,52 +108,105 @@ export function copyWeights(device, c, shapes, stateDict, weightDtype) {
     if ((t.buffer.usage & COPY_SRC) === 0) throw new TypeError(`'${name}'.buffer: a GPUBuffer without GPUBufferUsage.COPY_SRC (its contents are copied)`);
   }
   const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
-  const made = [];
+  const all = [];
   const make = (floats, label) => {
     const buffer = device.createBuffer({ label, size: Math.max(16, Math.ceil(floats * 4 / 16) * 16), usage: STORAGE | COPY_DST | COPY_SRC });
-    made.push(buffer);
+    all.push(buffer);
     return buffer;
   };
-  device.pushErrorScope('out-of-memory');
-  device.pushErrorScope('validation');
-  const encoder = device.createCommandEncoder();
-  // A part of a given tensor: `floats` floats from float `at` of stateDict[name], into a new buffer.
-  const part = (name, at, floats, label) => {
-    const buffer = make(floats, label);
-    if (floats > 0) encoder.copyBufferToBuffer(stateDict[name].buffer, at * 4, buffer, 0, floats * 4);
-    return buffer;
-  };
-  const separate = 'q_proj_weight' in shapes;
-  const bias = 'in_proj_bias' in shapes;
-  const headParams = new Float32Array(2 * c.numHeads);
-  if (c.alibiSlopes) headParams.set(c.alibiSlopes, c.numHeads);
-  const buffers = {
-    q: separate ? part('q_proj_weight', 0, QD * c.embedDim, 'q_proj') : part('in_proj_weight', 0, QD * c.embedDim, 'q_proj'),
-    k: separate ? part('k_proj_weight', 0, KV * c.kdim, 'k_proj') : part('in_proj_weight', QD * c.embedDim, KV * c.kdim, 'k_proj'),
-    v: separate ? part('v_proj_weight', 0, VKV * c.vdim, 'v_proj')
-      : part('in_proj_weight', QD * c.embedDim + KV * c.kdim, VKV * c.vdim, 'v_proj'),
-    out: part('out_proj.weight', 0, c.outputDim * c.numHeads * c.valueHeadDim, 'out_proj'),
-    qBias: bias ? part('in_proj_bias', 0, QD, 'q bias') : null,
-    kBias: bias ? part('in_proj_bias', QD, KV, 'k bias') : null,
-    vBias: bias ? part('in_proj_bias', QD + KV, VKV, 'v bias') : null,
-    outBias: 'out_proj.bias' in shapes ? part('out_proj.bias', 0, c.outputDim, 'out_proj bias') : null,
-    gate: c.gate ? part('gate_proj.weight', 0, c.numHeads * c.valueHeadDim * c.embedDim, 'gate_proj') : null,
-    gateBias: 'gate_proj.bias' in shapes ? part('gate_proj.bias', 0, c.numHeads * c.valueHeadDim, 'gate_proj bias') : null,
-    headParams: make(2 * c.numHeads, 'sinks and ALiBi slopes'),
-  };
-  device.queue.writeBuffer(buffers.headParams, 0, headParams);
-  if ('sinks' in shapes) encoder.copyBufferToBuffer(stateDict.sinks.buffer, 0, buffers.headParams, 0, c.numHeads * 4);
-  device.queue.submit([encoder.finish()]);
-  const ready = Promise.all([device.popErrorScope(), device.popErrorScope()]).then(([invalid, outOfMemory]) => {
-    if (invalid) return new TypeError(`loadStateDict: a weight's buffer cannot be used on this layer's device (a buffer of another GPUDevice, or a destroyed one): ${invalid.message}`);
-    if (outOfMemory) return new RangeError(`loadStateDict: the GPU is out of memory: ${outOfMemory.message}`);
-    return null;
+  // Made and copied in error scopes (gpu-work.js): `ready` is their verdict.
+  const { result: buffers, verdict: ready } = submitChecked(device, () => {
+    const encoder = device.createCommandEncoder();
+    // A part of a given tensor: `floats` floats from float `at` of stateDict[name], into a new buffer.
+    const part = (name, at, floats, label) => {
+      const buffer = make(floats, label);
+      if (floats > 0) encoder.copyBufferToBuffer(stateDict[name].buffer, at * 4, buffer, 0, floats * 4);
+      return buffer;
+    };
+    const separate = 'q_proj_weight' in shapes;
+    const bias = 'in_proj_bias' in shapes;
+    const headParams = new Float32Array(2 * c.numHeads);
+    if (c.alibiSlopes) headParams.set(c.alibiSlopes, c.numHeads);
+    const made = {
+      q: separate ? part('q_proj_weight', 0, QD * c.embedDim, 'q_proj') : part('in_proj_weight', 0, QD * c.embedDim, 'q_proj'),
+      k: separate ? part('k_proj_weight', 0, KV * c.kdim, 'k_proj') : part('in_proj_weight', QD * c.embedDim, KV * c.kdim, 'k_proj'),
+      v: separate ? part('v_proj_weight', 0, VKV * c.vdim, 'v_proj')
+        : part('in_proj_weight', QD * c.embedDim + KV * c.kdim, VKV * c.vdim, 'v_proj'),
+      out: part('out_proj.weight', 0, c.outputDim * c.numHeads * c.valueHeadDim, 'out_proj'),
+      qBias: bias ? part('in_proj_bias', 0, QD, 'q bias') : null,
+      kBias: bias ? part('in_proj_bias', QD, KV, 'k bias') : null,
+      vBias: bias ? part('in_proj_bias', QD + KV, VKV, 'v bias') : null,
+      outBias: 'out_proj.bias' in shapes ? part('out_proj.bias', 0, c.outputDim, 'out_proj bias') : null,
+      gate: c.gate ? part('gate_proj.weight', 0, c.numHeads * c.valueHeadDim * c.embedDim, 'gate_proj') : null,
+      gateBias: 'gate_proj.bias' in shapes ? part('gate_proj.bias', 0, c.numHeads * c.valueHeadDim, 'gate_proj bias') : null,
+      headParams: make(2 * c.numHeads, 'sinks and ALiBi slopes'),
+    };
+    device.queue.writeBuffer(made.headParams, 0, headParams);
+    if ('sinks' in shapes) encoder.copyBufferToBuffer(stateDict.sinks.buffer, 0, made.headParams, 0, c.numHeads * 4);
+    device.queue.submit([encoder.finish()]);
+    return made;
+  }, {
+    call: 'loadStateDict', RejectedError: TypeError,
+    rejected: 'a weight\'s buffer cannot be used on this layer\'s device (a buffer of another GPUDevice, or a destroyed one)',
   });
   return {
     ...buffers,
     ready,
     destroy() {
-      for (const buffer of made) buffer.destroy();
+      for (const buffer of all) buffer.destroy();
     },
   };
+}
+
+/**
+ * A layer's weights as the GPU sees them: those of its wasm layer (the one holder of float32 and
+ * quantized weights), uploaded on first use after each change; or the contents of GPU tensors
+ * (loadStateDict({ name: { buffer, shape } }): copyWeights), which live on the GPU only.
+ */
+export class LayerWeights {
+  #device;
+  #layer;  // the wasm layer
+  #config;  // its resolved config
+  #uploaded = null;  // the buffers on the GPU, or null when they changed since
+  #gpuOnly = false;  // true while they are GPU tensors' copies: none in the wasm layer
+
+  constructor(device, layer, config) {
+    this.#device = device;
+    this.#layer = layer;
+    this.#config = config;
+  }
+
+  /** Whether there are weights (in the wasm layer, or copied from GPU tensors). */
+  get loaded() { return this.#gpuOnly || this.#layer.byteSize > 0; }
+  /** True while the weights live only on the GPU (the wasm layer's stateDict does not hold them). */
+  get gpuOnly() { return this.#gpuOnly; }
+  /** A GPU-to-GPU copy's verdict (a promise of an Error or null); undefined for an upload. */
+  get ready() { return this.#uploaded?.ready; }
+
+  /** The weights on the GPU: uploaded from the wasm layer when they changed since the last call. */
+  current() {
+    if (!this.#uploaded) {
+      const layer = this.#layer;
+      this.#uploaded = uploadWeights(this.#device, this.#config, layer.stateDict(), (which) => layer[QUANTIZED_PROJECTION](which));
+    }
+    return this.#uploaded;
+  }
+
+  /** Whether `w` (a call's current()) are still the weights: a backward pass runs on its forward's. */
+  isCurrent(w) { return w === this.#uploaded; }
+
+  /** GPU tensors' contents copied into new weights (copyWeights: checked first; the GPU's verdict in `ready`). */
+  copyFrom(stateDict) {
+    const copied = copyWeights(this.#device, this.#config, this.#layer.stateDictShapes(), stateDict, this.#layer.config.weightDtype);
+    this.changed();
+    this.#uploaded = copied;
+    this.#gpuOnly = true;
+  }
+
+  /** The wasm layer's weights changed (or the layer is disposed): the GPU's copy goes. */
+  changed() {
+    this.#uploaded?.destroy();
+    this.#uploaded = null;
+    this.#gpuOnly = false;
+  }
 }
