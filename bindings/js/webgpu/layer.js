@@ -243,7 +243,7 @@ export class GpuMultiHeadAttention {
     const request = {
       query: shapeOf(q), key: shapeOf(k), value: shapeOf(v),
       keyPaddingMask: maskShape(keyPaddingMask), attnMask: maskShape(attnMask), positions: shapeOf(positions),
-      cache: cache?.handle ?? null, causal: options.causal ?? false, needWeights: options.needWeights ?? false,
+      cache: cache?.handle ?? null, causal: options.causal, needWeights: options.needWeights ?? false,
       averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
       seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
       capture, patch: patchForCore(patch, shapeOf),
