@@ -87,8 +87,7 @@ export interface AttentionConfig {
   /**
    * Gated attention (Qwen3-Next's attn_output_gate, Keras' use_gate): each head's output times
    * sigmoid(query W_gate^T + b_gate) before out_proj; state-dict entries `gate_proj.weight`
-   * [numHeads * valueHeadDim, embedDim] and, with bias, `gate_proj.bias`. wasm only for now (the
-   * WebGPU backend refuses it).
+   * [numHeads * valueHeadDim, embedDim] and, with bias, `gate_proj.bias`.
    */
   gate?: boolean;
   /**
