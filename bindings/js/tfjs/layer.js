@@ -3,28 +3,88 @@
 // Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout) and
 // the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
-import { stateDictFromKeras } from '../formats/interop.js';
+import {
+  coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
+} from '../keras/layout.js';
+import { NOT_YET_OPTIONS, refuseNotYetImplemented } from '../keras/unsupported.js';
 import { TfjsGpuAttention } from './gpu-attention.js';
 import { isNodeReference, resolveNodeReference } from './node-references.js';
 
-const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
-  'attention_output/kernel', 'attention_output/bias'];
 const CALL_KEYS = ['value', 'key', 'attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'mask',
   'attentionInputs'];
 // Roles of the layer's input list (one word each: tfjs-layers snake-cases a saved model's call arguments).
 const INPUT_ROLES = ['query', 'value', 'key', 'mask'];
 
-/** [rows, cols] row-major -> [cols, rows]. */
-function transpose(data, rows, cols) {
-  const out = new Float32Array(rows * cols);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
-  return out;
-}
-
 const product = (dims) => dims.reduce((a, b) => a * b, 1);
 /** Two gradients of one tensor ({ data, shape }) added element-wise. */
 const sum = (a, b) => ({ data: a.data.map((x, i) => x + b.data[i]), shape: a.shape });
+// The constructor's arguments: Keras' (as tfjs-layers' port names them), the input shapes Keras'
+// get_config writes once built, tf.layers.Layer's own, and the customObjects tfjs' deserializer
+// adds to every config it loads (for tf.layers.Layer). Any other is refused by name.
+const ARGS = ['numHeads', 'keyDim', 'valueDim', 'dropout', 'useBias', 'outputShape', 'attentionAxes',
+  'kernelInitializer', 'biasInitializer', 'kernelRegularizer', 'biasRegularizer', 'activityRegularizer',
+  'kernelConstraint', 'biasConstraint', 'queryShape', 'keyShape', 'valueShape', ...NOT_YET_OPTIONS,
+  'name', 'trainable', 'dtype', 'inputShape', 'batchInputShape', 'batchSize', 'inputDType', 'weights', 'customObjects'];
 const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
+
+/**
+ * A tensor's float32 elements with the least copying the backend allows: the cpu backend's own
+ * array (no copy), a view of tfjs-wasm's heap (read at once, before tfjs allocates again), else a copy.
+ */
+function floats(tf, tensor) {
+  const backend = tf.backend();
+  if (tensor.dtype === 'float32' && typeof backend.typedArrayFromHeap === 'function') return backend.typedArrayFromHeap(tensor);
+  const data = tensor.dataSync();
+  return data instanceof Float32Array ? data : Float32Array.from(data);
+}
+
+/**
+ * On tfjs-wasm, a float32 output tensor allocated in its heap, for mha-wasm to write its result
+ * into (forward's `out`): one copy from mha-wasm's heap to tfjs', where a JS array in between
+ * would take two. Allocate it before taking any view of tfjs' heap (allocating may move it).
+ * Null elsewhere (the cpu backend keeps the JS array mha-wasm returns, without a copy).
+ */
+function heapOutput(tf, shape) {
+  const backend = tf.backend();
+  if (typeof backend.typedArrayFromHeap !== 'function' || typeof backend.makeOutput !== 'function') return null;
+  const info = backend.makeOutput(shape, 'float32');
+  return {
+    view: () => backend.typedArrayFromHeap(info),
+    tensor: () => tf.engine().makeTensorFromTensorInfo(info),
+    dispose: () => backend.disposeData(info.dataId),
+  };
+}
+
+// tfjs-layers' serialize/get helpers (getInitializer, ...) are not in its public index: the public
+// constructors take the same { className, config } objects, so these go through them.
+function getInitializer(tf, spec) {
+  if (spec == null) return null;
+  if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+  if (typeof spec === 'string') return tf.initializers[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('initializer', spec);
+  return tf.serialization.SerializationMap.getMap().classNameMap[spec.className] ? deserialize(tf, spec) : fail('initializer', spec);
+}
+function getRegularizer(tf, spec) {
+  if (spec == null) return null;
+  if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+  return deserialize(tf, spec);
+}
+function getConstraint(tf, spec) {
+  if (spec == null) return null;
+  if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+  if (typeof spec === 'string') return tf.constraints[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('constraint', spec);
+  return deserialize(tf, spec);
+}
+function deserialize(tf, { className, config }) {
+  const [cls, fromConfig] = tf.serialization.SerializationMap.getMap().classNameMap[className] ?? [];
+  if (!cls) throw new TypeError(`MultiHeadAttention: unknown ${className}`);
+  return fromConfig(cls, config);
+}
+function serialize(object) {
+  return object == null ? null : { className: object.getClassName(), config: object.getConfig() };
+}
+function fail(kind, spec) {
+  throw new TypeError(`MultiHeadAttention: unknown ${kind} ${JSON.stringify(spec)}`);
+}
 
 /**
  * Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module;
@@ -33,34 +93,6 @@ const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray
  */
 export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
   const engine = tf.engine();
-
-  /**
-   * A tensor's float32 elements with the least copying the backend allows: the cpu backend's own
-   * array (no copy), a view of tfjs-wasm's heap (read at once, before tfjs allocates again), else a copy.
-   */
-  function floats(tensor) {
-    const backend = tf.backend();
-    if (tensor.dtype === 'float32' && typeof backend.typedArrayFromHeap === 'function') return backend.typedArrayFromHeap(tensor);
-    const data = tensor.dataSync();
-    return data instanceof Float32Array ? data : Float32Array.from(data);
-  }
-
-  /**
-   * On tfjs-wasm, a float32 output tensor allocated in its heap, for mha-wasm to write its result
-   * into (forward's `out`): one copy from mha-wasm's heap to tfjs', where a JS array in between
-   * would take two. Allocate it before taking any view of tfjs' heap (allocating may move it).
-   * Null elsewhere (the cpu backend keeps the JS array mha-wasm returns, without a copy).
-   */
-  function heapOutput(shape) {
-    const backend = tf.backend();
-    if (typeof backend.typedArrayFromHeap !== 'function' || typeof backend.makeOutput !== 'function') return null;
-    const info = backend.makeOutput(shape, 'float32');
-    return {
-      view: () => backend.typedArrayFromHeap(info),
-      tensor: () => engine.makeTensorFromTensorInfo(info),
-      dispose: () => backend.disposeData(info.dataId),
-    };
-  }
 
   class MultiHeadAttention extends tf.layers.Layer {
     static className = 'MultiHeadAttention';
@@ -82,9 +114,13 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       if (args === null || typeof args !== 'object' || Array.isArray(args)) {
         throw new TypeError(`MultiHeadAttention: args must be an object, got ${args === null ? 'null' : typeof args}`);
       }
+      refuseNotYetImplemented(args, "mha-wasm/tfjs's MultiHeadAttention", 'MultiHeadAttention: ');
+      const unknown = Object.keys(args).find((key) => !ARGS.includes(key));
+      if (unknown !== undefined) throw new TypeError(`MultiHeadAttention: unknown argument '${unknown}'; known: ${ARGS.join(', ')}`);
       const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
         kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
-        activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape, ...layerArgs } = args;
+        activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
+        useGate, slidingWindow, ...layerArgs } = args;  // (useGate, slidingWindow: at their defaults, which is what the layer does)
       super({ ...layerArgs, activityRegularizer });
       const positive = (name, value, optional) => {
         if (optional && value == null) return;
@@ -111,10 +147,10 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
         outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
         attentionAxes: axes,
-        kernelInitializer: getInitializer(kernelInitializer),
-        biasInitializer: getInitializer(biasInitializer),
-        kernelRegularizer: getRegularizer(kernelRegularizer), biasRegularizer: getRegularizer(biasRegularizer),
-        kernelConstraint: getConstraint(kernelConstraint), biasConstraint: getConstraint(biasConstraint),
+        kernelInitializer: getInitializer(tf, kernelInitializer),
+        biasInitializer: getInitializer(tf, biasInitializer),
+        kernelRegularizer: getRegularizer(tf, kernelRegularizer), biasRegularizer: getRegularizer(tf, biasRegularizer),
+        kernelConstraint: getConstraint(tf, kernelConstraint), biasConstraint: getConstraint(tf, biasConstraint),
         // The input shapes Keras' get_config writes once built (a converted model's config carries them).
         savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
       });
@@ -222,16 +258,11 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       }
       this.inputSizes = { query, key, value };
       const H = this.numHeads, out = this.outputShapeArg ?? query;
-      const shapes8 = {
-        'query/kernel': [query, H, this.keyDim], 'query/bias': [H, this.keyDim],
-        'key/kernel': [key, H, this.keyDim], 'key/bias': [H, this.keyDim],
-        'value/kernel': [value, H, this.valueDim], 'value/bias': [H, this.valueDim],
-        'attention_output/kernel': [H, this.valueDim, out], 'attention_output/bias': [out],
-      };
-      this.#weightNames = WEIGHT_NAMES.filter((name) => this.useBias || !name.endsWith('bias'));
+      const weightShapes = kerasWeightShapes(this.#sizes());
+      this.#weightNames = Object.keys(weightShapes);
       for (const name of this.#weightNames) {
         const kernel = name.endsWith('kernel');
-        this.addWeight(name, shapes8[name], 'float32',
+        this.addWeight(name, weightShapes[name], 'float32',
           kernel ? this.kernelInitializer : this.biasInitializer, kernel ? this.kernelRegularizer : this.biasRegularizer,
           true, kernel ? this.kernelConstraint : this.biasConstraint);
       }
@@ -274,6 +305,12 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       }
       const list = Array.isArray(inputs) ? inputs : [inputs];
       const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
+      // An eager call gets no `mask`: the implicit mask rides on the tensor (tfjs' kerasMask).
+      const masked = roles.find((role, i) => role !== 'mask' && list[i]?.kerasMask != null);
+      if (masked) {
+        throw new Error(`MultiHeadAttention.call: layer '${this.name}' got an implicit mask on its ${masked} (its kerasMask, from Embedding maskZero or Masking upstream), `
+          + 'which it does not apply yet: pass attentionMask ([B, T, S], 1 = attend) instead');
+      }
       const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
       const options = {
         useCausalMask: kwargs.useCausalMask ?? this.#symbolicCall?.useCausalMask ?? false,
@@ -342,8 +379,8 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm
         this.#loadWeights(variables);
         // Without a tape (inference) the output goes straight into tfjs-wasm's heap; a grad result keeps its own buffers.
-        const target = wantGradient ? null : heapOutput([query.shape[0], query.shape[1], this.outputShapeArg ?? this.inputSizes.query]);
-        const asCore = (t) => ({ data: floats(t), shape: t.shape });
+        const target = wantGradient ? null : heapOutput(tf, [query.shape[0], query.shape[1], this.outputShapeArg ?? this.inputSizes.query]);
+        const asCore = (t) => ({ data: floats(tf, t), shape: t.shape });
         const q = asCore(query), v = self ? null : asCore(value), k = self ? null : asCore(key ?? value);
         let result;
         try {
@@ -364,7 +401,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
           value: output,
           gradFunc: (dy) => {
             this.#pending.delete(result);
-            const g = result.backward({ data: floats(dy), shape: dy.shape });
+            const g = result.backward({ data: floats(tf, dy), shape: dy.shape });
             // Without a key the value is the key too: its gradient is the sum of both roles'.
             const inputGrads = self ? [g.query] : key === null ? [g.query, sum(g.value, g.key)] : [g.query, g.value, g.key];
             return [...inputGrads.map((t) => tf.tensor(t.data, t.shape, 'float32')), ...this.#kerasGradients(g.params)];
@@ -409,54 +446,31 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
     #loadWeights(variables) {
       const ids = variables.map((v) => v.dataId);
       if (this.#loadedWeights && ids.every((id, i) => id === this.#loadedWeights[i])) return;
-      const byName = {};
-      this.#weightNames.forEach((name, i) => { byName[name] = { data: floats(variables[i]), shape: variables[i].shape }; });
-      const stateDict = stateDictFromKeras(byName);
-      this.#core.loadStateDict(stateDict);
+      const byName = Object.fromEntries(this.#weightNames.map((name, i) => [name, floats(tf, variables[i])]));
+      this.#core.loadStateDict(stateDictFromKerasLayout(byName, this.#sizes()));
       this.#loadedWeights = ids;
+    }
+
+    // The built layer's sizes, as keras/layout.js takes them.
+    #sizes() {
+      const { query, key, value } = this.inputSizes;
+      return {
+        numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, useBias: this.useBias,
+        queryDim: query, keyInputDim: key, valueInputDim: value, outputShape: this.outputShapeArg ?? query,
+      };
     }
 
     // mha-wasm's parameter gradients (PyTorch state-dict layout) -> tensors in Keras' layout and order.
     #kerasGradients(params) {
-      const { query: Eq, key: Ek, value: Ev } = this.inputSizes;
-      const H = this.numHeads, Dk = this.keyDim, Dv = this.valueDim, out = this.outputShapeArg ?? Eq;
-      const qRows = H * Dk, vRows = H * Dv;
-      let qw = params.q_proj_weight, kw = params.k_proj_weight, vw = params.v_proj_weight;
-      if (params.in_proj_weight) {  // one [q; k; v] matrix when the three inputs have the same size
-        const w = params.in_proj_weight;
-        qw = w.subarray(0, qRows * Eq);
-        kw = w.subarray(qRows * Eq, 2 * qRows * Eq);
-        vw = w.subarray(2 * qRows * Eq, 2 * qRows * Eq + vRows * Ev);
-      }
-      const grads = {
-        'query/kernel': [transpose(qw, qRows, Eq), [Eq, H, Dk]],
-        'key/kernel': [transpose(kw, qRows, Ek), [Ek, H, Dk]],
-        'value/kernel': [transpose(vw, vRows, Ev), [Ev, H, Dv]],
-        'attention_output/kernel': [transpose(params['out_proj.weight'], out, vRows), [H, Dv, out]],
-      };
-      if (this.useBias) {
-        const b = params.in_proj_bias;
-        grads['query/bias'] = [b.slice(0, qRows), [H, Dk]];
-        grads['key/bias'] = [b.slice(qRows, 2 * qRows), [H, Dk]];
-        grads['value/bias'] = [b.slice(2 * qRows, 2 * qRows + vRows), [H, Dv]];
-        grads['attention_output/bias'] = [params['out_proj.bias'], [out]];
-      }
-      return WEIGHT_NAMES.filter((n) => grads[n]).map((n) => tf.tensor(grads[n][0], grads[n][1], 'float32'));
+      const sizes = this.#sizes(), grads = kerasLayoutFromStateDict(params, sizes);
+      return Object.entries(kerasWeightShapes(sizes)).map(([name, shape]) => tf.tensor(grads[name], shape, 'float32'));
     }
 
-    // Keras' attention_mask (1 = attend) as mha-wasm's blocking masks: [B, S] per batch row,
-    // [T, S] for every row, [B, T, S] per batch row and query.
+    // Keras' attention_mask (1 = attend) as mha-wasm's blocking masks (keras/layout.js).
     #masks(attentionMask, query, value) {
       const [B, T] = query.shape, S = value.shape[1], H = this.numHeads;
-      const blocked = Uint8Array.from(attentionMask.dataSync(), (x) => (x ? 0 : 1));
-      const shape = attentionMask.shape.join(',');
-      if (shape === `${B},${T},${S}`) {
-        const perHead = new Uint8Array(B * H * T * S);
-        for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) perHead.set(blocked.subarray(b * T * S, (b + 1) * T * S), (b * H + h) * T * S);
-        return { attnMask: { data: perHead, shape: [B * H, T, S] } };
-      }
-      if (shape === `${T},${S}`) return { attnMask: { data: blocked, shape: [T, S] } };
-      if (shape === `${B},${S}`) return { keyPaddingMask: { data: blocked, shape: [B, S] } };
+      const masks = coreMasksFromKeras(attentionMask.dataSync(), attentionMask.shape, { B, T, S, H });
+      if (masks) return masks;
       throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape}]`);
     }
 
@@ -506,37 +520,6 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       this.#gpuCore = null;
       return super.dispose();
     }
-  }
-
-  // tfjs-layers' serialize/get helpers (getInitializer, ...) are not in its public index: the public
-  // constructors take the same { className, config } objects, so these go through them.
-  function getInitializer(spec) {
-    if (spec == null) return null;
-    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
-    if (typeof spec === 'string') return tf.initializers[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('initializer', spec);
-    return tf.serialization.SerializationMap.getMap().classNameMap[spec.className] ? deserialize(spec) : fail('initializer', spec);
-  }
-  function getRegularizer(spec) {
-    if (spec == null) return null;
-    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
-    return deserialize(spec);
-  }
-  function getConstraint(spec) {
-    if (spec == null) return null;
-    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
-    if (typeof spec === 'string') return tf.constraints[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('constraint', spec);
-    return deserialize(spec);
-  }
-  function deserialize({ className, config }) {
-    const [cls, fromConfig] = tf.serialization.SerializationMap.getMap().classNameMap[className] ?? [];
-    if (!cls) throw new TypeError(`MultiHeadAttention: unknown ${className}`);
-    return fromConfig(cls, config);
-  }
-  function serialize(object) {
-    return object == null ? null : { className: object.getClassName(), config: object.getConfig() };
-  }
-  function fail(kind, spec) {
-    throw new TypeError(`MultiHeadAttention: unknown ${kind} ${JSON.stringify(spec)}`);
   }
 
   tf.serialization.registerClass(MultiHeadAttention);
