@@ -5,7 +5,7 @@
 // happens once in setWeights, the mask inversion per call; the math is the core's.
 import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
 import {
-  coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
+  coreConfigFromKeras, coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
 } from './layout.js';
 import { NOT_YET_OPTIONS, refuseNotYetImplemented } from './unsupported.js';
 import { nameErrorsByCall, withCallName } from '../core/errors.js';
@@ -93,8 +93,7 @@ export class KerasMultiHeadAttention {
     });
     const c = this.#config;
     this.#layer = new this.#backend.MultiHeadAttention({
-      embedDim: c.queryDim, numHeads: c.numHeads, kdim: c.keyInputDim, vdim: c.valueInputDim, bias: c.useBias,
-      headDim: c.keyDim, valueHeadDim: c.valueDim, outputDim: c.outputShape,
+      ...coreConfigFromKeras(c),
       ...(a.dropout !== undefined ? { dropout: a.dropout } : {}),
       ...(a.seed !== undefined ? { seed: a.seed } : {}),
       ...(a.weightDtype !== undefined ? { weightDtype: a.weightDtype } : {}),

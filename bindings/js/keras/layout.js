@@ -25,6 +25,22 @@ export function kerasWeightShapes(s) {
   return Object.fromEntries(KERAS_WEIGHT_NAMES.filter((name) => s.useBias || !name.endsWith('/bias')).map((name) => [name, shapes[name]]));
 }
 
+/** The core layer's config ({ embedDim, numHeads, kdim, vdim, bias, headDim, valueHeadDim, outputDim }) for Keras' sizes `s`. */
+export function coreConfigFromKeras(s) {
+  return {
+    embedDim: s.queryDim, numHeads: s.numHeads, kdim: s.keyInputDim, vdim: s.valueInputDim, bias: s.useBias,
+    headDim: s.keyDim, valueHeadDim: s.valueDim, outputDim: s.outputShape,
+  };
+}
+
+/** Keras' sizes (as kerasWeightShapes takes them) of a core layer's resolved config. */
+export function kerasSizesOfCore(c) {
+  return {
+    numHeads: c.numHeads, keyDim: c.headDim, valueDim: c.valueHeadDim, queryDim: c.embedDim,
+    keyInputDim: c.kdim, valueInputDim: c.vdim, outputShape: c.outputDim, useBias: c.bias,
+  };
+}
+
 /** Arrays end to end, as one Float32Array. */
 function concat(arrays) {
   const out = new Float32Array(arrays.reduce((n, a) => n + a.length, 0));

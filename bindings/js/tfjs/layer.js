@@ -3,11 +3,10 @@
 // Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout) and
 // the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
-import {
-  coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
-} from '../keras/layout.js';
+import { coreConfigFromKeras, coreMasksFromKeras, kerasWeightShapes } from '../keras/layout.js';
 import { NOT_YET_OPTIONS, refuseNotYetImplemented } from '../keras/unsupported.js';
 import { TfjsGpuAttention } from './gpu-attention.js';
+import { TfjsWasmAttention } from './wasm-attention.js';
 import { isNodeReference, resolveNodeReference } from './node-references.js';
 
 const CALL_KEYS = ['value', 'key', 'attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'mask',
@@ -16,8 +15,6 @@ const CALL_KEYS = ['value', 'key', 'attentionMask', 'useCausalMask', 'returnAtte
 const INPUT_ROLES = ['query', 'value', 'key', 'mask'];
 
 const product = (dims) => dims.reduce((a, b) => a * b, 1);
-/** Two gradients of one tensor ({ data, shape }) added element-wise. */
-const sum = (a, b) => ({ data: a.data.map((x, i) => x + b.data[i]), shape: a.shape });
 // The constructor's arguments: Keras' (as tfjs-layers' port names them), the input shapes Keras'
 // get_config writes once built, tf.layers.Layer's own, and the customObjects tfjs' deserializer
 // adds to every config it loads (for tf.layers.Layer). Any other is refused by name.
@@ -26,34 +23,6 @@ const ARGS = ['numHeads', 'keyDim', 'valueDim', 'dropout', 'useBias', 'outputSha
   'kernelConstraint', 'biasConstraint', 'queryShape', 'keyShape', 'valueShape', ...NOT_YET_OPTIONS,
   'name', 'trainable', 'dtype', 'inputShape', 'batchInputShape', 'batchSize', 'inputDType', 'weights', 'customObjects'];
 const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
-
-/**
- * A tensor's float32 elements with the least copying the backend allows: the cpu backend's own
- * array (no copy), a view of tfjs-wasm's heap (read at once, before tfjs allocates again), else a copy.
- */
-function floats(tf, tensor) {
-  const backend = tf.backend();
-  if (tensor.dtype === 'float32' && typeof backend.typedArrayFromHeap === 'function') return backend.typedArrayFromHeap(tensor);
-  const data = tensor.dataSync();
-  return data instanceof Float32Array ? data : Float32Array.from(data);
-}
-
-/**
- * On tfjs-wasm, a float32 output tensor allocated in its heap, for mha-wasm to write its result
- * into (forward's `out`): one copy from mha-wasm's heap to tfjs', where a JS array in between
- * would take two. Allocate it before taking any view of tfjs' heap (allocating may move it).
- * Null elsewhere (the cpu backend keeps the JS array mha-wasm returns, without a copy).
- */
-function heapOutput(tf, shape) {
-  const backend = tf.backend();
-  if (typeof backend.typedArrayFromHeap !== 'function' || typeof backend.makeOutput !== 'function') return null;
-  const info = backend.makeOutput(shape, 'float32');
-  return {
-    view: () => backend.typedArrayFromHeap(info),
-    tensor: () => tf.engine().makeTensorFromTensorInfo(info),
-    dispose: () => backend.disposeData(info.dataId),
-  };
-}
 
 // tfjs-layers' serialize/get helpers (getInitializer, ...) are not in its public index: the public
 // constructors take the same { className, config } objects, so these go through them.
@@ -92,14 +61,11 @@ function fail(kind, spec) {
  * there while tfjs is on that backend), or null.
  */
 export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
-  const engine = tf.engine();
-
   class MultiHeadAttention extends tf.layers.Layer {
     static className = 'MultiHeadAttention';
 
-    #core = null;           // the mha-wasm layer, made at build (input sizes known)
+    #core = null;           // the attention on mha-wasm's wasm module (wasm-attention.js), made at build (input sizes known)
     #gpuCore = null;        // its twin on tfjs' WebGPU device (gpu-attention.js), when mhaTfjs was given one
-    #loadedWeights = null;  // the variables' data ids last loaded into #core
     #pending = new Set();   // forward results kept for a backward that never came (freed next call)
     #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
     #callRoles = null;      // the roles of the inputs of the apply() under way (build() gets only their shapes)
@@ -257,7 +223,6 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         if (!Number.isInteger(size)) throw new TypeError(`MultiHeadAttention.build: ${role}'s last dimension (its features) must be known, got shape [${shapeOf(role)}]`);
       }
       this.inputSizes = { query, key, value };
-      const H = this.numHeads, out = this.outputShapeArg ?? query;
       const weightShapes = kerasWeightShapes(this.#sizes());
       this.#weightNames = Object.keys(weightShapes);
       for (const name of this.#weightNames) {
@@ -268,14 +233,9 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       }
       this.#core?.dispose();
       this.#gpuCore?.dispose();
-      const config = {
-        embedDim: query, numHeads: H, kdim: key, vdim: value, bias: this.useBias,
-        headDim: this.keyDim, valueHeadDim: this.valueDim, outputDim: out,
-        ...(this.dropout > 0 ? { dropout: this.dropout } : {}),
-      };
-      this.#core = new mha.MultiHeadAttention(config);
+      const config = { ...coreConfigFromKeras(this.#sizes()), ...(this.dropout > 0 ? { dropout: this.dropout } : {}) };
+      this.#core = new TfjsWasmAttention(tf, mha, config);
       this.#gpuCore = gpu && !gpu.lost ? new TfjsGpuAttention(tf, gpu, config) : null;  // (after a device loss: the wasm module only)
-      this.#loadedWeights = null;
       this.built = true;
     }
 
@@ -366,63 +326,23 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
     }
 
-    // [B, T, E] attention through mha-wasm; differentiable for the inputs and the weights.
+    // [B, T, E] attention through mha-wasm, on tfjs' WebGPU device while tfjs runs there (gpu-attention.js),
+    // else on the wasm module (wasm-attention.js); differentiable for the inputs and the weights.
     #attend3d(query, value, key, attentionMask, options) {
       const self = key === null && value === query;
       const inputs = self ? [query] : key === null ? [query, value] : [query, value, key];
       const variables = this.weights.map((w) => w.read());
       const masks = attentionMask ? this.#masks(attentionMask, query, value) : {};
-      const wantGradient = engine.isTapeOn();
-      if (this.#gpuCore?.active) return this.#attendOnGpu(query, self ? null : value, key, variables, masks, options, wantGradient);
+      const wantGradient = tf.engine().isTapeOn();
+      const core = this.#gpuCore?.active ? this.#gpuCore : this.#core;
       let scores = null;
       const attend = tf.customGrad((...args) => {
-        args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm
-        this.#loadWeights(variables);
-        // Without a tape (inference) the output goes straight into tfjs-wasm's heap; a grad result keeps its own buffers.
-        const target = wantGradient ? null : heapOutput(tf, [query.shape[0], query.shape[1], this.outputShapeArg ?? this.inputSizes.query]);
-        const asCore = (t) => ({ data: floats(tf, t), shape: t.shape });
-        const q = asCore(query), v = self ? null : asCore(value), k = self ? null : asCore(key ?? value);
-        let result;
-        try {
-          result = this.#core.forward(q, k, v, {
-            ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
-            ...(wantGradient ? { grad: true } : {}), ...(target ? { out: target.view() } : {}),
-            // Keras' scores are before dropout (its dropout layer follows the softmax).
-            ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
-          });
-        } catch (error) {
-          target?.dispose();
-          throw error;
-        }
-        if (wantGradient) this.#pending.add(result);
-        if (result.weights) scores = result.weights;
-        const output = target ? target.tensor() : tf.tensor(result.output.data, result.output.shape, 'float32');
-        return {
-          value: output,
-          gradFunc: (dy) => {
-            this.#pending.delete(result);
-            const g = result.backward({ data: floats(tf, dy), shape: dy.shape });
-            // Without a key the value is the key too: its gradient is the sum of both roles'.
-            const inputGrads = self ? [g.query] : key === null ? [g.query, sum(g.value, g.key)] : [g.query, g.value, g.key];
-            return [...inputGrads.map((t) => tf.tensor(t.data, t.shape, 'float32')), ...this.#kerasGradients(g.params)];
-          },
-        };
-      });
-      const output = attend(...inputs, ...variables);
-      if (!options.returnAttentionScores) return output;
-      return [output, tf.tensor(scores.data, scores.shape, 'float32')];
-    }
-
-    // #attend3d on tfjs' WebGPU device (gpu-attention.js): tfjs' GPU tensors in and out, no readback.
-    #attendOnGpu(query, value, key, variables, masks, options, wantGradient) {
-      const inputs = [query, ...(value ? [value] : []), ...(key ? [key] : [])];
-      let scores = null;
-      const attend = tf.customGrad((...args) => {
-        args.pop();  // customGrad's save(), unused: the saved state lives on the GPU
-        this.#gpuCore.loadWeights(variables, this.#weightNames);
-        const forward = this.#gpuCore.forward(query, value, key, {
+        args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm (or on the GPU)
+        core.loadWeights(variables, this.#weightNames);
+        const forward = core.forward(query, self ? null : value, key, {
           ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
           ...(wantGradient ? { grad: true } : {}),
+          // Keras' scores are before dropout (its dropout layer follows the softmax).
           ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
         });
         if (wantGradient) this.#pending.add(forward.result);
@@ -438,17 +358,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       });
       const output = attend(...inputs, ...variables);
       if (!options.returnAttentionScores) return output;
-      return [output, scores];
-    }
-
-    // Loads the variables into the mha-wasm layer, unless they are the ones already loaded (a
-    // variable's assign gives it a new data id, so unchanged ids mean unchanged weights).
-    #loadWeights(variables) {
-      const ids = variables.map((v) => v.dataId);
-      if (this.#loadedWeights && ids.every((id, i) => id === this.#loadedWeights[i])) return;
-      const byName = Object.fromEntries(this.#weightNames.map((name, i) => [name, floats(tf, variables[i])]));
-      this.#core.loadStateDict(stateDictFromKerasLayout(byName, this.#sizes()));
-      this.#loadedWeights = ids;
+      return [output, scores()];
     }
 
     // The built layer's sizes, as keras/layout.js takes them.
@@ -458,12 +368,6 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, useBias: this.useBias,
         queryDim: query, keyInputDim: key, valueInputDim: value, outputShape: this.outputShapeArg ?? query,
       };
-    }
-
-    // mha-wasm's parameter gradients (PyTorch state-dict layout) -> tensors in Keras' layout and order.
-    #kerasGradients(params) {
-      const sizes = this.#sizes(), grads = kerasLayoutFromStateDict(params, sizes);
-      return Object.entries(kerasWeightShapes(sizes)).map(([name, shape]) => tf.tensor(grads[name], shape, 'float32'));
     }
 
     // Keras' attention_mask (1 = attend) as mha-wasm's blocking masks (keras/layout.js).
