@@ -1,7 +1,8 @@
 // MultiHeadAttention as a tfjs-layers layer (Keras' constructor arguments and call signature, as
 // tfjs-layers' unexported port has them), computed by mha-wasm. Weights are tfjs variables in
-// Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout) and
-// the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
+// Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout:
+// wasm-attention.js, or gpu-attention.js on tfjs' WebGPU device) and the gradient comes from
+// mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
 import { coreConfigFromKeras, coreMasksFromKeras, kerasWeightShapes } from '../keras/layout.js';
 import { NOT_YET_OPTIONS, refuseNotYetImplemented } from '../keras/unsupported.js';
@@ -56,9 +57,72 @@ function fail(kind, spec) {
 }
 
 /**
+ * The constructor's arguments as tf.layers.Layer's (with activityRegularizer) and Keras' own,
+ * after the checks that come before tf.layers.Layer's constructor: an object, no option that is
+ * not implemented yet, no unknown key.
+ */
+function splitArgs(args) {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    throw new TypeError(`MultiHeadAttention: args must be an object, got ${args === null ? 'null' : typeof args}`);
+  }
+  refuseNotYetImplemented(args, "mha-wasm/tfjs's MultiHeadAttention", 'MultiHeadAttention: ');
+  const unknown = Object.keys(args).find((key) => !ARGS.includes(key));
+  if (unknown !== undefined) throw new TypeError(`MultiHeadAttention: unknown argument '${unknown}'; known: ${ARGS.join(', ')}`);
+  const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
+    kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
+    activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
+    useGate, slidingWindow, ...layerArgs } = args;  // (useGate, slidingWindow: at their defaults, which is what the layer does)
+  return {
+    layerArgs: { ...layerArgs, activityRegularizer },
+    kerasArgs: { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer, biasInitializer,
+      kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape },
+  };
+}
+
+/** Keras' arguments checked, as the layer's public fields (numHeads, ..., kernelInitializer as an object, savedShapes). */
+function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer,
+  biasInitializer, kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape }) {
+  const positive = (name, value, optional) => {
+    if (optional && value == null) return;
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`MultiHeadAttention: ${name} must be a positive integer, got ${value}`);
+  };
+  positive('numHeads', numHeads);
+  positive('keyDim', keyDim);
+  positive('valueDim', valueDim, true);
+  positive('outputShape', Array.isArray(outputShape) && outputShape.length === 1 ? outputShape[0] : outputShape, true);
+  if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1)) {
+    throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
+  }
+  if (typeof useBias !== 'boolean') throw new TypeError(`MultiHeadAttention: useBias must be a boolean, got ${typeof useBias}`);
+  for (const [name, shape] of Object.entries({ queryShape, keyShape, valueShape })) {
+    if (shape != null && !(Array.isArray(shape) && shape.length >= 3 && shape.every((d) => d === null || Number.isInteger(d)))) {
+      throw new TypeError(`MultiHeadAttention: ${name} must be a shape [batch, ..., features] (Keras writes it after build), got ${JSON.stringify(shape)}`);
+    }
+  }
+  const axes = attentionAxes == null ? null : [attentionAxes].flat();
+  if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
+    throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
+  }
+  return {
+    numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
+    outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
+    attentionAxes: axes,
+    kernelInitializer: getInitializer(tf, kernelInitializer),
+    biasInitializer: getInitializer(tf, biasInitializer),
+    kernelRegularizer: getRegularizer(tf, kernelRegularizer), biasRegularizer: getRegularizer(tf, biasRegularizer),
+    kernelConstraint: getConstraint(tf, kernelConstraint), biasConstraint: getConstraint(tf, biasConstraint),
+    // The input shapes Keras' get_config writes once built (a converted model's config carries them).
+    savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
+  };
+}
+
+/**
  * Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module;
  * `gpu`: an mha-wasm WebGPU module on tfjs' webgpu device (gpu-attention.js runs the attention
- * there while tfjs is on that backend), or null.
+ * there while tfjs is on that backend), or null. The class extends the user's tf.layers.Layer,
+ * which exists only once mhaTfjs is given their tf, so its statement stays in this function; what
+ * needs no Layer is at module level (the arguments, (de)serialization) or in its own module (the
+ * attention itself: wasm-attention.js, gpu-attention.js; Keras' layouts: keras/layout.js).
  */
 export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
   class MultiHeadAttention extends tf.layers.Layer {
@@ -77,49 +141,9 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
      *   biasRegularizer, activityRegularizer, kernelConstraint, biasConstraint, ...tf.layers args }
      */
     constructor(args) {
-      if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-        throw new TypeError(`MultiHeadAttention: args must be an object, got ${args === null ? 'null' : typeof args}`);
-      }
-      refuseNotYetImplemented(args, "mha-wasm/tfjs's MultiHeadAttention", 'MultiHeadAttention: ');
-      const unknown = Object.keys(args).find((key) => !ARGS.includes(key));
-      if (unknown !== undefined) throw new TypeError(`MultiHeadAttention: unknown argument '${unknown}'; known: ${ARGS.join(', ')}`);
-      const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
-        kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
-        activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
-        useGate, slidingWindow, ...layerArgs } = args;  // (useGate, slidingWindow: at their defaults, which is what the layer does)
-      super({ ...layerArgs, activityRegularizer });
-      const positive = (name, value, optional) => {
-        if (optional && value == null) return;
-        if (!Number.isInteger(value) || value < 1) throw new RangeError(`MultiHeadAttention: ${name} must be a positive integer, got ${value}`);
-      };
-      positive('numHeads', numHeads);
-      positive('keyDim', keyDim);
-      positive('valueDim', valueDim, true);
-      positive('outputShape', Array.isArray(outputShape) && outputShape.length === 1 ? outputShape[0] : outputShape, true);
-      if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1)) {
-        throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
-      }
-      if (typeof useBias !== 'boolean') throw new TypeError(`MultiHeadAttention: useBias must be a boolean, got ${typeof useBias}`);
-      for (const [name, shape] of Object.entries({ queryShape, keyShape, valueShape })) {
-        if (shape != null && !(Array.isArray(shape) && shape.length >= 3 && shape.every((d) => d === null || Number.isInteger(d)))) {
-          throw new TypeError(`MultiHeadAttention: ${name} must be a shape [batch, ..., features] (Keras writes it after build), got ${JSON.stringify(shape)}`);
-        }
-      }
-      const axes = attentionAxes == null ? null : [attentionAxes].flat();
-      if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
-        throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
-      }
-      Object.assign(this, {
-        numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
-        outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
-        attentionAxes: axes,
-        kernelInitializer: getInitializer(tf, kernelInitializer),
-        biasInitializer: getInitializer(tf, biasInitializer),
-        kernelRegularizer: getRegularizer(tf, kernelRegularizer), biasRegularizer: getRegularizer(tf, biasRegularizer),
-        kernelConstraint: getConstraint(tf, kernelConstraint), biasConstraint: getConstraint(tf, biasConstraint),
-        // The input shapes Keras' get_config writes once built (a converted model's config carries them).
-        savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
-      });
+      const { layerArgs, kerasArgs } = splitArgs(args);
+      super(layerArgs);
+      Object.assign(this, readKerasArgs(tf, kerasArgs));
       this.supportsMasking = false;
       this.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
     }
