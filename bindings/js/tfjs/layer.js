@@ -117,6 +117,46 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
 }
 
 /**
+ * Attention over Keras' attention axes (`layout`, keras/attention-axes.js) of rank > 3 tfjs
+ * tensors: the other axes fold into the batch, the attended ones into the sequence, `attend3d(q,
+ * v, k, mask)` attends the [B', T', features] tensors, and the output (and scores) unfold to
+ * Keras' shapes.
+ */
+function attendOverAxes(tf, { query, value, key, attentionMask }, { batch, attended, order, inverse }, numHeads, attend3d) {
+  const rank = query.shape.length;
+  const fold = (t) => {
+    const moved = tf.transpose(t, order);
+    return tf.reshape(moved, [product(batch.map((a) => t.shape[a])), product(attended.map((a) => t.shape[a])), t.shape[rank - 1]]);
+  };
+  for (const [role, t] of Object.entries({ value, key })) {
+    if (t && batch.some((a) => t.shape[a] !== query.shape[a])) {
+      throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
+    }
+  }
+  // Keras' mask over attention axes: [batch axes..., query's attended..., key's attended...], the
+  // layout the fold gives the scores: read as [B', T', S'].
+  let mask = null;
+  if (attentionMask) {
+    const want = [...batch, ...attended].map((a) => query.shape[a]).concat(attended.map((a) => value.shape[a]));
+    if (attentionMask.shape.join() !== want.join()) {
+      throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [${want}] (the query's other axes, its attended axes, the key's attended axes) `
+        + `for attentionAxes [${attended}] of a rank-${rank} input, got [${attentionMask.shape}]`);
+    }
+    mask = tf.reshape(attentionMask, [product(batch.map((a) => query.shape[a])), product(attended.map((a) => query.shape[a])), product(attended.map((a) => value.shape[a]))]);
+  }
+  const same = value === query;
+  const q = fold(query), v = same ? q : fold(value), k = key ? (key === value ? v : fold(key)) : null;
+  const result = attend3d(q, v, k, mask);
+  const [output, scores] = Array.isArray(result) ? result : [result, null];
+  const outFeatures = output.shape[2];
+  const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
+  const restored = tf.transpose(unfolded, inverse);
+  if (!scores) return restored;
+  return [restored, tf.reshape(scores, [...batch.map((a) => query.shape[a]), numHeads,
+    ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
+}
+
+/**
  * Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module;
  * `gpu`: an mha-wasm WebGPU module on tfjs' webgpu device (gpu-attention.js runs the attention
  * there while tfjs is on that backend), or null. The class extends the user's tf.layers.Layer,
@@ -313,41 +353,13 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       for (const [role, t] of Object.entries({ value, key })) {
         if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
       }
-      const { batch, attended, order, inverse } = this.#axes(rank);
+      const layout = this.#axes(rank);  // (checks attentionAxes against the rank)
       if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
       if (options.useCausalMask) {
         throw new Error('MultiHeadAttention.call: useCausalMask is not supported on inputs of rank > 3 (Keras\' causal mask is over axis 1 of a [B, T, features] input)');
       }
-      const fold = (t) => {
-        const moved = tf.transpose(t, order);
-        return tf.reshape(moved, [product(batch.map((a) => t.shape[a])), product(attended.map((a) => t.shape[a])), t.shape[rank - 1]]);
-      };
-      for (const [role, t] of Object.entries({ value, key })) {
-        if (t && batch.some((a) => t.shape[a] !== query.shape[a])) {
-          throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
-        }
-      }
-      // Keras' mask over attention axes: [batch axes..., query's attended..., key's attended...], the
-      // layout the fold gives the scores: read as [B', T', S'].
-      let mask = null;
-      if (attentionMask) {
-        const want = [...batch, ...attended].map((a) => query.shape[a]).concat(attended.map((a) => value.shape[a]));
-        if (attentionMask.shape.join() !== want.join()) {
-          throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [${want}] (the query's other axes, its attended axes, the key's attended axes) `
-            + `for attentionAxes [${attended}] of a rank-${rank} input, got [${attentionMask.shape}]`);
-        }
-        mask = tf.reshape(attentionMask, [product(batch.map((a) => query.shape[a])), product(attended.map((a) => query.shape[a])), product(attended.map((a) => value.shape[a]))]);
-      }
-      const same = value === query;
-      const q = fold(query), v = same ? q : fold(value), k = key ? (key === value ? v : fold(key)) : null;
-      const result = this.#attend3d(q, v, k, mask, options);
-      const [output, scores] = Array.isArray(result) ? result : [result, null];
-      const outFeatures = output.shape[2];
-      const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
-      const restored = tf.transpose(unfolded, inverse);
-      if (!scores) return restored;
-      return [restored, tf.reshape(scores, [...batch.map((a) => query.shape[a]), this.numHeads,
-        ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
+      return attendOverAxes(tf, { query, value, key, attentionMask }, layout, this.numHeads,
+        (q, v, k, mask) => this.#attend3d(q, v, k, mask, options));
     }
 
     // [B, T, E] attention through mha-wasm, on tfjs' WebGPU device while tfjs runs there (gpu-attention.js),
