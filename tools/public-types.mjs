@@ -122,7 +122,8 @@ export function readPublicTypes() {
       }
     }
     const declarationFiles = program.getSourceFileNames()
-      .filter((file) => file.startsWith(ROOT)).map((file) => file.slice(ROOT.length)).sort();
+      .filter((file) => file.startsWith(ROOT)).map((file) => file.slice(ROOT.length))
+      .filter((file) => !file.startsWith('node_modules/')).sort();  // (TypeScript's own lib files, where node_modules is no link)
     // A type that names a module (`typeof import("/checkout/bindings/js/index")`) names it from the root.
     const snapshot = `${blocks.join('\n\n')}\n`.replaceAll(`import("${ROOT}`, 'import("./');
     return { snapshot, declarationFiles };

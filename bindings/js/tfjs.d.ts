@@ -50,7 +50,11 @@ export interface MultiHeadAttentionArgs {
   name?: string;
   /** Whether model.fit updates the layer's weights. Default true. */
   trainable?: boolean;
-  /** Any other tf.layers.Layer argument (inputShape, batchSize, dtype, ...). */
+  /** Keras 3.15's gated attention: not implemented yet, so only false (the default) is accepted; anything else is an Error naming it. */
+  useGate?: false;
+  /** Keras 3.15's sliding window: not implemented yet, so only null (the default) is accepted; anything else is an Error naming it. */
+  slidingWindow?: null;
+  /** tf.layers.Layer's other arguments (inputShape, batchInputShape, batchSize, dtype, inputDType, weights); any other key is an Error naming it. */
   [layerArg: string]: unknown;
 }
 

@@ -197,6 +197,11 @@ export function readForwardCall(query, key, value, options, backend) {
   if (call.checkFinite) {
     checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask: call.keyPaddingMask, attnMask: call.attnMask });
   }
+  // (The plan refuses grad with a cache too, for the C++ API; here first, before the cache's own checks.)
+  if (call.grad && options.cache != null) {
+    throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
+      + 'pass the whole sequence without a cache)');
+  }
   call.cache = options.cache == null ? null : b.readCache(options.cache, call);
   return call;
 }

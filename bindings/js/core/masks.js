@@ -8,7 +8,7 @@ const BOOL_KINDS = [Uint8Array, Uint8ClampedArray, Int8Array, Uint16Array, Int16
   BigInt64Array, BigUint64Array];
 
 const KINDS_TEXT = 'a bool mask (Uint8Array or any integer typed array, or boolean[]) '
-  + 'or a float mask (Float32Array, Float64Array, or Float16Array where the runtime has it)';
+  + 'or a float mask (Float32Array or Float64Array)';
 
 /** The mask's data as the core takes it: Uint8Array (bool) or Float32Array (float); null if none fits. */
 function coreData(data) {

@@ -1,16 +1,9 @@
 // Weights from other frameworks, converted to the PyTorch state dict that loadStateDict takes.
 // PyTorch's Linear stores W as [out, in] (y = x W^T + b); Keras and ONNX store it input-major
 // [in, out] (y = x W + b), so every conversion is a transpose plus a reshape of the head axes.
+import { transpose } from '../core/transpose.js';
 import { checkPlainObject, checkTensor, describe } from '../core/validate.js';
-
-/** [rows, cols] row-major -> [cols, rows]. */
-function transpose(data, rows, cols) {
-  const out = new Float32Array(rows * cols);
-  for (let r = 0; r < rows; r++) {
-    for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
-  }
-  return out;
-}
+import { KERAS_WEIGHT_NAMES as KERAS_KEYS, kerasWeightShapes, stateDictFromKerasLayout } from '../keras/layout.js';
 
 function checkShape(what, tensor, expected, description) {
   checkTensor(what, tensor, { expected: description });
@@ -21,9 +14,6 @@ function checkShape(what, tensor, expected, description) {
   }
   return tensor.shape;
 }
-
-const KERAS_KEYS = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
-  'attention_output/kernel', 'attention_output/bias'];
 
 /** get_weights() order, with or without biases, -> Keras weight names. */
 function kerasWeightsByName(weights) {
@@ -65,20 +55,17 @@ export function stateDictFromKeras(weights) {
   if (present.length !== 0 && present.length !== biasKeys.length) {
     throw new TypeError(`stateDictFromKeras: either all biases or none (use_bias), got only ${present.join(', ')}`);
   }
-  const stateDict = {
-    q_proj_weight: transpose(w['query/kernel'].data, Eq, H * Dk),
-    k_proj_weight: transpose(w['key/kernel'].data, kdim, H * Dk),
-    v_proj_weight: transpose(w['value/kernel'].data, vdim, H * Dv),
-    'out_proj.weight': transpose(w['attention_output/kernel'].data, H * Dv, E),
-  };
   if (present.length) {
     checkShape(what('query/bias'), w['query/bias'], [H, Dk], '[H, key_dim]');
     checkShape(what('key/bias'), w['key/bias'], [H, Dk], '[H, key_dim]');
     checkShape(what('value/bias'), w['value/bias'], [H, Dv], '[H, value_dim]');
     checkShape(what('attention_output/bias'), w['attention_output/bias'], [E], '[E]');
-    stateDict.in_proj_bias = Float32Array.from([...w['query/bias'].data, ...w['key/bias'].data, ...w['value/bias'].data]);
-    stateDict['out_proj.bias'] = w['attention_output/bias'].data.slice();
   }
+  const sizes = {
+    numHeads: H, keyDim: Dk, valueDim: Dv, queryDim: Eq, keyInputDim: kdim, valueInputDim: vdim, outputShape: E, useBias: present.length > 0,
+  };
+  const data = Object.fromEntries(Object.keys(kerasWeightShapes(sizes)).map((name) => [name, w[name].data]));
+  const stateDict = stateDictFromKerasLayout(data, sizes);
   const config = { embedDim: Eq, numHeads: H, headDim: Dk, valueHeadDim: Dv, outputDim: E, kdim, vdim, bias: present.length > 0 };
   return Object.defineProperty(stateDict, 'config', { value: config, enumerable: false });
 }

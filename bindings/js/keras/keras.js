@@ -4,6 +4,10 @@
 // 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
 // happens once in setWeights, the mask inversion per call; the math is the core's.
 import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
+import {
+  coreConfigFromKeras, coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
+} from './layout.js';
+import { NOT_YET_OPTIONS, refuseNotYetImplemented } from './unsupported.js';
 import { nameErrorsByCall, withCallName } from '../core/errors.js';
 import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
@@ -13,18 +17,9 @@ import {
 } from '../core/validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
-  'dropout', 'seed', 'attentionAxes', 'weightDtype'];
+  'dropout', 'seed', 'attentionAxes', 'weightDtype', ...NOT_YET_OPTIONS];
 const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed', 'checkFinite', 'capture', 'patch'];
-const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
-  'attention_output/kernel', 'attention_output/bias'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
-
-/** The transpose of a row-major [rows, cols] matrix: out[j][i] = in[i][j]. */
-function transpose(data, rows, cols) {
-  const out = new Float32Array(rows * cols);
-  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) out[j * rows + i] = data[i * cols + j];
-  return out;
-}
 
 /** attentionAxes: undefined/null (all inner axes), an integer or a non-empty list of integers. */
 function checkAttentionAxes(axes) {
@@ -44,287 +39,260 @@ const INNER_CALLS = ['MultiHeadAttention', 'forwardAsync', 'forward', 'loadState
 const then = (value, next) => (value instanceof Promise ? value.then(next) : next(value));
 
 /**
- * Makes the KerasMultiHeadAttention class over a loaded build's MultiHeadAttention. `asyncOnly`:
- * the layer class has forwardAsync only (WebGPU's): call() is then a TypeError naming callAsync.
+ * Keras' layer over one backend's MultiHeadAttention: `backend` is { MultiHeadAttention, asyncOnly }
+ * (asyncOnly: that class has forwardAsync only, WebGPU's; call() is then a TypeError naming
+ * callAsync). Each loaded module binds its own with defineKerasMultiHeadAttention (below).
+ */
+export class KerasMultiHeadAttention {
+  #backend;
+  #layer = null;  // made when the input sizes are known (Keras "builds" the layer)
+  #config = null;
+  #args;
+
+  /**
+   * { numHeads, keyDim, valueDim = keyDim, useBias = true, outputShape = queryDim, queryDim,
+   *   keyInputDim = valueInputDim, valueInputDim = queryDim, weightDtype = 'f32' }: Keras' arguments
+   * (weightDtype: how the projection weights are stored, as MultiHeadAttention's); the input
+   * feature sizes (which Keras infers when the layer is built) size the layer up front.
+   */
+  constructor(config, backend) {
+    this.#backend = backend;
+    checkPlainObject('KerasMultiHeadAttention: config', config);
+    refuseNotYetImplemented(config, 'mha.KerasMultiHeadAttention');
+    checkKnownKeys('config', config, CONFIG_KEYS);
+    for (const name of ['numHeads', 'keyDim']) checkInteger(name, config[name]);
+    for (const name of ['valueDim', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim']) {
+      checkInteger(name, config[name], { optional: true });
+    }
+    checkBoolean('useBias', config.useBias);
+    checkWeightDtype(config.weightDtype);  // here, not when the layer is built on its first call
+    this.#args = { ...config, attentionAxes: checkAttentionAxes(config.attentionAxes) };
+    if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
+  }
+
+  /**
+   * Sizes the layer, as Keras builds one: the input sizes given to the constructor win, the
+   * others come from the first call's inputs or the weights' shapes (`inferred`).
+   */
+  #build(inferred) {
+    const a = this.#args;
+    const queryDim = a.queryDim ?? inferred.queryDim;
+    const valueInputDim = a.valueInputDim ?? inferred.valueInputDim ?? queryDim;
+    this.#config = Object.freeze({
+      numHeads: a.numHeads,
+      keyDim: a.keyDim,
+      valueDim: a.valueDim ?? a.keyDim,
+      useBias: a.useBias ?? true,
+      outputShape: a.outputShape ?? queryDim,
+      queryDim,
+      keyInputDim: a.keyInputDim ?? inferred.keyInputDim ?? valueInputDim,
+      valueInputDim,
+      dropout: a.dropout ?? 0,
+      attentionAxes: a.attentionAxes,
+      weightDtype: a.weightDtype ?? 'f32',
+    });
+    const c = this.#config;
+    this.#layer = new this.#backend.MultiHeadAttention({
+      ...coreConfigFromKeras(c),
+      ...(a.dropout !== undefined ? { dropout: a.dropout } : {}),
+      ...(a.seed !== undefined ? { seed: a.seed } : {}),
+      ...(a.weightDtype !== undefined ? { weightDtype: a.weightDtype } : {}),
+    });
+  }
+
+  #built(what) {
+    if (!this.#layer) {
+      throw new TypeError(`${what}: the layer is not built yet: its input sizes come from the first call() or from `
+        + 'setWeights() with { data, shape } tensors, or pass queryDim (and keyInputDim, valueInputDim) to the constructor');
+    }
+    return this.#layer;
+  }
+
+  /** False until the input sizes are known (given, or taken from the first call or setWeights). */
+  get built() { return this.#layer !== null; }
+
+  /** Every argument resolved. */
+  get config() { this.#built('KerasMultiHeadAttention.config'); return this.#config; }
+
+  /** The underlying PyTorch-style layer (its stateDictShapes(), forward(), caches). */
+  get layer() { return this.#built('KerasMultiHeadAttention.layer'); }
+
+  /** Keras' weight names and shapes, in the order of get_weights(). */
+  weightShapes() {
+    this.#built('weightShapes');
+    return kerasWeightShapes(this.#config);
+  }
+
+  /**
+   * Keras weights: the list get_weights() returns ([{ data, shape }] or plain Float32Arrays, in
+   * its order: query kernel, bias, key kernel, bias, value kernel, bias, output kernel, bias;
+   * no biases with useBias: false), or a map { 'query/kernel': ..., ... }.
+   */
+  setWeights(weights) {
+    if (!this.#layer) this.#build(inputSizesOf(weights));
+    const expected = this.weightShapes();
+    const names = Object.keys(expected);
+    let byName;
+    if (Array.isArray(weights)) {
+      if (weights.length !== names.length) {
+        throw new RangeError(`setWeights: expected ${names.length} arrays (${names.join(', ')}), got ${weights.length}`);
+      }
+      byName = Object.fromEntries(names.map((name, i) => [name, weights[i]]));
+    } else {
+      checkPlainObject('setWeights: weights', weights);
+      checkKnownKeys('weights', weights, names);
+      byName = weights;
+    }
+    const data = {};
+    for (const name of names) {
+      const entry = byName[name];
+      if (entry === undefined) throw new TypeError(`setWeights: missing '${name}' (shape [${expected[name].join(', ')}])`);
+      const array = entry instanceof Float32Array ? entry : entry?.data;
+      if (!(array instanceof Float32Array)) throw new TypeError(`setWeights: '${name}' must be a Float32Array or { data, shape }, got ${describe(entry)}`);
+      const want = expected[name];
+      if (entry.shape && entry.shape.join(',') !== want.join(',')) {
+        throw new RangeError(`setWeights: '${name}' must have shape [${want.join(', ')}], got [${entry.shape.join(', ')}]`);
+      }
+      const count = want.reduce((a, b) => a * b, 1);
+      if (array.length !== count) throw new RangeError(`setWeights: '${name}' needs ${count} floats (shape [${want.join(', ')}]), got ${array.length}`);
+      data[name] = array;
+    }
+    this.#layer.loadStateDict(stateDictFromKerasLayout(data, this.#config));
+    return this;
+  }
+
+  /**
+   * The weights as Keras' get_weights() returns them: [{ data, shape }] in its order (query
+   * kernel, bias, key kernel, bias, value kernel, bias, output kernel, bias; no biases with
+   * useBias: false) and layouts, fresh copies. setWeights(getWeights()) changes nothing.
+   */
+  getWeights() {
+    const weights = kerasLayoutFromStateDict(this.#built('getWeights').stateDict(), this.#config);
+    return Object.entries(this.weightShapes()).map(([name, shape]) => ({ data: weights[name], shape }));
+  }
+
+  /**
+   * call(query [B, T, queryDim], value [B, S, valueInputDim], key = value [B, S, keyInputDim],
+   * { attentionMask: [B, T, S] (or [T, S], or [B, S] per batch row), 1 / true = attend;
+   *   useCausalMask; returnAttentionScores; training (dropout on, with the constructor's dropout);
+   *   seed (dropout's); capture, patch (the steps, as forward's: docs/steps.md) })
+   *   -> { output [B, T, outputShape], scores [B, H, T, S] | null, captured? } (scores before dropout, as Keras').
+   * A query row that may attend to nothing gives zeros (as Keras 3; the tfjs-layers port differs).
+   */
+  call(query, value, key = null, options = {}) {
+    if (this.#backend.asyncOnly) {
+      throw new TypeError('a WebGPU layer runs asynchronously (no hidden synchronous readback); '
+        + 'use await layer.callAsync(query, value, key, options)');
+    }
+    return this.#call(query, value, key, options);
+  }
+
+  /** call as a promise (the layers' forwardAsync): the same result, or call's error named 'callAsync: ...'. */
+  async callAsync(query, value, key = null, options = {}) {
+    try {
+      return await this.#call(query, value, key, options);
+    } catch (error) {
+      throw withCallName(error, 'callAsync', ['call', ...INNER_CALLS]);
+    }
+  }
+
+  // call's work: a result, or (asyncOnly) a promise of it.
+  #call(query, value, key, options) {
+    checkTensor('query', query, { expected: '[B, T, queryDim]' });
+    checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
+    checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
+    checkPlainObject('call: options', options);
+    checkKnownKeys('options', options, CALL_KEYS);
+    checkBoolean('useCausalMask', options.useCausalMask);
+    checkBoolean('returnAttentionScores', options.returnAttentionScores);
+    checkBoolean('checkFinite', options.checkFinite);
+    if (!this.#layer) {
+      const last = (t) => t?.shape[t.shape.length - 1];
+      this.#build({ queryDim: last(query), valueInputDim: last(value), keyInputDim: last(key) });
+    }
+    if (options.checkFinite) checkFinite({ query, value, key });
+    if (query.shape.length > 3 || this.#config.attentionAxes) {
+      const layout = attentionLayout(query.shape.length, this.#config.attentionAxes, 'call');
+      if (query.shape.length > 3) {
+        if (options.capture || options.patch) {
+          throw new TypeError(`call: ${options.capture ? 'capture' : 'patch'}: not with inputs of rank > 3 (attentionAxes); pass [B, T, features]`);
+        }
+        return this.#callOverAxes(query, value, key, options, layout);
+      }
+    }
+    return this.#call3d(query, value, key, options);
+  }
+
+  #call3d(query, value, key, options) {
+    const mask = this.#masks(options.attentionMask, query, value);
+    // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
+    const forward = (...args) => (this.#backend.asyncOnly ? this.#layer.forwardAsync(...args) : this.#layer.forward(...args));
+    const result = inKerasWords(() => forward(query, key ?? value, value, {
+      ...mask, causal: options.useCausalMask ?? false,
+      needWeights: options.returnAttentionScores ?? false, averageWeights: false,
+      training: options.training ?? false, weightsBeforeDropout: true,
+      ...(options.seed !== undefined ? { seed: options.seed } : {}),
+      ...(options.capture !== undefined ? { capture: options.capture } : {}),
+      ...(options.patch !== undefined ? { patch: options.patch } : {}),
+    }));
+    return then(result, ({ output, weights, captured }) => (captured ? { output, scores: weights, captured } : { output, scores: weights }));
+  }
+
+  // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the
+  // attended ones into the sequence; output and scores are unfolded to Keras' shapes.
+  #callOverAxes(query, value, key, options, layout) {
+    const rank = query.shape.length;
+    for (const [name, t] of Object.entries({ value, key })) {
+      if (t && t.shape.length !== rank) throw new RangeError(`call: ${name} must have the query's rank ${rank}, got shape [${t.shape.join(', ')}]`);
+      if (t && layout.batch.some((a) => t.shape[a] !== query.shape[a])) {
+        throw new RangeError(`call: ${name}'s non-attended axes [${layout.batch.map((a) => t.shape[a]).join(', ')}] must equal the query's [${layout.batch.map((a) => query.shape[a]).join(', ')}]`);
+      }
+    }
+    if (options.attentionMask != null || options.useCausalMask) {
+      throw new Error('call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3');
+    }
+    const fold = (t) => (t ? foldForAttention(t, layout) : null);
+    return then(this.#call3d(fold(query), fold(value), fold(key), options), (result) => this.#unfold(result, query, value, layout));
+  }
+
+  #unfold({ output, scores }, query, value, layout) {
+    const kept = layout.order.slice(0, -1).map((a) => query.shape[a]);
+    const unfolded = permute(output.data, [...kept, output.shape[2]], layout.inverse);
+    const at = (t, axes) => axes.map((a) => t.shape[a]);
+    return {
+      output: unfolded,
+      scores: scores && { data: scores.data, shape: [...at(query, layout.batch), this.#config.numHeads, ...at(query, layout.attended), ...at(value, layout.attended)] },
+    };
+  }
+
+  // Keras' attention_mask (1 = attend) as the core's blocking masks.
+  #masks(attentionMask, query, value) {
+    if (attentionMask === undefined || attentionMask === null) return {};
+    const mask = checkMask('attentionMask', attentionMask, { expected: '[B, T, S]' });
+    const [B, T] = query.shape, S = value.shape[value.shape.length - 2], H = this.#config.numHeads;
+    const masks = coreMasksFromKeras(mask.data, attentionMask.shape, { B, T, S, H });
+    if (masks) return masks;
+    throw new RangeError(`attentionMask: expected shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape.join(', ')}]`);
+  }
+
+  /** Frees the layer's wasm memory. */
+  dispose() { this.#layer?.dispose(); }
+
+  [disposeSymbol]() { this.dispose(); }
+}
+
+// Every error of the constructor and of the Keras calls starts with the call's name.
+const NamedKerasMultiHeadAttention = nameErrorsByCall(KerasMultiHeadAttention, 'KerasMultiHeadAttention', KERAS_METHODS, INNER_CALLS);
+
+/**
+ * The KerasMultiHeadAttention class of one loaded module, over its MultiHeadAttention. `asyncOnly`:
+ * that class has forwardAsync only (WebGPU's).
  */
 export function defineKerasMultiHeadAttention(MultiHeadAttention, { asyncOnly = false } = {}) {
-  return nameErrorsByCall(class KerasMultiHeadAttention {
-    #layer = null;  // made when the input sizes are known (Keras "builds" the layer)
-    #config = null;
-    #args;
-
-    /**
-     * { numHeads, keyDim, valueDim = keyDim, useBias = true, outputShape = queryDim, queryDim,
-     *   keyInputDim = valueInputDim, valueInputDim = queryDim, weightDtype = 'f32' }: Keras' arguments
-     * (weightDtype: how the projection weights are stored, as MultiHeadAttention's); the input
-     * feature sizes (which Keras infers when the layer is built) size the layer up front.
-     */
-    constructor(config) {
-      checkPlainObject('KerasMultiHeadAttention: config', config);
-      checkKnownKeys('config', config, CONFIG_KEYS);
-      for (const name of ['numHeads', 'keyDim']) checkInteger(name, config[name]);
-      for (const name of ['valueDim', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim']) {
-        checkInteger(name, config[name], { optional: true });
-      }
-      checkBoolean('useBias', config.useBias);
-      checkWeightDtype(config.weightDtype);  // here, not when the layer is built on its first call
-      this.#args = { ...config, attentionAxes: checkAttentionAxes(config.attentionAxes) };
-      if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
-    }
-
-    /**
-     * Sizes the layer, as Keras builds one: the input sizes given to the constructor win, the
-     * others come from the first call's inputs or the weights' shapes (`inferred`).
-     */
-    #build(inferred) {
-      const a = this.#args;
-      const queryDim = a.queryDim ?? inferred.queryDim;
-      const valueInputDim = a.valueInputDim ?? inferred.valueInputDim ?? queryDim;
-      this.#config = Object.freeze({
-        numHeads: a.numHeads,
-        keyDim: a.keyDim,
-        valueDim: a.valueDim ?? a.keyDim,
-        useBias: a.useBias ?? true,
-        outputShape: a.outputShape ?? queryDim,
-        queryDim,
-        keyInputDim: a.keyInputDim ?? inferred.keyInputDim ?? valueInputDim,
-        valueInputDim,
-        dropout: a.dropout ?? 0,
-        attentionAxes: a.attentionAxes,
-        weightDtype: a.weightDtype ?? 'f32',
-      });
-      const c = this.#config;
-      this.#layer = new MultiHeadAttention({
-        embedDim: c.queryDim, numHeads: c.numHeads, kdim: c.keyInputDim, vdim: c.valueInputDim, bias: c.useBias,
-        headDim: c.keyDim, valueHeadDim: c.valueDim, outputDim: c.outputShape,
-        ...(a.dropout !== undefined ? { dropout: a.dropout } : {}),
-        ...(a.seed !== undefined ? { seed: a.seed } : {}),
-        ...(a.weightDtype !== undefined ? { weightDtype: a.weightDtype } : {}),
-      });
-    }
-
-    #built(what) {
-      if (!this.#layer) {
-        throw new TypeError(`${what}: the layer is not built yet: its input sizes come from the first call() or from `
-          + 'setWeights() with { data, shape } tensors, or pass queryDim (and keyInputDim, valueInputDim) to the constructor');
-      }
-      return this.#layer;
-    }
-
-    /** False until the input sizes are known (given, or taken from the first call or setWeights). */
-    get built() { return this.#layer !== null; }
-
-    /** Every argument resolved. */
-    get config() { this.#built('KerasMultiHeadAttention.config'); return this.#config; }
-
-    /** The underlying PyTorch-style layer (its stateDictShapes(), forward(), caches). */
-    get layer() { return this.#built('KerasMultiHeadAttention.layer'); }
-
-    /** Keras' weight names and shapes, in the order of get_weights(). */
-    weightShapes() {
-      this.#built('weightShapes');
-      const { numHeads: H, keyDim, valueDim, outputShape, queryDim, keyInputDim, valueInputDim, useBias } = this.#config;
-      const shapes = {
-        'query/kernel': [queryDim, H, keyDim], 'query/bias': [H, keyDim],
-        'key/kernel': [keyInputDim, H, keyDim], 'key/bias': [H, keyDim],
-        'value/kernel': [valueInputDim, H, valueDim], 'value/bias': [H, valueDim],
-        'attention_output/kernel': [H, valueDim, outputShape], 'attention_output/bias': [outputShape],
-      };
-      return Object.fromEntries(Object.entries(shapes).filter(([name]) => useBias || !name.endsWith('/bias')));
-    }
-
-    /**
-     * Keras weights: the list get_weights() returns ([{ data, shape }] or plain Float32Arrays, in
-     * its order: query kernel, bias, key kernel, bias, value kernel, bias, output kernel, bias;
-     * no biases with useBias: false), or a map { 'query/kernel': ..., ... }.
-     */
-    setWeights(weights) {
-      if (!this.#layer) this.#build(inputSizesOf(weights));
-      const expected = this.weightShapes();
-      const names = Object.keys(expected);
-      let byName;
-      if (Array.isArray(weights)) {
-        if (weights.length !== names.length) {
-          throw new RangeError(`setWeights: expected ${names.length} arrays (${names.join(', ')}), got ${weights.length}`);
-        }
-        byName = Object.fromEntries(names.map((name, i) => [name, weights[i]]));
-      } else {
-        checkPlainObject('setWeights: weights', weights);
-        checkKnownKeys('weights', weights, names);
-        byName = weights;
-      }
-      const data = {};
-      for (const name of names) {
-        const entry = byName[name];
-        if (entry === undefined) throw new TypeError(`setWeights: missing '${name}' (shape [${expected[name].join(', ')}])`);
-        const array = entry instanceof Float32Array ? entry : entry?.data;
-        if (!(array instanceof Float32Array)) throw new TypeError(`setWeights: '${name}' must be a Float32Array or { data, shape }, got ${describe(entry)}`);
-        const want = expected[name];
-        if (entry.shape && entry.shape.join(',') !== want.join(',')) {
-          throw new RangeError(`setWeights: '${name}' must have shape [${want.join(', ')}], got [${entry.shape.join(', ')}]`);
-        }
-        const count = want.reduce((a, b) => a * b, 1);
-        if (array.length !== count) throw new RangeError(`setWeights: '${name}' needs ${count} floats (shape [${want.join(', ')}]), got ${array.length}`);
-        data[name] = array;
-      }
-      const { numHeads: H, keyDim, valueDim, outputShape, queryDim, keyInputDim, valueInputDim, useBias } = this.#config;
-      // EinsumDense kernels [in, H, D] are [in, H*D] row-major: nn.Linear wants [H*D, in].
-      const stateDict = {
-        q_proj_weight: transpose(data['query/kernel'], queryDim, H * keyDim),
-        k_proj_weight: transpose(data['key/kernel'], keyInputDim, H * keyDim),
-        v_proj_weight: transpose(data['value/kernel'], valueInputDim, H * valueDim),
-        'out_proj.weight': transpose(data['attention_output/kernel'], H * valueDim, outputShape),
-      };
-      if (useBias) {
-        stateDict.in_proj_bias = Float32Array.from([...data['query/bias'], ...data['key/bias'], ...data['value/bias']]);
-        stateDict['out_proj.bias'] = data['attention_output/bias'];
-      }
-      this.#layer.loadStateDict(stateDict);
-      return this;
-    }
-
-    /**
-     * The weights as Keras' get_weights() returns them: [{ data, shape }] in its order (query
-     * kernel, bias, key kernel, bias, value kernel, bias, output kernel, bias; no biases with
-     * useBias: false) and layouts, fresh copies. setWeights(getWeights()) changes nothing.
-     */
-    getWeights() {
-      const sd = this.#built('getWeights').stateDict();
-      const { numHeads: H, keyDim, valueDim, outputShape, queryDim, keyInputDim, valueInputDim, useBias } = this.#config;
-      const qRows = H * keyDim, vRows = H * valueDim;
-      const kernels = {
-        'query/kernel': transpose(sd.q_proj_weight, qRows, queryDim),
-        'key/kernel': transpose(sd.k_proj_weight, qRows, keyInputDim),
-        'value/kernel': transpose(sd.v_proj_weight, vRows, valueInputDim),
-        'attention_output/kernel': transpose(sd['out_proj.weight'], outputShape, vRows),
-      };
-      const biases = useBias ? {
-        'query/bias': sd.in_proj_bias.slice(0, qRows),
-        'key/bias': sd.in_proj_bias.slice(qRows, 2 * qRows),
-        'value/bias': sd.in_proj_bias.slice(2 * qRows),
-        'attention_output/bias': sd['out_proj.bias'],
-      } : {};
-      return Object.entries(this.weightShapes()).map(([name, shape]) => ({ data: kernels[name] ?? biases[name], shape }));
-    }
-
-    /**
-     * call(query [B, T, queryDim], value [B, S, valueInputDim], key = value [B, S, keyInputDim],
-     * { attentionMask: [B, T, S] (or [T, S], or [B, S] per batch row), 1 / true = attend;
-     *   useCausalMask; returnAttentionScores; training (dropout on, with the constructor's dropout);
-     *   seed (dropout's); capture, patch (the steps, as forward's: docs/steps.md) })
-     *   -> { output [B, T, outputShape], scores [B, H, T, S] | null, captured? } (scores before dropout, as Keras').
-     * A query row that may attend to nothing gives zeros (as Keras 3; the tfjs-layers port differs).
-     */
-    call(query, value, key = null, options = {}) {
-      if (asyncOnly) {
-        throw new TypeError('a WebGPU layer runs asynchronously (no hidden synchronous readback); '
-          + 'use await layer.callAsync(query, value, key, options)');
-      }
-      return this.#call(query, value, key, options);
-    }
-
-    /** call as a promise (the layers' forwardAsync): the same result, or call's error named 'callAsync: ...'. */
-    async callAsync(query, value, key = null, options = {}) {
-      try {
-        return await this.#call(query, value, key, options);
-      } catch (error) {
-        throw withCallName(error, 'callAsync', ['call', ...INNER_CALLS]);
-      }
-    }
-
-    // call's work: a result, or (asyncOnly) a promise of it.
-    #call(query, value, key, options) {
-      checkTensor('query', query, { expected: '[B, T, queryDim]' });
-      checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
-      checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
-      checkPlainObject('call: options', options);
-      checkKnownKeys('options', options, CALL_KEYS);
-      checkBoolean('useCausalMask', options.useCausalMask);
-      checkBoolean('returnAttentionScores', options.returnAttentionScores);
-      checkBoolean('checkFinite', options.checkFinite);
-      if (!this.#layer) {
-        const last = (t) => t?.shape[t.shape.length - 1];
-        this.#build({ queryDim: last(query), valueInputDim: last(value), keyInputDim: last(key) });
-      }
-      if (options.checkFinite) checkFinite({ query, value, key });
-      if (query.shape.length > 3 || this.#config.attentionAxes) {
-        const layout = attentionLayout(query.shape.length, this.#config.attentionAxes, 'call');
-        if (query.shape.length > 3) {
-          if (options.capture || options.patch) {
-            throw new TypeError(`call: ${options.capture ? 'capture' : 'patch'}: not with inputs of rank > 3 (attentionAxes); pass [B, T, features]`);
-          }
-          return this.#callOverAxes(query, value, key, options, layout);
-        }
-      }
-      return this.#call3d(query, value, key, options);
-    }
-
-    #call3d(query, value, key, options) {
-      const mask = this.#masks(options.attentionMask, query, value);
-      // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
-      const forward = (...args) => (asyncOnly ? this.#layer.forwardAsync(...args) : this.#layer.forward(...args));
-      const result = inKerasWords(() => forward(query, key ?? value, value, {
-        ...mask, causal: options.useCausalMask ?? false,
-        needWeights: options.returnAttentionScores ?? false, averageWeights: false,
-        training: options.training ?? false, weightsBeforeDropout: true,
-        ...(options.seed !== undefined ? { seed: options.seed } : {}),
-        ...(options.capture !== undefined ? { capture: options.capture } : {}),
-        ...(options.patch !== undefined ? { patch: options.patch } : {}),
-      }));
-      return then(result, ({ output, weights, captured }) => (captured ? { output, scores: weights, captured } : { output, scores: weights }));
-    }
-
-    // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the
-    // attended ones into the sequence; output and scores are unfolded to Keras' shapes.
-    #callOverAxes(query, value, key, options, layout) {
-      const rank = query.shape.length;
-      for (const [name, t] of Object.entries({ value, key })) {
-        if (t && t.shape.length !== rank) throw new RangeError(`call: ${name} must have the query's rank ${rank}, got shape [${t.shape.join(', ')}]`);
-        if (t && layout.batch.some((a) => t.shape[a] !== query.shape[a])) {
-          throw new RangeError(`call: ${name}'s non-attended axes [${layout.batch.map((a) => t.shape[a]).join(', ')}] must equal the query's [${layout.batch.map((a) => query.shape[a]).join(', ')}]`);
-        }
-      }
-      if (options.attentionMask != null || options.useCausalMask) {
-        throw new Error('call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3');
-      }
-      const fold = (t) => (t ? foldForAttention(t, layout) : null);
-      return then(this.#call3d(fold(query), fold(value), fold(key), options), (result) => this.#unfold(result, query, value, layout));
-    }
-
-    #unfold({ output, scores }, query, value, layout) {
-      const kept = layout.order.slice(0, -1).map((a) => query.shape[a]);
-      const unfolded = permute(output.data, [...kept, output.shape[2]], layout.inverse);
-      const at = (t, axes) => axes.map((a) => t.shape[a]);
-      return {
-        output: unfolded,
-        scores: scores && { data: scores.data, shape: [...at(query, layout.batch), this.#config.numHeads, ...at(query, layout.attended), ...at(value, layout.attended)] },
-      };
-    }
-
-    // Keras' attention_mask (1 = attend) as the core's blocking masks.
-    #masks(attentionMask, query, value) {
-      if (attentionMask === undefined || attentionMask === null) return {};
-      const mask = checkMask('attentionMask', attentionMask, { expected: '[B, T, S]' });
-      const [B, T] = query.shape, S = value.shape[value.shape.length - 2], H = this.#config.numHeads;
-      const blocked = Uint8Array.from(mask.data, (x) => (x ? 0 : 1));
-      const shape = attentionMask.shape.join(',');
-      if (shape === [B, S].join(',') && query.shape.length === 3) return { keyPaddingMask: { data: blocked, shape: [B, S] } };
-      if (shape === [T, S].join(',') && query.shape.length === 3) return { attnMask: { data: blocked, shape: [T, S] } };
-      if (shape === [B, T, S].join(',')) {  // per batch row: the core takes [B*H, T, S]
-        const perHead = new Uint8Array(B * H * T * S);
-        for (let b = 0; b < B; b++) {
-          for (let h = 0; h < H; h++) perHead.set(blocked.subarray(b * T * S, (b + 1) * T * S), (b * H + h) * T * S);
-        }
-        return { attnMask: { data: perHead, shape: [B * H, T, S] } };
-      }
-      throw new RangeError(`attentionMask: expected shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape.join(', ')}]`);
-    }
-
-    /** Frees the layer's wasm memory. */
-    dispose() { this.#layer?.dispose(); }
-
-    [disposeSymbol]() { this.dispose(); }
-  }, 'KerasMultiHeadAttention', KERAS_METHODS, INNER_CALLS);
+  const backend = Object.freeze({ MultiHeadAttention, asyncOnly });
+  return class KerasMultiHeadAttention extends NamedKerasMultiHeadAttention {
+    constructor(config) { super(config, backend); }
+  };
 }
 
 /** The input sizes an unbuilt layer takes from get_weights()-style tensors' shapes (Keras layouts). */

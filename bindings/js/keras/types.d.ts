@@ -40,10 +40,14 @@ export interface KerasConfig {
    * mask are not supported on inputs of rank > 3.
    */
   attentionAxes?: number | number[];
+  /** Keras 3.15's gated attention: not implemented yet, so only false (the default) is accepted; anything else is an Error naming it. */
+  useGate?: false;
+  /** Keras 3.15's sliding window: not implemented yet, so only null (the default) is accepted; anything else is an Error naming it. */
+  slidingWindow?: null;
 }
 
 /** The Keras layer's arguments once it is built: every size known. */
-export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed'>>;
+export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed' | 'useGate' | 'slidingWindow'>>;
 
 /** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
 export interface KerasCallOptions {

@@ -77,8 +77,9 @@ export class TfjsGpuAttention {
 
   /**
    * One forward call: tfjs tensors query, value (null for self-attention) and key (null: the
-   * value), `options` the WebGPU layer's (masks from the CPU). Returns { output, scores } as tfjs
-   * tensors and, with options.grad, `result` (release() it without a backward) and `backward(dy)`.
+   * value), `options` the WebGPU layer's (masks from the CPU). Returns { output (a tfjs tensor),
+   * scores () => a tfjs tensor or null } and, with options.grad, `result` (release() it without a
+   * backward) and `backward(dy)`.
    */
   forward(query, value, key, options) {
     if (this.#failed) {
@@ -93,7 +94,8 @@ export class TfjsGpuAttention {
       const { result, verdict } = this.#layer[SUBMIT_NOW](q, v ? k ?? v : null, v, options);
       this.#watch(verdict);
       const output = gpuToTfjs(tf, result.output);  // (tfjs' copy: ours is freed at once)
-      const scores = result.weights ? gpuToTfjs(tf, result.weights) : null;
+      const scoresTensor = result.weights ? gpuToTfjs(tf, result.weights) : null;
+      const scores = () => scoresTensor;
       result.output.dispose();
       result.weights?.dispose();
       if (!options.grad) return { output, scores };

@@ -1,73 +1,175 @@
 // MultiHeadAttention as a tfjs-layers layer (Keras' constructor arguments and call signature, as
 // tfjs-layers' unexported port has them), computed by mha-wasm. Weights are tfjs variables in
-// Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout) and
-// the gradient comes from mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
+// Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout:
+// wasm-attention.js, or gpu-attention.js on tfjs' WebGPU device) and the gradient comes from
+// mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
-import { stateDictFromKeras } from '../formats/interop.js';
+import { coreConfigFromKeras, coreMasksFromKeras, kerasWeightShapes } from '../keras/layout.js';
+import { NOT_YET_OPTIONS, refuseNotYetImplemented } from '../keras/unsupported.js';
 import { TfjsGpuAttention } from './gpu-attention.js';
+import { TfjsWasmAttention } from './wasm-attention.js';
 import { isNodeReference, resolveNodeReference } from './node-references.js';
 
-const WEIGHT_NAMES = ['query/kernel', 'query/bias', 'key/kernel', 'key/bias', 'value/kernel', 'value/bias',
-  'attention_output/kernel', 'attention_output/bias'];
 const CALL_KEYS = ['value', 'key', 'attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'mask',
   'attentionInputs'];
 // Roles of the layer's input list (one word each: tfjs-layers snake-cases a saved model's call arguments).
 const INPUT_ROLES = ['query', 'value', 'key', 'mask'];
 
-/** [rows, cols] row-major -> [cols, rows]. */
-function transpose(data, rows, cols) {
-  const out = new Float32Array(rows * cols);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
-  return out;
+const product = (dims) => dims.reduce((a, b) => a * b, 1);
+// The constructor's arguments: Keras' (as tfjs-layers' port names them), the input shapes Keras'
+// get_config writes once built, tf.layers.Layer's own, and the customObjects tfjs' deserializer
+// adds to every config it loads (for tf.layers.Layer). Any other is refused by name.
+const ARGS = ['numHeads', 'keyDim', 'valueDim', 'dropout', 'useBias', 'outputShape', 'attentionAxes',
+  'kernelInitializer', 'biasInitializer', 'kernelRegularizer', 'biasRegularizer', 'activityRegularizer',
+  'kernelConstraint', 'biasConstraint', 'queryShape', 'keyShape', 'valueShape', ...NOT_YET_OPTIONS,
+  'name', 'trainable', 'dtype', 'inputShape', 'batchInputShape', 'batchSize', 'inputDType', 'weights', 'customObjects'];
+const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
+
+// tfjs-layers' serialize/get helpers (getInitializer, ...) are not in its public index: the public
+// constructors take the same { className, config } objects, so these go through them.
+function getInitializer(tf, spec) {
+  if (spec == null) return null;
+  if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+  if (typeof spec === 'string') return tf.initializers[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('initializer', spec);
+  return tf.serialization.SerializationMap.getMap().classNameMap[spec.className] ? deserialize(tf, spec) : fail('initializer', spec);
+}
+function getRegularizer(tf, spec) {
+  if (spec == null) return null;
+  if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+  return deserialize(tf, spec);
+}
+function getConstraint(tf, spec) {
+  if (spec == null) return null;
+  if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
+  if (typeof spec === 'string') return tf.constraints[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('constraint', spec);
+  return deserialize(tf, spec);
+}
+function deserialize(tf, { className, config }) {
+  const [cls, fromConfig] = tf.serialization.SerializationMap.getMap().classNameMap[className] ?? [];
+  if (!cls) throw new TypeError(`MultiHeadAttention: unknown ${className}`);
+  return fromConfig(cls, config);
+}
+function serialize(object) {
+  return object == null ? null : { className: object.getClassName(), config: object.getConfig() };
+}
+function fail(kind, spec) {
+  throw new TypeError(`MultiHeadAttention: unknown ${kind} ${JSON.stringify(spec)}`);
 }
 
-const product = (dims) => dims.reduce((a, b) => a * b, 1);
-/** Two gradients of one tensor ({ data, shape }) added element-wise. */
-const sum = (a, b) => ({ data: a.data.map((x, i) => x + b.data[i]), shape: a.shape });
-const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
+/**
+ * The constructor's arguments as tf.layers.Layer's (with activityRegularizer) and Keras' own,
+ * after the checks that come before tf.layers.Layer's constructor: an object, no option that is
+ * not implemented yet, no unknown key.
+ */
+function splitArgs(args) {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    throw new TypeError(`MultiHeadAttention: args must be an object, got ${args === null ? 'null' : typeof args}`);
+  }
+  refuseNotYetImplemented(args, "mha-wasm/tfjs's MultiHeadAttention", 'MultiHeadAttention: ');
+  const unknown = Object.keys(args).find((key) => !ARGS.includes(key));
+  if (unknown !== undefined) throw new TypeError(`MultiHeadAttention: unknown argument '${unknown}'; known: ${ARGS.join(', ')}`);
+  const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
+    kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
+    activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
+    useGate, slidingWindow, ...layerArgs } = args;  // (useGate, slidingWindow: at their defaults, which is what the layer does)
+  return {
+    layerArgs: { ...layerArgs, activityRegularizer },
+    kerasArgs: { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer, biasInitializer,
+      kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape },
+  };
+}
+
+/** Keras' arguments checked, as the layer's public fields (numHeads, ..., kernelInitializer as an object, savedShapes). */
+function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer,
+  biasInitializer, kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape }) {
+  const positive = (name, value, optional) => {
+    if (optional && value == null) return;
+    if (!Number.isInteger(value) || value < 1) throw new RangeError(`MultiHeadAttention: ${name} must be a positive integer, got ${value}`);
+  };
+  positive('numHeads', numHeads);
+  positive('keyDim', keyDim);
+  positive('valueDim', valueDim, true);
+  positive('outputShape', Array.isArray(outputShape) && outputShape.length === 1 ? outputShape[0] : outputShape, true);
+  if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1)) {
+    throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
+  }
+  if (typeof useBias !== 'boolean') throw new TypeError(`MultiHeadAttention: useBias must be a boolean, got ${typeof useBias}`);
+  for (const [name, shape] of Object.entries({ queryShape, keyShape, valueShape })) {
+    if (shape != null && !(Array.isArray(shape) && shape.length >= 3 && shape.every((d) => d === null || Number.isInteger(d)))) {
+      throw new TypeError(`MultiHeadAttention: ${name} must be a shape [batch, ..., features] (Keras writes it after build), got ${JSON.stringify(shape)}`);
+    }
+  }
+  const axes = attentionAxes == null ? null : [attentionAxes].flat();
+  if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
+    throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
+  }
+  return {
+    numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
+    outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
+    attentionAxes: axes,
+    kernelInitializer: getInitializer(tf, kernelInitializer),
+    biasInitializer: getInitializer(tf, biasInitializer),
+    kernelRegularizer: getRegularizer(tf, kernelRegularizer), biasRegularizer: getRegularizer(tf, biasRegularizer),
+    kernelConstraint: getConstraint(tf, kernelConstraint), biasConstraint: getConstraint(tf, biasConstraint),
+    // The input shapes Keras' get_config writes once built (a converted model's config carries them).
+    savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
+  };
+}
+
+/**
+ * Attention over Keras' attention axes (`layout`, keras/attention-axes.js) of rank > 3 tfjs
+ * tensors: the other axes fold into the batch, the attended ones into the sequence, `attend3d(q,
+ * v, k, mask)` attends the [B', T', features] tensors, and the output (and scores) unfold to
+ * Keras' shapes.
+ */
+function attendOverAxes(tf, { query, value, key, attentionMask }, { batch, attended, order, inverse }, numHeads, attend3d) {
+  const rank = query.shape.length;
+  const fold = (t) => {
+    const moved = tf.transpose(t, order);
+    return tf.reshape(moved, [product(batch.map((a) => t.shape[a])), product(attended.map((a) => t.shape[a])), t.shape[rank - 1]]);
+  };
+  for (const [role, t] of Object.entries({ value, key })) {
+    if (t && batch.some((a) => t.shape[a] !== query.shape[a])) {
+      throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
+    }
+  }
+  // Keras' mask over attention axes: [batch axes..., query's attended..., key's attended...], the
+  // layout the fold gives the scores: read as [B', T', S'].
+  let mask = null;
+  if (attentionMask) {
+    const want = [...batch, ...attended].map((a) => query.shape[a]).concat(attended.map((a) => value.shape[a]));
+    if (attentionMask.shape.join() !== want.join()) {
+      throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [${want}] (the query's other axes, its attended axes, the key's attended axes) `
+        + `for attentionAxes [${attended}] of a rank-${rank} input, got [${attentionMask.shape}]`);
+    }
+    mask = tf.reshape(attentionMask, [product(batch.map((a) => query.shape[a])), product(attended.map((a) => query.shape[a])), product(attended.map((a) => value.shape[a]))]);
+  }
+  const same = value === query;
+  const q = fold(query), v = same ? q : fold(value), k = key ? (key === value ? v : fold(key)) : null;
+  const result = attend3d(q, v, k, mask);
+  const [output, scores] = Array.isArray(result) ? result : [result, null];
+  const outFeatures = output.shape[2];
+  const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
+  const restored = tf.transpose(unfolded, inverse);
+  if (!scores) return restored;
+  return [restored, tf.reshape(scores, [...batch.map((a) => query.shape[a]), numHeads,
+    ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
+}
 
 /**
  * Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module;
  * `gpu`: an mha-wasm WebGPU module on tfjs' webgpu device (gpu-attention.js runs the attention
- * there while tfjs is on that backend), or null.
+ * there while tfjs is on that backend), or null. The class extends the user's tf.layers.Layer,
+ * which exists only once mhaTfjs is given their tf, so its statement stays in this function; what
+ * needs no Layer is at module level (the arguments, (de)serialization) or in its own module (the
+ * attention itself: wasm-attention.js, gpu-attention.js; Keras' layouts: keras/layout.js).
  */
 export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
-  const engine = tf.engine();
-
-  /**
-   * A tensor's float32 elements with the least copying the backend allows: the cpu backend's own
-   * array (no copy), a view of tfjs-wasm's heap (read at once, before tfjs allocates again), else a copy.
-   */
-  function floats(tensor) {
-    const backend = tf.backend();
-    if (tensor.dtype === 'float32' && typeof backend.typedArrayFromHeap === 'function') return backend.typedArrayFromHeap(tensor);
-    const data = tensor.dataSync();
-    return data instanceof Float32Array ? data : Float32Array.from(data);
-  }
-
-  /**
-   * On tfjs-wasm, a float32 output tensor allocated in its heap, for mha-wasm to write its result
-   * into (forward's `out`): one copy from mha-wasm's heap to tfjs', where a JS array in between
-   * would take two. Allocate it before taking any view of tfjs' heap (allocating may move it).
-   * Null elsewhere (the cpu backend keeps the JS array mha-wasm returns, without a copy).
-   */
-  function heapOutput(shape) {
-    const backend = tf.backend();
-    if (typeof backend.typedArrayFromHeap !== 'function' || typeof backend.makeOutput !== 'function') return null;
-    const info = backend.makeOutput(shape, 'float32');
-    return {
-      view: () => backend.typedArrayFromHeap(info),
-      tensor: () => engine.makeTensorFromTensorInfo(info),
-      dispose: () => backend.disposeData(info.dataId),
-    };
-  }
-
   class MultiHeadAttention extends tf.layers.Layer {
     static className = 'MultiHeadAttention';
 
-    #core = null;           // the mha-wasm layer, made at build (input sizes known)
+    #core = null;           // the attention on mha-wasm's wasm module (wasm-attention.js), made at build (input sizes known)
     #gpuCore = null;        // its twin on tfjs' WebGPU device (gpu-attention.js), when mhaTfjs was given one
-    #loadedWeights = null;  // the variables' data ids last loaded into #core
     #pending = new Set();   // forward results kept for a backward that never came (freed next call)
     #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
     #callRoles = null;      // the roles of the inputs of the apply() under way (build() gets only their shapes)
@@ -79,45 +181,9 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
      *   biasRegularizer, activityRegularizer, kernelConstraint, biasConstraint, ...tf.layers args }
      */
     constructor(args) {
-      if (args === null || typeof args !== 'object' || Array.isArray(args)) {
-        throw new TypeError(`MultiHeadAttention: args must be an object, got ${args === null ? 'null' : typeof args}`);
-      }
-      const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
-        kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
-        activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape, ...layerArgs } = args;
-      super({ ...layerArgs, activityRegularizer });
-      const positive = (name, value, optional) => {
-        if (optional && value == null) return;
-        if (!Number.isInteger(value) || value < 1) throw new RangeError(`MultiHeadAttention: ${name} must be a positive integer, got ${value}`);
-      };
-      positive('numHeads', numHeads);
-      positive('keyDim', keyDim);
-      positive('valueDim', valueDim, true);
-      positive('outputShape', Array.isArray(outputShape) && outputShape.length === 1 ? outputShape[0] : outputShape, true);
-      if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1)) {
-        throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
-      }
-      if (typeof useBias !== 'boolean') throw new TypeError(`MultiHeadAttention: useBias must be a boolean, got ${typeof useBias}`);
-      for (const [name, shape] of Object.entries({ queryShape, keyShape, valueShape })) {
-        if (shape != null && !(Array.isArray(shape) && shape.length >= 3 && shape.every((d) => d === null || Number.isInteger(d)))) {
-          throw new TypeError(`MultiHeadAttention: ${name} must be a shape [batch, ..., features] (Keras writes it after build), got ${JSON.stringify(shape)}`);
-        }
-      }
-      const axes = attentionAxes == null ? null : [attentionAxes].flat();
-      if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
-        throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
-      }
-      Object.assign(this, {
-        numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
-        outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
-        attentionAxes: axes,
-        kernelInitializer: getInitializer(kernelInitializer),
-        biasInitializer: getInitializer(biasInitializer),
-        kernelRegularizer: getRegularizer(kernelRegularizer), biasRegularizer: getRegularizer(biasRegularizer),
-        kernelConstraint: getConstraint(kernelConstraint), biasConstraint: getConstraint(biasConstraint),
-        // The input shapes Keras' get_config writes once built (a converted model's config carries them).
-        savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
-      });
+      const { layerArgs, kerasArgs } = splitArgs(args);
+      super(layerArgs);
+      Object.assign(this, readKerasArgs(tf, kerasArgs));
       this.supportsMasking = false;
       this.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
     }
@@ -221,30 +287,19 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         if (!Number.isInteger(size)) throw new TypeError(`MultiHeadAttention.build: ${role}'s last dimension (its features) must be known, got shape [${shapeOf(role)}]`);
       }
       this.inputSizes = { query, key, value };
-      const H = this.numHeads, out = this.outputShapeArg ?? query;
-      const shapes8 = {
-        'query/kernel': [query, H, this.keyDim], 'query/bias': [H, this.keyDim],
-        'key/kernel': [key, H, this.keyDim], 'key/bias': [H, this.keyDim],
-        'value/kernel': [value, H, this.valueDim], 'value/bias': [H, this.valueDim],
-        'attention_output/kernel': [H, this.valueDim, out], 'attention_output/bias': [out],
-      };
-      this.#weightNames = WEIGHT_NAMES.filter((name) => this.useBias || !name.endsWith('bias'));
+      const weightShapes = kerasWeightShapes(this.#sizes());
+      this.#weightNames = Object.keys(weightShapes);
       for (const name of this.#weightNames) {
         const kernel = name.endsWith('kernel');
-        this.addWeight(name, shapes8[name], 'float32',
+        this.addWeight(name, weightShapes[name], 'float32',
           kernel ? this.kernelInitializer : this.biasInitializer, kernel ? this.kernelRegularizer : this.biasRegularizer,
           true, kernel ? this.kernelConstraint : this.biasConstraint);
       }
       this.#core?.dispose();
       this.#gpuCore?.dispose();
-      const config = {
-        embedDim: query, numHeads: H, kdim: key, vdim: value, bias: this.useBias,
-        headDim: this.keyDim, valueHeadDim: this.valueDim, outputDim: out,
-        ...(this.dropout > 0 ? { dropout: this.dropout } : {}),
-      };
-      this.#core = new mha.MultiHeadAttention(config);
+      const config = { ...coreConfigFromKeras(this.#sizes()), ...(this.dropout > 0 ? { dropout: this.dropout } : {}) };
+      this.#core = new TfjsWasmAttention(tf, mha, config);
       this.#gpuCore = gpu && !gpu.lost ? new TfjsGpuAttention(tf, gpu, config) : null;  // (after a device loss: the wasm module only)
-      this.#loadedWeights = null;
       this.built = true;
     }
 
@@ -274,6 +329,12 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       }
       const list = Array.isArray(inputs) ? inputs : [inputs];
       const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
+      // An eager call gets no `mask`: the implicit mask rides on the tensor (tfjs' kerasMask).
+      const masked = roles.find((role, i) => role !== 'mask' && list[i]?.kerasMask != null);
+      if (masked) {
+        throw new Error(`MultiHeadAttention.call: layer '${this.name}' got an implicit mask on its ${masked} (its kerasMask, from Embedding maskZero or Masking upstream), `
+          + 'which it does not apply yet: pass attentionMask ([B, T, S], 1 = attend) instead');
+      }
       const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
       const options = {
         useCausalMask: kwargs.useCausalMask ?? this.#symbolicCall?.useCausalMask ?? false,
@@ -292,100 +353,32 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       for (const [role, t] of Object.entries({ value, key })) {
         if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
       }
-      const { batch, attended, order, inverse } = this.#axes(rank);
+      const layout = this.#axes(rank);  // (checks attentionAxes against the rank)
       if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
       if (options.useCausalMask) {
         throw new Error('MultiHeadAttention.call: useCausalMask is not supported on inputs of rank > 3 (Keras\' causal mask is over axis 1 of a [B, T, features] input)');
       }
-      const fold = (t) => {
-        const moved = tf.transpose(t, order);
-        return tf.reshape(moved, [product(batch.map((a) => t.shape[a])), product(attended.map((a) => t.shape[a])), t.shape[rank - 1]]);
-      };
-      for (const [role, t] of Object.entries({ value, key })) {
-        if (t && batch.some((a) => t.shape[a] !== query.shape[a])) {
-          throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
-        }
-      }
-      // Keras' mask over attention axes: [batch axes..., query's attended..., key's attended...], the
-      // layout the fold gives the scores: read as [B', T', S'].
-      let mask = null;
-      if (attentionMask) {
-        const want = [...batch, ...attended].map((a) => query.shape[a]).concat(attended.map((a) => value.shape[a]));
-        if (attentionMask.shape.join() !== want.join()) {
-          throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [${want}] (the query's other axes, its attended axes, the key's attended axes) `
-            + `for attentionAxes [${attended}] of a rank-${rank} input, got [${attentionMask.shape}]`);
-        }
-        mask = tf.reshape(attentionMask, [product(batch.map((a) => query.shape[a])), product(attended.map((a) => query.shape[a])), product(attended.map((a) => value.shape[a]))]);
-      }
-      const same = value === query;
-      const q = fold(query), v = same ? q : fold(value), k = key ? (key === value ? v : fold(key)) : null;
-      const result = this.#attend3d(q, v, k, mask, options);
-      const [output, scores] = Array.isArray(result) ? result : [result, null];
-      const outFeatures = output.shape[2];
-      const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
-      const restored = tf.transpose(unfolded, inverse);
-      if (!scores) return restored;
-      return [restored, tf.reshape(scores, [...batch.map((a) => query.shape[a]), this.numHeads,
-        ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
+      return attendOverAxes(tf, { query, value, key, attentionMask }, layout, this.numHeads,
+        (q, v, k, mask) => this.#attend3d(q, v, k, mask, options));
     }
 
-    // [B, T, E] attention through mha-wasm; differentiable for the inputs and the weights.
+    // [B, T, E] attention through mha-wasm, on tfjs' WebGPU device while tfjs runs there (gpu-attention.js),
+    // else on the wasm module (wasm-attention.js); differentiable for the inputs and the weights.
     #attend3d(query, value, key, attentionMask, options) {
       const self = key === null && value === query;
       const inputs = self ? [query] : key === null ? [query, value] : [query, value, key];
       const variables = this.weights.map((w) => w.read());
       const masks = attentionMask ? this.#masks(attentionMask, query, value) : {};
-      const wantGradient = engine.isTapeOn();
-      if (this.#gpuCore?.active) return this.#attendOnGpu(query, self ? null : value, key, variables, masks, options, wantGradient);
+      const wantGradient = tf.engine().isTapeOn();
+      const core = this.#gpuCore?.active ? this.#gpuCore : this.#core;
       let scores = null;
       const attend = tf.customGrad((...args) => {
-        args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm
-        this.#loadWeights(variables);
-        // Without a tape (inference) the output goes straight into tfjs-wasm's heap; a grad result keeps its own buffers.
-        const target = wantGradient ? null : heapOutput([query.shape[0], query.shape[1], this.outputShapeArg ?? this.inputSizes.query]);
-        const asCore = (t) => ({ data: floats(t), shape: t.shape });
-        const q = asCore(query), v = self ? null : asCore(value), k = self ? null : asCore(key ?? value);
-        let result;
-        try {
-          result = this.#core.forward(q, k, v, {
-            ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
-            ...(wantGradient ? { grad: true } : {}), ...(target ? { out: target.view() } : {}),
-            // Keras' scores are before dropout (its dropout layer follows the softmax).
-            ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
-          });
-        } catch (error) {
-          target?.dispose();
-          throw error;
-        }
-        if (wantGradient) this.#pending.add(result);
-        if (result.weights) scores = result.weights;
-        const output = target ? target.tensor() : tf.tensor(result.output.data, result.output.shape, 'float32');
-        return {
-          value: output,
-          gradFunc: (dy) => {
-            this.#pending.delete(result);
-            const g = result.backward({ data: floats(dy), shape: dy.shape });
-            // Without a key the value is the key too: its gradient is the sum of both roles'.
-            const inputGrads = self ? [g.query] : key === null ? [g.query, sum(g.value, g.key)] : [g.query, g.value, g.key];
-            return [...inputGrads.map((t) => tf.tensor(t.data, t.shape, 'float32')), ...this.#kerasGradients(g.params)];
-          },
-        };
-      });
-      const output = attend(...inputs, ...variables);
-      if (!options.returnAttentionScores) return output;
-      return [output, tf.tensor(scores.data, scores.shape, 'float32')];
-    }
-
-    // #attend3d on tfjs' WebGPU device (gpu-attention.js): tfjs' GPU tensors in and out, no readback.
-    #attendOnGpu(query, value, key, variables, masks, options, wantGradient) {
-      const inputs = [query, ...(value ? [value] : []), ...(key ? [key] : [])];
-      let scores = null;
-      const attend = tf.customGrad((...args) => {
-        args.pop();  // customGrad's save(), unused: the saved state lives on the GPU
-        this.#gpuCore.loadWeights(variables, this.#weightNames);
-        const forward = this.#gpuCore.forward(query, value, key, {
+        args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm (or on the GPU)
+        core.loadWeights(variables, this.#weightNames);
+        const forward = core.forward(query, self ? null : value, key, {
           ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
           ...(wantGradient ? { grad: true } : {}),
+          // Keras' scores are before dropout (its dropout layer follows the softmax).
           ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
         });
         if (wantGradient) this.#pending.add(forward.result);
@@ -401,62 +394,23 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       });
       const output = attend(...inputs, ...variables);
       if (!options.returnAttentionScores) return output;
-      return [output, scores];
+      return [output, scores()];
     }
 
-    // Loads the variables into the mha-wasm layer, unless they are the ones already loaded (a
-    // variable's assign gives it a new data id, so unchanged ids mean unchanged weights).
-    #loadWeights(variables) {
-      const ids = variables.map((v) => v.dataId);
-      if (this.#loadedWeights && ids.every((id, i) => id === this.#loadedWeights[i])) return;
-      const byName = {};
-      this.#weightNames.forEach((name, i) => { byName[name] = { data: floats(variables[i]), shape: variables[i].shape }; });
-      const stateDict = stateDictFromKeras(byName);
-      this.#core.loadStateDict(stateDict);
-      this.#loadedWeights = ids;
-    }
-
-    // mha-wasm's parameter gradients (PyTorch state-dict layout) -> tensors in Keras' layout and order.
-    #kerasGradients(params) {
-      const { query: Eq, key: Ek, value: Ev } = this.inputSizes;
-      const H = this.numHeads, Dk = this.keyDim, Dv = this.valueDim, out = this.outputShapeArg ?? Eq;
-      const qRows = H * Dk, vRows = H * Dv;
-      let qw = params.q_proj_weight, kw = params.k_proj_weight, vw = params.v_proj_weight;
-      if (params.in_proj_weight) {  // one [q; k; v] matrix when the three inputs have the same size
-        const w = params.in_proj_weight;
-        qw = w.subarray(0, qRows * Eq);
-        kw = w.subarray(qRows * Eq, 2 * qRows * Eq);
-        vw = w.subarray(2 * qRows * Eq, 2 * qRows * Eq + vRows * Ev);
-      }
-      const grads = {
-        'query/kernel': [transpose(qw, qRows, Eq), [Eq, H, Dk]],
-        'key/kernel': [transpose(kw, qRows, Ek), [Ek, H, Dk]],
-        'value/kernel': [transpose(vw, vRows, Ev), [Ev, H, Dv]],
-        'attention_output/kernel': [transpose(params['out_proj.weight'], out, vRows), [H, Dv, out]],
+    // The built layer's sizes, as keras/layout.js takes them.
+    #sizes() {
+      const { query, key, value } = this.inputSizes;
+      return {
+        numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, useBias: this.useBias,
+        queryDim: query, keyInputDim: key, valueInputDim: value, outputShape: this.outputShapeArg ?? query,
       };
-      if (this.useBias) {
-        const b = params.in_proj_bias;
-        grads['query/bias'] = [b.slice(0, qRows), [H, Dk]];
-        grads['key/bias'] = [b.slice(qRows, 2 * qRows), [H, Dk]];
-        grads['value/bias'] = [b.slice(2 * qRows, 2 * qRows + vRows), [H, Dv]];
-        grads['attention_output/bias'] = [params['out_proj.bias'], [out]];
-      }
-      return WEIGHT_NAMES.filter((n) => grads[n]).map((n) => tf.tensor(grads[n][0], grads[n][1], 'float32'));
     }
 
-    // Keras' attention_mask (1 = attend) as mha-wasm's blocking masks: [B, S] per batch row,
-    // [T, S] for every row, [B, T, S] per batch row and query.
+    // Keras' attention_mask (1 = attend) as mha-wasm's blocking masks (keras/layout.js).
     #masks(attentionMask, query, value) {
       const [B, T] = query.shape, S = value.shape[1], H = this.numHeads;
-      const blocked = Uint8Array.from(attentionMask.dataSync(), (x) => (x ? 0 : 1));
-      const shape = attentionMask.shape.join(',');
-      if (shape === `${B},${T},${S}`) {
-        const perHead = new Uint8Array(B * H * T * S);
-        for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) perHead.set(blocked.subarray(b * T * S, (b + 1) * T * S), (b * H + h) * T * S);
-        return { attnMask: { data: perHead, shape: [B * H, T, S] } };
-      }
-      if (shape === `${T},${S}`) return { attnMask: { data: blocked, shape: [T, S] } };
-      if (shape === `${B},${S}`) return { keyPaddingMask: { data: blocked, shape: [B, S] } };
+      const masks = coreMasksFromKeras(attentionMask.dataSync(), attentionMask.shape, { B, T, S, H });
+      if (masks) return masks;
       throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape}]`);
     }
 
@@ -506,37 +460,6 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       this.#gpuCore = null;
       return super.dispose();
     }
-  }
-
-  // tfjs-layers' serialize/get helpers (getInitializer, ...) are not in its public index: the public
-  // constructors take the same { className, config } objects, so these go through them.
-  function getInitializer(spec) {
-    if (spec == null) return null;
-    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
-    if (typeof spec === 'string') return tf.initializers[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('initializer', spec);
-    return tf.serialization.SerializationMap.getMap().classNameMap[spec.className] ? deserialize(spec) : fail('initializer', spec);
-  }
-  function getRegularizer(spec) {
-    if (spec == null) return null;
-    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
-    return deserialize(spec);
-  }
-  function getConstraint(spec) {
-    if (spec == null) return null;
-    if (typeof spec === 'object' && typeof spec.apply === 'function') return spec;
-    if (typeof spec === 'string') return tf.constraints[spec[0].toLowerCase() + spec.slice(1)]?.({}) ?? fail('constraint', spec);
-    return deserialize(spec);
-  }
-  function deserialize({ className, config }) {
-    const [cls, fromConfig] = tf.serialization.SerializationMap.getMap().classNameMap[className] ?? [];
-    if (!cls) throw new TypeError(`MultiHeadAttention: unknown ${className}`);
-    return fromConfig(cls, config);
-  }
-  function serialize(object) {
-    return object == null ? null : { className: object.getClassName(), config: object.getConfig() };
-  }
-  function fail(kind, spec) {
-    throw new TypeError(`MultiHeadAttention: unknown ${kind} ${JSON.stringify(spec)}`);
   }
 
   tf.serialization.registerClass(MultiHeadAttention);

@@ -124,18 +124,14 @@ export function createGpuCache(layer, options) {
 /** Whether a cache (its state) holds cross-attention keys and values (setKeyValue's). */
 export const isCross = (state) => state.handle.kind() === CROSS;
 
-/** A call's `cache` option checked: its state, or null when none. `causal`: the call's option. */
-export function checkCache(cache, causal) {
+/** A call's `cache` option checked (its class, alive, not busy): its state, or null when none. */
+export function checkCache(cache) {
   if (cache === undefined || cache === null) return null;
   if (!(cache instanceof GpuKvCache)) {
     throw new TypeError(`cache must be a KvCache from this WebGPU layer's createCache(), got ${describe(cache)}`);
   }
   if (!cache.alive) throw new TypeError('cache: this cache was disposed');
   const state = cacheStateOf.get(cache);
-  if (causal === false && !isCross(state)) {
-    throw new TypeError('causal: a self-attention cache implies causal attention (each new token sees the cached '
-      + 'tokens and itself, never later ones); omit causal or pass true');
-  }
   if (state.busy) throw new TypeError('cache: a call with this cache is still running; await it before the next');
   return state;
 }

@@ -7,13 +7,11 @@
 // encoded (forward-pass.js, steps.js, backward.js) and submitted in error scopes (gpu-work.js),
 // its results shaped (tensors.js); KV caches in cache.js.
 import { throwHandleError, withCallName } from '../core/errors.js';
-import { checkFinite } from '../core/finite.js';
-import { checkMask } from '../core/masks.js';
+import { readForwardCall } from '../core/call-reader.js';
 import { PLANNER } from '../core/planner.js';
-import { checkCapture, patchForCore } from '../core/steps.js';
-import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from '../core/validate.js';
+import { describe } from '../core/validate.js';
 import { runBackward, submitBackwardNow } from './backward.js';
-import { checkCache, createGpuCache, isCross, runWithCache, submitKeyValue } from './cache.js';
+import { checkCache, createGpuCache, runWithCache, submitKeyValue } from './cache.js';
 import { checkCallLimits, limitChecks } from './device-limits.js';
 import { lostError } from './device.js';
 import { encodeForward, forwardCallOf } from './forward-pass.js';
@@ -24,9 +22,6 @@ import { CallBuffers, checkFiniteOnGpu, checkGpuInputs, checkInput, gpuTensor, r
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
 import { LayerWeights } from './weights.js';
 
-// The wasm layer's options (in its order), then WebGPU's own.
-const OPTION_KEYS = ['causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut',
-  'cache', 'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'outputLocation'];
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 /**
  * The synchronous GPU entry point mha-wasm/tfjs uses on tfjs' device (tfjs' layers call
@@ -35,19 +30,6 @@ const count = (shape) => shape.reduce((n, d) => n * d, 1);
  */
 export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
-
-/**
- * A caller-owned destination (out / weightsOut): a Float32Array of exactly the planned size, as the
- * wasm layer's (core/layer.js checkOutBuffer, the same words). Returns it, or null when not given.
- */
-function checkOutBuffer(name, buffer, shape) {
-  if (buffer === undefined || buffer === null) return null;
-  if (!(buffer instanceof Float32Array)) throw new TypeError(`${name} must be a Float32Array, got ${describe(buffer)}`);
-  if (buffer.length !== count(shape)) {
-    throw new RangeError(`${name}: expected a Float32Array of ${count(shape)} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
-  }
-  return buffer;
-}
 
 /**
  * The layer, given its device (`gpu`: { device, adapterInfo, lost, ... } from openDevice) and the
@@ -197,95 +179,55 @@ export class GpuMultiHeadAttention {
     }
   }
 
-  /** forwardAsync's checks and plan, synchronous: the call's checked inputs, options and shapes. */
+  /**
+   * forwardAsync's checks and plan, synchronous: the call read as every backend reads it
+   * (core/call-reader.js), with this backend's GPU tensors, caches and outputLocation; planned by
+   * the C++ plan (shapes, sizes, steps) without the wasm-memory budget: the buffers are the GPU's,
+   * bounded by the device's limits (device-limits.js).
+   */
   #prepare(query, key, value, options) {
     this.#live('forwardAsync');
-    const q = checkInput('query', query, { expected: '[B, L, embedDim] or [L, embedDim]' });
-    if (key !== null && key !== undefined && !('data' in Object(key)) && !('buffer' in Object(key)) && value == null) {
-      throw new TypeError('key must be { data, shape }, { buffer, shape } or null; to pass options for self-attention '
-        + 'call forwardAsync(query, null, null, options)');
-    }
-    const k = checkInput('key', key, { expected: '[B, S, kdim]', optional: true });
-    const v = checkInput('value', value, { expected: '[B, S, vdim]', optional: true });
-    checkPlainObject('forwardAsync: options', options);
-    checkKnownKeys('options', options, OPTION_KEYS);
-    checkBoolean('grad', options.grad);
-    if (options.grad && options.cache != null) {  // (the wasm layer's check and words)
-      throw new TypeError('grad: a forward pass with a cache cannot be differentiated (training runs whole sequences: '
-        + 'pass the whole sequence without a cache)');
-    }
-    for (const flag of ['causal', 'needWeights', 'averageWeights', 'training', 'weightsBeforeDropout']) checkBoolean(flag, options[flag]);
+    const call = readForwardCall(query, key, value, options, {
+      call: 'forwardAsync',
+      readTensor: checkInput,
+      readPatch: checkWebGpuPatch,
+      readCache: (cache) => checkCache(cache),
+      optionKeys: ['outputLocation'],
+      nextSeed: () => this.#nextSeed++,
+    });
     if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
       throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
     }
-    if (options.seed !== undefined) {  // (the wasm layer's checkSeed)
-      if (typeof options.seed !== 'number') throw new TypeError(`seed must be a number, got ${describe(options.seed)}`);
-      if (!Number.isSafeInteger(options.seed) || options.seed < 0) {
-        throw new RangeError(`seed must be an integer from 0 to 2^53 - 1, got ${options.seed}`);
-      }
-    }
-    const keyPaddingMask = checkMask('keyPaddingMask', options.keyPaddingMask);
-    const attnMask = checkMask('attnMask', options.attnMask);
-    // checkFinite: CPU tensors here, as the wasm layer; GPUBuffer inputs are read back and checked in #run.
-    const onCpu = (t) => (t?.onGpu ? null : t);
-    if (options.checkFinite) checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask, attnMask });
-    const positions = checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true });
-    const cache = checkCache(options.cache, options.causal);
-    const capture = checkCapture(options.capture);
-    const patch = checkWebGpuPatch(options.patch);
-    const steps = capture !== undefined || patch !== null;
-    if (patch && options.grad) {
+    if (call.patch && call.grad) {
       throw new TypeError('patch: not with grad: true on the WebGPU backend yet (its backward pass does not hold '
         + 'the patched heads constant); use the wasm backend for gradients through a patch');
     }
-    const shapeOf = (t) => t && { shape: t.shape };
-    const maskShape = (m) => m && { shape: m.shape, isBool: m.data instanceof Uint8Array };
-    const request = {
-      query: shapeOf(q), key: shapeOf(k), value: shapeOf(v),
-      keyPaddingMask: maskShape(keyPaddingMask), attnMask: maskShape(attnMask), positions: shapeOf(positions),
-      cache: cache?.handle ?? null, causal: options.causal, needWeights: options.needWeights ?? false,
-      averageWeights: options.averageWeights ?? true, grad: options.grad ?? false, training: options.training ?? false,
-      seed: options.training ? (options.seed ?? this.#nextSeed++) : 0, weightsBeforeDropout: options.weightsBeforeDropout ?? false,
-      capture, patch: patchForCore(patch, shapeOf),
-    };
-    // The wasm layer's plan and checks, without its wasm-memory budget: the buffers are the
-    // GPU's, bounded by the device's limits (checkSize, checkGroups).
-    if (!this.#planner.planForward(request, steps)) throwHandleError(this.#planner, 'forwardAsync');
-    // The steps to capture and the patch, as the C++ plan checked them (steps.js runs them).
-    const planned = steps ? this.#planner.plannedSteps() : null;
+    const request = call.request((t) => t && { shape: t.shape, isBool: t.data instanceof Uint8Array });
+    if (!this.#planner.planForward(request, call.steps)) throwHandleError(this.#planner, 'forwardAsync');
+    // The sizes and the steps to capture / patch, as the C++ plan checked them (steps.js runs them).
+    const sizes = this.#planner.plannedSizes();
+    const planned = call.steps ? this.#planner.plannedSteps() : null;
     if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
     const outputShape = this.#planner.plannedOutputShape();
-    const weightsShape = request.needWeights ? this.#planner.plannedWeightsShape() : null;
-    if (options.grad && (options.out != null || options.weightsOut != null)) {  // (the wasm layer's rule and words)
-      throw new TypeError(`${options.out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
-    }
-    const out = checkOutBuffer('out', options.out, outputShape);
-    if (options.weightsOut != null && !options.needWeights) throw new TypeError('weightsOut: given without needWeights: true');
-    const weightsOut = options.weightsOut == null ? null : checkOutBuffer('weightsOut', options.weightsOut, weightsShape);
-    if ((out || weightsOut) && options.outputLocation === 'gpu') {
-      throw new TypeError(`${out ? 'out' : 'weightsOut'}: a Float32Array destination is for outputLocation 'cpu' `
+    const weightsShape = call.needWeights ? this.#planner.plannedWeightsShape() : null;
+    call.readOutBuffers(outputShape, weightsShape);
+    if ((call.out || call.weightsOut) && options.outputLocation === 'gpu') {
+      throw new TypeError(`${call.out ? 'out' : 'weightsOut'}: a Float32Array destination is for outputLocation 'cpu' `
         + "(with 'gpu' the results are new GPUBuffers the caller owns)");
     }
-    return { q, k, v, keyPaddingMask, attnMask, positions, request, outputShape, weightsShape, out, weightsOut, cache,
-      checkFinite: options.checkFinite ?? false, gpuOutput: options.outputLocation === 'gpu', planned,
-      patchTensor: patch?.tensor, patchName: patch && `patch.${patch.steps[0]}` };
+    return { call, q: call.query, k: call.key, v: call.value, keyPaddingMask: call.keyPaddingMask, attnMask: call.attnMask,
+      positions: call.positions, request, sizes, outputShape, weightsShape, out: call.out, weightsOut: call.weightsOut,
+      cache: call.cache, checkFinite: call.checkFinite, gpuOutput: options.outputLocation === 'gpu', planned,
+      patchTensor: call.patch?.tensor, patchName: call.patch && `patch.${call.patch.steps[0]}` };
   }
 
-  /** The call's sizes: batch B, query rows L, keys S (newKeys of them projected now, after `cached`). */
-  #sizes(call) {
-    const { q } = call;
-    const self = !call.k;
-    const batched = q.shape.length === 3;
-    const B = batched ? q.shape[0] : 1, L = q.shape[q.shape.length - 2];
-    // With a cache: the call's L new tokens are projected and appended after the `cached` it
-    // holds, and attend to all of them (query row r at position cached + r).
-    // With a cross-attention cache: none projected, S = the tokens setKeyValue put there.
-    const { cache } = call;
-    const cross = Boolean(cache) && isCross(cache);
-    const cached = cache && !cross ? cache.handle.length() : 0;
-    const S = cross ? cache.handle.length() : cache ? cached + L : self ? L : call.k.shape[call.k.shape.length - 2];
-    const newKeys = cross ? 0 : cache ? L : S;  // keys projected in this call
-    return { B, L, S, newKeys, cached, cross, self };
+  /**
+   * The call's sizes, as the plan gave them: batch B, query rows L, keys S (newKeys of them
+   * projected now, after the `cached` a self cache held; none from a cross cache).
+   */
+  #sizes({ sizes, k }) {
+    return { B: sizes.batch, L: sizes.queryLen, S: sizes.keyLen, newKeys: sizes.projectedKeys, cached: sizes.firstPosition,
+      cross: sizes.crossCache, self: !k };
   }
 
   /** The call's sizes and kernels, checked against the device's limits before anything is made. */
@@ -390,7 +332,7 @@ export class GpuMultiHeadAttention {
           if (captured) result.captured = captured;
           return result;
         }
-        return captured ? { output, weights, captured } : { output, weights };
+        return call.call.result(captured ? { output, weights, captured } : { output, weights });
       });
     } finally {
       if (!kept) buffers.free();
