@@ -50,10 +50,14 @@ export interface MultiHeadAttentionArgs {
   name?: string;
   /** Whether model.fit updates the layer's weights. Default true. */
   trainable?: boolean;
-  /** Keras 3.15's gated attention: not implemented yet, so only false (the default) is accepted; anything else is an Error naming it. */
-  useGate?: false;
-  /** Keras 3.15's sliding window: not implemented yet, so only null (the default) is accepted; anything else is an Error naming it. */
-  slidingWindow?: null;
+  /**
+   * Keras 3.15's gated attention: a sigmoid gate from the query's own projection on each head's
+   * output; weights gate/kernel [query, H, valueDim] and gate/bias [H, valueDim] between key's
+   * and value's. (A gated layer computes on the wasm module, also on tfjs' WebGPU backend.) Default false.
+   */
+  useGate?: boolean;
+  /** Keras 3.15's sliding window W: |i - j| < W (i - W < j <= i with useCausalMask). Default null (none). */
+  slidingWindow?: number | null;
   /** tf.layers.Layer's other arguments (inputShape, batchInputShape, batchSize, dtype, inputDType, weights); any other key is an Error naming it. */
   [layerArg: string]: unknown;
 }

@@ -62,7 +62,12 @@ test('attentionAxes errors name the call and the expected axes', () => {
   assert.throws(() => layer.call(x, x), { name: 'RangeError', message: 'call: attentionAxes [3] must name axes between 1 and 2 (not the batch or features) of a rank-4 input' });
   layer.dispose();
   const rows = make([1]);
-  assert.throws(() => rows.call(x, x, null, { useCausalMask: true }), { name: 'Error', message: 'call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3' });
+  const mask = { data: new Uint8Array(4).fill(1), shape: [2, 2] };
+  assert.throws(() => rows.call(x, x, null, { attentionMask: mask }), { name: 'Error', message: 'call: attentionMask is not supported with attentionAxes on inputs of rank > 3 yet' });
+  // Keras' causal mask is [1, T, S] from axis 1: a causal mask over one attended axis as long as axis 1.
+  const columns = make([2]);
+  assert.throws(() => columns.call(x, x, null, { useCausalMask: true }), { name: 'RangeError', message: "call: useCausalMask on a rank-4 input needs one attention axis as long as axis 1 (Keras' causal mask is [1, T, S] from axis 1, broadcast over the attended axes), got attentionAxes [2]" });
+  columns.dispose();
   assert.throws(() => rows.call(x, { data: new Float32Array(16), shape: [1, 2, 2, 4] }), { name: 'RangeError', message: "call: value's non-attended axes [1, 2] must equal the query's [1, 3]" });
   rows.dispose();
 });

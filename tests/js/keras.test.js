@@ -45,7 +45,7 @@ const CASES = [
   { name: 'one head', H: 1, keyDim: 7, B: 2, T: 3, q: 5 },
   { name: 'cross-attention, key != value, different sizes', H: 2, keyDim: 4, valueDim: 3, B: 2, T: 4, S: 6, q: 6, kIn: 3, vIn: 9 },
   { name: 'attention_mask [B, T, S]', H: 2, keyDim: 4, B: 2, T: 5, S: 6, q: 8, kIn: 8, vIn: 8, mask: '3d' },
-  { name: 'attention_mask per batch row [B, S]', H: 2, keyDim: 4, B: 3, T: 4, S: 5, q: 8, kIn: 8, vIn: 8, mask: '2d' },
+  { name: 'a padding mask per batch row [B, S] (valueMask: Keras\' value_mask)', H: 2, keyDim: 4, B: 3, T: 4, S: 5, q: 8, kIn: 8, vIn: 8, mask: '2d' },
   { name: 'use_causal_mask', H: 4, keyDim: 3, B: 2, T: 6, q: 12, causal: true },
   { name: 'use_causal_mask and attention_mask', H: 2, keyDim: 4, B: 2, T: 6, q: 8, causal: true, mask: '3d' },
   { name: 'return_attention_scores [B, H, T, S]', H: 3, keyDim: 2, valueDim: 4, B: 2, T: 3, S: 7, q: 6, kIn: 6, vIn: 6 },
@@ -92,7 +92,7 @@ describe('KerasMultiHeadAttention against tfjs-layers MultiHeadAttention (Keras)
       try {
         layer.setWeights(weights);
         const { output, scores } = layer.call(query, value, key, {
-          ...(mask ? { attentionMask: mask } : {}), useCausalMask: c.causal ?? false, returnAttentionScores: true,
+          ...(mask ? { [c.mask === '2d' ? 'valueMask' : 'attentionMask']: mask } : {}), useCausalMask: c.causal ?? false, returnAttentionScores: true,
         });
         assert.deepEqual(output.shape, refOut.shape);
         assert.deepEqual(scores.shape, [c.B, c.H, c.T, S]);

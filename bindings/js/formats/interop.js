@@ -15,12 +15,16 @@ function checkShape(what, tensor, expected, description) {
   return tensor.shape;
 }
 
-/** get_weights() order, with or without biases, -> Keras weight names. */
+/** Keras' weight names of a layer with or without biases and the gate (use_gate), in get_weights() order. */
+const kerasKeys = (bias, gate) => KERAS_KEYS.filter((k) => (bias || !k.endsWith('bias')) && (gate || !k.startsWith('gate/')));
+
+/** get_weights() order, with or without biases and the gate, -> Keras weight names. */
 function kerasWeightsByName(weights) {
   if (Array.isArray(weights)) {
-    if (weights.length === 8) return Object.fromEntries(KERAS_KEYS.map((k, i) => [k, weights[i]]));
-    if (weights.length === 4) return Object.fromEntries(KERAS_KEYS.filter((k) => k.endsWith('kernel')).map((k, i) => [k, weights[i]]));
-    throw new RangeError(`stateDictFromKeras: a get_weights() list has 8 tensors (4 without biases), got ${weights.length}`);
+    // 8 tensors (4 without biases); with use_gate 10 (5).
+    const layout = { 8: [true, false], 4: [false, false], 10: [true, true], 5: [false, true] }[weights.length];
+    if (layout) return Object.fromEntries(kerasKeys(...layout).map((k, i) => [k, weights[i]]));
+    throw new RangeError(`stateDictFromKeras: a get_weights() list has 8 tensors (4 without biases; with use_gate 10, or 5), got ${weights.length}`);
   }
   checkPlainObject('stateDictFromKeras: weights', weights);
   for (const key of Object.keys(weights)) {
@@ -35,7 +39,8 @@ function kerasWeightsByName(weights) {
  * A Keras `MultiHeadAttention` layer's weights -> a PyTorch state dict. `weights` is either the
  * layer's `get_weights()` list or an object keyed 'query/kernel', 'query/bias', ..., each a
  * { data, shape } tensor: query/key/value kernels [E_in, H, Dk], biases [H, Dk], the output kernel
- * [H, Dv, E_out], its bias [E_out]. Any key_dim and value_dim: the returned state dict carries,
+ * [H, Dv, E_out], its bias [E_out]; with use_gate the gate's kernel [E_in, H, Dv] and bias [H, Dv]
+ * (config gate: true). Any key_dim and value_dim: the returned state dict carries,
  * as its non-enumerable `config` property, the layer config to load it into
  * ({ embedDim: query E_in, numHeads: H, headDim: key_dim, valueHeadDim: value_dim, outputDim: E_out,
  * kdim, vdim, bias }; Keras' scale 1/sqrt(key_dim) is the default).
@@ -50,7 +55,9 @@ export function stateDictFromKeras(weights) {
   const [kdim] = checkShape(what('key/kernel'), w['key/kernel'], [undefined, H, Dk], '[kdim, H, key_dim]');
   const [vdim] = checkShape(what('value/kernel'), w['value/kernel'], [undefined, H, Dv], '[vdim, H, value_dim]');
 
-  const biasKeys = KERAS_KEYS.filter((k) => k.endsWith('bias'));
+  const gate = w['gate/kernel'] !== undefined && w['gate/kernel'] !== null;
+  if (gate) checkShape(what('gate/kernel'), w['gate/kernel'], [Eq, H, Dv], '[E, H, value_dim]');
+  const biasKeys = kerasKeys(true, gate).filter((k) => k.endsWith('bias'));
   const present = biasKeys.filter((k) => w[k] !== undefined && w[k] !== null);
   if (present.length !== 0 && present.length !== biasKeys.length) {
     throw new TypeError(`stateDictFromKeras: either all biases or none (use_bias), got only ${present.join(', ')}`);
@@ -60,13 +67,17 @@ export function stateDictFromKeras(weights) {
     checkShape(what('key/bias'), w['key/bias'], [H, Dk], '[H, key_dim]');
     checkShape(what('value/bias'), w['value/bias'], [H, Dv], '[H, value_dim]');
     checkShape(what('attention_output/bias'), w['attention_output/bias'], [E], '[E]');
+    if (gate) checkShape(what('gate/bias'), w['gate/bias'], [H, Dv], '[H, value_dim]');
   }
   const sizes = {
     numHeads: H, keyDim: Dk, valueDim: Dv, queryDim: Eq, keyInputDim: kdim, valueInputDim: vdim, outputShape: E, useBias: present.length > 0,
+    useGate: gate,
   };
   const data = Object.fromEntries(Object.keys(kerasWeightShapes(sizes)).map((name) => [name, w[name].data]));
   const stateDict = stateDictFromKerasLayout(data, sizes);
-  const config = { embedDim: Eq, numHeads: H, headDim: Dk, valueHeadDim: Dv, outputDim: E, kdim, vdim, bias: present.length > 0 };
+  const config = {
+    embedDim: Eq, numHeads: H, headDim: Dk, valueHeadDim: Dv, outputDim: E, kdim, vdim, bias: present.length > 0, ...(gate ? { gate: true } : {}),
+  };
   return Object.defineProperty(stateDict, 'config', { value: config, enumerable: false });
 }
 

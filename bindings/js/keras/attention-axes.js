@@ -5,7 +5,8 @@
 /** { attended, batch, order, inverse } for an input of `rank` (attended axes between 1 and rank - 2). */
 export function attentionLayout(rank, attentionAxes, caller) {
   const inner = Array.from({ length: rank - 2 }, (_, i) => i + 1);
-  const attended = attentionAxes ?? inner;
+  // A negative axis counts from the end, as Keras counts it (-1: the features; -2: the last inner axis).
+  const attended = attentionAxes?.map((a) => (a < 0 ? rank + a : a)) ?? inner;
   for (const a of attended) {
     if (!inner.includes(a)) {
       throw new RangeError(`${caller}: attentionAxes ${JSON.stringify(attentionAxes)} must name axes between 1 and ${rank - 2} (not the batch or features) of a rank-${rank} input`);

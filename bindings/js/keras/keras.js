@@ -7,7 +7,7 @@ import { attentionLayout, foldForAttention, permute } from './attention-axes.js'
 import {
   coreConfigFromKeras, coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
 } from './layout.js';
-import { NOT_YET_OPTIONS, refuseNotYetImplemented } from './unsupported.js';
+import { KERAS_315_OPTIONS, readKeras315Options } from './options.js';
 import { nameErrorsByCall, withCallName } from '../core/errors.js';
 import { checkFinite } from '../core/finite.js';
 import { checkMask } from '../core/masks.js';
@@ -17,8 +17,11 @@ import {
 } from '../core/validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
-  'dropout', 'seed', 'attentionAxes', 'weightDtype', ...NOT_YET_OPTIONS];
-const CALL_KEYS = ['attentionMask', 'useCausalMask', 'returnAttentionScores', 'training', 'seed', 'checkFinite', 'capture', 'patch'];
+  'dropout', 'seed', 'attentionAxes', 'weightDtype', ...KERAS_315_OPTIONS];
+// queryMask / valueMask / keyMask: Keras' implicit masks (an Embedding(mask_zero=True)'s), passed
+// explicitly (plain arrays carry none): [B, T] and [B, S], 1 = a real token.
+const CALL_KEYS = ['attentionMask', 'queryMask', 'valueMask', 'keyMask', 'useCausalMask', 'returnAttentionScores', 'training',
+  'seed', 'checkFinite', 'capture', 'patch'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
 /** attentionAxes: undefined/null (all inner axes), an integer or a non-empty list of integers. */
@@ -58,7 +61,6 @@ export class KerasMultiHeadAttention {
   constructor(config, backend) {
     this.#backend = backend;
     checkPlainObject('KerasMultiHeadAttention: config', config);
-    refuseNotYetImplemented(config, 'mha.KerasMultiHeadAttention');
     checkKnownKeys('config', config, CONFIG_KEYS);
     for (const name of ['numHeads', 'keyDim']) checkInteger(name, config[name]);
     for (const name of ['valueDim', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim']) {
@@ -66,7 +68,7 @@ export class KerasMultiHeadAttention {
     }
     checkBoolean('useBias', config.useBias);
     checkWeightDtype(config.weightDtype);  // here, not when the layer is built on its first call
-    this.#args = { ...config, attentionAxes: checkAttentionAxes(config.attentionAxes) };
+    this.#args = { ...config, ...readKeras315Options(config), attentionAxes: checkAttentionAxes(config.attentionAxes) };
     if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
   }
 
@@ -90,6 +92,8 @@ export class KerasMultiHeadAttention {
       dropout: a.dropout ?? 0,
       attentionAxes: a.attentionAxes,
       weightDtype: a.weightDtype ?? 'f32',
+      useGate: a.useGate,
+      slidingWindow: a.slidingWindow,
     });
     const c = this.#config;
     this.#layer = new this.#backend.MultiHeadAttention({
@@ -113,6 +117,39 @@ export class KerasMultiHeadAttention {
 
   /** Every argument resolved. */
   get config() { this.#built('KerasMultiHeadAttention.config'); return this.#config; }
+
+  /** Keras' supports_masking: the layer takes the inputs' implicit masks (queryMask, valueMask, keyMask). */
+  get supportsMasking() { return true; }
+
+  /** Keras' from_config: a layer made from getConfig()'s arguments. */
+  static fromConfig(config) { return new this(config); }
+
+  /** Keras' get_config: the constructor's arguments, so fromConfig(getConfig()) makes the same layer. */
+  getConfig() {
+    const { seed, weightDtype, queryDim, keyInputDim, valueInputDim, ...rest } = this.#args;
+    return {
+      numHeads: rest.numHeads, keyDim: rest.keyDim, valueDim: rest.valueDim ?? rest.keyDim, dropout: rest.dropout ?? 0,
+      useBias: rest.useBias ?? true, useGate: rest.useGate, outputShape: rest.outputShape ?? null,
+      attentionAxes: rest.attentionAxes ? [...rest.attentionAxes] : null, slidingWindow: rest.slidingWindow,
+      ...(seed !== undefined ? { seed } : {}), ...(weightDtype !== undefined ? { weightDtype } : {}),
+      ...(queryDim !== undefined ? { queryDim } : {}), ...(keyInputDim !== undefined ? { keyInputDim } : {}),
+      ...(valueInputDim !== undefined ? { valueInputDim } : {}),
+    };
+  }
+
+  /**
+   * Keras' compute_output_shape(query_shape, value_shape, key_shape = value_shape): the query's shape
+   * with the last axis the output's; key and value must agree in every axis but the last.
+   */
+  computeOutputShape(queryShape, valueShape, keyShape = null) {
+    const key = keyShape ?? valueShape;
+    const inner = (shape) => shape.slice(1, -1).join(',');
+    if (inner(valueShape) !== inner(key)) {
+      throw new RangeError(`computeOutputShape: all dimensions of value and key, except the last one, must be equal; `
+        + `got value [${valueShape.join(', ')}] and key [${key.join(', ')}]`);
+    }
+    return [...queryShape.slice(0, -1), this.#args.outputShape ?? queryShape[queryShape.length - 1]];
+  }
 
   /** The underlying PyTorch-style layer (its stateDictShapes(), forward(), caches). */
   get layer() { return this.#built('KerasMultiHeadAttention.layer'); }
@@ -201,6 +238,10 @@ export class KerasMultiHeadAttention {
     checkTensor('query', query, { expected: '[B, T, queryDim]' });
     checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
     checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
+    if (key && key.shape.slice(1, -1).join(',') !== value.shape.slice(1, -1).join(',')) {
+      throw new RangeError(`call: all dimensions of value and key, except the last one, must be equal; got value `
+        + `[${value.shape.join(', ')}] and key [${key.shape.join(', ')}]`);
+    }
     checkPlainObject('call: options', options);
     checkKnownKeys('options', options, CALL_KEYS);
     checkBoolean('useCausalMask', options.useCausalMask);
@@ -224,7 +265,7 @@ export class KerasMultiHeadAttention {
   }
 
   #call3d(query, value, key, options) {
-    const mask = this.#masks(options.attentionMask, query, value);
+    const mask = this.#masks(options, query, value);
     // Keras returns the scores before dropout (its _dropout_layer follows the softmax).
     const forward = (...args) => (this.#backend.asyncOnly ? this.#layer.forwardAsync(...args) : this.#layer.forward(...args));
     const result = inKerasWords(() => forward(query, key ?? value, value, {
@@ -235,7 +276,9 @@ export class KerasMultiHeadAttention {
       ...(options.capture !== undefined ? { capture: options.capture } : {}),
       ...(options.patch !== undefined ? { patch: options.patch } : {}),
     }));
-    return then(result, ({ output, weights, captured }) => (captured ? { output, scores: weights, captured } : { output, scores: weights }));
+    // The output carries the query's implicit mask, as Keras' does.
+    const queryMask = options.queryMask ? { mask: { data: Uint8Array.from(options.queryMask.data, Boolean), shape: [...options.queryMask.shape] } } : {};
+    return then(result, ({ output, weights, captured }) => ({ output, scores: weights, ...(captured ? { captured } : {}), ...queryMask }));
   }
 
   // attentionAxes (or an input of rank > 3): the other inner axes fold into the batch, the
@@ -248,8 +291,15 @@ export class KerasMultiHeadAttention {
         throw new RangeError(`call: ${name}'s non-attended axes [${layout.batch.map((a) => t.shape[a]).join(', ')}] must equal the query's [${layout.batch.map((a) => query.shape[a]).join(', ')}]`);
       }
     }
-    if (options.attentionMask != null || options.useCausalMask) {
-      throw new Error('call: attentionMask and useCausalMask are not supported with attentionAxes on inputs of rank > 3');
+    for (const name of ['attentionMask', 'queryMask', 'valueMask', 'keyMask']) {
+      if (options[name] != null) throw new Error(`call: ${name} is not supported with attentionAxes on inputs of rank > 3 yet`);
+    }
+    // Keras' causal mask is [1, T, S] from axis 1 of query and value, broadcast over the scores'
+    // last axes: a causal mask over one attended axis when that axis is axis 1 (or as long).
+    if (options.useCausalMask && (layout.attended.length !== 1
+      || query.shape[1] !== query.shape[layout.attended[0]] || value.shape[1] !== value.shape[layout.attended[0]])) {
+      throw new RangeError(`call: useCausalMask on a rank-${rank} input needs one attention axis as long as axis 1 (Keras' `
+        + `causal mask is [1, T, S] from axis 1, broadcast over the attended axes), got attentionAxes [${layout.attended.join(', ')}]`);
     }
     const fold = (t) => (t ? foldForAttention(t, layout) : null);
     return then(this.#call3d(fold(query), fold(value), fold(key), options), (result) => this.#unfold(result, query, value, layout));
@@ -265,14 +315,17 @@ export class KerasMultiHeadAttention {
     };
   }
 
-  // Keras' attention_mask (1 = attend) as the core's blocking masks.
-  #masks(attentionMask, query, value) {
-    if (attentionMask === undefined || attentionMask === null) return {};
-    const mask = checkMask('attentionMask', attentionMask, { expected: '[B, T, S]' });
+  // Keras' attention_mask and implicit masks (1 = attend) as the core's blocking mask (layout.js).
+  #masks(options, query, value) {
+    const given = {};
+    for (const [name, expected] of [['attentionMask', '[T, S], [B, T, S] or [B, H, T, S]'], ['queryMask', '[B, T]'],
+      ['valueMask', '[B, S]'], ['keyMask', '[B, S]']]) {
+      if (options[name] != null) given[name] = checkMask(name, options[name], { expected });
+    }
     const [B, T] = query.shape, S = value.shape[value.shape.length - 2], H = this.#config.numHeads;
-    const masks = coreMasksFromKeras(mask.data, attentionMask.shape, { B, T, S, H });
-    if (masks) return masks;
-    throw new RangeError(`attentionMask: expected shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape.join(', ')}]`);
+    const { error, ...masks } = coreMasksFromKeras(given, { B, T, S, H });
+    if (error) throw new RangeError(error.includes(':') && !error.startsWith('expected') ? error : `attentionMask: ${error}`);
+    return masks;
   }
 
   /** Frees the layer's wasm memory. */

@@ -6,30 +6,40 @@
 // the core's 1 = blocked. (tfjs/gpu-attention.js lays the same weights out on the GPU, with tfjs ops.)
 import { transpose } from '../core/transpose.js';
 
-/** Keras' weight names, in get_weights() order (the biases only with use_bias). */
+/**
+ * Keras' weight names, in get_weights() order: Keras 3.15 builds the query, key, gate (with
+ * use_gate), value and output EinsumDense sublayers in that order; the biases only with use_bias.
+ */
 export const KERAS_WEIGHT_NAMES = Object.freeze(['query/kernel', 'query/bias', 'key/kernel', 'key/bias',
-  'value/kernel', 'value/bias', 'attention_output/kernel', 'attention_output/bias']);
+  'gate/kernel', 'gate/bias', 'value/kernel', 'value/bias', 'attention_output/kernel', 'attention_output/bias']);
 
 /**
  * Keras' weight shapes by name, in get_weights() order, for the layer's sizes `s`:
- * { numHeads, keyDim, valueDim, queryDim, keyInputDim, valueInputDim, outputShape, useBias }.
+ * { numHeads, keyDim, valueDim, queryDim, keyInputDim, valueInputDim, outputShape, useBias, useGate }.
  */
 export function kerasWeightShapes(s) {
   const H = s.numHeads;
   const shapes = {
     'query/kernel': [s.queryDim, H, s.keyDim], 'query/bias': [H, s.keyDim],
     'key/kernel': [s.keyInputDim, H, s.keyDim], 'key/bias': [H, s.keyDim],
+    'gate/kernel': [s.queryDim, H, s.valueDim], 'gate/bias': [H, s.valueDim],
     'value/kernel': [s.valueInputDim, H, s.valueDim], 'value/bias': [H, s.valueDim],
     'attention_output/kernel': [H, s.valueDim, s.outputShape], 'attention_output/bias': [s.outputShape],
   };
-  return Object.fromEntries(KERAS_WEIGHT_NAMES.filter((name) => s.useBias || !name.endsWith('/bias')).map((name) => [name, shapes[name]]));
+  const kept = (name) => (s.useBias || !name.endsWith('/bias')) && (s.useGate || !name.startsWith('gate/'));
+  return Object.fromEntries(KERAS_WEIGHT_NAMES.filter(kept).map((name) => [name, shapes[name]]));
 }
 
-/** The core layer's config ({ embedDim, numHeads, kdim, vdim, bias, headDim, valueHeadDim, outputDim }) for Keras' sizes `s`. */
+/**
+ * The core layer's config ({ embedDim, numHeads, kdim, vdim, bias, headDim, valueHeadDim, outputDim,
+ * gate, slidingWindow }) for Keras' sizes `s`. Keras' sliding window is the core's: |i - j| < W,
+ * and i - W < j <= i with the causal mask.
+ */
 export function coreConfigFromKeras(s) {
   return {
     embedDim: s.queryDim, numHeads: s.numHeads, kdim: s.keyInputDim, vdim: s.valueInputDim, bias: s.useBias,
     headDim: s.keyDim, valueHeadDim: s.valueDim, outputDim: s.outputShape,
+    ...(s.useGate ? { gate: true } : {}), ...(s.slidingWindow ? { slidingWindow: s.slidingWindow } : {}),
   };
 }
 
@@ -37,7 +47,7 @@ export function coreConfigFromKeras(s) {
 export function kerasSizesOfCore(c) {
   return {
     numHeads: c.numHeads, keyDim: c.headDim, valueDim: c.valueHeadDim, queryDim: c.embedDim,
-    keyInputDim: c.kdim, valueInputDim: c.vdim, outputShape: c.outputDim, useBias: c.bias,
+    keyInputDim: c.kdim, valueInputDim: c.vdim, outputShape: c.outputDim, useBias: c.bias, useGate: c.gate === true,
   };
 }
 
@@ -50,7 +60,8 @@ function concat(arrays) {
 
 /**
  * Keras' weights (Float32Arrays by Keras name, of the shapes kerasWeightShapes gives for `s`) as the
- * core's state dict: q/k/v_proj_weight, out_proj.weight and, with s.useBias, in_proj_bias and out_proj.bias.
+ * core's state dict: q/k/v_proj_weight, out_proj.weight and, with s.useBias, in_proj_bias and out_proj.bias;
+ * with s.useGate gate_proj.weight (and gate_proj.bias).
  */
 export function stateDictFromKerasLayout(weights, s) {
   const qRows = s.numHeads * s.keyDim, vRows = s.numHeads * s.valueDim;
@@ -63,6 +74,10 @@ export function stateDictFromKerasLayout(weights, s) {
   if (s.useBias) {
     stateDict.in_proj_bias = concat([weights['query/bias'], weights['key/bias'], weights['value/bias']]);
     stateDict['out_proj.bias'] = weights['attention_output/bias'].slice();
+  }
+  if (s.useGate) {  // the gate's kernel [queryDim, H, Dv] is nn.Linear's [H * Dv, queryDim] transposed
+    stateDict['gate_proj.weight'] = transpose(weights['gate/kernel'], s.queryDim, vRows);
+    if (s.useBias) stateDict['gate_proj.bias'] = weights['gate/bias'].slice();
   }
   return stateDict;
 }
@@ -94,26 +109,57 @@ export function kerasLayoutFromStateDict(stateDict, s) {
       'attention_output/bias': stateDict['out_proj.bias'].slice(),
     });
   }
+  if (s.useGate) {
+    keras['gate/kernel'] = transpose(stateDict['gate_proj.weight'], vRows, s.queryDim);
+    if (s.useBias) keras['gate/bias'] = stateDict['gate_proj.bias'].slice();
+  }
   return Object.fromEntries(Object.keys(kerasWeightShapes(s)).map((name) => [name, keras[name]]));
 }
 
 /**
- * Keras' attention_mask (`values` of `shape`, 1 / true = attend) for a [B, T, ...] query, an S-long
- * key and H heads, as the core's blocking masks: [B, T, S] per batch row (the core's [B * H, T, S]),
- * [T, S] for every batch row (Keras' reading of a rank-2 mask), else [B, S] per batch row (key
- * padding). Null for any other shape: the caller words the error.
+ * Keras' masks for a call with a [B, T, ...] query, an S-long value and H heads, combined as Keras
+ * 3.15's _compute_attention_mask and broadcast as its _masked_softmax does, as the core's blocking
+ * mask. `masks`: { attentionMask, queryMask, valueMask, keyMask }, each { data, shape } or absent
+ * (1 / true = attend). attentionMask has rank 2 ([T, S]), 3 ([B, T, S]) or 4 ([B, H, T, S]), any
+ * dimension 1 broadcast (a rank-2 mask is always [T, S]); queryMask is
+ * [B, T], valueMask and keyMask [B, S]. (Causal and sliding-window masks are the core's own.)
+ * Returns {} (nothing masked), { attnMask } ([T, S] when no batch row or head differs, else
+ * [B * H, T, S]), or { error: what was wrong } for the caller to word.
  */
-export function coreMasksFromKeras(values, shape, { B, T, S, H }) {
-  const blocked = Uint8Array.from(values, (x) => (x ? 0 : 1));
-  const is = (...dims) => shape.length === dims.length && dims.every((d, i) => d === shape[i]);
-  if (is(B, T, S)) {
-    const perHead = new Uint8Array(B * H * T * S);
-    for (let b = 0; b < B; b++) {
-      for (let h = 0; h < H; h++) perHead.set(blocked.subarray(b * T * S, (b + 1) * T * S), (b * H + h) * T * S);
-    }
-    return { attnMask: { data: perHead, shape: [B * H, T, S] } };
+export function coreMasksFromKeras(masks, { B, T, S, H }) {
+  const { attentionMask, queryMask, valueMask, keyMask } = masks;
+  const sameAs = (t, dims) => t.shape.length === dims.length && dims.every((d, i) => d === t.shape[i]);
+  for (const [name, t, dims] of [['queryMask', queryMask, [B, T]], ['valueMask', valueMask, [B, S]], ['keyMask', keyMask, [B, S]]]) {
+    if (t && !sameAs(t, dims)) return { error: `${name}: expected shape [${dims.join(', ')}], got [${t.shape.join(', ')}]` };
   }
-  if (is(T, S)) return { attnMask: { data: blocked, shape: [T, S] } };
-  if (is(B, S)) return { keyPaddingMask: { data: blocked, shape: [B, S] } };
-  return null;
+  let full = null;  // [rank 4] attend flags with each dimension 1 or its size: [B|1, H|1, T|1, S|1]
+  if (attentionMask) {
+    // Keras expands a mask at the heads' axis (-3) until it has the scores' rank: [T, S] -> [1, 1, T, S],
+    // [B, T, S] -> [B, 1, T, S].
+    const { shape } = attentionMask, rank = shape.length;
+    const as4 = rank === 2 ? [1, 1, ...shape] : rank === 3 ? [shape[0], 1, shape[1], shape[2]] : shape;
+    if (rank < 2 || rank > 4 || as4.some((d, i) => d !== 1 && d !== [B, H, T, S][i])) {
+      return { error: `expected [T, S], [B, T, S] or [B, H, T, S] = [${B}, ${H}, ${T}, ${S}], each dimension its size or 1 `
+        + `(a rank-2 mask is [T, S]; a [B, S] padding mask is valueMask), got [${shape.join(', ')}]` };
+    }
+    full = { data: attentionMask.data, shape: as4 };
+  }
+  const perRow = queryMask || valueMask || keyMask || (full && (full.shape[0] > 1 || full.shape[1] > 1));
+  if (!full && !perRow) return {};
+  const [mb, mh, mt, ms] = full?.shape ?? [1, 1, 1, 1];
+  const heads = perRow ? B * H : 1, at = (d, i) => (d === 1 ? 0 : i);
+  const blocked = new Uint8Array(heads * T * S);
+  for (let bh = 0; bh < heads; bh++) {
+    const b = Math.floor(bh / H), h = bh % H;
+    for (let t = 0; t < T; t++) {
+      for (let s = 0; s < S; s++) {
+        let attend = !full || full.data[((at(mb, b) * mh + at(mh, h)) * mt + at(mt, t)) * ms + at(ms, s)];
+        if (queryMask) attend = attend && queryMask.data[b * T + t];
+        if (valueMask) attend = attend && valueMask.data[b * S + s];
+        if (keyMask) attend = attend && keyMask.data[b * S + s];
+        blocked[(bh * T + t) * S + s] = attend ? 0 : 1;
+      }
+    }
+  }
+  return { attnMask: { data: blocked, shape: perRow ? [B * H, T, S] : [T, S] } };
 }

@@ -36,26 +36,44 @@ export interface KerasConfig {
   /**
    * Keras' attention_axes: the axes of a [B, ..., features] input attended over (between 1 and
    * rank - 2; default all of them); the other inner axes act as more batch. Scores are then
-   * [B, (other axes), H, (query's attended axes), (key's attended axes)]. Masks and the causal
-   * mask are not supported on inputs of rank > 3.
+   * [B, (other axes), H, (query's attended axes), (key's attended axes)]. A negative axis counts
+   * from the end, as Keras'. On inputs of rank > 3 masks are not supported yet, and useCausalMask
+   * needs one attended axis as long as axis 1 (Keras' [1, T, S] causal mask from axis 1).
    */
   attentionAxes?: number | number[];
-  /** Keras 3.15's gated attention: not implemented yet, so only false (the default) is accepted; anything else is an Error naming it. */
-  useGate?: false;
-  /** Keras 3.15's sliding window: not implemented yet, so only null (the default) is accepted; anything else is an Error naming it. */
-  slidingWindow?: null;
+  /**
+   * Keras 3.15's gated attention (the core's `gate`): each head's output times a sigmoid gate from
+   * the query's own projection; weights 'gate/kernel' [queryDim, H, valueDim] and 'gate/bias'
+   * [H, valueDim] between the key's and the value's in get_weights() order. Default false.
+   */
+  useGate?: boolean;
+  /**
+   * Keras 3.15's sliding window W (the core's `slidingWindow`): query i attends to keys with
+   * |i - j| < W; with useCausalMask, i - W < j <= i. A positive integer, or null (default: none).
+   */
+  slidingWindow?: number | null;
 }
 
 /** The Keras layer's arguments once it is built: every size known. */
-export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed' | 'useGate' | 'slidingWindow'>>;
+export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed'>>;
 
 /** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
 export interface KerasCallOptions {
   /**
-   * [B, T, S] (or [T, S], or [B, S] per batch row); nonzero / true = may attend (Keras' convention).
-   * The same data kinds as {@link Mask}: any integer typed array, `boolean[]`, Float32Array or Float64Array.
+   * Keras' attention_mask: [T, S], [B, T, S] or [B, H, T, S], any dimension 1 broadcast (a rank-2
+   * mask is [T, S]); nonzero / true = may attend (Keras' convention). The same data kinds as
+   * {@link Mask}: any integer typed array, `boolean[]`, Float32Array or Float64Array.
    */
   attentionMask?: Tensor<BoolMaskData> | Tensor<FloatMaskData>;
+  /**
+   * Keras' implicit masks (an Embedding(mask_zero=True)'s), given explicitly: the query's [B, T], the
+   * value's and the key's [B, S]; nonzero = a real token. Combined with attentionMask as Keras'
+   * _compute_attention_mask combines them; the result then carries the query's as `mask`.
+   * (valueMask is the [B, S] padding mask.)
+   */
+  queryMask?: Tensor<BoolMaskData>;
+  valueMask?: Tensor<BoolMaskData>;
+  keyMask?: Tensor<BoolMaskData>;
   /** Query i attends to keys j <= i, combined with attentionMask by AND. */
   useCausalMask?: boolean;
   /** Also return the per-head scores [B, H, T, S] (before dropout, as Keras'; then `scores` is typed non-null). */
@@ -84,6 +102,8 @@ export interface KerasCallResult<O extends KerasCallOptions = KerasCallOptions> 
   scores: TensorIf<O, 'returnAttentionScores'>;
   /** With `capture`: each captured step, as {@link ForwardResult.captured}; absent otherwise. */
   captured: CapturedIf<O>;
+  /** With `queryMask`: the output's implicit mask (the query's, as Keras sets it), 1 = a real token; absent otherwise. */
+  mask?: Tensor<Uint8Array>;
 }
 
 /** Keras' MultiHeadAttention on this package's core (bindings/js/keras/keras.js). */
@@ -94,6 +114,15 @@ export interface KerasMultiHeadAttention {
   readonly built: boolean;
   /** The PyTorch-style layer underneath. @throws {TypeError} before the layer is built. */
   readonly layer: MultiHeadAttention;
+  /** Keras' supports_masking: true (call takes queryMask, valueMask, keyMask). */
+  readonly supportsMasking: true;
+  /** Keras' get_config: the constructor's arguments (fromConfig makes the same layer from them). */
+  getConfig(): KerasConfig;
+  /**
+   * Keras' compute_output_shape(query_shape, value_shape, key_shape = value_shape).
+   * @throws {RangeError} when key and value differ in an axis other than the last.
+   */
+  computeOutputShape(queryShape: number[], valueShape: number[], keyShape?: number[] | null): number[];
   /** Keras' weight names and shapes, in the order of get_weights(). @throws {TypeError} before the layer is built. */
   weightShapes(): Record<string, number[]>;
   /**
@@ -117,6 +146,8 @@ export interface KerasMultiHeadAttention {
 export interface KerasMultiHeadAttentionConstructor {
   /** @throws {TypeError | RangeError} for a bad config, naming the class and the argument. */
   new (config: KerasConfig): KerasMultiHeadAttention;
+  /** Keras' from_config: a layer made from getConfig()'s arguments. */
+  fromConfig(config: KerasConfig): KerasMultiHeadAttention;
   /** The layers' prototype (for `instanceof`). */
   readonly prototype: KerasMultiHeadAttention;
 }

@@ -5,7 +5,7 @@
 // mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
 import { attentionLayout } from '../keras/attention-axes.js';
 import { coreConfigFromKeras, coreMasksFromKeras, kerasWeightShapes } from '../keras/layout.js';
-import { NOT_YET_OPTIONS, refuseNotYetImplemented } from '../keras/unsupported.js';
+import { KERAS_315_OPTIONS, readKeras315Options } from '../keras/options.js';
 import { TfjsGpuAttention } from './gpu-attention.js';
 import { TfjsWasmAttention } from './wasm-attention.js';
 import { isNodeReference, resolveNodeReference } from './node-references.js';
@@ -21,7 +21,7 @@ const product = (dims) => dims.reduce((a, b) => a * b, 1);
 // adds to every config it loads (for tf.layers.Layer). Any other is refused by name.
 const ARGS = ['numHeads', 'keyDim', 'valueDim', 'dropout', 'useBias', 'outputShape', 'attentionAxes',
   'kernelInitializer', 'biasInitializer', 'kernelRegularizer', 'biasRegularizer', 'activityRegularizer',
-  'kernelConstraint', 'biasConstraint', 'queryShape', 'keyShape', 'valueShape', ...NOT_YET_OPTIONS,
+  'kernelConstraint', 'biasConstraint', 'queryShape', 'keyShape', 'valueShape', ...KERAS_315_OPTIONS,
   'name', 'trainable', 'dtype', 'inputShape', 'batchInputShape', 'batchSize', 'inputDType', 'weights', 'customObjects'];
 const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
 
@@ -65,23 +65,23 @@ function splitArgs(args) {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
     throw new TypeError(`MultiHeadAttention: args must be an object, got ${args === null ? 'null' : typeof args}`);
   }
-  refuseNotYetImplemented(args, "mha-wasm/tfjs's MultiHeadAttention", 'MultiHeadAttention: ');
   const unknown = Object.keys(args).find((key) => !ARGS.includes(key));
   if (unknown !== undefined) throw new TypeError(`MultiHeadAttention: unknown argument '${unknown}'; known: ${ARGS.join(', ')}`);
   const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
     kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
     activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
-    useGate, slidingWindow, ...layerArgs } = args;  // (useGate, slidingWindow: at their defaults, which is what the layer does)
+    useGate, slidingWindow, ...layerArgs } = args;
   return {
     layerArgs: { ...layerArgs, activityRegularizer },
     kerasArgs: { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer, biasInitializer,
-      kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape },
+      kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape, useGate, slidingWindow },
   };
 }
 
 /** Keras' arguments checked, as the layer's public fields (numHeads, ..., kernelInitializer as an object, savedShapes). */
 function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer,
-  biasInitializer, kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape }) {
+  biasInitializer, kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
+  useGate, slidingWindow }) {
   const positive = (name, value, optional) => {
     if (optional && value == null) return;
     if (!Number.isInteger(value) || value < 1) throw new RangeError(`MultiHeadAttention: ${name} must be a positive integer, got ${value}`);
@@ -105,6 +105,7 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
   }
   return {
     numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
+    ...readKeras315Options({ useGate, slidingWindow }, 'MultiHeadAttention: '),
     outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
     attentionAxes: axes,
     kernelInitializer: getInitializer(tf, kernelInitializer),
@@ -114,6 +115,13 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
     // The input shapes Keras' get_config writes once built (a converted model's config carries them).
     savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
   };
+}
+
+/** Keras' check of key against value: every axis but the last equal (`caller` names the call). */
+function checkKeyValue(value, key, caller) {
+  if (value.slice(1, -1).join(',') !== key.slice(1, -1).join(',')) {
+    throw new RangeError(`${caller}: all dimensions of value and key, except the last one, must be equal; got value [${value.join(', ')}] and key [${key.join(', ')}]`);
+  }
 }
 
 /**
@@ -174,6 +182,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
     #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
     #callRoles = null;      // the roles of the inputs of the apply() under way (build() gets only their shapes)
     #weightNames = [];      // Keras' names of this.weights, in order
+    #returnsScores = false; // whether the apply() under way returns the attention scores too (computeMask's outputs)
 
     /**
      * { numHeads, keyDim, valueDim = keyDim, dropout = 0, useBias = true, outputShape, attentionAxes,
@@ -184,7 +193,9 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       const { layerArgs, kerasArgs } = splitArgs(args);
       super(layerArgs);
       Object.assign(this, readKerasArgs(tf, kerasArgs));
-      this.supportsMasking = false;
+      // Keras' supports_masking: the inputs' implicit masks (Embedding(maskZero), Masking) are
+      // combined as Keras' _compute_attention_mask combines them; the output carries the query's.
+      this.supportsMasking = true;
       this.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
     }
 
@@ -196,6 +207,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
     apply(inputs, kwargs = {}) {
       const { list, roles, options } = this.#arrange(inputs, kwargs);
       this.#callRoles = roles;
+      this.#returnsScores = options.returnAttentionScores ?? this.#symbolicCall?.returnAttentionScores ?? false;
       try {
         return super.apply(list, { ...options, attentionInputs: roles });
       } finally {
@@ -299,14 +311,17 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       this.#gpuCore?.dispose();
       const config = { ...coreConfigFromKeras(this.#sizes()), ...(this.dropout > 0 ? { dropout: this.dropout } : {}) };
       this.#core = new TfjsWasmAttention(tf, mha, config);
-      this.#gpuCore = gpu && !gpu.lost ? new TfjsGpuAttention(tf, gpu, config) : null;  // (after a device loss: the wasm module only)
+      // (After a device loss: the wasm module only. The gate's weights are not in gpu-attention.js's
+      // GPU layout yet: a gated layer computes on the wasm module.)
+      this.#gpuCore = gpu && !gpu.lost && !this.useGate ? new TfjsGpuAttention(tf, gpu, config) : null;
       this.built = true;
     }
 
     computeOutputShape(inputShape) {
       const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
       const roles = this.#roles(shapes.length);
-      const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query;
+      const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query, key = shapes[roles.indexOf('key')] ?? value;
+      checkKeyValue(value, key, 'MultiHeadAttention.computeOutputShape');
       const output = [...query.slice(0, -1), this.outputShapeArg ?? query[query.length - 1]];
       if (!this.#symbolicCall?.returnAttentionScores) return output;
       const { batch, attended } = this.#axes(query.length);
@@ -319,27 +334,31 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       return attentionLayout(rank, this.attentionAxes, 'MultiHeadAttention.apply');
     }
 
+    /**
+     * Keras' compute_mask: the output carries the query's implicit mask (null without one); the
+     * attention scores (returnAttentionScores), none.
+     */
+    computeMask(inputs, mask) {
+      const queryMask = [mask].flat()[0] ?? null;
+      return this.#returnsScores ? [queryMask, null] : queryMask;
+    }
+
     call(inputs, kwargs = {}) {
-      // tfjs' model execution hands a layer the first input's implicit mask (Embedding maskZero,
-      // Masking) and drops the others'; Keras combines the query's and the value's, and its result on
-      // fully masked rows depends on float32 rounding of -1e9. Refused rather than silently ignored.
-      if ([kwargs.mask].flat().some((m) => m != null)) {
-        throw new Error(`MultiHeadAttention.call: layer '${this.name}' got an implicit mask (from Embedding maskZero or Masking upstream), which it does not apply: `
-          + 'pass attentionMask ([B, T, S], 1 = attend) instead');
-      }
       const list = Array.isArray(inputs) ? inputs : [inputs];
       const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
-      // An eager call gets no `mask`: the implicit mask rides on the tensor (tfjs' kerasMask).
-      const masked = roles.find((role, i) => role !== 'mask' && list[i]?.kerasMask != null);
-      if (masked) {
-        throw new Error(`MultiHeadAttention.call: layer '${this.name}' got an implicit mask on its ${masked} (its kerasMask, from Embedding maskZero or Masking upstream), `
-          + 'which it does not apply yet: pass attentionMask ([B, T, S], 1 = attend) instead');
-      }
+      // The inputs' implicit masks (Embedding maskZero, Masking): the `mask` list tfjs' model
+      // execution passes (one per input), or an eager tensor's kerasMask.
+      const maskList = [kwargs.mask].flat();
+      const implicit = (role) => {
+        const i = roles.indexOf(role);
+        return i < 0 ? null : maskList[i] ?? list[i]?.kerasMask ?? null;
+      };
       const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
       const options = {
         useCausalMask: kwargs.useCausalMask ?? this.#symbolicCall?.useCausalMask ?? false,
         returnAttentionScores: kwargs.returnAttentionScores ?? this.#symbolicCall?.returnAttentionScores ?? false,
         training: kwargs.training === true,
+        implicitMasks: { queryMask: implicit('query'), valueMask: implicit('value'), keyMask: implicit('key') },
       };
       this.#releasePending();
       return this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.mask ?? null, options);
@@ -350,13 +369,20 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
     #attend(query, value, key, attentionMask, options) {
       const rank = query.shape.length;
       if (rank < 3) throw new RangeError(`MultiHeadAttention.call: query must have rank >= 3 ([batch, ..., features]), got shape [${query.shape}]`);
+      if (key) checkKeyValue(value.shape, key.shape, 'MultiHeadAttention.call');
       for (const [role, t] of Object.entries({ value, key })) {
         if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
       }
       const layout = this.#axes(rank);  // (checks attentionAxes against the rank)
       if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
-      if (options.useCausalMask) {
-        throw new Error('MultiHeadAttention.call: useCausalMask is not supported on inputs of rank > 3 (Keras\' causal mask is over axis 1 of a [B, T, features] input)');
+      const implicit = Object.entries(options.implicitMasks).find(([, m]) => m != null);
+      if (implicit) throw new Error(`MultiHeadAttention.call: an implicit ${implicit[0]} is not supported on inputs of rank > 3 yet`);
+      // Keras' causal mask is [1, T, S] from axis 1 of query and value, broadcast over the scores'
+      // last axes: a causal mask over one attended axis when that axis is axis 1 (or as long).
+      const a = layout.attended[0];
+      if (options.useCausalMask && (layout.attended.length !== 1 || query.shape[1] !== query.shape[a] || value.shape[1] !== value.shape[a])) {
+        throw new RangeError(`MultiHeadAttention.call: useCausalMask on a rank-${rank} input needs one attention axis as long as axis 1 `
+          + `(Keras' causal mask is [1, T, S] from axis 1, broadcast over the attended axes), got attentionAxes [${layout.attended}]`);
       }
       return attendOverAxes(tf, { query, value, key, attentionMask }, layout, this.numHeads,
         (q, v, k, mask) => this.#attend3d(q, v, k, mask, options));
@@ -368,7 +394,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       const self = key === null && value === query;
       const inputs = self ? [query] : key === null ? [query, value] : [query, value, key];
       const variables = this.weights.map((w) => w.read());
-      const masks = attentionMask ? this.#masks(attentionMask, query, value) : {};
+      const masks = this.#masks({ attentionMask, ...options.implicitMasks }, query, value);
       const wantGradient = tf.engine().isTapeOn();
       const core = this.#gpuCore?.active ? this.#gpuCore : this.#core;
       let scores = null;
@@ -403,15 +429,18 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       return {
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, useBias: this.useBias,
         queryDim: query, keyInputDim: key, valueInputDim: value, outputShape: this.outputShapeArg ?? query,
+        useGate: this.useGate, slidingWindow: this.slidingWindow,
       };
     }
 
-    // Keras' attention_mask (1 = attend) as mha-wasm's blocking masks (keras/layout.js).
-    #masks(attentionMask, query, value) {
+    // Keras' attention_mask and the implicit masks (1 = attend) as mha-wasm's blocking mask (keras/layout.js).
+    #masks(tensors, query, value) {
       const [B, T] = query.shape, S = value.shape[1], H = this.numHeads;
-      const masks = coreMasksFromKeras(attentionMask.dataSync(), attentionMask.shape, { B, T, S, H });
-      if (masks) return masks;
-      throw new RangeError(`MultiHeadAttention.call: attentionMask must have shape [B, T, S] = [${B}, ${T}, ${S}] (or [T, S], or [B, S]), got [${attentionMask.shape}]`);
+      const given = {};
+      for (const [name, t] of Object.entries(tensors)) if (t) given[name] = { data: t.dataSync(), shape: t.shape };
+      const { error, ...masks } = coreMasksFromKeras(given, { B, T, S, H });
+      if (error) throw new RangeError(`MultiHeadAttention.call: ${error.startsWith('expected') ? `attentionMask: ${error}` : error}`);
+      return masks;
     }
 
     #releasePending() {
@@ -424,6 +453,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         ...super.getConfig(),
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, dropout: this.dropout,
         useBias: this.useBias, outputShape: this.outputShapeArg, attentionAxes: this.attentionAxes,
+        useGate: this.useGate, slidingWindow: this.slidingWindow,
         ...(this.savedShapes ? { queryShape: this.savedShapes.query, keyShape: this.savedShapes.key, valueShape: this.savedShapes.value } : {}),
         kernelInitializer: serialize(this.kernelInitializer),
         biasInitializer: serialize(this.biasInitializer),
