@@ -27,8 +27,10 @@ const expected = sized.call(query, value, key, { returnAttentionScores: true });
 test('input sizes not given: the first call builds the layer, then setWeights, same numbers', () => {
   const layer = keras({ numHeads: H, keyDim, valueDim });
   assert.equal(layer.built, false);
-  assert.throws(() => layer.call(query, value, key), {
-    name: 'TypeError', message: 'call: the layer has no weights yet; call setWeights() first' });
+  // Built by the call, with Keras' initial weights (glorot_uniform kernels, zero biases), as Keras' layer.
+  const initial = layer.call(query, value, key);
+  assert.deepEqual(initial.output.shape, expected.output.shape);
+  assert.ok(initial.output.data.some((x) => x !== 0));
   assert.equal(layer.built, true);
   assert.deepEqual(layer.config, sized.config);
   const got = layer.setWeights(weights).call(query, value, key, { returnAttentionScores: true });
@@ -46,7 +48,7 @@ test('input sizes not given: setWeights with { data, shape } tensors builds the 
 
 test('key omitted: keyInputDim is the value\'s size, as in Keras', () => {
   const layer = keras({ numHeads: 2, keyDim: 3 });
-  assert.throws(() => layer.call(query, value), { message: 'call: the layer has no weights yet; call setWeights() first' });
+  layer.call(query, value);
   assert.equal(layer.config.keyInputDim, valueInputDim);
   assert.equal(layer.config.outputShape, queryDim);
 });

@@ -146,18 +146,13 @@ function embedded(c, role) {
 // ---------------------------------------------------------------------------------------------
 // Known gaps: `${surface}|${title}` -> why it does not pass yet (the test still runs, as todo).
 const KNOWN_GAPS = new Map([
-  ['KerasMultiHeadAttention|test_attention_axes_negative_indexing', "negative attentionAxes are not counted from the end yet"],
   ['KerasMultiHeadAttention|test_compute_output_shape_without_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['mha-wasm/tfjs|test_compute_output_shape_without_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['KerasMultiHeadAttention|test_compute_output_shape_with_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['mha-wasm/tfjs|test_compute_output_shape_with_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['KerasMultiHeadAttention|test_compute_output_shape_high_dim_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['mha-wasm/tfjs|test_compute_output_shape_high_dim_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['KerasMultiHeadAttention|test_initializer', "kernelInitializer and useGate: the plain layer has neither yet"],
-  ['KerasMultiHeadAttention|test_sliding_window_serialization', "slidingWindow: not in this Keras layer yet (the tfjs layer ignores it)"],
-  ['KerasMultiHeadAttention|test_mha_constraints', "kernel/bias constraints: the plain layer is not a training layer (refused by name); and useGate not yet"],
-  ['KerasMultiHeadAttention|test_symbolic_return_attention_scores_1_2_3', "a layer is not usable before setWeights: Keras initializes the weights when it builds"],
-  ['KerasMultiHeadAttention|test_symbolic_return_attention_scores_2_3_5', "a layer is not usable before setWeights: Keras initializes the weights when it builds"],
+  ['KerasMultiHeadAttention|test_mha_constraints', "kernel/bias constraints: the plain layer is not a training layer, so it has no weight constraints (kernelConstraint is refused by name)"],
   ['KerasMultiHeadAttention|test_multi_head_attention_output_shape_as_tuple', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['mha-wasm/tfjs|test_multi_head_attention_output_shape_as_tuple', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['mha-wasm/tfjs|test_quantize_int8', "useGate: Keras 3.15's gate sublayer is not in this Keras layer yet (the core has it: config gate)"],

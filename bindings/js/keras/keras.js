@@ -7,6 +7,7 @@ import { attentionLayout, foldForAttention, permute } from './attention-axes.js'
 import {
   coreConfigFromKeras, coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
 } from './layout.js';
+import { initialKerasWeights, readInitializer } from './initializers.js';
 import { KERAS_315_OPTIONS, readKeras315Options } from './options.js';
 import { nameErrorsByCall, withCallName } from '../core/errors.js';
 import { checkFinite } from '../core/finite.js';
@@ -17,7 +18,7 @@ import {
 } from '../core/validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
-  'dropout', 'seed', 'attentionAxes', 'weightDtype', ...KERAS_315_OPTIONS];
+  'dropout', 'seed', 'attentionAxes', 'weightDtype', 'kernelInitializer', 'biasInitializer', ...KERAS_315_OPTIONS];
 // queryMask / valueMask / keyMask: Keras' implicit masks (an Embedding(mask_zero=True)'s), passed
 // explicitly (plain arrays carry none): [B, T] and [B, S], 1 = a real token.
 const CALL_KEYS = ['attentionMask', 'queryMask', 'valueMask', 'keyMask', 'useCausalMask', 'returnAttentionScores', 'training',
@@ -68,7 +69,11 @@ export class KerasMultiHeadAttention {
     }
     checkBoolean('useBias', config.useBias);
     checkWeightDtype(config.weightDtype);  // here, not when the layer is built on its first call
-    this.#args = { ...config, ...readKeras315Options(config), attentionAxes: checkAttentionAxes(config.attentionAxes) };
+    this.#args = {
+      ...config, ...readKeras315Options(config), attentionAxes: checkAttentionAxes(config.attentionAxes),
+      kernelInitializer: readInitializer('kernelInitializer', config.kernelInitializer, 'GlorotUniform'),
+      biasInitializer: readInitializer('biasInitializer', config.biasInitializer, 'Zeros'),
+    };
     if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
   }
 
@@ -102,6 +107,10 @@ export class KerasMultiHeadAttention {
       ...(a.seed !== undefined ? { seed: a.seed } : {}),
       ...(a.weightDtype !== undefined ? { weightDtype: a.weightDtype } : {}),
     });
+    // Usable once built, as Keras' layer: its initializers' weights (seeded by `seed`), until setWeights.
+    const seed = a.seed ?? Math.floor(Math.random() * 2 ** 32);
+    const fresh = initialKerasWeights(kerasWeightShapes(c), a.kernelInitializer, a.biasInitializer, seed);
+    this.#layer.loadStateDict(stateDictFromKerasLayout(fresh, c));
   }
 
   #built(what) {
@@ -129,8 +138,9 @@ export class KerasMultiHeadAttention {
     const { seed, weightDtype, queryDim, keyInputDim, valueInputDim, ...rest } = this.#args;
     return {
       numHeads: rest.numHeads, keyDim: rest.keyDim, valueDim: rest.valueDim ?? rest.keyDim, dropout: rest.dropout ?? 0,
-      useBias: rest.useBias ?? true, useGate: rest.useGate, outputShape: rest.outputShape ?? null,
+      useBias: rest.useBias ?? true, useGate: rest.useGate, ...(rest.outputShape !== undefined ? { outputShape: rest.outputShape } : {}),
       attentionAxes: rest.attentionAxes ? [...rest.attentionAxes] : null, slidingWindow: rest.slidingWindow,
+      kernelInitializer: rest.kernelInitializer, biasInitializer: rest.biasInitializer,
       ...(seed !== undefined ? { seed } : {}), ...(weightDtype !== undefined ? { weightDtype } : {}),
       ...(queryDim !== undefined ? { queryDim } : {}), ...(keyInputDim !== undefined ? { keyInputDim } : {}),
       ...(valueInputDim !== undefined ? { valueInputDim } : {}),

@@ -52,10 +52,19 @@ export interface KerasConfig {
    * |i - j| < W; with useCausalMask, i - W < j <= i. A positive integer, or null (default: none).
    */
   slidingWindow?: number | null;
+  /**
+   * Keras' kernel_initializer for the layer's initial weights (a built layer is usable before
+   * setWeights, as Keras'): 'glorotUniform' (default), 'glorotNormal', 'heUniform', 'heNormal',
+   * 'lecunUniform', 'randomUniform', 'randomNormal', 'truncatedNormal', 'zeros', 'ones', 'constant'
+   * (camelCase or snake_case), or { className, config } as Keras serializes one; seeded by `seed`.
+   */
+  kernelInitializer?: string | { className: string; config?: Record<string, number> };
+  /** Keras' bias_initializer, as kernelInitializer; default 'zeros'. */
+  biasInitializer?: string | { className: string; config?: Record<string, number> };
 }
 
 /** The Keras layer's arguments once it is built: every size known. */
-export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed'>>;
+export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed' | 'kernelInitializer' | 'biasInitializer'>>;
 
 /** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
 export interface KerasCallOptions {
