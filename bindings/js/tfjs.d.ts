@@ -22,8 +22,8 @@ export interface MultiHeadAttentionArgs {
   dropout?: number;
   /** Biases on the four projections. Default true. */
   useBias?: boolean;
-  /** Output features. Default the query's features. */
-  outputShape?: number | [number];
+  /** The output's feature size (default: the query's), or its last axes, as Keras' tuple output_shape: [B, T, ...outputShape]. */
+  outputShape?: number | number[];
   /** Axes of a [batch, ..., features] input attended over (between 1 and rank - 2). Default all of them. */
   attentionAxes?: number | number[];
   /** The kernels' initializer: a tf.initializers object, its name ('glorotUniform') or its { className, config }. Default 'glorotUniform'. */

@@ -126,7 +126,7 @@ describe('stateDictFromKeras', () => {
   const base = () => kerasWeights(cases.find((x) => x.name === 'kdim_vdim'));  // E 12, H 3, D 4, kdim 5, vdim 7
   const BAD = [
     ['an unknown weight', () => ({ ...base(), 'query/gamma': base()['query/bias'] }), TypeError, /unknown weight 'query\/gamma'/],
-    ['a list of 5', () => Object.values(base()).slice(0, 5), RangeError, /get_weights\(\) list has 8 tensors \(4 without biases\), got 5/],
+    ['a list of 6', () => Object.values(base()).slice(0, 6), RangeError, /get_weights\(\) list has 8 tensors \(4 without biases; with use_gate 10, or 5\), got 6/],
     ['a missing kernel', () => { const w = base(); delete w['value/kernel']; return w; }, TypeError, /'value\/kernel' is required/],
     ['a 2-D query kernel', () => ({ ...base(), 'query/kernel': { data: new Float32Array(144), shape: [12, 12] } }), RangeError,
       /'query\/kernel': expected shape \[E, H, key_dim\] = \[\?, \?, \?\], got \[12, 12\]/],
@@ -166,5 +166,26 @@ describe('stateDictFromOnnxAttention', () => {
     test(`rejects ${description}`, () => {
       assert.throws(() => stateDictFromOnnxAttention(make()), (e) => e.constructor === ErrorClass && pattern.test(e.message));
     });
+  }
+});
+
+test('stateDictFromKeras: a gated layer\'s 10 get_weights() tensors (use_gate) load into a core layer with gate: true that computes the same', () => {
+  const keras = new mha.KerasMultiHeadAttention({ numHeads: 2, keyDim: 3, valueDim: 4, useGate: true, queryDim: 6, seed: 5 });
+  const x = { data: Float32Array.from({ length: 2 * 3 * 6 }, (_, i) => Math.sin(i)), shape: [2, 3, 6] };
+  try {
+    const weights = keras.getWeights();
+    assert.equal(weights.length, 10);
+    const sd = stateDictFromKeras(weights);
+    assert.equal(sd.config.gate, true);
+    const core = new mha.MultiHeadAttention(sd.config).loadStateDict(sd);
+    const want = keras.call(x, x).output.data;
+    assert.deepEqual(core.forward(x, x, x).output.data, want);
+    core.dispose();
+    // Without biases: 5 tensors.
+    const noBias = new mha.KerasMultiHeadAttention({ numHeads: 2, keyDim: 3, useGate: true, useBias: false, queryDim: 6 });
+    assert.equal(Object.keys(stateDictFromKeras(noBias.getWeights())).includes('gate_proj.weight'), true);
+    noBias.dispose();
+  } finally {
+    keras.dispose();
   }
 });

@@ -146,16 +146,8 @@ function embedded(c, role) {
 // ---------------------------------------------------------------------------------------------
 // Known gaps: `${surface}|${title}` -> why it does not pass yet (the test still runs, as todo).
 const KNOWN_GAPS = new Map([
-  ['KerasMultiHeadAttention|test_compute_output_shape_without_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['mha-wasm/tfjs|test_compute_output_shape_without_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['KerasMultiHeadAttention|test_compute_output_shape_with_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['mha-wasm/tfjs|test_compute_output_shape_with_key_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['KerasMultiHeadAttention|test_compute_output_shape_high_dim_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['mha-wasm/tfjs|test_compute_output_shape_high_dim_different_proj', "a tuple outputShape (an output of rank > 3) is not supported yet"],
   ['KerasMultiHeadAttention|test_mha_constraints', "kernel/bias constraints: the plain layer is not a training layer, so it has no weight constraints (kernelConstraint is refused by name)"],
-  ['KerasMultiHeadAttention|test_multi_head_attention_output_shape_as_tuple', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['mha-wasm/tfjs|test_multi_head_attention_output_shape_as_tuple', "a tuple outputShape (an output of rank > 3) is not supported yet"],
-  ['mha-wasm/tfjs|test_quantize_int8', "useGate: Keras 3.15's gate sublayer is not in this Keras layer yet (the core has it: config gate)"],
+  ['mha-wasm/tfjs|test_quantize_int8', "int8 weights (Keras' quantize('int8')): the tfjs layer trains its float32 variables and has no weightDtype; the plain layer's weightDtype runs this test"],
 ]);
 
 /**

@@ -64,8 +64,16 @@ export class KerasMultiHeadAttention {
     checkPlainObject('KerasMultiHeadAttention: config', config);
     checkKnownKeys('config', config, CONFIG_KEYS);
     for (const name of ['numHeads', 'keyDim']) checkInteger(name, config[name]);
-    for (const name of ['valueDim', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim']) {
+    for (const name of ['valueDim', 'queryDim', 'keyInputDim', 'valueInputDim']) {
       checkInteger(name, config[name], { optional: true });
+    }
+    // Keras' output_shape: an int, or a tuple (the output's last axes: [B, T, ...outputShape]).
+    if (Array.isArray(config.outputShape)) {
+      if (config.outputShape.length === 0 || !config.outputShape.every((d) => Number.isInteger(d) && d > 0)) {
+        throw new RangeError(`outputShape must be a positive integer or a non-empty list of them, got [${config.outputShape.join(', ')}]`);
+      }
+    } else {
+      checkInteger('outputShape', config.outputShape, { optional: true });
     }
     checkBoolean('useBias', config.useBias);
     checkWeightDtype(config.weightDtype);  // here, not when the layer is built on its first call
@@ -100,7 +108,7 @@ export class KerasMultiHeadAttention {
       useGate: a.useGate,
       slidingWindow: a.slidingWindow,
     });
-    const c = this.#config;
+    const c = this.#sizes();
     this.#layer = new this.#backend.MultiHeadAttention({
       ...coreConfigFromKeras(c),
       ...(a.dropout !== undefined ? { dropout: a.dropout } : {}),
@@ -111,6 +119,21 @@ export class KerasMultiHeadAttention {
     const seed = a.seed ?? Math.floor(Math.random() * 2 ** 32);
     const fresh = initialKerasWeights(kerasWeightShapes(c), a.kernelInitializer, a.biasInitializer, seed);
     this.#layer.loadStateDict(stateDictFromKerasLayout(fresh, c));
+  }
+
+  // The built layer's sizes as keras/layout.js takes them: a tuple outputShape as its product
+  // (the core's outputDim) and its axes (outputDims).
+  #sizes() {
+    const c = this.#config, dims = Array.isArray(c.outputShape) ? [...c.outputShape] : null;
+    return { ...c, outputShape: dims ? dims.reduce((a, b) => a * b, 1) : c.outputShape, outputDims: dims };
+  }
+
+  // A call's result with a tuple outputShape: the output's last axis unfolded into its axes.
+  #withOutputDims(result) {
+    const dims = Array.isArray(this.#config.outputShape) ? this.#config.outputShape : null;
+    if (!dims) return result;
+    const { output } = result;
+    return { ...result, output: { data: output.data, shape: [...output.shape.slice(0, -1), ...dims] } };
   }
 
   #built(what) {
@@ -158,7 +181,7 @@ export class KerasMultiHeadAttention {
       throw new RangeError(`computeOutputShape: all dimensions of value and key, except the last one, must be equal; `
         + `got value [${valueShape.join(', ')}] and key [${key.join(', ')}]`);
     }
-    return [...queryShape.slice(0, -1), this.#args.outputShape ?? queryShape[queryShape.length - 1]];
+    return [...queryShape.slice(0, -1), ...[this.#args.outputShape ?? queryShape[queryShape.length - 1]].flat()];
   }
 
   /** The underlying PyTorch-style layer (its stateDictShapes(), forward(), caches). */
@@ -167,7 +190,7 @@ export class KerasMultiHeadAttention {
   /** Keras' weight names and shapes, in the order of get_weights(). */
   weightShapes() {
     this.#built('weightShapes');
-    return kerasWeightShapes(this.#config);
+    return kerasWeightShapes(this.#sizes());
   }
 
   /**
@@ -204,7 +227,7 @@ export class KerasMultiHeadAttention {
       if (array.length !== count) throw new RangeError(`setWeights: '${name}' needs ${count} floats (shape [${want.join(', ')}]), got ${array.length}`);
       data[name] = array;
     }
-    this.#layer.loadStateDict(stateDictFromKerasLayout(data, this.#config));
+    this.#layer.loadStateDict(stateDictFromKerasLayout(data, this.#sizes()));
     return this;
   }
 
@@ -214,7 +237,7 @@ export class KerasMultiHeadAttention {
    * useBias: false) and layouts, fresh copies. setWeights(getWeights()) changes nothing.
    */
   getWeights() {
-    const weights = kerasLayoutFromStateDict(this.#built('getWeights').stateDict(), this.#config);
+    const weights = kerasLayoutFromStateDict(this.#built('getWeights').stateDict(), this.#sizes());
     return Object.entries(this.weightShapes()).map(([name, shape]) => ({ data: weights[name], shape }));
   }
 
@@ -268,10 +291,10 @@ export class KerasMultiHeadAttention {
         if (options.capture || options.patch) {
           throw new TypeError(`call: ${options.capture ? 'capture' : 'patch'}: not with inputs of rank > 3 (attentionAxes); pass [B, T, features]`);
         }
-        return this.#callOverAxes(query, value, key, options, layout);
+        return then(this.#callOverAxes(query, value, key, options, layout), (r) => this.#withOutputDims(r));
       }
     }
-    return this.#call3d(query, value, key, options);
+    return then(this.#call3d(query, value, key, options), (r) => this.#withOutputDims(r));
   }
 
   #call3d(query, value, key, options) {

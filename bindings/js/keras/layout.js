@@ -15,16 +15,18 @@ export const KERAS_WEIGHT_NAMES = Object.freeze(['query/kernel', 'query/bias', '
 
 /**
  * Keras' weight shapes by name, in get_weights() order, for the layer's sizes `s`:
- * { numHeads, keyDim, valueDim, queryDim, keyInputDim, valueInputDim, outputShape, useBias, useGate }.
+ * { numHeads, keyDim, valueDim, queryDim, keyInputDim, valueInputDim, outputShape, useBias, useGate,
+ * outputDims }: outputShape is the output's features (their product, for a tuple output_shape, whose
+ * axes are outputDims: the output kernel [H, Dv, ...outputDims] is the core's [H * Dv, product]).
  */
 export function kerasWeightShapes(s) {
-  const H = s.numHeads;
+  const H = s.numHeads, out = s.outputDims ?? [s.outputShape];
   const shapes = {
     'query/kernel': [s.queryDim, H, s.keyDim], 'query/bias': [H, s.keyDim],
     'key/kernel': [s.keyInputDim, H, s.keyDim], 'key/bias': [H, s.keyDim],
     'gate/kernel': [s.queryDim, H, s.valueDim], 'gate/bias': [H, s.valueDim],
     'value/kernel': [s.valueInputDim, H, s.valueDim], 'value/bias': [H, s.valueDim],
-    'attention_output/kernel': [H, s.valueDim, s.outputShape], 'attention_output/bias': [s.outputShape],
+    'attention_output/kernel': [H, s.valueDim, ...out], 'attention_output/bias': [...out],
   };
   const kept = (name) => (s.useBias || !name.endsWith('/bias')) && (s.useGate || !name.startsWith('gate/'));
   return Object.fromEntries(KERAS_WEIGHT_NAMES.filter(kept).map((name) => [name, shapes[name]]));

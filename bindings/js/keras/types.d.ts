@@ -19,8 +19,8 @@ export interface KerasConfig {
   valueDim?: number;
   /** Biases in all four dense layers (default true). */
   useBias?: boolean;
-  /** The output's feature size (default queryDim). */
-  outputShape?: number;
+  /** The output's feature size (default queryDim), or its last axes, as Keras' tuple output_shape: the output is [B, T, ...outputShape]. */
+  outputShape?: number | number[];
   /** The query's feature size (default: inferred when the layer is built). */
   queryDim?: number;
   /** The key's feature size (default valueInputDim). */

@@ -89,7 +89,15 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
   positive('numHeads', numHeads);
   positive('keyDim', keyDim);
   positive('valueDim', valueDim, true);
-  positive('outputShape', Array.isArray(outputShape) && outputShape.length === 1 ? outputShape[0] : outputShape, true);
+  // Keras' output_shape: an int, or a tuple (the output's last axes: [B, T, ...outputShape]).
+  const outputDims = Array.isArray(outputShape) ? outputShape : null;
+  if (outputDims) {
+    if (outputDims.length === 0 || !outputDims.every((d) => Number.isInteger(d) && d > 0)) {
+      throw new RangeError(`MultiHeadAttention: outputShape must be a positive integer or a non-empty list of them, got [${outputDims}]`);
+    }
+  } else {
+    positive('outputShape', outputShape, true);
+  }
   if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1)) {
     throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
   }
@@ -106,7 +114,9 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
   return {
     numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
     ...readKeras315Options({ useGate, slidingWindow }, 'MultiHeadAttention: '),
-    outputShapeArg: Array.isArray(outputShape) ? outputShape[0] : outputShape ?? null,
+    // outputShapeArg: the output's features (their product for a tuple, whose axes are outputDims).
+    outputShapeArg: outputDims ? product(outputDims) : outputShape ?? null,
+    outputDims: outputDims && outputDims.length > 1 ? [...outputDims] : null,
     attentionAxes: axes,
     kernelInitializer: getInitializer(tf, kernelInitializer),
     biasInitializer: getInitializer(tf, biasInitializer),
@@ -322,7 +332,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       const roles = this.#roles(shapes.length);
       const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query, key = shapes[roles.indexOf('key')] ?? value;
       checkKeyValue(value, key, 'MultiHeadAttention.computeOutputShape');
-      const output = [...query.slice(0, -1), this.outputShapeArg ?? query[query.length - 1]];
+      const output = [...query.slice(0, -1), ...(this.outputDims ?? [this.outputShapeArg ?? query[query.length - 1]])];
       if (!this.#symbolicCall?.returnAttentionScores) return output;
       const { batch, attended } = this.#axes(query.length);
       const scores = [...batch.map((a) => query[a]), this.numHeads, ...attended.map((a) => query[a]), ...attended.map((a) => value[a])];
@@ -361,7 +371,11 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         implicitMasks: { queryMask: implicit('query'), valueMask: implicit('value'), keyMask: implicit('key') },
       };
       this.#releasePending();
-      return this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.mask ?? null, options);
+      const result = this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.mask ?? null, options);
+      if (!this.outputDims) return result;
+      // A tuple outputShape: the output's last axis unfolded into its axes, as Keras' output dense gives them.
+      const unfold = (t) => tf.reshape(t, [...t.shape.slice(0, -1), ...this.outputDims]);
+      return Array.isArray(result) ? [unfold(result[0]), result[1]] : unfold(result);
     }
 
     // Attention over Keras' attention axes: the other axes fold into the batch, the attended ones
@@ -429,7 +443,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       return {
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, useBias: this.useBias,
         queryDim: query, keyInputDim: key, valueInputDim: value, outputShape: this.outputShapeArg ?? query,
-        useGate: this.useGate, slidingWindow: this.slidingWindow,
+        outputDims: this.outputDims, useGate: this.useGate, slidingWindow: this.slidingWindow,
       };
     }
 
@@ -452,7 +466,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       return {
         ...super.getConfig(),
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, dropout: this.dropout,
-        useBias: this.useBias, outputShape: this.outputShapeArg, attentionAxes: this.attentionAxes,
+        useBias: this.useBias, outputShape: this.outputDims ?? this.outputShapeArg, attentionAxes: this.attentionAxes,
         useGate: this.useGate, slidingWindow: this.slidingWindow,
         ...(this.savedShapes ? { queryShape: this.savedShapes.query, keyShape: this.savedShapes.key, valueShape: this.savedShapes.value } : {}),
         kernelInitializer: serialize(this.kernelInitializer),
