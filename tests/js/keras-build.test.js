@@ -72,3 +72,20 @@ test('an unbuilt layer says what to pass', () => {
   assert.throws(() => layer.layer, { name: 'TypeError', message: /^KerasMultiHeadAttention\.layer: the layer is not built yet/ });
   layer.dispose();  // an unbuilt layer owns no memory: dispose() is fine
 });
+
+test('getWeights() in every configuration: heads x keyDim = the input size (the core fuses q, k, v), gated, without biases, a tuple output', () => {
+  for (const [config, shapes] of [
+    [{ numHeads: 2, keyDim: 4, queryDim: 8 }, ['8,2,4', '2,4', '8,2,4', '2,4', '8,2,4', '2,4', '2,4,8', '8']],
+    [{ numHeads: 2, keyDim: 4, queryDim: 8, useGate: true }, ['8,2,4', '2,4', '8,2,4', '2,4', '8,2,4', '2,4', '8,2,4', '2,4', '2,4,8', '8']],
+    [{ numHeads: 2, keyDim: 4, queryDim: 8, useBias: false }, ['8,2,4', '8,2,4', '8,2,4', '2,4,8']],
+    [{ numHeads: 2, keyDim: 4, queryDim: 8, outputShape: [2, 4] }, ['8,2,4', '2,4', '8,2,4', '2,4', '8,2,4', '2,4', '2,4,2,4', '2,4']],
+  ]) {
+    const layer = keras({ ...config, seed: 1 });
+    const weights = layer.getWeights();
+    assert.deepEqual(weights.map((w) => w.shape.join(',')), shapes, JSON.stringify(config));
+    // Keras' initial weights: glorot-uniform kernels (nonzero), zero biases; a round trip changes nothing.
+    assert.ok(weights[0].data.some((x) => x !== 0));
+    layer.setWeights(weights);
+    assert.deepEqual(layer.getWeights(), weights);
+  }
+});
