@@ -40,7 +40,7 @@ const CASES = [
   { name: 'useBias: false', H: 2, keyDim: 5, useBias: false, B: 2, T: 4, q: 6 },
   { name: 'cross-attention, key != value, different sizes', H: 2, keyDim: 4, valueDim: 3, B: 2, T: 4, S: 6, q: 6, kIn: 3, vIn: 9 },
   { name: 'attention_mask [B, T, S]', H: 2, keyDim: 4, B: 2, T: 5, S: 6, q: 8, kIn: 8, vIn: 8, mask: '3d' },
-  { name: 'attention_mask per batch row [B, S]', H: 2, keyDim: 4, B: 3, T: 4, S: 5, q: 8, kIn: 8, vIn: 8, mask: '2d' },
+  { name: 'a padding mask per batch row [B, S] (valueMask: Keras\' value_mask)', H: 2, keyDim: 4, B: 3, T: 4, S: 5, q: 8, kIn: 8, vIn: 8, mask: '2d' },
   { name: 'use_causal_mask and attention_mask', H: 2, keyDim: 4, B: 2, T: 6, q: 8, causal: true, mask: '3d' },
   { name: "the tutorial's layer: 4 heads x keyDim 128 on 100 features, 32 tokens", H: 4, keyDim: 128, B: 2, T: 32, q: 100 },
 ];
@@ -81,7 +81,7 @@ for (const [label, mha] of devices) {
         try {
           layer.setWeights(weights);
           const { output, scores } = await layer.callAsync(query, value, key, {
-            ...(mask ? { attentionMask: mask } : {}), useCausalMask: c.causal ?? false, returnAttentionScores: true,
+            ...(mask ? { [c.mask === '2d' ? 'valueMask' : 'attentionMask']: mask } : {}), useCausalMask: c.causal ?? false, returnAttentionScores: true,
           });
           assert.deepEqual(output.shape, refOut.shape);
           assert.deepEqual(scores.shape, [c.B, c.H, c.T, S]);
