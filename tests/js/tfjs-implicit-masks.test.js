@@ -41,3 +41,36 @@ test('Embedding(maskZero) masks on query and value: a model\'s predict and an ea
   assert.equal(layer.computeMask([Q, V], [queryMask, tf.notEqual(v, 0)]), queryMask);
   assert.equal(layer.computeMask([Q, V], null), null);
 });
+
+test('a model with Embedding(maskZero) before the layer trains and predicts as the same model given the explicit mask', async () => {
+  const T = 6, ids = [[3, 5, 2, 0, 0, 0], [7, 1, 1, 4, 9, 0], [2, 0, 0, 0, 0, 0], [8, 8, 3, 6, 1, 2]];
+  const labels = [[1], [0], [1], [0]];
+  const build = (implicit) => {
+    const tokens = tf.input({ shape: [T], dtype: 'int32' });
+    const maskInput = tf.input({ shape: [T, T], dtype: 'bool' });
+    const x = tf.layers.embedding({ inputDim: 10, outputDim: 8, maskZero: implicit, name: 'embedding' }).apply(tokens);
+    const attention = multiHeadAttention({ numHeads: 2, keyDim: 4, name: 'attention' });
+    const y = implicit ? attention.apply(x, { value: x }) : attention.apply(x, { value: x, attentionMask: maskInput });
+    const out = tf.layers.dense({ units: 1, activation: 'sigmoid', name: 'dense' }).apply(tf.layers.flatten().apply(y));
+    const model = tf.model({ inputs: implicit ? tokens : [tokens, maskInput], outputs: out });
+    model.compile({ optimizer: tf.train.sgd(0.5), loss: 'binaryCrossentropy' });
+    return model;
+  };
+  const withImplicit = build(true), withExplicit = build(false);
+  withExplicit.setWeights(withImplicit.getWeights());
+  const x = tf.tensor(ids, [4, T], 'int32');
+  const real = tf.notEqual(x, 0);
+  const mask = tf.logicalAnd(tf.expandDims(real, 2), tf.expandDims(real, 1));
+  const y = tf.tensor(labels);
+  close(withImplicit.predict(x), withExplicit.predict([x, mask]), 'predictions before training');
+  const unmasked = withExplicit.predict([x, tf.onesLike(mask)]);
+  assert.ok(tf.max(tf.abs(tf.sub(unmasked, withImplicit.predict(x)))).dataSync()[0] > 1e-4, 'the implicit mask changes the predictions');
+  await withImplicit.fit(x, y, { epochs: 3, batchSize: 4, shuffle: false, verbose: 0 });
+  await withExplicit.fit([x, mask], y, { epochs: 3, batchSize: 4, shuffle: false, verbose: 0 });
+  const after = (a, b, what) => {
+    const d = tf.max(tf.abs(tf.sub(a, b))).dataSync()[0];
+    assert.ok(d <= 1e-5, `${what}: off by ${d}`);
+  };
+  after(withImplicit.predict(x), withExplicit.predict([x, mask]), 'predictions after 3 epochs');
+  withImplicit.getWeights().forEach((w, i) => after(w, withExplicit.getWeights()[i], `weight ${i} after training`));
+});
