@@ -31,3 +31,43 @@ test('the walk fails an option that is accepted and ignored', async () => {
   await assert.rejects(walkOption(Ignoring, 'causal'), /causal: accepted and ignored/);
   assert.equal(await walkOption(mha.MultiHeadAttention, 'causal'), 'works');
 });
+
+test('every call option of KerasMultiHeadAttention works or is refused by name', () => {
+  const B = 2, T = 3, F = 8;
+  const make = (extra = {}) => new mha.KerasMultiHeadAttention({ numHeads: 2, keyDim: 4, queryDim: F, seed: 1, dropout: 0.5, ...extra });
+  const x = (nan = false) => {
+    const data = Float32Array.from({ length: B * T * F }, (_, i) => Math.sin(i + 1));
+    if (nan) data[3] = NaN;
+    return { data, shape: [B, T, F] };
+  };
+  const ones = (shape, zeroAt = 1) => ({ data: Uint8Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => (i === zeroAt ? 0 : 1)), shape });
+  const SENTINELS = {
+    attentionMask: { value: ones([T, T]) }, queryMask: { value: ones([B, T]) }, valueMask: { value: ones([B, T]) },
+    keyMask: { value: ones([B, T]) }, useCausalMask: { value: true }, returnAttentionScores: { value: true },
+    training: { value: true }, seed: { with: { training: true }, value: 99 }, checkFinite: { value: true, nan: true, worksByRefusing: true },
+    capture: { value: ['z'] }, patch: { value: { z: { data: new Float32Array(B * T * 2 * 4), shape: [B, T, 2, 4] } } },
+  };
+  const probe = make();
+  const known = knownOptions(() => probe.call(x(), x(), null, { notAnOption: 1 }));
+  probe.dispose();
+  assert.deepEqual([...known].sort(), Object.keys(SENTINELS).sort(), 'a sentinel for every call option');
+  const signature = (options, nan) => {
+    const layer = make();
+    try {
+      const r = layer.call(x(nan), x(nan), null, options);
+      return JSON.stringify([Array.from(r.output.data, (v) => Math.round(v * 1e5)), r.scores && Array.from(r.scores.data), Object.keys(r.captured ?? {}), r.mask?.shape]);
+    } catch (error) {
+      return `error: ${error.message}`;
+    } finally {
+      layer.dispose();
+    }
+  };
+  for (const [key, s] of Object.entries(SENTINELS)) {
+    const base = signature(s.with ?? {}, s.nan), changed = signature({ ...s.with, [key]: s.value }, s.nan);
+    if (changed.startsWith('error:') && !base.startsWith('error:')) {
+      assert.ok(s.worksByRefusing && changed.includes('query'), `${key}: refused: ${changed}`);
+      continue;
+    }
+    assert.notEqual(changed, base, `${key}: accepted and ignored`);
+  }
+});
