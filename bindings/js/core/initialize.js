@@ -9,7 +9,7 @@
 // same numbers as torch.manual_seed: PyTorch's generator is its own).
 
 /** mulberry32: a small, fast 32-bit generator; uniform floats in [0, 1). */
-function uniformSource(seed) {
+export function uniformSource(seed) {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

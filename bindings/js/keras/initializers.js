@@ -4,19 +4,8 @@
 // Keras' compute_fans: for a kernel of rank >= 3 (EinsumDense's [in, H, D], [H, Dv, out]) the
 // receptive field is the product of all but the last two axes. Drawn from a seeded generator, in
 // get_weights() order, so each sublayer gets its own values (as Keras clones the initializer).
+import { uniformSource } from '../core/initialize.js';
 import { describe } from '../core/validate.js';
-
-/** mulberry32: uniform floats in [0, 1) from a 32-bit seed. */
-function uniformSource(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Keras' compute_fans. */
 function fans(shape) {
