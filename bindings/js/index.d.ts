@@ -1231,3 +1231,78 @@ export interface OnnxModel {
  *   formats cannot hold exactly (other block sizes or bit widths, asymmetric int8 beyond int8's range).
  */
 export declare function readOnnx(bytes: Uint8Array | ArrayBuffer): OnnxModel;
+
+// ---------------------------------------------------------------------------------------------
+// The attention function (bindings/js/core/attention-function.js, docs/attention-function.md).
+// A separate block, to be moved into its own file when index.d.ts is split; MhaModule below
+// merges into the module's interface above.
+
+/** A float tensor the attention function takes: Float32Array, or Float16Array where the runtime has it (computed in float32). */
+export type AttentionFunctionTensor = Tensor<Float32Array> | { data: ArrayLike<number> & ArrayBufferView; shape: number[] };
+
+/** Options of {@link MhaModule.scaledDotProductAttention}. T = P + S keys (past and new). */
+export interface AttentionFunctionOptions {
+  /**
+   * Bool (**1 = ATTEND**, as PyTorch's SDPA, ONNX and Keras; the opposite of the layer's
+   * `attnMask`) or float (added to the scores); NumPy-broadcast to [B, Hq, L, T]. A last
+   * dimension shorter than T is padded with blocked keys (ONNX).
+   */
+  attnMask?: Mask;
+  /** true or 'top-left': query i sees keys j <= i (PyTorch's is_causal); 'bottom-right': j <= i + T - L. */
+  causal?: boolean | 'top-left' | 'bottom-right';
+  /** Query i sees keys j <= i + offset (one per batch row as an Int32Array); implies causal (ONNX's rule). */
+  causalOffset?: number | Int32Array;
+  /** [B]: keys at and past kvSeqLens[b] are padding (ONNX's nonpad_kv_seqlen). */
+  kvSeqLens?: Int32Array;
+  /** Score scale; default 1 / sqrt(E). */
+  scale?: number;
+  /** c > 0: c * tanh(s / c) of the scaled scores, before the masks. */
+  softcap?: number;
+  /** PyTorch's dropout_p, on the layer's Philox stream. */
+  dropout?: number;
+  /** Dropout's seed (default: a fresh one per call). */
+  seed?: number;
+  /** [B, Hkv, P, E] / [B, Hkv, P, Ev]: keys and values before `key` / `value`. */
+  pastKey?: AttentionFunctionTensor;
+  pastValue?: AttentionFunctionTensor;
+  /** Hq, for the 3-D form: query [B, L, Hq*E]. */
+  numHeads?: number;
+  /** Hkv of 3-D key / value [B, S, Hkv*E] (default numHeads). */
+  kvNumHeads?: number;
+  /** Also return the probabilities [B, Hq, L, T] (after dropout). */
+  needWeights?: boolean;
+  /** Also return the steps: scores, capped (with softcap), logits, pattern. */
+  capture?: boolean;
+  /** As the layer's variants: a sliding window of W keys, ALiBi slopes [Hq], sink logits [Hq]. */
+  slidingWindow?: number;
+  alibiSlopes?: Float32Array | number[];
+  sinks?: Float32Array;
+}
+
+/** What {@link MhaModule.scaledDotProductAttention} returns. */
+export interface AttentionFunctionResult {
+  /** [B, Hq, L, Ev] ([Hq, L, Ev] unbatched; [B, L, Hq*Ev] for a 3-D query). */
+  output: Tensor<Float32Array>;
+  /** [B, Hkv, T, E] / [B, Hkv, T, Ev], with a past. */
+  presentKey?: Tensor<Float32Array>;
+  presentValue?: Tensor<Float32Array>;
+  /** [B, Hq, L, T], with needWeights. */
+  weights?: Tensor<Float32Array>;
+  /** With capture: scores = scale q.k; capped = after softcap (with softcap only); logits = after the masks (-Infinity where blocked); pattern = the softmax. */
+  steps?: { scores: Tensor<Float32Array>; capped?: Tensor<Float32Array>; logits: Tensor<Float32Array>; pattern: Tensor<Float32Array> };
+}
+
+export interface MhaModule {
+  /**
+   * Scaled dot-product attention on projected inputs (PyTorch's F.scaled_dot_product_attention,
+   * ONNX's Attention, Keras' ops.dot_product_attention), on the layer's kernels. query
+   * [B, Hq, L, E] (or [Hq, L, E], or [B, L, Hq*E] with numHeads), key [B, Hkv, S, E], value
+   * [B, Hkv, S, Ev]; Hq a multiple of Hkv.
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  scaledDotProductAttention(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
+    options?: AttentionFunctionOptions): AttentionFunctionResult;
+  /** The same as a promise (on wasm the work runs now, on the calling thread). */
+  scaledDotProductAttentionAsync(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
+    options?: AttentionFunctionOptions): Promise<AttentionFunctionResult>;
+}

@@ -1,0 +1,204 @@
+// scaledDotProductAttention(query, key, value, options): the attention function on queries, keys
+// and values that are already projected (PyTorch's F.scaled_dot_product_attention, ONNX's
+// Attention, Keras' ops.dot_product_attention), on the layer's kernels (src/mha/attention_function.hpp,
+// which checks every shape). This file reads a call in one place: option names and types, masks,
+// the typed arrays, then the core's plan, the heap, and the result. docs/attention-function.md.
+import { withCallName } from './errors.js';
+import { copyOutFloats, HeapScope } from './heap.js';
+import { checkMask } from './masks.js';
+import {
+  checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
+} from './validate.js';
+
+const CALL = 'scaledDotProductAttention';
+const OPTION_KEYS = [
+  'attnMask', 'causal', 'causalOffset', 'kvSeqLens', 'scale', 'softcap', 'dropout', 'seed', 'pastKey', 'pastValue',
+  'numHeads', 'kvNumHeads', 'needWeights', 'capture', 'slidingWindow', 'alibiSlopes', 'sinks', 'grad',
+];
+// The core's causal modes (src/mha/attention_function.hpp, CausalMode).
+const CAUSAL = { none: 0, 'top-left': 1, 'bottom-right': 2, offset: 3 };
+const ERROR_CLASSES = [Error, TypeError, RangeError, Error];
+
+/** Float32Array, and Float16Array where the runtime has it (widened to float32: the math is float32). */
+const FLOAT_KINDS = globalThis.Float16Array ? [Float32Array, globalThis.Float16Array] : [Float32Array];
+
+function checkFloats(name, tensor, expected, optional = false) {
+  const checked = checkTensor(name, tensor, { kinds: FLOAT_KINDS, expected, optional });
+  if (checked && !(checked.data instanceof Float32Array)) return { data: Float32Array.from(checked.data), shape: checked.shape };
+  return checked;
+}
+
+function checkInt32s(name, value, expected) {
+  if (value === undefined || value === null) return null;
+  if (!(value instanceof Int32Array)) throw new TypeError(`${name} must be an Int32Array (${expected}), got ${describe(value)}`);
+  return { data: value, shape: [value.length] };
+}
+
+/** causal and causalOffset -> { mode, offsets: Int32Array | null }. */
+function checkCausal(causal, causalOffset) {
+  if (causal !== undefined && typeof causal !== 'boolean' && causal !== 'top-left' && causal !== 'bottom-right') {
+    throw new TypeError(`causal must be true, false, 'top-left' or 'bottom-right', got ${describe(causal)}`);
+  }
+  if (causalOffset === undefined || causalOffset === null) {
+    return { mode: causal === true ? CAUSAL['top-left'] : causal ? CAUSAL[causal] : CAUSAL.none, offsets: null };
+  }
+  if (causal === false || typeof causal === 'string') {
+    throw new TypeError(`causalOffset: implies causal (query i sees keys j <= i + offset); omit causal or pass true, got causal: ${describe(causal)}`);
+  }
+  if (typeof causalOffset === 'number') {
+    if (!Number.isInteger(causalOffset) || Math.abs(causalOffset) > 0x7fffffff) {
+      throw new RangeError(`causalOffset must be an integer (or an Int32Array with one per batch row), got ${causalOffset}`);
+    }
+    return { mode: CAUSAL.offset, offsets: Int32Array.of(causalOffset) };
+  }
+  if (!(causalOffset instanceof Int32Array)) {
+    throw new TypeError(`causalOffset must be an integer or an Int32Array [B], got ${describe(causalOffset)}`);
+  }
+  return { mode: CAUSAL.offset, offsets: causalOffset };
+}
+
+/** A number option: finite, and > 0 or in [0, 1) where asked. */
+function checkNumber(name, value, rule) {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${describe(value)}`);
+  const ok = rule === 'positive' ? value > 0 && Number.isFinite(value)
+    : rule === 'probability' ? value >= 0 && value < 1 : Number.isFinite(value);
+  if (!ok) {
+    const expected = rule === 'positive' ? 'a finite number > 0' : rule === 'probability' ? 'a number in [0, 1)' : 'a finite number';
+    throw new RangeError(`${name} must be ${expected}, got ${value}`);
+  }
+}
+
+/** Every argument checked and converted, before anything touches the heap. */
+function readCall(query, key, value, options) {
+  checkPlainObject(`${CALL}: options`, options);
+  checkKnownKeys('options', options, OPTION_KEYS);
+  if (options.grad) {
+    throw new TypeError('grad: gradients of scaledDotProductAttention are not implemented yet '
+      + '(the layer\'s forward(..., { grad: true }) has them)');
+  }
+  checkInteger('numHeads', options.numHeads, { optional: true });
+  checkInteger('kvNumHeads', options.kvNumHeads, { optional: true });
+  const packed = options.numHeads !== undefined;
+  const q = checkFloats('query', query, packed ? '[B, L, numHeads*E]' : '[B, Hq, L, E] or [Hq, L, E]');
+  const k = checkFloats('key', key, packed ? '[B, S, kvNumHeads*E]' : '[B, Hkv, S, E]');
+  const v = checkFloats('value', value, packed ? '[B, S, kvNumHeads*Ev]' : '[B, Hkv, S, Ev]');
+  const pastKey = checkFloats('pastKey', options.pastKey, '[B, Hkv, P, E]', true);
+  const pastValue = checkFloats('pastValue', options.pastValue, '[B, Hkv, P, Ev]', true);
+  const attnMask = checkMask('attnMask', options.attnMask, { expected: 'broadcasting to [B, Hq, L, P+S] (bool: 1 = attend)' });
+  const causal = checkCausal(options.causal, options.causalOffset);
+  const kvSeqLens = checkInt32s('kvSeqLens', options.kvSeqLens, 'one key count per batch row, [B]');
+  checkNumber('scale', options.scale);
+  checkNumber('softcap', options.softcap, 'positive');
+  checkNumber('dropout', options.dropout, 'probability');
+  if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isSafeInteger(options.seed) || options.seed < 0)) {
+    throw new RangeError(`seed must be an integer from 0 to 2^53 - 1, got ${describe(options.seed)}`);
+  }
+  checkInteger('slidingWindow', options.slidingWindow, { optional: true });
+  let alibiSlopes;
+  if (options.alibiSlopes !== undefined) {
+    if (!(options.alibiSlopes instanceof Float32Array) && !Array.isArray(options.alibiSlopes)) {
+      throw new TypeError(`alibiSlopes must be a Float32Array or an array of numbers (one per query head), got ${describe(options.alibiSlopes)}`);
+    }
+    alibiSlopes = [...options.alibiSlopes];
+    if (!alibiSlopes.every((x) => typeof x === 'number')) throw new TypeError('alibiSlopes must hold numbers');
+  }
+  let sinks = null;
+  if (options.sinks !== undefined && options.sinks !== null) {
+    if (!(options.sinks instanceof Float32Array)) throw new TypeError(`sinks must be a Float32Array [Hq], got ${describe(options.sinks)}`);
+    sinks = { data: options.sinks, shape: [options.sinks.length] };
+  }
+  checkBoolean('needWeights', options.needWeights);
+  checkBoolean('capture', options.capture);
+  return {
+    tensors: {
+      query: q, key: k, value: v, pastKey, pastValue, attnMask, kvSeqLens, sinks, causalOffsets: causal.offsets && { data: causal.offsets, shape: [causal.offsets.length] },
+    },
+    scalars: {
+      numHeads: options.numHeads ?? 0,
+      kvNumHeads: options.kvNumHeads ?? 0,
+      causal: causal.mode,
+      ...(options.scale !== undefined ? { scale: options.scale } : {}),
+      softcap: options.softcap ?? 0,
+      dropout: options.dropout ?? 0,
+      // PyTorch draws a fresh dropout mask each call; a seed makes it repeatable.
+      seed: options.seed ?? (options.dropout ? Math.floor(Math.random() * 2 ** 32) : 0),
+      slidingWindow: options.slidingWindow ?? 0,
+      ...(alibiSlopes ? { alibiSlopes } : {}),
+      needWeights: options.needWeights ?? false,
+      capture: options.capture ?? false,
+    },
+  };
+}
+
+function throwHandleError(handle) {
+  const ErrorClass = ERROR_CLASSES[handle.lastErrorKind()] ?? Error;
+  throw new ErrorClass(handle.lastError());
+}
+
+/** The module's scaledDotProductAttention and scaledDotProductAttentionAsync. */
+export function defineAttentionFunction(module) {
+  let handle = null;  // one per module, made at the first call (it holds only the last error)
+
+  function scaledDotProductAttention(query, key, value, options = {}) {
+    try {
+      const { tensors, scalars } = readCall(query, key, value, options);
+      handle ??= new module.AttentionFunctionHandle();
+      const scope = new HeapScope(module);
+      try {
+        const request = { ...scalars };
+        for (const [name, tensor] of Object.entries(tensors)) {
+          if (tensor) request[name] = { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
+        }
+        const plan = handle.plan(request);
+        if (plan === null) throwHandleError(handle);
+        const count = (shape) => shape.reduce((n, d) => n * d, 1);
+        const room = (shape, what) => (shape ? scope.allocate(4 * count(shape), what) : 0);
+        const steps = plan.steps;
+        const outputs = {
+          output: room(plan.output, 'the output'),
+          presentKey: room(plan.presentKey, 'presentKey'),
+          presentValue: room(plan.presentValue, 'presentValue'),
+          weights: room(plan.weights, 'the weights'),
+          scores: room(steps, 'the captured scores'),
+          capped: plan.capped ? room(steps, 'the captured capped scores') : 0,
+          logits: room(steps, 'the captured logits'),
+          pattern: room(steps, 'the captured pattern'),
+        };
+        if (!handle.run(request, outputs)) throwHandleError(handle);
+        const take = (ptr, shape) => ({ data: copyOutFloats(module, ptr, count(shape)), shape });
+        const result = { output: take(outputs.output, plan.output) };
+        if (plan.presentKey) {
+          result.presentKey = take(outputs.presentKey, plan.presentKey);
+          result.presentValue = take(outputs.presentValue, plan.presentValue);
+        }
+        if (plan.weights) result.weights = take(outputs.weights, plan.weights);
+        if (steps) {
+          result.steps = { scores: take(outputs.scores, steps) };
+          if (plan.capped) result.steps.capped = take(outputs.capped, steps);
+          result.steps.logits = take(outputs.logits, steps);
+          result.steps.pattern = take(outputs.pattern, steps);
+        }
+        return result;
+      } finally {
+        scope.free();
+      }
+    } catch (error) {
+      throw withCallName(error, CALL);
+    }
+  }
+
+  /**
+   * The same call as a promise, for code written once for every backend. On wasm the work runs
+   * now, on the calling thread; errors reject, named 'scaledDotProductAttentionAsync: ...'.
+   */
+  async function scaledDotProductAttentionAsync(query, key, value, options = {}) {
+    try {
+      return scaledDotProductAttention(query, key, value, options);
+    } catch (error) {
+      throw withCallName(error, 'scaledDotProductAttentionAsync', [CALL]);
+    }
+  }
+
+  return { scaledDotProductAttention, scaledDotProductAttentionAsync };
+}
