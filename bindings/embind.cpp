@@ -696,15 +696,13 @@ class AttentionFunctionHandle {
     return planned;
   }
 
-  // outputs: { output, presentKey, presentValue, weights, scores, capped, logits, pattern }
+  // outputs: { output, presentKey, presentValue, weights, scores, capped, logits, pattern, lse }
   // addresses sized by plan() (0: not asked for).
   bool run(val request, val outputs) {
     return guarded(error_kind_, error_, [&] {
       const Request r(keys_, request);
       const mha::AttentionPlan p = mha::plan_attention(r.query, r.key, r.value, r.options);
-      const auto at = [&](const char* name) {
-        return reinterpret_cast<float*>(static_cast<uintptr_t>(outputs[name].as<double>()));
-      };
+      const auto at = [&](const char* name) { return address(outputs, name); };
       mha::AttentionOutputs o;
       o.output = at("output");
       o.present_key = at("presentKey");
@@ -714,15 +712,43 @@ class AttentionFunctionHandle {
       o.capped = at("capped");
       o.logits = at("logits");
       o.pattern = at("pattern");
-#ifdef __EMSCRIPTEN_PTHREADS__
-      mha::run_attention(p, r.query, r.key, r.value, r.options, o, module_pool.get());
-#else
-      mha::run_attention(p, r.query, r.key, r.value, r.options, o, nullptr);
-#endif
+      o.lse = at("lse");
+      mha::run_attention(p, r.query, r.key, r.value, r.options, o, pool());
+    });
+  }
+
+  // The backward pass of a run() with lse, on the same request: buffers { output, lse, dOutput,
+  // dQuery, dKey, dValue, dPastKey, dPastValue } (addresses; the pasts' 0 without a past).
+  bool backward(val request, val buffers) {
+    return guarded(error_kind_, error_, [&] {
+      const Request r(keys_, request);
+      const mha::AttentionPlan p = mha::plan_attention(r.query, r.key, r.value, r.options);
+      const auto at = [&](const char* name) { return address(buffers, name); };
+      mha::AttentionGradients g;
+      g.d_query = at("dQuery");
+      g.d_key = at("dKey");
+      g.d_value = at("dValue");
+      g.d_past_key = at("dPastKey");
+      g.d_past_value = at("dPastValue");
+      mha::run_attention_backward(p, r.query, r.key, r.value, r.options, at("output"), at("lse"), at("dOutput"), g,
+                                  pool());
     });
   }
 
  private:
+  // The address the wrapper put in object[name] (0: none), as a float pointer.
+  static float* address(const val& object, const char* name) {
+    return reinterpret_cast<float*>(static_cast<uintptr_t>(object[name].as<double>()));
+  }
+
+  static mha::ThreadPool* pool() {
+#ifdef __EMSCRIPTEN_PTHREADS__
+    return module_pool.get();
+#else
+    return nullptr;
+#endif
+  }
+
   struct Request {
     mha::TensorRef query, key, value;
     mha::AttentionFunctionOptions options;
@@ -833,7 +859,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("lastErrorKind", &AttentionFunctionHandle::lastErrorKind)
       .function("lastError", &AttentionFunctionHandle::lastError)
       .function("plan", &AttentionFunctionHandle::plan)
-      .function("run", &AttentionFunctionHandle::run);
+      .function("run", &AttentionFunctionHandle::run)
+      .function("backward", &AttentionFunctionHandle::backward);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
   emscripten::function("linearForward", &linearForward);
   emscripten::function("linearBackward", &linearBackward);

@@ -1273,6 +1273,8 @@ export interface AttentionFunctionOptions {
   needWeights?: boolean;
   /** Also return the steps: scores, capped (with softcap), logits, pattern. */
   capture?: boolean;
+  /** Keep what backward needs (copies of the inputs, the output, each row's log-sum-exp): the result gets backward(dOut). */
+  grad?: boolean;
   /** As the layer's variants: a sliding window of W keys, ALiBi slopes [Hq], sink logits [Hq]. */
   slidingWindow?: number;
   alibiSlopes?: Float32Array | number[];
@@ -1290,6 +1292,19 @@ export interface AttentionFunctionResult {
   weights?: Tensor<Float32Array>;
   /** With capture: scores = scale q.k; capped = after softcap (with softcap only); logits = after the masks (-Infinity where blocked); pattern = the softmax. */
   steps?: { scores: Tensor<Float32Array>; capped?: Tensor<Float32Array>; logits: Tensor<Float32Array>; pattern: Tensor<Float32Array> };
+  /** With grad: dLoss/d the inputs given dOut = dLoss/dOutput (the output's shape). */
+  backward?(dOut: Tensor<Float32Array>): AttentionFunctionGradients;
+  backwardAsync?(dOut: Tensor<Float32Array>): Promise<AttentionFunctionGradients>;
+}
+
+/** The gradients {@link AttentionFunctionResult.backward} returns, each in its input's shape. */
+export interface AttentionFunctionGradients {
+  query: Tensor<Float32Array>;
+  key: Tensor<Float32Array>;
+  value: Tensor<Float32Array>;
+  /** With a past. */
+  pastKey?: Tensor<Float32Array>;
+  pastValue?: Tensor<Float32Array>;
 }
 
 export interface MhaModule {
@@ -1303,6 +1318,16 @@ export interface MhaModule {
   scaledDotProductAttention(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
     options?: AttentionFunctionOptions): AttentionFunctionResult;
   /** The same as a promise (on wasm the work runs now, on the calling thread). */
+  scaledDotProductAttentionAsync(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
+    options?: AttentionFunctionOptions): Promise<AttentionFunctionResult>;
+}
+
+export interface WebGpuModule {
+  /**
+   * {@link MhaModule.scaledDotProductAttention} on this device, on the layer's GPU attention kernels:
+   * CPU arrays in, CPU arrays out. Not here yet (refused by name): capture, grad, GPU-buffer
+   * tensors, and a per-batch or negative causalOffset together with slidingWindow or alibiSlopes.
+   */
   scaledDotProductAttentionAsync(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
     options?: AttentionFunctionOptions): Promise<AttentionFunctionResult>;
 }

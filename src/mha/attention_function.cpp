@@ -287,100 +287,133 @@ AttentionPlan plan_attention(const TensorRef& query, const TensorRef& key, const
   return p;
 }
 
-void run_attention(const AttentionPlan& p, const TensorRef& query, const TensorRef& key, const TensorRef& value,
-                   const AttentionFunctionOptions& o, const AttentionOutputs& out, ThreadPool* pool) {
-  const int64_t B = p.batch, Hq = p.q_heads, Hkv = p.kv_heads, L = p.query_len, S = p.key_len, P = p.past_len,
-                T = p.total_len, E = p.head_dim, Ev = p.value_head_dim;
+namespace {
+
+// [B, Hkv, T, D] = past [B, Hkv, P, D] then the new rows (in the call's layout).
+void concatenate(const AttentionPlan& p, const float* past, const float* fresh, float* present, int64_t D) {
   const HeadLayout layout{p};
-
-  // 1. The keys and values each head reads: with a past, the presents (past then new, [B, Hkv,
-  // T, D]), which the caller gets too; else the inputs in place.
-  const auto concatenate = [&](const float* past, const float* fresh, float* present, int64_t D) {
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < Hkv; ++h) {
-        float* rows = present + (b * Hkv + h) * T * D;
-        std::copy_n(past + (b * Hkv + h) * P * D, P * D, rows);
-        const float* source = fresh + layout.offset(b, h, Hkv, S, D);
-        for (int64_t j = 0; j < S; ++j) std::copy_n(source + j * layout.stride(Hkv, D), D, rows + (P + j) * D);
-      }
-  };
-  const bool past = o.past_key.present();
-  if (past) {
-    concatenate(o.past_key.data, key.data, out.present_key, E);
-    concatenate(o.past_value.data, value.data, out.present_value, Ev);
-  }
-  const auto keys_of = [&](int64_t b, int64_t kvh) {
-    return past ? out.present_key + (b * Hkv + kvh) * T * E : key.data + layout.offset(b, kvh, Hkv, S, E);
-  };
-  const auto values_of = [&](int64_t b, int64_t kvh) {
-    return past ? out.present_value + (b * Hkv + kvh) * T * Ev : value.data + layout.offset(b, kvh, Hkv, S, Ev);
-  };
-  const int64_t k_stride = past ? E : layout.stride(Hkv, E), v_stride = past ? Ev : layout.stride(Hkv, Ev);
-
-  // 2. Masks as the kernels take them: the attention mask's [L, T] block per head, the padding
-  // keys as a key bias per batch row.
-  const BroadcastMask mask(o.attn_mask, p);
-  std::vector<float> key_bias;
-  if (o.kv_seq_lens) {
-    key_bias.resize(static_cast<size_t>(B * T));
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t j = 0; j < T; ++j) key_bias[b * T + j] = j < o.kv_seq_lens[b] ? 0.0f : kNegInf;
-  }
-  // Query row i of batch row b sits at position first(b) + i: causal masking, the window and
-  // ALiBi compare it with key j (and dropout keys its row by it).
-  const auto first_position = [&](int64_t b) -> int64_t {
-    switch (o.causal) {
-      case CausalMode::kBottomRight: return T - L;
-      case CausalMode::kOffset: return o.causal_offsets[o.causal_offsets_shape[0] == 1 ? 0 : b];
-      default: return 0;
+  const int64_t Hkv = p.kv_heads, P = p.past_len, S = p.key_len, T = p.total_len;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < Hkv; ++h) {
+      float* rows = present + (b * Hkv + h) * T * D;
+      std::copy_n(past + (b * Hkv + h) * P * D, P * D, rows);
+      const float* source = fresh + layout.offset(b, h, Hkv, S, D);
+      for (int64_t j = 0; j < S; ++j) std::copy_n(source + j * layout.stride(Hkv, D), D, rows + (P + j) * D);
     }
-  };
+}
 
-  // Head h of batch row b, query rows first .. first + rows - 1: the layer's kernel arguments.
-  const auto head = [&](int64_t b, int64_t h, int64_t first, int64_t rows) {
-    const int64_t kvh = h / p.heads_per_kv();
+// One call's heads as the kernels take them: where head h's q, k, v and output rows are, its
+// masks, positions, score step and dropout. The forward and backward passes both build their
+// kernel arguments here, so they cannot disagree about a head.
+class AttentionHeads {
+ public:
+  // keys / values: the presents [B, Hkv, T, D] with a past, else null (the inputs are read in place).
+  AttentionHeads(const AttentionPlan& p, const TensorRef& query, const TensorRef& key, const TensorRef& value,
+                 const AttentionFunctionOptions& o, const float* keys, const float* values, const float* output)
+      : p_(p), o_(o), layout_{p}, query_(query.data), keys_(keys ? keys : key.data), values_(values ? values : value.data),
+        output_(output), in_place_(keys == nullptr), mask_(o.attn_mask, p) {
+    if (o.kv_seq_lens) {
+      key_bias_.resize(static_cast<size_t>(p.batch * p.total_len));
+      for (int64_t b = 0; b < p.batch; ++b)
+        for (int64_t j = 0; j < p.total_len; ++j)
+          key_bias_[b * p.total_len + j] = j < o.kv_seq_lens[b] ? 0.0f : kNegInf;
+    }
+  }
+
+  // Query rows first .. first + rows - 1 of head h of batch row b.
+  kernels::AttentionHeadArgs head(int64_t b, int64_t h, int64_t first, int64_t rows) const {
+    const int64_t Hq = p_.q_heads, Hkv = p_.kv_heads, L = p_.query_len, T = p_.total_len, E = p_.head_dim,
+                  Ev = p_.value_head_dim, kvh = h / p_.heads_per_kv();
     kernels::AttentionHeadArgs a{};
-    a.q = query.data + layout.offset(b, h, Hq, L, E) + first * layout.stride(Hq, E);
-    a.k = keys_of(b, kvh);
-    a.v = values_of(b, kvh);
-    a.out = out.output + layout.offset(b, h, Hq, L, Ev) + first * layout.stride(Hq, Ev);
-    a.q_stride = layout.stride(Hq, E);
-    a.k_stride = k_stride;
-    a.v_stride = v_stride;
-    a.out_stride = layout.stride(Hq, Ev);
+    a.q = query_ + layout_.offset(b, h, Hq, L, E) + first * layout_.stride(Hq, E);
+    a.q_stride = layout_.stride(Hq, E);
+    if (in_place_) {
+      a.k = keys_ + layout_.offset(b, kvh, Hkv, T, E);
+      a.v = values_ + layout_.offset(b, kvh, Hkv, T, Ev);
+      a.k_stride = layout_.stride(Hkv, E);
+      a.v_stride = layout_.stride(Hkv, Ev);
+    } else {
+      a.k = keys_ + (b * Hkv + kvh) * T * E;
+      a.v = values_ + (b * Hkv + kvh) * T * Ev;
+      a.k_stride = E;
+      a.v_stride = Ev;
+    }
+    // (The backward kernel reads the forward's output through `out`; it never writes it.)
+    a.out = const_cast<float*>(output_) + layout_.offset(b, h, Hq, L, Ev) + first * layout_.stride(Hq, Ev);
+    a.out_stride = layout_.stride(Hq, Ev);
     a.query_len = rows;
     a.key_len = T;
     a.head_dim = E;
     a.value_head_dim = Ev;
-    a.scale = p.scale;
-    a.causal = o.causal != CausalMode::kNone;
-    a.epilogue.window = o.sliding_window;
-    a.epilogue.softcap = o.softcap;
-    if (!o.alibi_slopes.empty()) a.epilogue.alibi_slope = o.alibi_slopes[h];
-    if (o.sinks) a.epilogue.sink = o.sinks[h];
+    a.scale = p_.scale;
+    a.causal = o_.causal != CausalMode::kNone;
+    a.epilogue.window = o_.sliding_window;
+    a.epilogue.softcap = o_.softcap;
+    if (!o_.alibi_slopes.empty()) a.epilogue.alibi_slope = o_.alibi_slopes[h];
+    if (o_.sinks) a.epilogue.sink = o_.sinks[h];
     a.first_query = first_position(b) + first;
-    a.key_bias = key_bias.empty() ? nullptr : key_bias.data() + b * T;
-    const float* mask_rows = mask.rows(b, h);
+    a.key_bias = key_bias_.empty() ? nullptr : key_bias_.data() + b * T;
+    const float* mask_rows = mask_.rows(b, h);
     a.attn_bias = mask_rows ? mask_rows + first * T : nullptr;
+    if (o_.dropout > 0.0f) a.dropout = {o_.dropout, o_.seed, static_cast<uint64_t>(b * Hq + h)};
+    return a;
+  }
+
+ private:
+  // Query row i of batch row b sits at position first_position(b) + i: causal masking, the window
+  // and ALiBi compare it with key j (and dropout keys its row by it).
+  int64_t first_position(int64_t b) const {
+    switch (o_.causal) {
+      case CausalMode::kBottomRight: return p_.total_len - p_.query_len;
+      case CausalMode::kOffset: return o_.causal_offsets[o_.causal_offsets_shape[0] == 1 ? 0 : b];
+      default: return 0;
+    }
+  }
+
+  const AttentionPlan& p_;
+  const AttentionFunctionOptions& o_;
+  const HeadLayout layout_;
+  const float *query_, *keys_, *values_, *output_;
+  const bool in_place_;
+  const BroadcastMask mask_;
+  std::vector<float> key_bias_;
+};
+
+}  // namespace
+
+void run_attention(const AttentionPlan& p, const TensorRef& query, const TensorRef& key, const TensorRef& value,
+                   const AttentionFunctionOptions& o, const AttentionOutputs& out, ThreadPool* pool) {
+  const int64_t B = p.batch, Hq = p.q_heads, Hkv = p.kv_heads, L = p.query_len, T = p.total_len, E = p.head_dim,
+                Ev = p.value_head_dim;
+  // The keys and values each head reads: with a past, the presents (which the caller gets too).
+  const bool past = o.past_key.present();
+  if (past) {
+    concatenate(p, o.past_key.data, key.data, out.present_key, E);
+    concatenate(p, o.past_value.data, value.data, out.present_value, Ev);
+  }
+  const AttentionHeads heads(p, query, key, value, o, past ? out.present_key : nullptr,
+                             past ? out.present_value : nullptr, out.output);
+  const auto head = [&](int64_t b, int64_t h, int64_t first, int64_t rows) {
+    kernels::AttentionHeadArgs a = heads.head(b, h, first, rows);
     if (out.weights) {
       a.weights = out.weights + ((b * Hq + h) * L + first) * T;
       a.weights_factor = 1.0f;
     }
-    if (o.dropout > 0.0f) a.dropout = {o.dropout, o.seed, static_cast<uint64_t>(b * Hq + h)};
+    if (out.lse) a.lse = out.lse + (b * Hq + h) * L + first;
     return a;
   };
 
-  // 3. Attend, as the layer's attention stage does (multihead_attention.cpp): a few query rows
-  // without dropout go to the decode kernel, a GQA group reading its keys once; otherwise a task
-  // is (batch row, query chunk, head) on the flash kernel.
+  // Attend, as the layer's attention stage does (multihead_attention.cpp): a few query rows
+  // without dropout or a backward to come go to the decode kernel, a GQA group reading its keys
+  // once; otherwise a task is (batch row, query chunk, head) on the flash kernel.
   const StageRunner run(pool);
   const int threads = run.threads();
   const bool splits = 2.0 * B * Hq * L * T * (E + Ev) >= StageRunner::kMinParallelFlops;
   if (out.weights) std::fill(out.weights, out.weights + element_count(p.weights_shape), 0.0f);
-  const bool decoding = L < kernels::decode_query_rows() && o.dropout == 0.0f;
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
+  const bool decoding = L < kernels::decode_query_rows() && o.dropout == 0.0f && !out.lse;
   if (decoding) {
     const int64_t G = p.heads_per_kv();
-    std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
     run.parallel(B * Hkv, splits, [&](int64_t task, int thread) {
       const int64_t b = task / Hkv, kvh = task % Hkv;
       std::vector<kernels::AttentionHeadArgs> group(static_cast<size_t>(G));
@@ -391,11 +424,8 @@ void run_attention(const AttentionPlan& p, const TensorRef& query, const TensorR
       kernels::attention_heads_decode(group.data(), G);
     });
   } else {
-    const int64_t wanted_chunks = (2 * threads + B * Hq - 1) / (B * Hq);
-    const int64_t block = kernels::attention_query_block();
-    const int64_t chunk = (std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks) + block - 1) / block * block;
+    const int64_t chunk = attention_query_chunk(threads, B * Hq, L);
     const int64_t chunks = (L + chunk - 1) / chunk;
-    std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
     run.parallel(B * chunks * Hq, splits, [&](int64_t task, int thread) {
       const int64_t h = task % Hq, b = task / Hq / chunks;
       const int64_t first = (task / Hq % chunks) * chunk, rows = std::min(chunk, L - first);
@@ -407,12 +437,11 @@ void run_attention(const AttentionPlan& p, const TensorRef& query, const TensorR
     });
   }
 
-  // 4. The steps, on request: row by row (kernels/attention_row_steps.hpp), from the same
-  // arguments the kernels ran with.
+  // The steps, on request: row by row (kernels/attention_row_steps.hpp), from the same arguments.
   if (out.scores) {
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < Hq; ++h) {
-        const kernels::AttentionHeadArgs a = head(b, h, 0, L);
+        const kernels::AttentionHeadArgs a = heads.head(b, h, 0, L);
         for (int64_t i = 0; i < L; ++i) {
           const int64_t at = ((b * Hq + h) * L + i) * T;
           kernels::attention_row_steps(a, i, out.scores + at, out.capped ? out.capped + at : nullptr,
@@ -420,6 +449,68 @@ void run_attention(const AttentionPlan& p, const TensorRef& query, const TensorR
         }
       }
   }
+}
+
+void run_attention_backward(const AttentionPlan& p, const TensorRef& query, const TensorRef& key,
+                            const TensorRef& value, const AttentionFunctionOptions& o, const float* output,
+                            const float* lse, const float* d_output, const AttentionGradients& grads, ThreadPool* pool) {
+  const int64_t B = p.batch, Hq = p.q_heads, Hkv = p.kv_heads, L = p.query_len, S = p.key_len, P = p.past_len,
+                T = p.total_len, E = p.head_dim, Ev = p.value_head_dim, G = p.heads_per_kv();
+  const HeadLayout layout{p};
+  // dK and dV of every key (past and new) as [B, Hkv, T, D], split afterwards; with a past the
+  // keys and values are read from their concatenation, as the forward read them.
+  const bool past = o.past_key.present();
+  std::vector<float> present_k, present_v;
+  if (past) {
+    present_k.resize(static_cast<size_t>(B * Hkv * T * E));
+    present_v.resize(static_cast<size_t>(B * Hkv * T * Ev));
+    concatenate(p, o.past_key.data, key.data, present_k.data(), E);
+    concatenate(p, o.past_value.data, value.data, present_v.data(), Ev);
+  }
+  const AttentionHeads heads(p, query, key, value, o, past ? present_k.data() : nullptr,
+                             past ? present_v.data() : nullptr, output);
+  std::vector<float> dk(static_cast<size_t>(B * Hkv * T * E), 0.0f), dv(static_cast<size_t>(B * Hkv * T * Ev), 0.0f);
+  std::fill(grads.d_query, grads.d_query + B * Hq * L * E, 0.0f);
+
+  // Tasks (batch row, kv head): each adds its G query heads into its own rows of dK and dV
+  // (FlashAttention-2's backward, the layer's kernel); each query head's dQ rows are its own.
+  const StageRunner run(pool);
+  std::vector<std::vector<float>> scratch(static_cast<size_t>(run.threads()));
+  run.parallel(B * Hkv, 10.0 * B * Hq * L * T * std::max(E, Ev) >= StageRunner::kMinParallelFlops,
+               [&](int64_t task, int thread) {
+    const int64_t b = task / Hkv, kvh = task % Hkv;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t h = kvh * G + g;
+      kernels::AttentionBackwardArgs a{};
+      a.forward = heads.head(b, h, 0, L);
+      a.lse = lse + (b * Hq + h) * L;
+      a.d_out = d_output + layout.offset(b, h, Hq, L, Ev);
+      a.d_out_stride = layout.stride(Hq, Ev);
+      a.d_q = grads.d_query + layout.offset(b, h, Hq, L, E);
+      a.d_q_stride = layout.stride(Hq, E);
+      a.d_k = dk.data() + (b * Hkv + kvh) * T * E;
+      a.d_k_stride = E;
+      a.d_v = dv.data() + (b * Hkv + kvh) * T * Ev;
+      a.d_v_stride = Ev;
+      std::vector<float>& room = scratch[thread];
+      room.resize(static_cast<size_t>(kernels::attention_backward_scratch_floats(a)));
+      a.scratch = room.data();
+      kernels::attention_head_backward(a);
+    }
+  });
+
+  // Split dK / dV into the past's part [B, Hkv, P, D] and the new keys' (in key's layout).
+  const auto split = [&](const std::vector<float>& d, float* d_past, float* d_new, int64_t D) {
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hkv; ++h) {
+        const float* rows = d.data() + (b * Hkv + h) * T * D;
+        if (d_past) std::copy_n(rows, P * D, d_past + (b * Hkv + h) * P * D);
+        float* target = d_new + layout.offset(b, h, Hkv, S, D);
+        for (int64_t j = 0; j < S; ++j) std::copy_n(rows + (P + j) * D, D, target + j * layout.stride(Hkv, D));
+      }
+  };
+  split(dk, grads.d_past_key, grads.d_key, E);
+  split(dv, grads.d_past_value, grads.d_value, Ev);
 }
 
 }  // namespace mha

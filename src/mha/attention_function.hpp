@@ -82,10 +82,29 @@ struct AttentionOutputs {
   float* capped = nullptr;
   float* logits = nullptr;
   float* pattern = nullptr;
+  // [B, Hq, L]: each row's log-sum-exp, which the backward pass reads (then the flash kernel runs
+  // every row, as the layer's training calls do).
+  float* lse = nullptr;
 };
 
 // Runs the call planned as `plan` (from these same inputs) on `pool` (null: the calling thread).
 void run_attention(const AttentionPlan& plan, const TensorRef& query, const TensorRef& key, const TensorRef& value,
                    const AttentionFunctionOptions& options, const AttentionOutputs& outputs, ThreadPool* pool);
+
+// dLoss/d the inputs: query's, key's and value's shapes, and the pasts' with a past (null without).
+struct AttentionGradients {
+  float* d_query = nullptr;
+  float* d_key = nullptr;
+  float* d_value = nullptr;
+  float* d_past_key = nullptr;
+  float* d_past_value = nullptr;
+};
+
+// The backward pass of a run_attention call with `lse` (the same inputs and options: dropout
+// regenerates its mask from the seed), given its output and d_output = dLoss/dOutput (the
+// output's shape): the layer's backward kernel (FlashAttention-2's), per head.
+void run_attention_backward(const AttentionPlan& plan, const TensorRef& query, const TensorRef& key,
+                            const TensorRef& value, const AttentionFunctionOptions& options, const float* output,
+                            const float* lse, const float* d_output, const AttentionGradients& grads, ThreadPool* pool);
 
 }  // namespace mha

@@ -98,8 +98,11 @@ for (const build of BUILDS) {
         { name: 'RangeError', message: /^scaledDotProductAttention: attnMask: shape \[4, 3\] does not broadcast to \[B, Hq, L, T\] = \[1, 2, 3, 5\]/ });
       assert.throws(call(t([1, 2, 3, 8]), t([1, 2, 5, 8]), t([1, 2, 5, 8]), { pastKey: t([1, 2, 4, 8]) }),
         { name: 'TypeError', message: 'scaledDotProductAttention: pastValue: pastKey and pastValue must be given together' });
-      assert.throws(call(t([1, 2, 3, 8]), t([1, 2, 5, 8]), t([1, 2, 5, 8]), { grad: true }),
-        { name: 'TypeError', message: /^scaledDotProductAttention: grad: gradients of scaledDotProductAttention are not implemented yet/ });
+      assert.throws(call(t([1, 2, 3, 8]), t([1, 2, 5, 8]), t([1, 2, 5, 8]), { grad: 1 }),
+        { name: 'TypeError', message: 'scaledDotProductAttention: grad must be a boolean, got number 1' });
+      const r = mha.scaledDotProductAttention(t([1, 2, 3, 8]), t([1, 2, 5, 8]), t([1, 2, 5, 8]), { grad: true });
+      assert.throws(() => r.backward(t([1, 2, 3, 7])),
+        { name: 'RangeError', message: 'backward: dOut: expected the output\'s shape [1, 2, 3, 8], got [1, 2, 3, 7]' });
       assert.throws(call(t([1, 2, 3, 8]), t([1, 2, 5, 8]), t([1, 2, 5, 8]), { isCausal: true }),
         { name: 'TypeError', message: /^scaledDotProductAttention: options: unknown option 'isCausal'; known options: attnMask, causal/ });
       assert.throws(call(t([1, 2, 3, 8]), t([1, 2, 5, 8]), t([1, 2, 5, 8]), { causal: false, causalOffset: 2 }),

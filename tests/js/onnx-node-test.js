@@ -1,7 +1,7 @@
 // Reads one of ONNX's stored node tests (onnx/backend/test/data/node/<case>: model.onnx with one
 // node, test_data_set_0/input_N.pb and output_N.pb TensorProtos) with the package's protobuf
 // reader: the node's inputs and outputs by their role in the operator, and each tensor as a
-// typed array.
+// typed array; and an Attention node's case as a scaledDotProductAttention call.
 import { readdirSync, readFileSync } from 'node:fs';
 
 import { decodeOnnxGraph, decodeOnnxTensor } from '../../bindings/js/formats/onnx-protobuf.js';
@@ -65,4 +65,39 @@ export function readNodeTest(dir) {
     inputs: node.input.map((name) => (name ? byName.get(`in:${name}`) ?? null : null)),
     outputs: node.output.map((name) => (name ? byName.get(`out:${name}`) ?? null : null)),
   };
+}
+
+/**
+ * An ONNX Attention node's inputs and attributes as a scaledDotProductAttention call
+ * (docs/attention-function.md, "ONNX"): the 3-D form takes numHeads / kvNumHeads; is_causal is
+ * offset-aligned (j <= i + P with a past, j <= i + nonpad_kv_seqlen[b] - L with it, else
+ * top-left); qk_matmul_output_mode 0 and 1 are the scaled scores (after softcap, as ONNX's
+ * reference computes them), 2 the logits, 3 the pattern.
+ */
+export function onnxAttentionCall({ node, inputs }) {
+  const [Q, K, V, mask, pastKey, pastValue, nonpad] = inputs;
+  const a = node.attributes;
+  const tensor = (t) => t && { data: t.data, shape: t.shape };
+  const options = {};
+  if (Q.shape.length === 3) {
+    options.numHeads = a.q_num_heads;
+    options.kvNumHeads = a.kv_num_heads;
+  }
+  if (a.scale !== undefined) options.scale = a.scale;
+  if (a.softcap) options.softcap = a.softcap;
+  if (mask) options.attnMask = tensor(mask);
+  if (pastKey) {
+    options.pastKey = tensor(pastKey);
+    options.pastValue = tensor(pastValue);
+  }
+  if (nonpad) options.kvSeqLens = Int32Array.from(nonpad.data);
+  const L = Q.shape.length === 3 ? Q.shape[1] : Q.shape[2];
+  if (a.is_causal) {
+    if (pastKey) options.causalOffset = pastKey.shape[2];
+    else if (nonpad) options.causalOffset = Int32Array.from(nonpad.data, (n) => n - L);
+    else options.causal = true;
+  }
+  const mode = a.qk_matmul_output_mode ?? 0;
+  const step = mode === 3 ? 'pattern' : mode === 2 ? 'logits' : a.softcap ? 'capped' : 'scores';
+  return { query: tensor(Q), key: tensor(K), value: tensor(V), options, step };
 }

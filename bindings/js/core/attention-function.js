@@ -11,6 +11,13 @@ import {
 } from './validate.js';
 
 const CALL = 'scaledDotProductAttention';
+
+/**
+ * (No public API.) A module's planner of attention calls, for the WebGPU backend: the call read
+ * and checked as here, and the core's plan of its shapes. [PLAN_ATTENTION](query, key, value,
+ * options) -> { tensors, scalars, grad, plan }.
+ */
+export const PLAN_ATTENTION = Symbol('mha-wasm: plan an attention call');
 const OPTION_KEYS = [
   'attnMask', 'causal', 'causalOffset', 'kvSeqLens', 'scale', 'softcap', 'dropout', 'seed', 'pastKey', 'pastValue',
   'numHeads', 'kvNumHeads', 'needWeights', 'capture', 'slidingWindow', 'alibiSlopes', 'sinks', 'grad',
@@ -73,10 +80,6 @@ function checkNumber(name, value, rule) {
 function readCall(query, key, value, options) {
   checkPlainObject(`${CALL}: options`, options);
   checkKnownKeys('options', options, OPTION_KEYS);
-  if (options.grad) {
-    throw new TypeError('grad: gradients of scaledDotProductAttention are not implemented yet '
-      + '(the layer\'s forward(..., { grad: true }) has them)');
-  }
   checkInteger('numHeads', options.numHeads, { optional: true });
   checkInteger('kvNumHeads', options.kvNumHeads, { optional: true });
   const packed = options.numHeads !== undefined;
@@ -110,6 +113,7 @@ function readCall(query, key, value, options) {
   }
   checkBoolean('needWeights', options.needWeights);
   checkBoolean('capture', options.capture);
+  checkBoolean('grad', options.grad);
   return {
     tensors: {
       query: q, key: k, value: v, pastKey, pastValue, attnMask, kvSeqLens, sinks, causalOffsets: causal.offsets && { data: causal.offsets, shape: [causal.offsets.length] },
@@ -128,7 +132,23 @@ function readCall(query, key, value, options) {
       needWeights: options.needWeights ?? false,
       capture: options.capture ?? false,
     },
+    grad: options.grad ?? false,
   };
+}
+
+/** dOut for a result of shape `shape`: a { data: Float32Array, shape } of that shape. */
+function checkDOut(name, dOut, shape) {
+  checkTensor(name, dOut, { expected: `[${shape.join(', ')}] (the output's shape)` });
+  if (dOut.shape.length !== shape.length || dOut.shape.some((d, i) => d !== shape[i])) {
+    throw new RangeError(`${name}: expected the output's shape [${shape.join(', ')}], got [${dOut.shape.join(', ')}]`);
+  }
+  return dOut;
+}
+
+/** B * Hq * L: the rows of the output (its last dimension is Ev, or Hq * Ev in the 3-D form). */
+function lseCount(plan, options) {
+  const rows = plan.output.slice(0, -1).reduce((n, d) => n * d, 1);
+  return options.numHeads !== undefined ? rows * options.numHeads : rows;
 }
 
 function throwHandleError(handle) {
@@ -140,16 +160,70 @@ function throwHandleError(handle) {
 export function defineAttentionFunction(module) {
   let handle = null;  // one per module, made at the first call (it holds only the last error)
 
+  /** The request the core reads, its tensors copied into `scope`. */
+  function requestIn(scope, tensors, scalars) {
+    const request = { ...scalars };
+    for (const [name, tensor] of Object.entries(tensors)) {
+      if (tensor) request[name] = { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
+    }
+    return request;
+  }
+
+  /**
+   * backward(dOut) of a call with grad: the gradients of its query, key and value (and pasts), from
+   * copies of its inputs, its output and each row's log-sum-exp (no L x T buffer is kept).
+   */
+  function backwardOf(tensors, scalars, output, lse) {
+    return function backward(dOut) {
+      try {
+        checkDOut('dOut', dOut, output.shape);
+        const scope = new HeapScope(module);
+        try {
+          const request = requestIn(scope, tensors, { ...scalars, needWeights: false, capture: false });
+          const room = (tensor) => (tensor ? scope.allocate(4 * tensor.data.length, 'a gradient') : 0);
+          const buffers = {
+            output: scope.copyIn(output.data), lse: scope.copyIn(lse), dOutput: scope.copyIn(dOut.data),
+            dQuery: room(tensors.query), dKey: room(tensors.key), dValue: room(tensors.value),
+            dPastKey: room(tensors.pastKey), dPastValue: room(tensors.pastValue),
+          };
+          if (!handle.backward(request, buffers)) throwHandleError(handle);
+          const take = (ptr, tensor) => ({ data: copyOutFloats(module, ptr, tensor.data.length), shape: [...tensor.shape] });
+          const grads = { query: take(buffers.dQuery, tensors.query), key: take(buffers.dKey, tensors.key), value: take(buffers.dValue, tensors.value) };
+          if (tensors.pastKey) {
+            grads.pastKey = take(buffers.dPastKey, tensors.pastKey);
+            grads.pastValue = take(buffers.dPastValue, tensors.pastValue);
+          }
+          return grads;
+        } finally {
+          scope.free();
+        }
+      } catch (error) {
+        throw withCallName(error, 'backward');
+      }
+    };
+  }
+
+  /** The call read, checked and planned by the core (which checks every shape); nothing is kept. */
+  function planCall(query, key, value, options = {}) {
+    const call = readCall(query, key, value, options);
+    handle ??= new module.AttentionFunctionHandle();
+    const scope = new HeapScope(module);
+    try {
+      const plan = handle.plan(requestIn(scope, call.tensors, call.scalars));
+      if (plan === null) throwHandleError(handle);
+      return { ...call, plan };
+    } finally {
+      scope.free();
+    }
+  }
+
   function scaledDotProductAttention(query, key, value, options = {}) {
     try {
-      const { tensors, scalars } = readCall(query, key, value, options);
+      const { tensors, scalars, grad } = readCall(query, key, value, options);
       handle ??= new module.AttentionFunctionHandle();
       const scope = new HeapScope(module);
       try {
-        const request = { ...scalars };
-        for (const [name, tensor] of Object.entries(tensors)) {
-          if (tensor) request[name] = { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
-        }
+        const request = requestIn(scope, tensors, scalars);
         const plan = handle.plan(request);
         if (plan === null) throwHandleError(handle);
         const count = (shape) => shape.reduce((n, d) => n * d, 1);
@@ -164,6 +238,7 @@ export function defineAttentionFunction(module) {
           capped: plan.capped ? room(steps, 'the captured capped scores') : 0,
           logits: room(steps, 'the captured logits'),
           pattern: room(steps, 'the captured pattern'),
+          lse: grad ? scope.allocate(4 * lseCount(plan, options), 'the log-sum-exps') : 0,
         };
         if (!handle.run(request, outputs)) throwHandleError(handle);
         const take = (ptr, shape) => ({ data: copyOutFloats(module, ptr, count(shape)), shape });
@@ -178,6 +253,20 @@ export function defineAttentionFunction(module) {
           if (plan.capped) result.steps.capped = take(outputs.capped, steps);
           result.steps.logits = take(outputs.logits, steps);
           result.steps.pattern = take(outputs.pattern, steps);
+        }
+        if (grad) {
+          // The backward pass reads its own copies: the caller may reuse its arrays meanwhile.
+          const kept = Object.fromEntries(Object.entries(tensors).map(([name, t]) => [name, t && { data: t.data.slice(), shape: [...t.shape] }]));
+          const lse = copyOutFloats(module, outputs.lse, lseCount(plan, options));
+          const backward = backwardOf(kept, scalars, result.output, lse);
+          result.backward = backward;
+          result.backwardAsync = async (dOut) => {
+            try {
+              return backward(dOut);
+            } catch (error) {
+              throw withCallName(error, 'backwardAsync', ['backward']);
+            }
+          };
         }
         return result;
       } finally {
@@ -200,5 +289,5 @@ export function defineAttentionFunction(module) {
     }
   }
 
-  return { scaledDotProductAttention, scaledDotProductAttentionAsync };
+  return { scaledDotProductAttention, scaledDotProductAttentionAsync, [PLAN_ATTENTION]: planCall };
 }

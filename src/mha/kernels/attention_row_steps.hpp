@@ -1,7 +1,7 @@
 // One query row of one head, step by step, in float32 and the order of score_epilogue.hpp:
-// what a call that captures the steps records (attention_function.cpp's `capture`). The fast
-// kernels never come here; they compute the same values tile by tile (and their output is the
-// one returned), so this is the plain statement of the contract, one row at a time.
+// what the step paths record (the layer's forward_steps, attention_steps.cpp; the attention
+// function's `capture`, attention_function.cpp). The fast kernels never come here; they compute
+// the same values tile by tile, so this is the plain statement of the contract, one row at a time.
 #pragma once
 
 #include <cmath>
@@ -16,8 +16,9 @@ namespace mha::kernels {
 // after softcap (null: not kept); logits[j] after ALiBi and the masks, -inf where blocked;
 // pattern[j] the softmax before dropout (0 everywhere when every key is blocked, ONNX's rule),
 // the sink in its denominator. A blocked key's score is recorded but reaches neither the logits
-// nor the pattern (NaN there cannot leak).
-inline void attention_row_steps(const AttentionHeadArgs& a, int64_t i, float* scores, float* capped, float* logits,
+// nor the pattern (NaN there cannot leak). Returns the row's log-sum-exp (-inf when every key is
+// blocked), what a backward pass reads.
+inline float attention_row_steps(const AttentionHeadArgs& a, int64_t i, float* scores, float* capped, float* logits,
                                 float* pattern) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   ScoreEpilogue e = a.epilogue;
@@ -45,7 +46,7 @@ inline void attention_row_steps(const AttentionHeadArgs& a, int64_t i, float* sc
   }
   if (!any_key) {
     for (int64_t j = 0; j < S; ++j) pattern[j] = 0.0f;
-    return;
+    return kNegInf;
   }
   float sum = e.has_sink() ? std::exp(e.sink - row_max) : 0.0f;
   for (int64_t j = 0; j < S; ++j) {
@@ -54,6 +55,7 @@ inline void attention_row_steps(const AttentionHeadArgs& a, int64_t i, float* sc
   }
   const float inv_sum = 1.0f / sum;
   for (int64_t j = 0; j < S; ++j) pattern[j] *= inv_sum;
+  return row_max + std::log(sum);
 }
 
 }  // namespace mha::kernels
