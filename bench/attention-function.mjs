@@ -3,8 +3,9 @@
 // MultiHeadAttention on the same projected inputs, all in one process, one thread, the SIMD build:
 //   node bench/attention-function.mjs [--passes=5] [--ort]
 // The layer's attention stage is its forward pass less its four projections: forward of a layer
-// whose inputs are [B, L, Hq*E], minus four linear() calls of the projections' sizes (the same
-// GEMM kernel the layer runs). The function reads [B, Hq, L, E]. A cell is the median over passes
+// with the same heads and 8 input / output features (so its projections are small), minus four
+// linear() calls of the projections' sizes (the GEMM kernel the layer runs). The function reads
+// [B, Hq, L, E]. A cell is the median over passes
 // of the mean of a few calls after a warm-up; rows alternate within a pass. --ort needs
 // `npm install --prefix bench` (onnxruntime-web).
 import { loadBuild } from '../tools/load-wasm-build.mjs';
@@ -47,9 +48,13 @@ for (const s of SHAPES) {
   const q = { data: random(B * Hq * L * E, 1), shape: [B, Hq, L, E] };
   const k = { data: random(B * Hkv * L * E, 2), shape: [B, Hkv, L, E] };
   const v = { data: random(B * Hkv * L * E, 3), shape: [B, Hkv, L, E] };
-  const layer = new mha.MultiHeadAttention({ embedDim: D, numHeads: Hq, numKvHeads: Hkv }).initialize({ seed: 1 });
-  const x = { data: random(B * L * D, 4), shape: [B, L, D] };
-  const wq = { data: random(D * D, 5), shape: [D, D] }, wkv = { data: random(KV * D, 6), shape: [KV, D] };
+  // The layer's attention stage on the same heads: a layer with 8 input and output features and
+  // free head sizes (headDim E), so its four projections are small beside the attention.
+  const F = 8;
+  const layer = new mha.MultiHeadAttention({ embedDim: F, numHeads: Hq, numKvHeads: Hkv, headDim: E, outputDim: F }).initialize({ seed: 1 });
+  const x = { data: random(B * L * F, 4), shape: [B, L, F] };
+  const wq = { data: random(D * F, 5), shape: [D, F] }, wkv = { data: random(KV * F, 6), shape: [KV, F] };
+  const wo = { data: random(F * D, 7), shape: [F, D] }, attended = { data: random(B * L * D, 8), shape: [B, L, D] };
   const rows = {
     function: () => mha.scaledDotProductAttention(q, k, v, { causal }),
     'layer forward': () => layer.forward(x, null, null, { causal }),
@@ -57,14 +62,14 @@ for (const s of SHAPES) {
       mha.linear(x, wq);
       mha.linear(x, wkv);
       mha.linear(x, wkv);
-      mha.linear({ data: x.data, shape: [B, L, D] }, wq);
+      mha.linear(attended, wo);
     },
   };
   if (ort) {
     // The contrib op reads the 3-D form [B, L, H*E] (no GQA): the function gets the same arrays.
     const packed = (seed) => ({ data: random(B * L * D, seed), shape: [B, L, D] });
-    const [q3, k3, v3] = [packed(7), packed(8), packed(9)];
-    const calls = {
+    const [q3, k3, v3] = [packed(17), packed(18), packed(19)];
+    const opCalls = {
       Attention: { feeds: { Q: q, K: k, V: v }, ours: () => mha.scaledDotProductAttention(q, k, v, { causal }) },
       MultiHeadAttention: { feeds: { Q: q3, K: k3, V: v3 }, ours: () => mha.scaledDotProductAttention(q3, k3, v3, { causal, numHeads: Hq }) },
     };
@@ -72,9 +77,9 @@ for (const s of SHAPES) {
       if (op === 'MultiHeadAttention' && Hkv !== Hq) continue;  // the contrib op has no GQA
       try {
         const session = await ort.InferenceSession.create(attentionOpModel({ op, B, Hq, Hkv, L, S: L, Dh: E, causal }), { executionProviders: ['wasm'] });
-        const input = Object.fromEntries(Object.entries(calls[op].feeds).map(([name, t]) => [name, new ort.Tensor('float32', t.data, t.shape)]));
+        const input = Object.fromEntries(Object.entries(opCalls[op].feeds).map(([name, t]) => [name, new ort.Tensor('float32', t.data, t.shape)]));
         // The same computation: ort's Y against the function's output.
-        const [y, ours] = [(await session.run(input)).Y.data, calls[op].ours().output.data];
+        const [y, ours] = [(await session.run(input)).Y.data, opCalls[op].ours().output.data];
         const error = y.reduce((m, x, i) => Math.max(m, Math.abs(x - ours[i])), 0);
         console.log(`${s.name}: ort-web ${op} vs the function, max |difference| ${error.toExponential(1)}`);
         rows[`ort-web ${op}`] = () => session.run(input);
@@ -83,7 +88,7 @@ for (const s of SHAPES) {
       }
     }
   }
-  const calls = L >= 1024 || B * Hq >= 64 ? 3 : 10;
+  const calls = 4 * B * Hq * L * L * E > 4e9 ? 1 : 3;  // (the GQA shape: 8.6 GFLOP a call)
   const times = Object.fromEntries(Object.keys(rows).map((r) => [r, []]));
   for (let pass = 0; pass < PASSES; pass++) {
     for (const [name, run] of Object.entries(rows)) times[name].push(await timeCalls(calls, run));
