@@ -76,6 +76,29 @@ for (const build of BUILDS) {
       layer.dispose();
     });
 
+    test('a call large enough to split over threads (and a decode-sized one) equals the formula in float64', () => {
+      for (const [B, Hq, Hkv, L, S, E] of [[2, 8, 2, 130, 150, 32], [3, 6, 3, 2, 300, 16]]) {
+        const q = { data: seededFloats(B * Hq * L * E, 21), shape: [B, Hq, L, E] };
+        const k = { data: seededFloats(B * Hkv * S * E, 22), shape: [B, Hkv, S, E] };
+        const v = { data: seededFloats(B * Hkv * S * E, 23), shape: [B, Hkv, S, E] };
+        const r = mha.scaledDotProductAttention(q, k, v, { causal: 'bottom-right' });
+        for (let b = 0; b < B; b++) for (let h = 0; h < Hq; h++) for (let i = 0; i < L; i += 7) {
+          const kvh = Math.floor(h / (Hq / Hkv)), seen = i + S - L + 1;
+          const logits = Array.from({ length: seen }, (_, j) => {
+            let dot = 0;
+            for (let d = 0; d < E; d++) dot += q.data[((b * Hq + h) * L + i) * E + d] * k.data[((b * Hkv + kvh) * S + j) * E + d];
+            return dot / Math.sqrt(E);
+          });
+          const max = Math.max(...logits), p = logits.map((x) => Math.exp(x - max)), sum = p.reduce((a, x) => a + x, 0);
+          for (let d = 0; d < E; d++) {
+            const want = p.reduce((a, pj, j) => a + (pj / sum) * v.data[((b * Hkv + kvh) * S + j) * E + d], 0);
+            const got = r.output.data[((b * Hq + h) * L + i) * E + d];
+            assert.ok(Math.abs(got - want) <= 1e-5, `[${B}, ${Hq}, ${L}] output[${b}, ${h}, ${i}, ${d}]: got ${got}, want ${want}`);
+          }
+        }
+      }
+    });
+
     test('a bool mask\'s 1 means attend (the layer\'s masks are the opposite)', () => {
       const q = { data: seededFloats(2 * 3 * 4, 7), shape: [2, 3, 4] };
       const k = { data: seededFloats(2 * 5 * 4, 8), shape: [2, 5, 4] };
