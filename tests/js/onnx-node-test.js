@@ -27,7 +27,10 @@ function fromRaw(raw, dataType) {
   return Kind.from({ length: raw.byteLength / size }, (_, i) => get(i * size));
 }
 
-/** A TensorProto's bytes -> { name, dtype, shape, data } (float16 data widened to a Float32Array). */
+/**
+ * A TensorProto's bytes -> { name, dtype, shape, data } (float16 data widened to a Float32Array,
+ * its 16-bit patterns also kept as `bits`, a Uint16Array, for runtimes with Float16Array).
+ */
 export function readTensorProto(bytes) {
   const t = decodeOnnxTensor(bytes);
   const dtype = TYPE_NAMES[t.dataType];
@@ -39,7 +42,10 @@ export function readTensorProto(bytes) {
   else if (t.dataType === INT64) data = Float64Array.from(t.int64Data);
   else if (t.dataType === INT32) data = Int32Array.from(t.int32Data);
   else data = new Float32Array(0);
-  return { name: t.name, dtype, shape: t.dims, data };
+  if (t.dataType !== FLOAT16) return { name: t.name, dtype, shape: t.dims, data };
+  const bits = t.rawData?.length > 0 ? Uint16Array.from({ length: t.rawData.length / 2 }, (_, i) => t.rawData[2 * i] | (t.rawData[2 * i + 1] << 8))
+    : Uint16Array.from(t.int32Data);
+  return { name: t.name, dtype, shape: t.dims, data, bits };
 }
 
 /**

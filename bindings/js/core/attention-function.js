@@ -88,7 +88,11 @@ function readCall(query, key, value, options) {
   const v = checkFloats('value', value, packed ? '[B, S, kvNumHeads*Ev]' : '[B, Hkv, S, Ev]');
   const pastKey = checkFloats('pastKey', options.pastKey, '[B, Hkv, P, E]', true);
   const pastValue = checkFloats('pastValue', options.pastValue, '[B, Hkv, P, Ev]', true);
-  const attnMask = checkMask('attnMask', options.attnMask, { expected: 'broadcasting to [B, Hq, L, P+S] (bool: 1 = attend)' });
+  // (A float16 mask, where the runtime has Float16Array, is a float mask like the inputs.)
+  const mask = options.attnMask;
+  const halfMask = globalThis.Float16Array && mask?.data instanceof globalThis.Float16Array;
+  const attnMask = checkMask('attnMask', halfMask ? { data: Float32Array.from(mask.data), shape: mask.shape } : mask,
+    { expected: 'broadcasting to [B, Hq, L, P+S] (bool: 1 = attend)' });
   const causal = checkCausal(options.causal, options.causalOffset);
   const kvSeqLens = checkInt32s('kvSeqLens', options.kvSeqLens, 'one key count per batch row, [B]');
   checkNumber('scale', options.scale);
