@@ -675,7 +675,13 @@ void linearBackward(double d_y, double x, double weight, double d_x, double d_we
 class AttentionFunctionHandle {
  public:
   int lastErrorKind() const { return error_kind_; }
-  std::string lastError() const { return error_; }
+  // The last error's message, handed over: the handle lives as long as the module, and keeps no
+  // message after the wrapper has read it.
+  std::string takeError() {
+    std::string message;
+    message.swap(error_);
+    return message;
+  }
 
   // { output, presentKey, presentValue, weights, steps: shapes or null, capped: bool }, or null
   // after an error.
@@ -857,7 +863,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
   emscripten::class_<AttentionFunctionHandle>("AttentionFunctionHandle")
       .constructor<>()
       .function("lastErrorKind", &AttentionFunctionHandle::lastErrorKind)
-      .function("lastError", &AttentionFunctionHandle::lastError)
+      .function("takeError", &AttentionFunctionHandle::takeError)
       .function("plan", &AttentionFunctionHandle::plan)
       .function("run", &AttentionFunctionHandle::run)
       .function("backward", &AttentionFunctionHandle::backward);

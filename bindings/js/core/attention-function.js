@@ -6,6 +6,7 @@
 import { withCallName } from './errors.js';
 import { copyOutFloats, HeapScope } from './heap.js';
 import { checkMask } from './masks.js';
+import { checkDOut } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
 } from './validate.js';
@@ -98,8 +99,9 @@ function readCall(query, key, value, options) {
   checkNumber('scale', options.scale);
   checkNumber('softcap', options.softcap, 'positive');
   checkNumber('dropout', options.dropout, 'probability');
-  if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isSafeInteger(options.seed) || options.seed < 0)) {
-    throw new RangeError(`seed must be an integer from 0 to 2^53 - 1, got ${describe(options.seed)}`);
+  if (options.seed !== undefined && typeof options.seed !== 'number') throw new TypeError(`seed must be a number, got ${describe(options.seed)}`);
+  if (options.seed !== undefined && (!Number.isSafeInteger(options.seed) || options.seed < 0)) {
+    throw new RangeError(`seed must be an integer from 0 to 2^53 - 1, got ${options.seed}`);
   }
   checkInteger('slidingWindow', options.slidingWindow, { optional: true });
   let alibiSlopes;
@@ -140,15 +142,6 @@ function readCall(query, key, value, options) {
   };
 }
 
-/** dOut for a result of shape `shape`: a { data: Float32Array, shape } of that shape. */
-function checkDOut(name, dOut, shape) {
-  checkTensor(name, dOut, { expected: `[${shape.join(', ')}] (the output's shape)` });
-  if (dOut.shape.length !== shape.length || dOut.shape.some((d, i) => d !== shape[i])) {
-    throw new RangeError(`${name}: expected the output's shape [${shape.join(', ')}], got [${dOut.shape.join(', ')}]`);
-  }
-  return dOut;
-}
-
 /** B * Hq * L: the rows of the output (its last dimension is Ev, or Hq * Ev in the 3-D form). */
 function lseCount(plan, options) {
   const rows = plan.output.slice(0, -1).reduce((n, d) => n * d, 1);
@@ -157,12 +150,14 @@ function lseCount(plan, options) {
 
 function throwHandleError(handle) {
   const ErrorClass = ERROR_CLASSES[handle.lastErrorKind()] ?? Error;
-  throw new ErrorClass(handle.lastError());
+  throw new ErrorClass(handle.takeError());
 }
 
 /** The module's scaledDotProductAttention and scaledDotProductAttentionAsync. */
 export function defineAttentionFunction(module) {
-  let handle = null;  // one per module, made at the first call (it holds only the last error)
+  // One per module, made with it (so no call allocates it) and never freed: it holds only the
+  // last error, until it is read.
+  const handle = new module.AttentionFunctionHandle();
 
   /** The request the core reads, its tensors copied into `scope`. */
   function requestIn(scope, tensors, scalars) {
@@ -180,7 +175,7 @@ export function defineAttentionFunction(module) {
   function backwardOf(tensors, scalars, output, lse) {
     return function backward(dOut) {
       try {
-        checkDOut('dOut', dOut, output.shape);
+        checkDOut(dOut, output.shape, output.data.length);
         const scope = new HeapScope(module);
         try {
           const request = requestIn(scope, tensors, { ...scalars, needWeights: false, capture: false });
@@ -210,7 +205,6 @@ export function defineAttentionFunction(module) {
   /** The call read, checked and planned by the core (which checks every shape); nothing is kept. */
   function planCall(query, key, value, options = {}) {
     const call = readCall(query, key, value, options);
-    handle ??= new module.AttentionFunctionHandle();
     const scope = new HeapScope(module);
     try {
       const plan = handle.plan(requestIn(scope, call.tensors, call.scalars));
@@ -224,7 +218,6 @@ export function defineAttentionFunction(module) {
   function scaledDotProductAttention(query, key, value, options = {}) {
     try {
       const { tensors, scalars, grad } = readCall(query, key, value, options);
-      handle ??= new module.AttentionFunctionHandle();
       const scope = new HeapScope(module);
       try {
         const request = requestIn(scope, tensors, scalars);
