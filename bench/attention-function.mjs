@@ -1,7 +1,7 @@
 // scaledDotProductAttention (docs/attention-function.md) against the layer's attention stage on the
 // same shapes, and against onnxruntime-web's wasm Attention (opset 23) and contrib
 // MultiHeadAttention on the same projected inputs, all in one process, one thread, the SIMD build:
-//   node bench/attention-function.mjs [--passes=5] [--ort]
+//   node bench/attention-function.mjs [--passes=5] [--ort] [--clock=cpu]
 // The layer's attention stage is its forward pass less its four projections: forward of a layer
 // with the same heads and 8 input / output features (so its projections are small), minus four
 // linear() calls of the projections' sizes (the GEMM kernel the layer runs). The function reads
@@ -34,14 +34,23 @@ const random = (n, seed) => {
 };
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+// --clock=cpu: the process's CPU time instead of the wall clock (everything here runs on this
+// thread), steadier where other work shares the machine.
+const CPU_CLOCK = args.clock === 'cpu';
+const now = () => {
+  if (!CPU_CLOCK) return performance.now();
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
 async function timeCalls(calls, run) {
   await run();  // warm-up
-  const started = performance.now();
+  const started = now();
   for (let i = 0; i < calls; i++) await run();
-  return (performance.now() - started) / calls;
+  return (now() - started) / calls;
 }
 
-console.log(`node ${process.version}, ${new Date().toISOString()}, mha-simd, 1 thread, ${PASSES} passes`);
+console.log(`node ${process.version}, ${new Date().toISOString()}, mha-simd, 1 thread, ${PASSES} passes, ${CPU_CLOCK ? 'CPU time' : 'wall clock'}`);
 for (const s of SHAPES) {
   const { B, Hq, Hkv, L, E, causal } = s;
   const D = Hq * E, KV = Hkv * E;
