@@ -4,6 +4,7 @@
 // which checks every shape). This file reads a call in one place: option names and types, masks,
 // the typed arrays, then the core's plan, the heap, and the result. docs/attention-function.md.
 import { withCallName } from './errors.js';
+import { widenTensor } from './float16-io.js';
 import { copyOutFloats, HeapScope } from './heap.js';
 import { checkMask } from './masks.js';
 import { checkDOut } from './training.js';
@@ -27,13 +28,9 @@ const OPTION_KEYS = [
 const CAUSAL = { none: 0, 'top-left': 1, 'bottom-right': 2, offset: 3 };
 const ERROR_CLASSES = [Error, TypeError, RangeError, Error];
 
-/** Float32Array, and Float16Array where the runtime has it (widened to float32: the math is float32). */
-const FLOAT_KINDS = globalThis.Float16Array ? [Float32Array, globalThis.Float16Array] : [Float32Array];
-
+/** A float input: Float32Array, or Float16Array where the runtime has it (widened: the math is float32). */
 function checkFloats(name, tensor, expected, optional = false) {
-  const checked = checkTensor(name, tensor, { kinds: FLOAT_KINDS, expected, optional });
-  if (checked && !(checked.data instanceof Float32Array)) return { data: Float32Array.from(checked.data), shape: checked.shape };
-  return checked;
+  return checkTensor(name, widenTensor(tensor), { expected, optional });
 }
 
 function checkInt32s(name, value, expected) {
@@ -89,10 +86,7 @@ function readCall(query, key, value, options) {
   const v = checkFloats('value', value, packed ? '[B, S, kvNumHeads*Ev]' : '[B, Hkv, S, Ev]');
   const pastKey = checkFloats('pastKey', options.pastKey, '[B, Hkv, P, E]', true);
   const pastValue = checkFloats('pastValue', options.pastValue, '[B, Hkv, P, Ev]', true);
-  // (A float16 mask, where the runtime has Float16Array, is a float mask like the inputs.)
-  const mask = options.attnMask;
-  const halfMask = globalThis.Float16Array && mask?.data instanceof globalThis.Float16Array;
-  const attnMask = checkMask('attnMask', halfMask ? { data: Float32Array.from(mask.data), shape: mask.shape } : mask,
+  const attnMask = checkMask('attnMask', options.attnMask,
     { expected: 'broadcasting to [B, Hq, L, P+S] (bool: 1 = attend)' });
   const causal = checkCausal(options.causal, options.causalOffset);
   const kvSeqLens = checkInt32s('kvSeqLens', options.kvSeqLens, 'one key count per batch row, [B]');
