@@ -472,42 +472,39 @@ function bindSources() {
 
 // ---- the modes (web/modes/): each binds its own panel; add a new one here ----
 
+// What every mode is given: the worker, the page's element lookup and its message line.
+const modeKit = { worker, $, message: showMessage };
+
 const generateMode = new GenerateMode({
-  worker,
-  $,
+  ...modeKit,
   show: accept,
   redraw: () => {
     state.meanCache = new Map();  // the text grew
     render();
     return state.renderMs;
   },
-  message: showMessage,
   wantsSteps: () => state.view === 'steps',
   changes: () => stepsMode.runOptions(),
 });
 
 const sentimentMode = new SentimentMode({
-  worker,
-  $,
+  ...modeKit,
   show: (result) => {
     state.source = 'sentiment';
     accept(result);
   },
-  message: showMessage,
   stepsOptions: () => stepsMode.runOptions(),
   // The in-page training follows the page's switch: on 'webgpu' tfjs trains on its WebGPU backend.
   pageBackend: () => backendSwitch.chosen ?? 'wasm',
 });
 
 const trainMode = new TrainMode({
-  worker,
-  $,
+  ...modeKit,
   show: (result) => {
     if (state.source !== 'train') return;
     state.meanCache = new Map();
     accept(result);
   },
-  message: showMessage,
   download,
   status: () => { if (state.source === 'train') renderStatus(); },
   onWeights: (info) => {
@@ -518,13 +515,11 @@ const trainMode = new TrainMode({
 });
 
 const customMode = new CustomLayerMode({
-  worker,
-  $,
+  ...modeKit,
   show: (result) => {
     state.source = 'custom';
     accept(result);
   },
-  message: showMessage,
   failed: runFailed,
   wantsSteps: () => state.view === 'steps',
   stepsOptions: () => stepsMode.runOptions(),
