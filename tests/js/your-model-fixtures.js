@@ -55,7 +55,7 @@ export async function checkAgainstTorch(model, name, tolerance = 1e-4) {
   assertClose(ablated.logits, tensors.ablated_logits.data, tolerance, `${name} ablated logits`);
 
   const { layer: pl, head: ph } = expected.patch;
-  const other = await model.forward(otherIds, { captureZ: true });
+  const other = await model.forward(otherIds, { capture: ['z'] });
   const patched = await model.forward(ids, { patches: { [pl]: zPatch([], [ph], other.layers[pl].z, L, H, D) } });
   assertClose(patched.logits, tensors.patched_logits.data, tolerance, `${name} patched logits`);
   // The edits change the logits (so the comparisons above test something).

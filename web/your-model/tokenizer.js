@@ -26,7 +26,8 @@ export class CheckpointTokenizer {
     return this.#tokenizer.decode([id], { skip_special_tokens: false, clean_up_tokenization_spaces: false });
   }
 
-  decode(ids) {
-    return this.#tokenizer.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+  /** The text of `ids`; skipSpecial leaves out the special tokens (Llama's <s>). */
+  decode(ids, { skipSpecial = false } = {}) {
+    return this.#tokenizer.decode(ids, { skip_special_tokens: skipSpecial, clean_up_tokenization_spaces: false });
   }
 }

@@ -259,36 +259,45 @@ export class CheckpointModel {
    * Runs token ids through the model. Options:
    * - `caches` (createCaches()): the ids are appended to what the caches hold (generation);
    * - `patches[l]`: layer l's patch of z ({ z, heads }: web/z-patch.js; zeros ablate heads);
-   * - `captureZ`: keep each layer's z [L, H, D] (the source of a patch);
+   * - `capture`: true keeps each layer's attention steps and its input (the Steps view), ['z']
+   *   its z [L, H, D] only (the source of a patch);
    * - `logits`: 'all' rows (default) or 'last';
    * - `lensPosition`: the token (default the last) whose logit lens is computed after each layer.
-   * Returns { logits [rows, V], layers: [{ weights [H, L, S], z? }], lens: [numLayers] of [V], attentionMs }.
+   * Returns { logits [rows, V], layers: [{ weights [H, L, S], keys (S), output [L, E], input?, captured? }],
+   * lens: [numLayers] of [V], attentionMs }. Without caches the steps' shapes are unbatched.
    */
   async forward(ids, options = {}) {
     const { embedDim: E, numHeads: H, numLayers } = this.architecture;
-    const { caches = null, patches = [], captureZ = false, logits = 'all' } = options;
+    const { caches = null, patches = [], capture = false, logits = 'all' } = options;
     const L = ids.length;
     if (L < 1) throw new RangeError('forward: ids must hold at least one token');
     const start = caches ? caches[0].length : 0;
     const lensPosition = options.lensPosition ?? L - 1;
+    // A cache takes a batch of one; otherwise unbatched [L, E], so the steps come as the Steps view reads them.
+    const batch = caches ? [1] : [];
     const x = this.embed(ids, start);
     const layers = [];
     const lens = [];
     let attentionMs = 0;
     for (let l = 0; l < numLayers; l++) {
       const layer = this.#layers[l];
-      const patch = patches[l] ? { ...patches[l], z: { data: patches[l].z.data, shape: [1, L, H, patches[l].z.shape.at(-1)] } } : undefined;
+      const patch = patches[l] ? { heads: patches[l].heads, z: { data: patches[l].z.data, shape: [...batch, L, H, patches[l].z.shape.at(-1)] } } : undefined;
+      const input = this.#norm(x, layer.norm1);
       const started = performance.now();
-      const result = await layer.attention.forwardAsync({ data: this.#norm(x, layer.norm1), shape: [1, L, E] }, null, null, {
+      const result = await layer.attention.forwardAsync({ data: input, shape: [...batch, L, E] }, null, null, {
         ...(caches ? { cache: caches[l] } : { causal: true }),
         needWeights: true, averageWeights: false,
-        ...(captureZ ? { capture: ['z'] } : {}),
+        ...(capture ? { capture } : {}),
         ...(patch ? { patch } : {}),
       });
       attentionMs += performance.now() - started;
       addInto(x, result.output.data);
       addInto(x, this.#mlp(layer, this.#norm(x, layer.norm2), L));
-      layers.push({ weights: result.weights.data, keys: result.weights.shape[3], ...(captureZ ? { z: result.captured.z.data } : {}) });
+      layers.push({
+        weights: result.weights.data, keys: result.weights.shape.at(-1), output: result.output.data,
+        ...(capture === true ? { input, captured: result.captured } : {}),
+        ...(capture ? { z: result.captured.z.data } : {}),
+      });
       lens.push(this.unembed(x.subarray(lensPosition * E, (lensPosition + 1) * E)));
     }
     const rows = logits === 'last' ? x.subarray((L - 1) * E) : x;
