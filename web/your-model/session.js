@@ -110,7 +110,7 @@ export class YourModelSession {
       if (ids.length !== L) {
         throw new RangeError(`patching needs a second text of the same length: '${steps.patchText}' is ${ids.length} tokens, the text ${L}`);
       }
-      other = (await model.forward(ids, { capture: ['z'], logits: 'last' })).layers;
+      other = (await model.forward(ids, { capture: ['z'], logits: 'last', lens: false })).layers;
     }
     const of = (pairs, l) => pairs.filter(([layer]) => layer === l).map(([, head]) => head);
     return Array.from({ length: numLayers }, (_, l) => zPatch(of(steps.ablated, l), of(steps.patched, l), other?.[l].z, L, H, D));
@@ -148,7 +148,7 @@ export class YourModelSession {
     try {
       const patches = await this.#patches(model, steps, ids.length);
       if (patches.length) throw new TypeError('generate: ablated or patched heads apply to the text shown, not to generation; clear them first');
-      let { logits } = await model.forward(ids, { caches, logits: 'last' });
+      let { logits } = await model.forward(ids, { caches, logits: 'last', lens: false });
       while (ids.length + generated.length < total) {
         const next = topTokens(logits, this.tokenizer, 1)[0].id;
         generated.push(next);
@@ -162,7 +162,7 @@ export class YourModelSession {
           break;
         }
         if (ids.length + generated.length >= total) break;
-        ({ logits } = await model.forward([next], { caches, logits: 'last' }));
+        ({ logits } = await model.forward([next], { caches, logits: 'last', lens: false }));
       }
     } finally {
       for (const cache of caches) cache.dispose();

@@ -262,13 +262,14 @@ export class CheckpointModel {
    * - `capture`: true keeps each layer's attention steps and its input (the Steps view), ['z']
    *   its z [L, H, D] only (the source of a patch);
    * - `logits`: 'all' rows (default) or 'last';
-   * - `lensPosition`: the token (default the last) whose logit lens is computed after each layer.
+   * - `lensPosition`: the token (default the last) whose logit lens is computed after each layer;
+   *   `lens: false` computes none (generation's steps);
    * Returns { logits [rows, V], layers: [{ weights [H, L, S], keys (S), output [L, E], input?, captured? }],
    * lens: [numLayers] of [V], attentionMs }. Without caches the steps' shapes are unbatched.
    */
   async forward(ids, options = {}) {
     const { embedDim: E, numHeads: H, numLayers } = this.architecture;
-    const { caches = null, patches = [], capture = false, logits = 'all' } = options;
+    const { caches = null, patches = [], capture = false, logits = 'all', lens: withLens = true } = options;
     const L = ids.length;
     if (L < 1) throw new RangeError('forward: ids must hold at least one token');
     const start = caches ? caches[0].length : 0;
@@ -277,7 +278,7 @@ export class CheckpointModel {
     const batch = caches ? [1] : [];
     const x = this.embed(ids, start);
     const layers = [];
-    const lens = [];
+    const lensRows = new Float32Array(withLens ? numLayers * E : 0);
     let attentionMs = 0;
     for (let l = 0; l < numLayers; l++) {
       const layer = this.#layers[l];
@@ -298,10 +299,14 @@ export class CheckpointModel {
         ...(capture === true ? { input, captured: result.captured } : {}),
         ...(capture ? { z: result.captured.z.data } : {}),
       });
-      lens.push(this.unembed(x.subarray(lensPosition * E, (lensPosition + 1) * E)));
+      if (withLens) lensRows.set(x.subarray(lensPosition * E, (lensPosition + 1) * E), l * E);
     }
+    // One product for the lens rows and the logits' rows: the unembedding is read once.
     const rows = logits === 'last' ? x.subarray((L - 1) * E) : x;
-    return { logits: this.unembed(rows), layers, lens, attentionMs };
+    const all = this.unembed(withLens ? concat([lensRows, rows]) : rows);
+    const V = this.architecture.vocabSize;
+    const lens = withLens ? Array.from({ length: numLayers }, (_, l) => all.slice(l * V, (l + 1) * V)) : [];
+    return { logits: withLens ? all.subarray(numLayers * V) : all, layers, lens, attentionMs };
   }
 
   /** One KV cache per layer, for `capacity` tokens. */
