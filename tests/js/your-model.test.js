@@ -115,3 +115,17 @@ test('a GPT-2 file without the transformer. prefix (as the Hub\'s gpt2 stores it
     model.dispose();
   }
 });
+
+test('a missing or mis-shaped tensor is named, and the model is not made', async () => {
+  const { writeSafetensors, readSafetensors } = await import('../../bindings/js/index.js');
+  const edited = (edit) => checkpointFiles('gpt2').map((file) => {
+    if (file.name !== 'model.safetensors') return file;
+    const { tensors } = readSafetensors(file.bytes);
+    edit(tensors);
+    return { name: file.name, bytes: writeSafetensors(tensors) };
+  });
+  const missing = readCheckpoint(edited((t) => { delete t['transformer.h.1.mlp.c_fc.weight']; }));
+  assert.throws(() => new CheckpointModel(mha, mha, missing), { name: 'TypeError', message: "loadModel: the weights have no tensor 'transformer.h.1.mlp.c_fc.weight'" });
+  const misShaped = readCheckpoint(edited((t) => { t['transformer.ln_f.bias'] = { dtype: 'F32', shape: [16], data: new Float32Array(16) }; }));
+  assert.throws(() => new CheckpointModel(mha, mha, misShaped), { name: 'RangeError', message: "loadModel: 'transformer.ln_f.bias' must have shape [32], got [16]" });
+});

@@ -96,6 +96,16 @@ function addInto(x, y) {
   for (let i = 0; i < x.length; i++) x[i] += y[i];
 }
 
+/** build()'s result; the attention layer is disposed if build throws (a missing or mis-shaped key). */
+function disposedOnError(layer, build) {
+  try {
+    return build();
+  } catch (error) {
+    layer.dispose();
+    throw error;
+  }
+}
+
 /** A checkpoint's tensor by its Hugging Face key; GPT-2 files may lack the 'transformer.' prefix. */
 function tensorGetter(tensors, family) {
   return (key, shape) => {
@@ -150,25 +160,24 @@ export class CheckpointModel {
     const { embedDim: E, numHeads, hiddenDim: I } = this.architecture;
     const p = `transformer.h.${l}.`;
     const layer = new attention.MultiHeadAttention({ embedDim: E, numHeads, weightDtype });
-    const entry = { attention: layer };
-    this.#layers.push(entry); // disposed with the others if a later key is missing
-    // Conv1D stores [in, out]; nn.Linear's (and the layer's) layout is [out, in].
-    layer.loadStateDict({
-      in_proj_weight: widen(transposed(get(p + 'attn.c_attn.weight', [E, 3 * E]))),
-      in_proj_bias: f32(p + 'attn.c_attn.bias', [3 * E]),
-      'out_proj.weight': widen(transposed(get(p + 'attn.c_proj.weight', [E, E]))),
-      'out_proj.bias': f32(p + 'attn.c_proj.bias', [E]),
+    return disposedOnError(layer, () => {
+      // Conv1D stores [in, out]; nn.Linear's (and the layer's) layout is [out, in].
+      layer.loadStateDict({
+        in_proj_weight: widen(transposed(get(p + 'attn.c_attn.weight', [E, 3 * E]))),
+        in_proj_bias: f32(p + 'attn.c_attn.bias', [3 * E]),
+        'out_proj.weight': widen(transposed(get(p + 'attn.c_proj.weight', [E, E]))),
+        'out_proj.bias': f32(p + 'attn.c_proj.bias', [E]),
+      });
+      return {
+        attention: layer,
+        norm1: { weight: f32(p + 'ln_1.weight', [E]), bias: f32(p + 'ln_1.bias', [E]) },
+        norm2: { weight: f32(p + 'ln_2.weight', [E]), bias: f32(p + 'ln_2.bias', [E]) },
+        up: new Matrix(transposed(get(p + 'mlp.c_fc.weight', [E, I]))),
+        upBias: f32(p + 'mlp.c_fc.bias', [I]),
+        down: new Matrix(transposed(get(p + 'mlp.c_proj.weight', [I, E]))),
+        downBias: f32(p + 'mlp.c_proj.bias', [E]),
+      };
     });
-    Object.assign(entry, {
-      norm1: { weight: f32(p + 'ln_1.weight', [E]), bias: f32(p + 'ln_1.bias', [E]) },
-      norm2: { weight: f32(p + 'ln_2.weight', [E]), bias: f32(p + 'ln_2.bias', [E]) },
-      up: new Matrix(transposed(get(p + 'mlp.c_fc.weight', [E, I]))),
-      upBias: f32(p + 'mlp.c_fc.bias', [I]),
-      down: new Matrix(transposed(get(p + 'mlp.c_proj.weight', [I, E]))),
-      downBias: f32(p + 'mlp.c_proj.bias', [E]),
-    });
-    this.#layers.pop();
-    return entry;
   }
 
   #llamaLayer(attention, get, f32, l, weightDtype) {
@@ -179,32 +188,31 @@ export class CheckpointModel {
       embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, bias: a.attentionBias, weightDtype,
       rotary: { base: a.ropeTheta }, ...(a.slidingWindow ? { slidingWindow: a.slidingWindow } : {}),
     });
-    const entry = { attention: layer };
-    this.#layers.push(entry);
-    const q = f32(p + 'self_attn.q_proj.weight', [H * D, E]);
-    const k = f32(p + 'self_attn.k_proj.weight', [Hkv * D, E]);
-    const v = f32(p + 'self_attn.v_proj.weight', [Hkv * D, E]);
-    const stateDict = { 'out_proj.weight': f32(p + 'self_attn.o_proj.weight', [E, H * D]) };
-    if ('in_proj_weight' in layer.stateDictShapes()) {
-      stateDict.in_proj_weight = concat([q, k, v]);
-    } else {
-      Object.assign(stateDict, { q_proj_weight: q, k_proj_weight: k, v_proj_weight: v });
-    }
-    if (a.attentionBias) {
-      stateDict.in_proj_bias = concat([f32(p + 'self_attn.q_proj.bias', [H * D]),
-        f32(p + 'self_attn.k_proj.bias', [Hkv * D]), f32(p + 'self_attn.v_proj.bias', [Hkv * D])]);
-      stateDict['out_proj.bias'] = new Float32Array(E); // o_proj has none
-    }
-    layer.loadStateDict(stateDict);
-    Object.assign(entry, {
-      norm1: { weight: f32(p + 'input_layernorm.weight', [E]) },
-      norm2: { weight: f32(p + 'post_attention_layernorm.weight', [E]) },
-      // gate and up in one product: [2I, E].
-      up: new Matrix(stacked([get(p + 'mlp.gate_proj.weight', [I, E]), get(p + 'mlp.up_proj.weight', [I, E])])),
-      down: new Matrix(get(p + 'mlp.down_proj.weight', [E, I])),
+    return disposedOnError(layer, () => {
+      const q = f32(p + 'self_attn.q_proj.weight', [H * D, E]);
+      const k = f32(p + 'self_attn.k_proj.weight', [Hkv * D, E]);
+      const v = f32(p + 'self_attn.v_proj.weight', [Hkv * D, E]);
+      const stateDict = { 'out_proj.weight': f32(p + 'self_attn.o_proj.weight', [E, H * D]) };
+      if ('in_proj_weight' in layer.stateDictShapes()) {
+        stateDict.in_proj_weight = concat([q, k, v]);
+      } else {
+        Object.assign(stateDict, { q_proj_weight: q, k_proj_weight: k, v_proj_weight: v });
+      }
+      if (a.attentionBias) {
+        stateDict.in_proj_bias = concat([f32(p + 'self_attn.q_proj.bias', [H * D]),
+          f32(p + 'self_attn.k_proj.bias', [Hkv * D]), f32(p + 'self_attn.v_proj.bias', [Hkv * D])]);
+        stateDict['out_proj.bias'] = new Float32Array(E); // o_proj has none
+      }
+      layer.loadStateDict(stateDict);
+      return {
+        attention: layer,
+        norm1: { weight: f32(p + 'input_layernorm.weight', [E]) },
+        norm2: { weight: f32(p + 'post_attention_layernorm.weight', [E]) },
+        // gate and up in one product: [2I, E].
+        up: new Matrix(stacked([get(p + 'mlp.gate_proj.weight', [I, E]), get(p + 'mlp.up_proj.weight', [I, E])])),
+        down: new Matrix(get(p + 'mlp.down_proj.weight', [E, I])),
+      };
     });
-    this.#layers.pop();
-    return entry;
   }
 
   get numLayers() { return this.architecture.numLayers; }
