@@ -95,7 +95,7 @@ try {
         let model;
         loads.push(await timed(async () => {
           const bytes = new Uint8Array(await readFile(path));
-          model = new CheckpointModel(build, build, readCheckpoint([{ name: 'config.json', bytes: config }, { name: 'model.safetensors', bytes }]));
+          model = await CheckpointModel.create(build, build, readCheckpoint([{ name: 'config.json', bytes: config }, { name: 'model.safetensors', bytes }]));
         }));
         try {
           forwards.push(await timed(() => model.forward(ids(L, run), { logits: 'last' })));

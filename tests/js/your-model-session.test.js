@@ -16,7 +16,8 @@ test('load and run: every head of every layer, the steps, the prediction and the
   const phases = [];
   const loaded = await s.load({ files: checkpointFiles('llama') }, (p) => phases.push(p));
   assert.deepEqual(loaded.model, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32' });
-  assert.deepEqual(phases.map((p) => p.done), [1, 2]);
+  assert.deepEqual(phases.map((p) => `${p.phase} ${p.done}/${p.total}`),
+    ['weights 1/2', 'weights 2/2', 'layers 1/3', 'layers 2/3', 'layers 3/3']);
   const { text, ids, tensors } = expectedValues('llama');
   const result = await s.run({ text });
   assert.deepEqual(result.ids, ids);
@@ -63,6 +64,16 @@ test('generate: greedy tokens through the caches, the text continued, the views 
   assert.equal(result.generation.ids[0], before.prediction[0].id);
   const after = await s.run({ text: 'the cat' + s.tokenizer.decode(result.generation.ids.slice(0, 1)) });
   assert.ok(after.ids.length > before.ids.length);
+  s.dispose();
+});
+
+test('cancel stops a load between layers; nothing stays loaded', async () => {
+  const s = session();
+  await assert.rejects(s.load({ files: checkpointFiles('llama') }, (p) => { if (p.phase === 'layers' && p.done === 1) s.cancel(); }),
+    { name: 'CancelledError', message: 'cancelled' });
+  await assert.rejects(s.run({ text: 'the cat' }), /no model loaded: drop its files first/);
+  // The next load runs to the end.
+  assert.equal((await s.load({ files: checkpointFiles('llama') })).model.numLayers, 3);
   s.dispose();
 });
 

@@ -17,7 +17,7 @@ const mha = await init({ threads: 1 });
 for (const name of FIXTURES) {
   test(`${name}: logits, every head's pattern, logit lens, ablation and patching match torch's`, async () => {
     const checkpoint = readCheckpoint(checkpointFiles(name));
-    const model = new CheckpointModel(mha, mha, checkpoint);
+    const model = await CheckpointModel.create(mha, mha, checkpoint);
     try {
       const { dtype, family } = expectedValues(name);
       assert.equal(model.summary.dtype, { float32: 'f32', float16: 'f16', bfloat16: 'bf16' }[dtype]);
@@ -38,8 +38,8 @@ for (const name of FIXTURES) {
   });
 }
 
-test('the model summary the page reports', () => {
-  const model = new CheckpointModel(mha, mha, readCheckpoint(checkpointFiles('llama')));
+test('the model summary the page reports', async () => {
+  const model = await CheckpointModel.create(mha, mha, readCheckpoint(checkpointFiles('llama')));
   try {
     assert.deepEqual(model.summary, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32' });
   } finally {
@@ -49,7 +49,7 @@ test('the model summary the page reports', () => {
 
 test('generation through every layer\'s cache gives the logits of recomputing the whole text', async () => {
   for (const name of ['gpt2', 'mistral']) {
-    const model = new CheckpointModel(mha, mha, readCheckpoint(checkpointFiles(name)));
+    const model = await CheckpointModel.create(mha, mha, readCheckpoint(checkpointFiles(name)));
     try {
       const { ids } = expectedValues(name);
       const caches = model.createCaches(32);
@@ -107,7 +107,7 @@ test('a GPT-2 file without the transformer. prefix (as the Hub\'s gpt2 stores it
     const renamed = Object.fromEntries(Object.entries(tensors).map(([k, t]) => [k.replace(/^transformer\./, ''), t]));
     return { name: file.name, bytes: writeSafetensors(renamed) };
   });
-  const model = new CheckpointModel(mha, mha, readCheckpoint(files));
+  const model = await CheckpointModel.create(mha, mha, readCheckpoint(files));
   try {
     const { ids, tensors } = expectedValues('gpt2');
     assertClose((await model.forward(ids)).logits, tensors.logits.data, 1e-4, 'unprefixed gpt2 logits');
@@ -125,7 +125,9 @@ test('a missing or mis-shaped tensor is named, and the model is not made', async
     return { name: file.name, bytes: writeSafetensors(tensors) };
   });
   const missing = readCheckpoint(edited((t) => { delete t['transformer.h.1.mlp.c_fc.weight']; }));
-  assert.throws(() => new CheckpointModel(mha, mha, missing), { name: 'TypeError', message: "loadModel: the weights have no tensor 'transformer.h.1.mlp.c_fc.weight'" });
+  await assert.rejects(CheckpointModel.create(mha, mha, missing), { name: 'TypeError', message: "loadModel: the weights have no tensor 'transformer.h.1.mlp.c_fc.weight'" });
   const misShaped = readCheckpoint(edited((t) => { t['transformer.ln_f.bias'] = { dtype: 'F32', shape: [16], data: new Float32Array(16) }; }));
-  assert.throws(() => new CheckpointModel(mha, mha, misShaped), { name: 'RangeError', message: "loadModel: 'transformer.ln_f.bias' must have shape [32], got [16]" });
+  // (the constructor builds the whole model at once, with the same checks)
+  assert.throws(() => new CheckpointModel(mha, mha, missing), /no tensor 'transformer.h.1.mlp.c_fc.weight'/);
+  await assert.rejects(CheckpointModel.create(mha, mha, misShaped), { name: 'RangeError', message: "loadModel: 'transformer.ln_f.bias' must have shape [32], got [16]" });
 });

@@ -14,7 +14,7 @@ const gpu = await init({ backend: 'webgpu', threads: 1, device: await openDevice
 
 for (const name of FIXTURES) {
   test(`${name} on WebGPU: logits, every head's pattern, logit lens, ablation and patching match torch's`, async () => {
-    const model = new CheckpointModel(gpu, wasm, readCheckpoint(checkpointFiles(name)));
+    const model = await CheckpointModel.create(gpu, wasm, readCheckpoint(checkpointFiles(name)));
     try {
       await checkAgainstTorch(model, name);
     } finally {
@@ -24,7 +24,7 @@ for (const name of FIXTURES) {
 }
 
 test('generation through the GPU caches gives the logits of recomputing the whole text', async () => {
-  const model = new CheckpointModel(gpu, wasm, readCheckpoint(checkpointFiles('llama')));
+  const model = await CheckpointModel.create(gpu, wasm, readCheckpoint(checkpointFiles('llama')));
   try {
     const { ids } = expectedValues('llama');
     const caches = model.createCaches(32);

@@ -182,9 +182,10 @@ export class YourModelMode {
         progress.value = (i + 1) / files.length / 2;  // reading: the first half
       }
       $('model-summary').textContent = 'loading the weights…';
-      const loaded = await worker.request('modelLoad', { files: named }, [...new Set(named.map((f) => f.bytes.buffer))], ({ done, total, name }) => {
-        progress.value = 0.5 + done / total / 2;
-        $('model-summary').textContent = `read ${name} (${done} of ${total})`;
+      // The worker: each weight file parsed (to 3/4), then each layer built (to the end).
+      const loaded = await worker.request('modelLoad', { files: named }, [...new Set(named.map((f) => f.bytes.buffer))], ({ phase, done, total, name }) => {
+        progress.value = (phase === 'weights' ? 0.5 : 0.75) + done / total / 4;
+        $('model-summary').textContent = phase === 'weights' ? `read ${name} (${done} of ${total})` : `built layer ${done} of ${total}`;
       });
       this.model = loaded.model;
       const m = loaded.model;

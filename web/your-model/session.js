@@ -71,18 +71,26 @@ export class YourModelSession {
     this.tokenizer = new CheckpointTokenizer(checkpoint.tokenizerJson);
     await this.#checkpointPoint();
     this.#checkpoint = checkpoint;
-    await this.#modelOnBackend();
+    try {
+      await this.#modelOnBackend(async (done, total) => {
+        progress({ phase: 'layers', done, total, name: `layer ${done}` });
+        await this.#checkpointPoint();
+      });
+    } catch (error) {
+      this.#checkpoint = null;
+      throw error;
+    }
     return { model: this.#model.summary, config: this.#config(), backend: this.#modelBackend };
   }
 
   /** The model on the page's backend now (rebuilt from the kept tensors after a switch). */
-  async #modelOnBackend() {
+  async #modelOnBackend(afterLayer = null) {
     if (!this.#checkpoint) throw new Error('no model loaded: drop its files first');
     const { wasm, attention, backend } = this.#context();
     if (this.#model && this.#modelBackend === backend) return this.#model;
     this.#model?.dispose();
     this.#model = null;
-    this.#model = new CheckpointModel(attention, wasm, this.#checkpoint);
+    this.#model = await CheckpointModel.create(attention, wasm, this.#checkpoint, { afterLayer });
     this.#modelBackend = backend;
     return this.#model;
   }

@@ -96,6 +96,9 @@ function addInto(x, y) {
   for (let i = 0; i < x.length; i++) x[i] += y[i];
 }
 
+/** create()'s constructor call: the layers are added one at a time after it. */
+const DEFER_LAYERS = Symbol('layers added by create()');
+
 /** build()'s result; the attention layer is disposed if build throws (a missing or mis-shaped key). */
 function disposedOnError(layer, build) {
   try {
@@ -126,7 +129,15 @@ export class CheckpointModel {
    * @param wasm the wasm module whose linear() runs the other products (the same as `attention` on wasm)
    * @param checkpoint readCheckpoint()'s result
    */
-  constructor(attention, wasm, checkpoint) {
+  #build;  // what #addLayer reads: { attention, get, f32, weightDtype }
+
+  /**
+   * Builds the whole model at once (see create() for one layer at a time).
+   * @param attention the module whose MultiHeadAttention runs the heads (init(), or init({ backend: 'webgpu' }))
+   * @param wasm the wasm module whose linear() runs the other products (the same as `attention` on wasm)
+   * @param checkpoint readCheckpoint()'s result
+   */
+  constructor(attention, wasm, checkpoint, deferLayers = null) {
     const a = checkpoint.architecture;
     this.architecture = a;
     this.dtype = checkpoint.dtype;
@@ -134,7 +145,7 @@ export class CheckpointModel {
     const get = tensorGetter(checkpoint.tensors, a.family);
     const f32 = (key, shape) => widen(get(key, shape));
     const E = a.embedDim, V = a.vocabSize;
-    const weightDtype = this.dtype === 'F32' ? 'f32' : 'f16';
+    this.#build = { attention, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
     try {
       if (a.family === 'gpt2') {
         this.embedding = get('transformer.wte.weight', [V, E]);
@@ -145,15 +156,37 @@ export class CheckpointModel {
         this.finalNorm = { weight: f32('model.norm.weight', [E]) };
       }
       this.unembedding = new Matrix(a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]));
-      for (let l = 0; l < a.numLayers; l++) {
-        this.#layers.push(a.family === 'gpt2'
-          ? this.#gpt2Layer(attention, get, f32, l, weightDtype)
-          : this.#llamaLayer(attention, get, f32, l, weightDtype));
-      }
+      if (deferLayers !== DEFER_LAYERS) for (let l = 0; l < a.numLayers; l++) this.#addLayer(l);
     } catch (error) {
       this.dispose();
       throw error;
     }
+  }
+
+  /**
+   * The model built one layer at a time: `afterLayer(done, total)` is awaited after each (the
+   * worker reports progress there, lets a cancel message in, and throws to stop; the layers made
+   * so far are then freed).
+   */
+  static async create(attention, wasm, checkpoint, { afterLayer = null } = {}) {
+    const model = new CheckpointModel(attention, wasm, checkpoint, DEFER_LAYERS);
+    try {
+      for (let l = 0; l < model.numLayers; l++) {
+        model.#addLayer(l);
+        await afterLayer?.(l + 1, model.numLayers);
+      }
+      return model;
+    } catch (error) {
+      model.dispose();
+      throw error;
+    }
+  }
+
+  #addLayer(l) {
+    const { attention, get, f32, weightDtype } = this.#build;
+    this.#layers.push(this.architecture.family === 'gpt2'
+      ? this.#gpt2Layer(attention, get, f32, l, weightDtype)
+      : this.#llamaLayer(attention, get, f32, l, weightDtype));
   }
 
   #gpt2Layer(attention, get, f32, l, weightDtype) {
