@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startDemo } from './browser.js';
-import { assertClose, checkpointFiles, expectedValues } from '../js/your-model-fixtures.js';
+import { assertClose, checkpointFiles, expectedValues, torchTop } from '../js/your-model-fixtures.js';
 
 let demo;
 let page;
@@ -19,11 +19,6 @@ after(() => demo?.close());
 
 const state = () => page.evaluate(() => window.__mhaDemo.getState());
 
-function torchTop(logits) {
-  const V = logits.shape[1];
-  const last = logits.data.subarray(logits.data.length - V);
-  return [...last.keys()].sort((a, b) => last[b] - last[a]).slice(0, 5);
-}
 
 test('a Llama checkpoint on WebGPU: torch\'s heads, prediction and ablation; then the same on wasm', async () => {
   await page.evaluate(() => window.__mhaDemo.setBackend('webgpu'));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startDemo } from './browser.js';
-import { assertClose, checkpointFiles, expectedValues } from '../js/your-model-fixtures.js';
+import { assertClose, checkpointFiles, expectedValues, torchTop } from '../js/your-model-fixtures.js';
 
 let demo;
 let page;
@@ -33,12 +33,6 @@ async function untilPredictionChanges(before) {
   }
 }
 
-/** The top-5 token ids of the last row of torch's [L, V] logits. */
-function torchTop(logits) {
-  const V = logits.shape[1];
-  const last = logits.data.subarray(logits.data.length - V);
-  return [...last.keys()].sort((a, b) => last[b] - last[a]).slice(0, 5);
-}
 
 test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s patterns and prediction', async () => {
   await load('llama');

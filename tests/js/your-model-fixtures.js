@@ -22,6 +22,13 @@ export function expectedValues(name) {
   return { ...meta, tensors };
 }
 
+/** The top-5 token ids of the last row of torch's logits ({ data, shape [L, V] }), most likely first. */
+export function torchTop(logits) {
+  const V = logits.shape[1];
+  const last = logits.data.subarray(logits.data.length - V);
+  return [...last.keys()].sort((a, b) => last[b] - last[a]).slice(0, 5);
+}
+
 /** |actual - expected| <= tolerance * (1 + |expected|) everywhere; the message names the worst index. */
 export function assertClose(actual, expected, tolerance, what) {
   assert.equal(actual.length, expected.length, `${what}: length`);
