@@ -19,7 +19,6 @@ after(() => demo?.close());
 
 const state = () => page.evaluate(() => window.__mhaDemo.getState());
 
-
 test('a Llama checkpoint on WebGPU: torch\'s heads, prediction and ablation; then the same on wasm', async () => {
   await page.evaluate(() => window.__mhaDemo.setBackend('webgpu'));
   await page.evaluate((files) => window.__mhaDemo.loadModel(files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) }))),
