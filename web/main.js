@@ -18,6 +18,7 @@ import { CustomLayerMode } from './modes/custom-layer.js';
 import { GenerateMode } from './modes/generate.js';
 import { SentimentMode } from './modes/sentiment.js';
 import { StepsMode } from './modes/steps.js';
+import { YourModelMode } from './modes/your-model.js';
 import { TrainMode } from './modes/train.js';
 
 const $ = (id) => document.getElementById(id);
@@ -379,6 +380,7 @@ function accept(result) {
 function rerun() {
   if (state.source === 'sentiment') sentimentMode.run();
   else if (state.source === 'custom') customMode.run();
+  else if (state.source === 'model') yourModelMode.run();
   else runText();
 }
 
@@ -394,6 +396,7 @@ async function redrawOn(backends) {
     if (state.runError) throw new Error(state.runError);
     await nextRender();
   }
+  if (state.source === 'model') await yourModelMode.run();  // (Your model runs in the worker on the new backend)
 }
 
 /** Runs the default model on the text box's text; while a run is in flight only the latest waits. */
@@ -525,6 +528,12 @@ const customMode = new CustomLayerMode({
   stepsOptions: () => stepsMode.runOptions(),
 });
 
+const yourModelMode = new YourModelMode({
+  $, worker, state, accept, showMessage, runFailed, nextRender, download,
+  // Leaving the other sources as a tab switch does (their panels, Steps changes, Sentiment, Train).
+  leaveOthers: () => showSource('default'),
+});
+
 const stepsMode = new StepsMode({
   $,
   shown: () => state,
@@ -544,7 +553,7 @@ function nextRender() {
 
 window.__mhaDemo = testHook({
   $, worker, state, nextRender, render, rowOf, layerShape,
-  modes: { generate: generateMode, sentiment: sentimentMode, train: trainMode, steps: stepsMode },
+  modes: { generate: generateMode, sentiment: sentimentMode, train: trainMode, steps: stepsMode, yourModel: yourModelMode },
   backends: backendSwitch,
   geometry: () => ({ heatmap: heatmapGeometry, lines: linesGeometry }),
   runText: () => {
@@ -571,52 +580,3 @@ window.__mhaDemo.ready = (async () => {
     throw error;
   }
 })();
-
-// ---- "Your model" mode (issue 43): web/modes/your-model.js. Its whole hook into this file; after ----
-// ---- the main.js split, re-apply it where showSource, rerun, redrawOn and renderSteps land.     ----
-import { YourModelMode } from './modes/your-model.js';
-
-const yourModelMode = new YourModelMode({
-  $, worker, state, accept, showMessage, runFailed, nextRender, download,
-  // Leaving the other sources as a tab switch does (their panels, Steps changes, Sentiment, Train).
-  leaveOthers: () => showSource('default'),
-});
-{
-  const baseRerun = rerun, baseRedrawOn = redrawOn, baseRenderSteps = renderSteps;
-  // The Steps view's ablate / patch / clear run the loaded model again.
-  rerun = () => (state.source === 'model' ? yourModelMode.run() : baseRerun());
-  // A backend switch (or a lost device) runs the model on the new backend.
-  redrawOn = async (backends) => {
-    await baseRedrawOn(backends);
-    if (state.source === 'model') await yourModelMode.run();
-  };
-  // The model's heads can be ablated and patched from a second text, as the default model's.
-  renderSteps = () => {
-    baseRenderSteps();
-    if (state.source !== 'model') return;
-    $('steps-patch-row').hidden = false;
-    $('steps-patch-text').hidden = false;
-    $('steps-patch-file').hidden = true;
-    $('steps-patch-label').textContent = 'second text (the same number of tokens)';
-    $('steps-ablate').parentElement.hidden = false;
-  };
-  const hook = window.__mhaDemo;
-  const baseSetText = hook.setText, baseGetState = hook.getState;
-  Object.assign(hook, {
-    /** Loads a checkpoint (File objects or { name, bytes }); resolves when its first view is drawn. */
-    loadModel: (files) => yourModelMode.load(files),
-    setText: (text) => (state.source === 'model' ? yourModelMode.setText(text) : baseSetText(text)),
-    getState() {
-      const got = baseGetState();
-      if (state.source !== 'model') return { ...got, model: null };
-      return { ...got, model: { ...yourModelMode.model }, lens: structuredClone(state.result?.lens ?? null) };
-    },
-    /** Your model: greedy generation of `count` tokens; resolves with { generated, ids, tokensPerSecond, cancelled } once drawn. */
-    async generateModel(count) {
-      $('model-gen-count').value = String(count);
-      return yourModelMode.generate();
-    },
-    /** Your model: the whole state as the State JSON button saves it. */
-    modelStateJson: () => structuredClone(yourModelMode.stateJson()),
-  });
-}

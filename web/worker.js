@@ -14,6 +14,7 @@ import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from '
 import { TrainingSession } from './training/session.js';
 import { zPatch } from './z-patch.js';
 import { describeHeads } from './training/head-scores.js';
+import { YourModelSession } from './your-model/session.js';
 
 let mha;
 let model;
@@ -408,7 +409,6 @@ self.onmessage = async ({ data: { id, type, ...args } }) => {
 };
 
 // ---- "Your model" mode (issue 43): its messages, answered by web/your-model/session.js ----
-import { YourModelSession } from './your-model/session.js';
 
 const yourModel = new YourModelSession(() => {
   const backend = backends.backendFor('model');
