@@ -529,7 +529,7 @@ const customMode = new CustomLayerMode({
 });
 
 const yourModelMode = new YourModelMode({
-  $, worker, state, accept, showMessage, runFailed, nextRender, download,
+  $, worker, state, accept, showMessage, runFailed, nextRender, download, stepsMode: () => stepsMode,
   // Leaving the other sources as a tab switch does (their panels, Steps changes, Sentiment, Train).
   leaveOthers: () => showSource('default'),
 });

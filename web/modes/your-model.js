@@ -212,8 +212,7 @@ export class YourModelMode {
   }
 
   #steps() {
-    const { state } = this.#page;
-    return { ablated: state.ablated, patched: state.patched, patchText: state.patchText };
+    return this.#page.stepsMode().runOptions();  // (the Steps view's ablations and patches, web/modes/steps.js)
   }
 
   #show(result) {
@@ -299,13 +298,14 @@ export class YourModelMode {
   stateJson() {
     const { state } = this.#page;
     const result = state.result;
+    const steps = this.#page.stepsMode();
     return {
       source: 'your model', model: this.model, text: result.text, ids: result.ids, tokens: result.labels,
-      prediction: result.prediction, lens: result.lens, ablated: state.ablated, patched: state.patched, patchText: state.patchText,
+      prediction: result.prediction, lens: result.lens, ablated: steps.ablated, patched: steps.patched, patchText: steps.patchText,
       shape: [result.layers.length, result.config.numHeads, result.labels.length, result.labels.length],
       heads: everyHead(result),
       selected: { ...state.selected },
-      steps: state.view === 'steps' && state.steps ? state.steps : null,
+      steps: state.view === 'steps' && steps.steps ? steps.steps : null,
     };
   }
 
