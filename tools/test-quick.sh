@@ -43,8 +43,12 @@ js_tests() {
   for file in tests/js/*.test.js; do
     [[ " ${SLOW_JS[*]} " == *" $file "* ]] || js+=("$file")
   done
-  # Two files at a time: Node's default on 2 cores is one (its default is cores - 1).
-  node --test --test-concurrency=2 "${js[@]}"
+  # Two files at a time: Node's default on 2 cores is one (its default is cores - 1). Each file's
+  # time goes to build/test-quick-js-times.txt (tools/file-times-reporter.mjs), slowest first.
+  mkdir -p build
+  node --test --test-concurrency=2 --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=./tools/file-times-reporter.mjs --test-reporter-destination=build/test-quick-js-times.txt "${js[@]}" &&
+    echo "quick: the slowest JS files (build/test-quick-js-times.txt):" && head -n 5 build/test-quick-js-times.txt
 }
 
 webgpu_smoke() {
