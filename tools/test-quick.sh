@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/webgpu-adapter-env.sh
 
-# tests/js files left to `npm test` (tests/stages/20-js.sh): each takes more than 20 s alone
-# (docs/contributing.md gives the figures).
+# tests/js files left to `npm test` (tests/stages/20-js.sh): the soaks and the 4 GiB files, and
+# those whose tests took more than 20 s (two files at a time, load average 6 to 7, 2026-11-27;
+# build/test-quick-js-times.txt has the figures of the last run).
 SLOW_JS=(
   tests/js/soak.test.js                     # 100,000 forward calls
   tests/js/gradients-soak.test.js           # 10,000 forward + backward calls
@@ -16,6 +17,13 @@ SLOW_JS=(
   tests/js/memory-4g-quantized.test.js
   tests/js/memory-4g-refusal.test.js
   tests/js/memory-4g-refusal-worker.test.js
+  tests/js/tfjs-kernels.test.js             # 113 s
+  tests/js/sentiment.test.js                # 104 s
+  tests/js/tfjs-layer.test.js               # 61 s
+  tests/js/long-sequence.test.js            # 39 s
+  tests/js/keras.test.js                    # 29 s
+  tests/js/train-sentiment-example.test.js  # 27 s
+  tests/js/tfjs-page-training.test.js       # 22 s
 )
 # The smokes: the WebGPU backend end to end on one adapter, and the demo page in Chromium.
 WEBGPU_SMOKE=(tests/webgpu/adapter.test.js tests/webgpu/options.test.js)
@@ -39,7 +47,7 @@ native_tests() {
 }
 
 js_tests() {
-  local file js=()
+  local file js=() status=0
   for file in tests/js/*.test.js; do
     [[ " ${SLOW_JS[*]} " == *" $file "* ]] || js+=("$file")
   done
@@ -47,8 +55,11 @@ js_tests() {
   # time goes to build/test-quick-js-times.txt (tools/file-times-reporter.mjs), slowest first.
   mkdir -p build
   node --test --test-concurrency=2 --test-reporter=spec --test-reporter-destination=stdout \
-    --test-reporter=./tools/file-times-reporter.mjs --test-reporter-destination=build/test-quick-js-times.txt "${js[@]}" &&
-    echo "quick: the slowest JS files (build/test-quick-js-times.txt):" && head -n 5 build/test-quick-js-times.txt
+    --test-reporter=./tools/file-times-reporter.mjs --test-reporter-destination=build/test-quick-js-times.txt "${js[@]}" ||
+    status=$?
+  echo "quick: the slowest JS files (build/test-quick-js-times.txt):"
+  head -n 5 build/test-quick-js-times.txt
+  return $status
 }
 
 webgpu_smoke() {
