@@ -365,3 +365,24 @@ export function linearModel({ op, K, N, bits = 4, blockSize = 32, type = 'int8' 
   const graph = msg(7, [...nodes, str(2, 'linear'), ...init, input, output]);
   return concat([int(1, 8), msg(8, [str(1, ''), int(2, 17)]), msg(8, [str(1, 'com.microsoft'), int(2, 1)]), graph]);
 }
+
+/**
+ * One attention node on projected inputs, for bench/attention-function.mjs. `op` 'Attention':
+ * ONNX's Attention (opset 23) on 4-D Q [B, Hq, L, Dh], K / V [B, Hkv, S, Dh] (is_causal = top-left
+ * without a past), output Y [B, Hq, L, Dh]. `op` 'MultiHeadAttention': com.microsoft's contrib op on
+ * 3-D query / key / value [B, L|S, H*Dh] (no GQA: Hkv = Hq), output [B, L, H*Dh]; causal through
+ * its unidirectional attribute.
+ */
+export function attentionOpModel({ op, B, Hq, Hkv, L, S, Dh, causal }) {
+  if (op === 'Attention') {
+    const nodes = [node('Attention', ['Q', 'K', 'V'], ['Y'], causal ? { is_causal: 1 } : {})];
+    const inputs = [valueInfo(11, 'Q', [B, Hq, L, Dh]), valueInfo(11, 'K', [B, Hkv, S, Dh]), valueInfo(11, 'V', [B, Hkv, S, Dh])];
+    const graph = msg(7, [...nodes, str(2, 'attention'), ...inputs, valueInfo(12, 'Y', [B, Hq, L, Dh])]);
+    return concat([int(1, 8), msg(8, [str(1, ''), int(2, 23)]), graph]);
+  }
+  const nodes = [node('MultiHeadAttention', ['Q', 'K', 'V'], ['Y'], { num_heads: Hq, ...(causal ? { unidirectional: 1 } : {}) }, 'com.microsoft')];
+  const inputs = [valueInfo(11, 'Q', [B, L, Hq * Dh]), valueInfo(11, 'K', [B, S, Hq * Dh]), valueInfo(11, 'V', [B, S, Hq * Dh])];
+  const graph = msg(7, [...nodes, str(2, 'contrib_mha'), ...inputs, valueInfo(12, 'Y', [B, L, Hq * Dh])]);
+  const opsets = [msg(8, [str(1, ''), int(2, 17)]), msg(8, [str(1, 'com.microsoft'), int(2, 1)])];
+  return concat([int(1, 8), ...opsets, graph]);
+}

@@ -24,6 +24,9 @@ node --no-liftoff bench/decode.mjs --layers=8
 node bench/prefill-cache.mjs
 # Prefill with quantized weights (int8, q4, f16) against float32, the whole layer (target: within 1.15x).
 node --no-liftoff bench/prefill-quantized.mjs --clock=cpu
+# The attention function (scaledDotProductAttention) against the layer's attention stage and
+# onnxruntime-web's wasm Attention (opset 23) / contrib MultiHeadAttention on the same inputs.
+node bench/attention-function.mjs --ort --clock=cpu
 # Training: forward + backward against forward alone (wasm 1 and 2 threads, native), tfjs' wasm and
 # cpu backends and PyTorch (OpenBLAS) on the same step, L = S = 8192 in the wasm builds' memory.
 node bench/training.mjs

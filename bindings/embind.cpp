@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "mha/attention_function.hpp"
 #include "mha/attention_steps.hpp"
 #include "mha/errors.hpp"
 #include "mha/kernels/linear.hpp"
@@ -242,6 +243,28 @@ struct ForwardRequest {
     if (CacheHandle* cache = cache_of(request[keys.cache])) options.cache = &cache->cache();
   }
 };
+
+// Runs f, recording a C++ exception as an error kind and message for the JS wrapper (which raises
+// it: bindings/js/core/errors.js); returns whether f succeeded.
+template <typename F>
+bool guarded(int& error_kind, std::string& error, F&& f) {
+  error_kind = kNone;
+  std::string().swap(error);  // frees the last message, so an error holds no memory past the next call
+  try {
+    f();
+    return true;
+  } catch (const mha::ArgumentError& e) {
+    error_kind = e.kind() == mha::ErrorKind::kType ? kTypeError : kRangeError;
+    error = e.what();
+  } catch (const std::bad_alloc&) {
+    error_kind = kRangeError;
+    error = "out of memory: the request does not fit in WebAssembly memory";
+  } catch (const std::exception& e) {
+    error_kind = kOtherError;
+    error = e.what();
+  }
+  return false;
+}
 
 class LayerHandle {
  public:
@@ -611,22 +634,7 @@ class LayerHandle {
 
   template <typename F>
   bool guard(F&& f) {
-    error_kind_ = kNone;
-    std::string().swap(error_);  // frees the last message, so an error holds no memory past the next call
-    try {
-      f();
-      return true;
-    } catch (const mha::ArgumentError& e) {
-      error_kind_ = e.kind() == mha::ErrorKind::kType ? kTypeError : kRangeError;
-      error_ = e.what();
-    } catch (const std::bad_alloc&) {
-      error_kind_ = kRangeError;
-      error_ = "out of memory: the request does not fit in WebAssembly memory";
-    } catch (const std::exception& e) {
-      error_kind_ = kOtherError;
-      error_ = e.what();
-    }
-    return false;
+    return guarded(error_kind_, error_, f);
   }
 
   val planned_steps_of(const mha::ForwardPlan& plan, const mha::CheckedSteps& checked) const {
@@ -683,6 +691,142 @@ void linearBackward(double d_y, double x, double weight, double d_x, double d_we
                                  at<float>(d_weight), at<float>(d_bias), static_cast<int64_t>(rows),
                                  static_cast<int64_t>(in), static_cast<int64_t>(out)});
 }
+
+// The attention function (src/mha/attention_function.hpp) on tensors the JS wrapper
+// (bindings/js/core/attention-function.js) checked and copied into the heap: plan() gives the
+// result's shapes, run() writes into the outputs the wrapper then allocated. A request:
+// { query, key, value, pastKey?, pastValue?, attnMask? (isBool: nonzero = attend), causalOffsets?,
+// kvSeqLens?, sinks? ({ ptr, shape } each), numHeads, kvNumHeads, causal (0 none, 1 top-left,
+// 2 bottom-right, 3 offset), scale?, softcap, dropout, seed, slidingWindow, alibiSlopes?,
+// needWeights, capture }.
+class AttentionFunctionHandle {
+ public:
+  int lastErrorKind() const { return error_kind_; }
+  // The last error's message, handed over: the handle lives as long as the module, and keeps no
+  // message after the wrapper has read it.
+  std::string takeError() {
+    std::string message;
+    message.swap(error_);
+    return message;
+  }
+
+  // { output, presentKey, presentValue, weights, steps: shapes or null, capped: bool }, or null
+  // after an error.
+  val plan(val request) {
+    val planned = val::null();
+    guarded(error_kind_, error_, [&] {
+      const Request r(keys_, request);
+      const mha::AttentionPlan p = mha::plan_attention(r.query, r.key, r.value, r.options);
+      const auto shape_or_null = [](const mha::Shape& s) { return s.empty() ? val::null() : array_of(s); };
+      planned = val::object();
+      planned.set("output", array_of(p.output_shape));
+      planned.set("presentKey", shape_or_null(p.present_key_shape));
+      planned.set("presentValue", shape_or_null(p.present_value_shape));
+      planned.set("weights", shape_or_null(p.weights_shape));
+      planned.set("steps", shape_or_null(p.step_shape));
+      planned.set("capped", r.options.softcap > 0.0f);
+    });
+    return planned;
+  }
+
+  // outputs: { output, presentKey, presentValue, weights, scores, capped, logits, pattern, lse }
+  // addresses sized by plan() (0: not asked for).
+  bool run(val request, val outputs) {
+    return guarded(error_kind_, error_, [&] {
+      const Request r(keys_, request);
+      const mha::AttentionPlan p = mha::plan_attention(r.query, r.key, r.value, r.options);
+      const auto at = [&](const char* name) { return address(outputs, name); };
+      mha::AttentionOutputs o;
+      o.output = at("output");
+      o.present_key = at("presentKey");
+      o.present_value = at("presentValue");
+      o.weights = at("weights");
+      o.scores = at("scores");
+      o.capped = at("capped");
+      o.logits = at("logits");
+      o.pattern = at("pattern");
+      o.lse = at("lse");
+      mha::run_attention(p, r.query, r.key, r.value, r.options, o, pool());
+    });
+  }
+
+  // The backward pass of a run() with lse, on the same request: buffers { output, lse, dOutput,
+  // dQuery, dKey, dValue, dPastKey, dPastValue } (addresses; the pasts' 0 without a past).
+  bool backward(val request, val buffers) {
+    return guarded(error_kind_, error_, [&] {
+      const Request r(keys_, request);
+      const mha::AttentionPlan p = mha::plan_attention(r.query, r.key, r.value, r.options);
+      const auto at = [&](const char* name) { return address(buffers, name); };
+      mha::AttentionGradients g;
+      g.d_query = at("dQuery");
+      g.d_key = at("dKey");
+      g.d_value = at("dValue");
+      g.d_past_key = at("dPastKey");
+      g.d_past_value = at("dPastValue");
+      mha::run_attention_backward(p, r.query, r.key, r.value, r.options, at("output"), at("lse"), at("dOutput"), g,
+                                  pool());
+    });
+  }
+
+ private:
+  // The address the wrapper put in object[name] (0: none), as a float pointer.
+  static float* address(const val& object, const char* name) {
+    return reinterpret_cast<float*>(static_cast<uintptr_t>(object[name].as<double>()));
+  }
+
+  static mha::ThreadPool* pool() {
+#ifdef __EMSCRIPTEN_PTHREADS__
+    return module_pool.get();
+#else
+    return nullptr;
+#endif
+  }
+
+  struct Request {
+    mha::TensorRef query, key, value;
+    mha::AttentionFunctionOptions options;
+
+    Request(const RequestKeys& keys, const val& request)
+        : query(tensor_of(keys, request[keys.query])), key(tensor_of(keys, request[keys.key])),
+          value(tensor_of(keys, request[keys.value])) {
+      mha::AttentionFunctionOptions& o = options;
+      const auto number = [&](const char* name) {
+        const val v = request[name];
+        return v.isUndefined() ? 0.0 : v.as<double>();
+      };
+      const auto int32s = [&](const char* name, const int32_t*& data, mha::Shape& shape) {
+        const val v = request[name];
+        if (v.isUndefined() || v.isNull()) return;
+        data = pointer_of<int32_t>(keys, v);
+        shape = shape_of(keys, v[keys.shape]);
+      };
+      o.num_heads = static_cast<int64_t>(number("numHeads"));
+      o.kv_num_heads = static_cast<int64_t>(number("kvNumHeads"));
+      o.past_key = tensor_of(keys, request["pastKey"]);
+      o.past_value = tensor_of(keys, request["pastValue"]);
+      o.attn_mask = mask_of(keys, request[keys.attnMask]);
+      o.causal = static_cast<mha::CausalMode>(static_cast<int>(number("causal")));
+      int32s("causalOffsets", o.causal_offsets, o.causal_offsets_shape);
+      int32s("kvSeqLens", o.kv_seq_lens, o.kv_seq_lens_shape);
+      if (!request["scale"].isUndefined()) o.scale = static_cast<float>(number("scale"));
+      o.softcap = static_cast<float>(number("softcap"));
+      o.dropout = static_cast<float>(number("dropout"));
+      o.seed = static_cast<uint64_t>(number("seed"));
+      o.sliding_window = static_cast<int64_t>(number("slidingWindow"));
+      if (!request["alibiSlopes"].isUndefined())
+        o.alibi_slopes = emscripten::convertJSArrayToNumberVector<float>(request["alibiSlopes"]);
+      const mha::TensorRef sinks = tensor_of(keys, request["sinks"]);
+      o.sinks = sinks.data;
+      o.sinks_shape = sinks.shape;
+      o.need_weights = request[keys.needWeights].as<bool>();
+      o.capture = request[keys.capture].as<bool>();
+    }
+  };
+
+  RequestKeys keys_;
+  int error_kind_ = kNone;
+  std::string error_;
+};
 
 // Bytes the allocator has handed out and not yet freed; the leak tests watch this.
 double heapAllocatedBytes() { return static_cast<double>(heap_in_use()); }
@@ -744,6 +888,13 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("weightsShape", &LayerHandle::weightsShape)
       .function("capturedEntries", &LayerHandle::capturedEntries)
       .function("releaseResult", &LayerHandle::releaseResult);
+  emscripten::class_<AttentionFunctionHandle>("AttentionFunctionHandle")
+      .constructor<>()
+      .function("lastErrorKind", &AttentionFunctionHandle::lastErrorKind)
+      .function("takeError", &AttentionFunctionHandle::takeError)
+      .function("plan", &AttentionFunctionHandle::plan)
+      .function("run", &AttentionFunctionHandle::run)
+      .function("backward", &AttentionFunctionHandle::backward);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
   emscripten::function("linearForward", &linearForward);
   emscripten::function("linearBackward", &linearBackward);

@@ -2,6 +2,8 @@
 # Builds the wasm module(s) into dist/ with Emscripten 3.1.6 (see docs/contributing.md: Building by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/stamps.sh
+inputs=$(stamp_hash wasm)  # (before the build: a file changed meanwhile makes the next run rebuild)
 export NODE_PATH=/usr/share/nodejs   # Emscripten's JS optimizer needs Debian's acorn
 TOOLCHAIN=/usr/share/emscripten/cmake/Modules/Platform/Emscripten.cmake
 
@@ -37,4 +39,5 @@ build_variant mha-simd "-msimd128 -msse4.1"
 build_variant mha-scalar ""
 build_variant mha-simd-threads "-msimd128 -msse4.1 -pthread" \
   "-sPTHREAD_POOL_SIZE=Math.min(16,navigator.hardwareConcurrency||4)" "$PWD/src/mha/wasm_threads_pre.js"
+stamp_write wasm "$inputs"  # (tools/prepare.sh skips the build while its inputs stay the same)
 echo "built: $(ls dist)"

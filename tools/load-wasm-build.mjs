@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 
+import { defineAttentionFunction } from '../bindings/js/core/attention-function.js';
 import { defineKerasMultiHeadAttention } from '../bindings/js/keras/keras.js';
 import { defineMultiHeadAttention } from '../bindings/js/core/layer.js';
 import { defineLinear } from '../bindings/js/core/linear.js';
@@ -26,5 +27,5 @@ export async function loadBuild(name) {
   }
   const module = await createMhaModule(args);
   const MultiHeadAttention = defineMultiHeadAttention(module);
-  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module) };
+  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module), ...defineAttentionFunction(module) };
 }

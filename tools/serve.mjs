@@ -20,6 +20,8 @@ export const MOUNTS = [
   ['/dist/', join(ROOT, 'dist')],
   ['/node_modules/wasm-feature-detect/', join(ROOT, 'node_modules', 'wasm-feature-detect')],
   ['/node_modules/uplot/dist/', join(ROOT, 'node_modules', 'uplot', 'dist')],  // the Train mode's charts
+  // The Your model mode's tokenizer.json (web/your-model/tokenizer.js).
+  ['/node_modules/@huggingface/tokenizers/dist/', join(ROOT, 'node_modules', '@huggingface', 'tokenizers', 'dist')],
   // The Sentiment tab's training worker (loaded when the user presses Train): tfjs and its wasm backend.
   ['/node_modules/@tensorflow/tfjs/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs', 'dist')],
   ['/node_modules/@tensorflow/tfjs-backend-wasm/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs-backend-wasm', 'dist')],
@@ -53,6 +55,7 @@ const MIME_TYPES = {
 export const BARE_IMPORTS = {
   'wasm-feature-detect': '/node_modules/wasm-feature-detect/dist/esm/index.js',
   uplot: '/node_modules/uplot/dist/uPlot.esm.js',
+  '@huggingface/tokenizers': '/node_modules/@huggingface/tokenizers/dist/tokenizers.min.mjs',
   // The package's own subpath imports (package.json "imports", e.g. "#platform"): their browser target.
   ...Object.fromEntries(Object.entries(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).imports ?? {})
     .map(([name, target]) => [name, (typeof target === 'string' ? target : target.browser ?? target.default).replace(/^\./, '')])),

@@ -18,6 +18,7 @@ import { CustomLayerMode } from './modes/custom-layer.js';
 import { GenerateMode } from './modes/generate.js';
 import { SentimentMode } from './modes/sentiment.js';
 import { StepsMode } from './modes/steps.js';
+import { YourModelMode } from './modes/your-model.js';
 import { TrainMode } from './modes/train.js';
 
 const $ = (id) => document.getElementById(id);
@@ -379,6 +380,7 @@ function accept(result) {
 function rerun() {
   if (state.source === 'sentiment') sentimentMode.run();
   else if (state.source === 'custom') customMode.run();
+  else if (state.source === 'model') yourModelMode.run();
   else runText();
 }
 
@@ -394,6 +396,7 @@ async function redrawOn(backends) {
     if (state.runError) throw new Error(state.runError);
     await nextRender();
   }
+  if (state.source === 'model') await yourModelMode.run();  // (Your model runs in the worker on the new backend)
 }
 
 /** Runs the default model on the text box's text; while a run is in flight only the latest waits. */
@@ -472,42 +475,39 @@ function bindSources() {
 
 // ---- the modes (web/modes/): each binds its own panel; add a new one here ----
 
+// What every mode is given: the worker, the page's element lookup and its message line.
+const modeKit = { worker, $, message: showMessage };
+
 const generateMode = new GenerateMode({
-  worker,
-  $,
+  ...modeKit,
   show: accept,
   redraw: () => {
     state.meanCache = new Map();  // the text grew
     render();
     return state.renderMs;
   },
-  message: showMessage,
   wantsSteps: () => state.view === 'steps',
   changes: () => stepsMode.runOptions(),
 });
 
 const sentimentMode = new SentimentMode({
-  worker,
-  $,
+  ...modeKit,
   show: (result) => {
     state.source = 'sentiment';
     accept(result);
   },
-  message: showMessage,
   stepsOptions: () => stepsMode.runOptions(),
   // The in-page training follows the page's switch: on 'webgpu' tfjs trains on its WebGPU backend.
   pageBackend: () => backendSwitch.chosen ?? 'wasm',
 });
 
 const trainMode = new TrainMode({
-  worker,
-  $,
+  ...modeKit,
   show: (result) => {
     if (state.source !== 'train') return;
     state.meanCache = new Map();
     accept(result);
   },
-  message: showMessage,
   download,
   status: () => { if (state.source === 'train') renderStatus(); },
   onWeights: (info) => {
@@ -518,16 +518,20 @@ const trainMode = new TrainMode({
 });
 
 const customMode = new CustomLayerMode({
-  worker,
-  $,
+  ...modeKit,
   show: (result) => {
     state.source = 'custom';
     accept(result);
   },
-  message: showMessage,
   failed: runFailed,
   wantsSteps: () => state.view === 'steps',
   stepsOptions: () => stepsMode.runOptions(),
+});
+
+const yourModelMode = new YourModelMode({
+  $, worker, state, accept, showMessage, runFailed, nextRender, download, stepsMode: () => stepsMode,
+  // Leaving the other sources as a tab switch does (their panels, Steps changes, Sentiment, Train).
+  leaveOthers: () => showSource('default'),
 });
 
 const stepsMode = new StepsMode({
@@ -549,7 +553,7 @@ function nextRender() {
 
 window.__mhaDemo = testHook({
   $, worker, state, nextRender, render, rowOf, layerShape,
-  modes: { generate: generateMode, sentiment: sentimentMode, train: trainMode, steps: stepsMode },
+  modes: { generate: generateMode, sentiment: sentimentMode, train: trainMode, steps: stepsMode, yourModel: yourModelMode },
   backends: backendSwitch,
   geometry: () => ({ heatmap: heatmapGeometry, lines: linesGeometry }),
   runText: () => {

@@ -7,12 +7,13 @@
  * rowOf(layer, head, i), layerShape(), geometry() -> { heatmap, lines }, render(), nextRender(), runText() -> run number }.
  */
 export function testHook(page) {
-  const { $, state, modes: { generate, sentiment, train, steps }, backends, nextRender } = page;
+  const { $, state, modes: { generate, sentiment, train, steps, yourModel }, backends, nextRender } = page;
   return {
     /** Resolves once the model is loaded and the first view is drawn (main.js sets it). */
     ready: null,
     /** Sets the text box and resolves when the page has drawn the result. */
     async setText(text) {
+      if (state.source === 'model') return yourModel.setText(text);
       $('text').value = text;
       const run = page.runText();
       // An earlier run (or another view's result of the same text) may be drawn first: wait for this call's run.
@@ -81,8 +82,20 @@ export function testHook(page) {
          * framesDuringTraining, inputsDuringTraining } or null before the first run.
          */
         sentimentTraining: sentiment.training.status ? structuredClone(sentiment.training.status) : null,
+        /** Your model: what was loaded ({ family, layers, heads, ... }) and the logit lens, or null on another source. */
+        model: state.source === 'model' ? { ...yourModel.model } : null,
+        ...(state.source === 'model' ? { lens: structuredClone(state.result?.lens ?? null) } : {}),
       };
     },
+    /** Your model: loads a checkpoint (File objects or { name, bytes }); resolves when its first view is drawn. */
+    loadModel: (files) => yourModel.load(files),
+    /** Your model: greedy generation of `count` tokens; resolves with { generated, ids, tokensPerSecond, cancelled } once drawn. */
+    async generateModel(count) {
+      $('model-gen-count').value = String(count);
+      return yourModel.generate();
+    },
+    /** Your model: the whole state as the State JSON button saves it. */
+    modelStateJson: () => structuredClone(yourModel.stateJson()),
     /** Resolves when the running generation (if any) has ended and been drawn. */
     async generationDone() {
       while (generate.running) await nextRender();

@@ -14,6 +14,7 @@ import { attentionPrefixes, LAYER_KEYS, parseEmbeddings, runCustomLayer } from '
 import { TrainingSession } from './training/session.js';
 import { zPatch } from './z-patch.js';
 import { describeHeads } from './training/head-scores.js';
+import { YourModelSession } from './your-model/session.js';
 
 let mha;
 let model;
@@ -406,3 +407,16 @@ self.onmessage = async ({ data: { id, type, ...args } }) => {
     self.postMessage({ id, error: { name: error?.name ?? 'Error', message: error?.message ?? String(error) } });
   }
 };
+
+// ---- "Your model" mode (issue 43): its messages, answered by web/your-model/session.js ----
+
+const yourModel = new YourModelSession(() => {
+  const backend = backends.backendFor('model');
+  return { wasm: mha, attention: backend === 'webgpu' ? backends.gpu : mha, backend };
+}, yieldToMessages);
+Object.assign(handlers, {
+  modelLoad: (args, progress) => yourModel.load(args, progress),
+  modelRun: (args) => yourModel.run(args),
+  modelGenerate: (args, progress) => yourModel.generate(args, progress),
+  modelCancel: () => yourModel.cancel(),
+});

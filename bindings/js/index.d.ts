@@ -11,7 +11,8 @@ export * from './keras/types.js';
 export * from './webgpu/types.js';
 export * from './formats/types.js';
 import type {
-  BuildInfo, LinearBackwardOptions, LinearGradients, MultiHeadAttentionConstructor, Tensor,
+  AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, BuildInfo, LinearBackwardOptions,
+  LinearGradients, MultiHeadAttentionConstructor, Tensor,
 } from './core/types.js';
 import type { KerasMultiHeadAttentionConstructor } from './keras/types.js';
 import type { WebGpuEntry, WebGpuModule } from './webgpu/types.js';
@@ -41,6 +42,19 @@ export interface MhaModule {
   memoryBytes(): number;
   /** Which build was loaded. */
   build: BuildInfo;
+
+  /**
+   * Scaled dot-product attention on projected inputs (PyTorch's F.scaled_dot_product_attention,
+   * ONNX's Attention, Keras' ops.dot_product_attention), on the layer's kernels. query
+   * [B, Hq, L, E] (or [Hq, L, E], or [B, L, Hq*E] with numHeads), key [B, Hkv, S, E], value
+   * [B, Hkv, S, Ev]; Hq a multiple of Hkv.
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  scaledDotProductAttention(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
+    options?: AttentionFunctionOptions): AttentionFunctionResult;
+  /** The same as a promise (on wasm the work runs now, on the calling thread). */
+  scaledDotProductAttentionAsync(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
+    options?: AttentionFunctionOptions): Promise<AttentionFunctionResult>;
 }
 
 /** Options of {@link init}; every one is optional. */

@@ -1,17 +1,16 @@
 // The step-by-step forward pass (attention_steps.hpp): the layer's own projections, rotary,
-// cache and output projection (layer_stages.hpp), and head by head the score step of
-// kernels/score_epilogue.hpp, each step kept where the caller asked and patched where it said.
-// One query row at a time, as the reference kernel (kernels/attention_reference.cpp): slow and plain.
+// cache and output projection (layer_stages.hpp), and head by head each query row's steps
+// (kernels/attention_row_steps.hpp, the score step of kernels/score_epilogue.hpp), each step kept
+// where the caller asked and patched where it said. One query row at a time: slow and plain.
 #include "attention_steps.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "additive_mask.hpp"
 #include "errors.hpp"
+#include "kernels/attention_row_steps.hpp"
 #include "kernels/dropout.hpp"
-#include "kernels/score_epilogue.hpp"
 #include "layer_stages.hpp"
 #include "multihead_attention.hpp"
 #include "saved_forward.hpp"
@@ -169,7 +168,6 @@ ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const Te
                                                 const TensorRef& value_in, const ForwardOptions& options,
                                                 const StepRequest& request, std::vector<CapturedStep>& captured,
                                                 SavedForward* saved) const {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const ForwardPlan p = plan(query, key_in, value_in, options);
   const ResolvedConfig& c = config_;
   const CheckedSteps steps = check_steps(c, p, request, saved != nullptr);
@@ -255,8 +253,6 @@ ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const Te
       const int64_t kvh = h / c.heads_per_kv();
       const kernels::AttentionHeadArgs a =
           attention.head(b, h, 0, L, k.data() + b * S * KV + kvh * Dh, v.data() + b * S * VKV + kvh * Dv, KV, VKV);
-      kernels::ScoreEpilogue e = a.epilogue;
-      e.causal = a.causal;
       const kernels::DropoutMask dropout(a.dropout);
       const bool patch_pattern = patched(Step::kPattern) && steps.patched_heads[h];
       for (int64_t i = 0; i < L; ++i) {
@@ -265,36 +261,8 @@ ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const Te
         float* logits = kept_logits ? kept_logits + at : rows.data() + S;
         float* pattern = kept_pattern ? kept_pattern + at : rows.data() + 2 * S;
         const int64_t position = a.first_query + i;
-        const kernels::KeyRange visible = kernels::visible_keys(e, position, S);
-        const float* qi = a.q + i * a.q_stride;
-        float row_max = e.sink;  // -inf without a sink
-        bool any_key = false;    // NaN logits are not "blocked": they reach the output as NaN
-        for (int64_t j = 0; j < S; ++j) {
-          const float* kj = a.k + j * a.k_stride;
-          float dot = 0.0f;
-          for (int64_t d = 0; d < Dh; ++d) dot += qi[d] * kj[d];
-          scores[j] = dot * a.scale;
-          float bias = j < visible.begin || j >= visible.end ? kNegInf : 0.0f;
-          if (a.key_bias) bias += a.key_bias[j];
-          if (a.attn_bias) bias += a.attn_bias[i * S + j];
-          logits[j] = bias == kNegInf ? kNegInf : kernels::transform_score(e, scores[j], position, j) + bias;
-          if (bias == kNegInf) continue;
-          any_key = true;
-          if (logits[j] > row_max) row_max = logits[j];
-        }
-        if (!any_key) {
-          std::fill(pattern, pattern + S, 0.0f);
-          if (saved) saved->lse.data()[(b * H + h) * L + i] = kNegInf;
-        } else {
-          float sum = e.has_sink() ? std::exp(e.sink - row_max) : 0.0f;
-          for (int64_t j = 0; j < S; ++j) {
-            pattern[j] = logits[j] == kNegInf ? 0.0f : std::exp(logits[j] - row_max);
-            sum += pattern[j];
-          }
-          if (saved) saved->lse.data()[(b * H + h) * L + i] = row_max + std::log(sum);
-          const float inv_sum = 1.0f / sum;
-          for (int64_t j = 0; j < S; ++j) pattern[j] *= inv_sum;
-        }
+        const float lse = kernels::attention_row_steps(a, i, scores, nullptr, logits, pattern);
+        if (saved) saved->lse.data()[(b * H + h) * L + i] = lse;
         if (patch_pattern) std::copy_n(steps.patch_data + at, S, pattern);
         // z row = (pattern, after dropout when training) . v; the weights as forward() gives them.
         float* zi = a.out + i * a.out_stride;

@@ -80,6 +80,15 @@ class StageRunner {
   int threads_;
 };
 
+// Query rows per attention task when `pairs` (batch row, head) pairs share `threads` threads:
+// a head is split into query chunks only when there are too few pairs to keep every thread busy,
+// at multiples of the flash kernel's query block (so results do not depend on the threads).
+inline int64_t attention_query_chunk(int threads, int64_t pairs, int64_t L) {
+  const int64_t wanted_chunks = (2 * threads + pairs - 1) / pairs;
+  const int64_t block = kernels::attention_query_block();
+  return (std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks) + block - 1) / block * block;
+}
+
 // Where head h's attention reads and writes in one call: the projected (and rotated) q, the
 // attended values, the masks, the score step and dropout. head() fills the kernel's arguments
 // for a block of query rows; forward adds its scratch and weights, backward its gradients.

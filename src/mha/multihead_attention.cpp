@@ -227,9 +227,7 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
     // weights buffer (so no two tasks add to the same weights). Heads are split into query
     // chunks only when there are too few (batch, head) pairs to keep every thread busy.
     const int64_t head_groups = heads_together ? 1 : H;
-    const int64_t wanted_chunks = (2 * threads + B * head_groups - 1) / (B * head_groups);
-    const int64_t block = kernels::attention_query_block();
-    const int64_t chunk = (std::max<int64_t>(32, (L + wanted_chunks - 1) / wanted_chunks) + block - 1) / block * block;
+    const int64_t chunk = attention_query_chunk(threads, B * head_groups, L);
     const int64_t chunks = (L + chunk - 1) / chunk;
     run.parallel(B * chunks * head_groups, attention_splits, [&](int64_t task, int thread) {
       const int64_t group = task % head_groups, b = task / head_groups / chunks;

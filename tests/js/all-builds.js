@@ -10,12 +10,13 @@ import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
 export async function loadAllBuilds({ threadCounts = [1, 3] } = {}) {
   const entries = [];
   for (const name of BUILDS) {
-    const { module, MultiHeadAttention, KerasMultiHeadAttention, linear, linearBackward } = await loadBuild(name);
+    const { module, MultiHeadAttention, KerasMultiHeadAttention, linear, linearBackward, scaledDotProductAttention } = await loadBuild(name);
     const base = {
       MultiHeadAttention,
       KerasMultiHeadAttention,
       linear,
       linearBackward,
+      scaledDotProductAttention,
       heapAllocatedBytes: () => module.heapAllocatedBytes(),
       memoryBytes: () => (module.wasmMemory?.buffer ?? module.HEAP8.buffer).byteLength,
     };

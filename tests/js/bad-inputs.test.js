@@ -40,6 +40,7 @@ for (const build of builds) {
         makeKeras: (config) => { const l = new build.KerasMultiHeadAttention(config); made.push(l); return l; },
         linear: build.linear,
         linearBackward: build.linearBackward,
+        scaledDotProductAttention: build.scaledDotProductAttention,
       };
       try {
         row.call(kit);

@@ -92,12 +92,13 @@ export class StepsMode {
     const $ = this.#$;
     const { source, result, selected: { layer, head } } = this.#shown();
     const layerResult = result.layers[layer];
-    const changeable = source === 'default' || source === 'sentiment' || source === 'custom';  // (runs it can repeat)
+    const changeable = ['default', 'sentiment', 'custom', 'model'].includes(source);  // (runs it can repeat)
     $('steps-patch-row').hidden = !changeable;  // (a second input to patch from: a text, or Your layer's second embeddings)
     const custom = source === 'custom';
     $('steps-patch-text').hidden = custom;
     $('steps-patch-file').hidden = !custom;
-    $('steps-patch-label').textContent = custom ? 'second embeddings (the same [L, E])' : 'second text';
+    $('steps-patch-label').textContent = custom ? 'second embeddings (the same [L, E])'
+      : source === 'model' ? 'second text (the same number of tokens)' : 'second text';
     $('steps-patch-label').htmlFor = custom ? 'steps-patch-file' : 'steps-patch-text';
     $('steps-ablate').parentElement.hidden = !changeable;
     if (result.generation) {

@@ -5,6 +5,16 @@
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 const KINDS = ['none', 'self', 'cross'];
 
+/** truncate(n) of a cache's core handle (both backends' caches): n checked against its length. */
+export function truncateHandle(handle, n) {
+  if (typeof n !== 'number') throw new TypeError(`truncate: n must be a number, got ${typeof n}`);
+  const length = handle.length();
+  if (!Number.isInteger(n) || n < 0 || n > length) {
+    throw new RangeError(`truncate: n must be an integer from 0 to the cache's length (${length}), got ${n}`);
+  }
+  handle.truncate(n);
+}
+
 /** Internal: the layer side of a cache, so only the layer that made it can run it. */
 export const cacheHandleOf = new WeakMap();
 
@@ -45,13 +55,7 @@ export class KvCache {
 
   /** Keeps the first n tokens (undo a rejected draft, edit the prompt's tail). */
   truncate(n) {
-    const handle = this.#live('truncate');
-    if (typeof n !== 'number') throw new TypeError(`truncate: n must be a number, got ${typeof n}`);
-    const length = handle.length();
-    if (!Number.isInteger(n) || n < 0 || n > length) {
-      throw new RangeError(`truncate: n must be an integer from 0 to the cache's length (${length}), got ${n}`);
-    }
-    handle.truncate(n);
+    truncateHandle(this.#live('truncate'), n);
     return this;
   }
 

@@ -4,6 +4,7 @@ import { checkSeed, readForwardCall } from './call-reader.js';
 import { nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { initialStateDict } from './initialize.js';
+import { leakRegistry } from './leak-warning.js';
 import { watchMemoryGrowth } from './memory-growth.js';
 import { checkQuantizedTensor, checkWeightDtype, QUANTIZED_PROJECTION } from './quantized.js';
 import { copyOutCaptured } from './steps.js';
@@ -86,16 +87,9 @@ function stateDictEntries(stateDict, what = 'loadStateDict: stateDict') {
 // downlevel helpers look up where the runtime has no Symbol.dispose.
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
-let warnedAboutLeak = false;
 /** A layer garbage-collected without dispose(): free its handle, and say so once. */
-const leakedLayers = new FinalizationRegistry((handle) => {
-  if (!warnedAboutLeak) {
-    warnedAboutLeak = true;
-    console.warn('mha-wasm: a MultiHeadAttention layer was garbage-collected without dispose(); '
-      + 'its wasm memory was freed late. Call layer.dispose() (or use `using`) when done with a layer.');
-  }
-  handle.delete();
-});
+const leakedLayers = leakRegistry('mha-wasm: a MultiHeadAttention layer was garbage-collected without dispose(); '
+  + 'its wasm memory was freed late. Call layer.dispose() (or use `using`) when done with a layer.', (handle) => handle.delete());
 
 /**
  * Makes the MultiHeadAttention class bound to one loaded wasm module. Its errors start with the

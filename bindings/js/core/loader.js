@@ -2,6 +2,7 @@
 // wasmUrl / locateFile), hands Node the bytes, and wraps the embind module in the core layer API
 // (index.js adds the Keras layer on top: core does not depend on keras/).
 import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
+import { defineAttentionFunction } from './attention-function.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { forwardPlanner, PLANNER } from './planner.js';
 import { defineLinear } from './linear.js';
@@ -61,6 +62,7 @@ export async function instantiate(name, numThreads, options) {
   return {
     MultiHeadAttention,
     ...defineLinear(module),
+    ...defineAttentionFunction(module),
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
     [PLANNER]: forwardPlanner(module),
     memoryBytes: () => memory().byteLength,

@@ -2,20 +2,14 @@
 // in wasm memory (src/mha/saved_forward.hpp) until backward() or release().
 import { copyOutFloats, HeapScope } from './heap.js';
 import { throwHandleError, withCallName } from './errors.js';
+import { leakRegistry } from './leak-warning.js';
 import { noParameterGradients } from './quantized.js';
 import { describe } from './validate.js';
 
-let warnedAboutLeak = false;
 /** A training result garbage-collected with its state still held: free it, and say so once. */
-const leakedResults = new FinalizationRegistry((record) => {
-  if (record.state !== 'ready') return;
-  if (!warnedAboutLeak) {
-    warnedAboutLeak = true;
-    console.warn('mha-wasm: a forward result with grad: true was garbage-collected before backward() or release(); '
-      + 'its saved state was freed late. Call r.backward(dOut) or r.release() for every such result.');
-  }
-  freeRecord(record, 'collected');
-});
+const leakedResults = leakRegistry('mha-wasm: a forward result with grad: true was garbage-collected before backward() or release(); '
+  + 'its saved state was freed late. Call r.backward(dOut) or r.release() for every such result.',
+(record) => freeRecord(record, 'collected'), (record) => record.state === 'ready');
 
 function sameShape(a, b) {
   return Array.isArray(a) && a.length === b.length && a.every((d, i) => d === b[i]);

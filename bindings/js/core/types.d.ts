@@ -536,3 +536,74 @@ export interface LinearGradients {
   /** dLoss/dBias [outFeatures] (the column sums of dOutput; ignore it for a layer without bias). */
   bias: Float32Array;
 }
+
+// The attention function (bindings/js/core/attention-function.js, docs/attention-function.md).
+/** A float tensor the attention function takes: Float32Array, or Float16Array where the runtime has it (computed in float32). */
+export type AttentionFunctionTensor = Tensor<Float32Array> | { data: ArrayLike<number> & ArrayBufferView; shape: number[] };
+
+/** Options of {@link MhaModule.scaledDotProductAttention}. T = P + S keys (past and new). */
+export interface AttentionFunctionOptions {
+  /**
+   * Bool (**1 = ATTEND**, as PyTorch's SDPA, ONNX and Keras; the opposite of the layer's
+   * `attnMask`) or float (added to the scores); NumPy-broadcast to [B, Hq, L, T]. A last
+   * dimension shorter than T is padded with blocked keys (ONNX).
+   */
+  attnMask?: Mask;
+  /** true or 'top-left': query i sees keys j <= i (PyTorch's is_causal); 'bottom-right': j <= i + T - L. */
+  causal?: boolean | 'top-left' | 'bottom-right';
+  /** Query i sees keys j <= i + offset (one per batch row as an Int32Array); implies causal (ONNX's rule). */
+  causalOffset?: number | Int32Array;
+  /** [B]: keys at and past kvSeqLens[b] are padding (ONNX's nonpad_kv_seqlen). */
+  kvSeqLens?: Int32Array;
+  /** Score scale; default 1 / sqrt(E). */
+  scale?: number;
+  /** c > 0: c * tanh(s / c) of the scaled scores, before the masks. */
+  softcap?: number;
+  /** PyTorch's dropout_p, on the layer's Philox stream. */
+  dropout?: number;
+  /** Dropout's seed (default: a fresh one per call). */
+  seed?: number;
+  /** [B, Hkv, P, E] / [B, Hkv, P, Ev]: keys and values before `key` / `value`. */
+  pastKey?: AttentionFunctionTensor;
+  pastValue?: AttentionFunctionTensor;
+  /** Hq, for the 3-D form: query [B, L, Hq*E]. */
+  numHeads?: number;
+  /** Hkv of 3-D key / value [B, S, Hkv*E] (default numHeads). */
+  kvNumHeads?: number;
+  /** Also return the probabilities [B, Hq, L, T] (after dropout). */
+  needWeights?: boolean;
+  /** Also return the steps: scores, capped (with softcap), logits, pattern. */
+  capture?: boolean;
+  /** Keep what backward needs (copies of the inputs, the output, each row's log-sum-exp): the result gets backward(dOut). */
+  grad?: boolean;
+  /** As the layer's variants: a sliding window of W keys, ALiBi slopes [Hq], sink logits [Hq]. */
+  slidingWindow?: number;
+  alibiSlopes?: Float32Array | number[];
+  sinks?: Float32Array;
+}
+
+/** What {@link MhaModule.scaledDotProductAttention} returns. */
+export interface AttentionFunctionResult {
+  /** [B, Hq, L, Ev] ([Hq, L, Ev] unbatched; [B, L, Hq*Ev] for a 3-D query). */
+  output: Tensor<Float32Array>;
+  /** [B, Hkv, T, E] / [B, Hkv, T, Ev], with a past. */
+  presentKey?: Tensor<Float32Array>;
+  presentValue?: Tensor<Float32Array>;
+  /** [B, Hq, L, T], with needWeights. */
+  weights?: Tensor<Float32Array>;
+  /** With capture: scores = scale q.k; capped = after softcap (with softcap only); logits = after the masks (-Infinity where blocked); pattern = the softmax. */
+  steps?: { scores: Tensor<Float32Array>; capped?: Tensor<Float32Array>; logits: Tensor<Float32Array>; pattern: Tensor<Float32Array> };
+  /** With grad: dLoss/d the inputs given dOut = dLoss/dOutput (the output's shape). */
+  backward?(dOut: Tensor<Float32Array>): AttentionFunctionGradients;
+  backwardAsync?(dOut: Tensor<Float32Array>): Promise<AttentionFunctionGradients>;
+}
+
+/** The gradients {@link AttentionFunctionResult.backward} returns, each in its input's shape. */
+export interface AttentionFunctionGradients {
+  query: Tensor<Float32Array>;
+  key: Tensor<Float32Array>;
+  value: Tensor<Float32Array>;
+  /** With a past. */
+  pastKey?: Tensor<Float32Array>;
+  pastValue?: Tensor<Float32Array>;
+}

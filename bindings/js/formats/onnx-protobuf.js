@@ -6,7 +6,11 @@
 /** The fields read, by message: field number -> [name, kind]; 'repeated' fields collect arrays. */
 const MESSAGES = {
   model: { 7: ['graph', 'message:graph'] },
-  graph: { 1: ['node', 'repeated message:node'], 5: ['initializer', 'repeated message:tensor'], 2: ['name', 'string'] },
+  graph: {
+    1: ['node', 'repeated message:node'], 5: ['initializer', 'repeated message:tensor'], 2: ['name', 'string'],
+    11: ['input', 'repeated message:valueInfo'], 12: ['output', 'repeated message:valueInfo'],
+  },
+  valueInfo: { 1: ['name', 'string'] },
   node: {
     1: ['input', 'repeated string'], 2: ['output', 'repeated string'], 3: ['name', 'string'], 4: ['opType', 'string'],
     5: ['attribute', 'repeated message:attribute'], 7: ['domain', 'string'],
@@ -110,10 +114,19 @@ function decode(bytes, start, end, type, view) {
 }
 
 /**
+ * One TensorProto's bytes (an ONNX test's input_0.pb): { name, dims, dataType, rawData, floatData,
+ * int32Data, int64Data, ... } as the fields were stored.
+ */
+export function decodeOnnxTensor(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return decode(bytes, 0, bytes.length, 'tensor', view);
+}
+
+/**
  * The graph of an ONNX model's bytes: { name, node: [{ name, opType, domain, input, output,
  * attribute }], initializer: [{ name, dims, dataType, rawData, floatData, ... }] }.
  */
-export function decodeOnnxGraph(bytes) {
+export function decodeOnnxGraph(bytes) {  // (input / output: [{ name }], the graph's signature)
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const model = decode(bytes, 0, bytes.length, 'model', view);
   if (!model.graph) throw new TypeError('readOnnx: not an ONNX model (no graph)');

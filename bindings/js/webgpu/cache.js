@@ -4,6 +4,7 @@
 // kind, so each call with the cache is checked by the C++ plan as the wasm layer's are. Also the
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
+import { truncateHandle } from '../core/cache.js';
 import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { halfBufferBytes } from './cache-f16.js';
 import { submitChecked } from './gpu-work.js';
@@ -50,13 +51,7 @@ export class GpuKvCache {
 
   /** Keeps the first n tokens. */
   truncate(n) {
-    const { handle } = this.#live('truncate');
-    if (typeof n !== 'number') throw new TypeError(`truncate: n must be a number, got ${typeof n}`);
-    const length = handle.length();
-    if (!Number.isInteger(n) || n < 0 || n > length) {
-      throw new RangeError(`truncate: n must be an integer from 0 to the cache's length (${length}), got ${n}`);
-    }
-    handle.truncate(n);
+    truncateHandle(this.#live('truncate').handle, n);
     return this;
   }
 

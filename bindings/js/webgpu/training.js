@@ -3,6 +3,7 @@
 // masks) until backwardAsync() or release(). The same surface and errors as the wasm layer's
 // TrainingResult (core/training.js), asynchronous only.
 import { withCallName } from '../core/errors.js';
+import { leakRegistry } from '../core/leak-warning.js';
 import { checkDOut } from '../core/training.js';
 import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
@@ -10,17 +11,10 @@ import { checkInput } from './tensors.js';
 /** The synchronous backward of a result (mha-wasm/tfjs); not public API. */
 export const SUBMIT_BACKWARD = Symbol('mha-wasm webgpu: submit backward now');
 
-let warnedAboutLeak = false;
 /** A result garbage-collected with its GPU buffers still held: free them, and say so once (as the wasm layer). */
-const leakedResults = new FinalizationRegistry((record) => {
-  if (record.state !== 'ready') return;
-  if (!warnedAboutLeak) {
-    warnedAboutLeak = true;
-    console.warn('mha-wasm: a WebGPU forward result with grad: true was garbage-collected before backwardAsync() or '
-      + 'release(); its GPU buffers were freed late. Call r.backwardAsync(dOut) or r.release() for every such result.');
-  }
-  freeGpuRecord(record, 'collected');
-});
+const leakedResults = leakRegistry('mha-wasm: a WebGPU forward result with grad: true was garbage-collected before backwardAsync() or '
+  + 'release(); its GPU buffers were freed late. Call r.backwardAsync(dOut) or r.release() for every such result.',
+(record) => freeGpuRecord(record, 'collected'), (record) => record.state === 'ready');
 
 const sameShape = (a, b) => Array.isArray(a) && a.length === b.length && a.every((d, i) => d === b[i]);
 

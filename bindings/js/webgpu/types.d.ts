@@ -2,7 +2,7 @@
 // tensors, KV caches, gradients and AdamW. index.d.ts re-exports them all.
 /// <reference lib="esnext.disposable" />
 import type {
-  AttentionConfig, CapturedIf, CreateCacheOptions, ForwardOptions, Gradients, InitializeOptions, KvCache,
+  AttentionConfig, AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, CapturedIf, CreateCacheOptions, ForwardOptions, Gradients, InitializeOptions, KvCache,
   MultiHeadAttention, QuantizedStateDict, StateDict, StepPatch, Tensor,
 } from '../core/types.js';
 import type { KerasConfig, KerasMultiHeadAttention } from '../keras/types.js';
@@ -239,6 +239,14 @@ export interface WebGpuModule {
   KerasMultiHeadAttention: WebGpuKerasMultiHeadAttentionConstructor;
   /** AdamW on this device: `new mha.AdamW({ weightDecay })`, parameters and moments kept on the GPU. */
   AdamW: WebGpuAdamWConstructor;
+
+  /**
+   * {@link MhaModule.scaledDotProductAttention} on this device, on the layer's GPU attention kernels:
+   * CPU arrays in, CPU arrays out. Not here yet (refused by name): capture, grad, GPU-buffer
+   * tensors, and a per-batch or negative causalOffset together with slidingWindow or alibiSlopes.
+   */
+  scaledDotProductAttentionAsync(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
+    options?: AttentionFunctionOptions): Promise<AttentionFunctionResult>;
 }
 
 /** Options of {@link WebGpuAdamW}: PyTorch's torch.optim.AdamW's. */

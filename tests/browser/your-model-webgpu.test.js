@@ -1,0 +1,59 @@
+// The demo page's "Your model" mode with its attention on WebGPU (Chromium on SwiftShader): a
+// Llama checkpoint's heads, prediction and an ablated head equal torch's, as on wasm
+// (tests/browser/your-model.test.js); switching back to wasm reruns it there with the same numbers.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startDemo } from './browser.js';
+import { assertClose, checkpointFiles, expectedValues, torchTop } from '../js/your-model-fixtures.js';
+
+let demo;
+let page;
+let problems;
+
+before(async () => {
+  demo = await startDemo({ gpu: true });
+  ({ page, problems } = demo);
+});
+
+after(() => demo?.close());
+
+const state = () => page.evaluate(() => window.__mhaDemo.getState());
+
+test('a Llama checkpoint on WebGPU: torch\'s heads, prediction and ablation; then the same on wasm', async () => {
+  await page.evaluate(() => window.__mhaDemo.setBackend('webgpu'));
+  await page.evaluate((files) => window.__mhaDemo.loadModel(files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) }))),
+    checkpointFiles('llama').map((f) => ({ name: f.name, bytes: Array.from(f.bytes) })));
+  const { text, ids, ablate, tensors } = expectedValues('llama');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  const s = await state();
+  assert.equal(s.ranOn, 'webgpu');
+  assert.deepEqual(s.ids, ids);
+  const L = ids.length;
+  const check = async (where) => {
+    for (let l = 0; l < 3; l++) {
+      for (let h = 0; h < 4; h++) {
+        const weights = await page.evaluate(([layer, head]) => window.__mhaDemo.getWeights(layer, head), [l, h]);
+        assertClose(Float32Array.from(weights), tensors[`pattern.${l}`].data.subarray(h * L * L, (h + 1) * L * L), 1e-4, `${where}: layer ${l} head ${h}`);
+      }
+    }
+    assert.deepEqual((await state()).prediction.map((p) => p.id), torchTop(tensors.logits), `${where}: prediction`);
+  };
+  await check('webgpu');
+  await page.evaluate((where) => window.__mhaDemo.showSteps(where), { layer: ablate.layer, head: ablate.head });
+  await page.locator('#steps-ablate').check();
+  for (;;) {
+    const now = await state();
+    if (now.prediction.map((p) => p.id).join() !== torchTop(tensors.logits).join()) {
+      assert.deepEqual(now.prediction.map((p) => p.id), torchTop(tensors.ablated_logits));
+      assert.equal(now.ranOn, 'webgpu');
+      break;
+    }
+    await page.evaluate(() => window.__mhaDemo.nextRender());
+  }
+  await page.locator('#steps-clear').click();
+  await page.locator('#view-heatmap').click();
+  await page.evaluate(() => window.__mhaDemo.setBackend('wasm'));
+  while ((await state()).ranOn !== 'wasm') await page.evaluate(() => window.__mhaDemo.nextRender());
+  await check('wasm');
+  assert.deepEqual(problems, []);
+});

@@ -1,0 +1,129 @@
+// The demo page's "Your model" mode in Debian's Chromium, driven with the tiny checkpoints of
+// tools/make_tiny_checkpoints.py: the files go in through the test hook (as { name, bytes }, and as
+// File objects through the file picker), every head of every layer is drawn and equals torch's
+// pattern, the prediction is torch's, ablating a head in the Steps view gives torch's ablated
+// prediction, Generate runs, export works, and a refused file shows the page's message.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startDemo } from './browser.js';
+import { assertClose, checkpointFiles, expectedValues, torchTop } from '../js/your-model-fixtures.js';
+
+let demo;
+let page;
+let problems;
+
+before(async () => {
+  demo = await startDemo();
+  ({ page, problems } = demo);
+});
+
+after(() => demo?.close());
+
+const state = () => page.evaluate(() => window.__mhaDemo.getState());
+const load = (name) => page.evaluate((files) => window.__mhaDemo.loadModel(files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) }))),
+  checkpointFiles(name).map((f) => ({ name: f.name, bytes: Array.from(f.bytes) })));
+
+/** getState() once the prediction's ids are no longer `before` (a rerun was drawn). */
+async function untilPredictionChanges(before) {
+  for (;;) {
+    const s = await state();
+    if (s.prediction.map((p) => p.id).join() !== before.join()) return s;
+    await page.evaluate(() => window.__mhaDemo.nextRender());
+  }
+}
+
+
+test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s patterns and prediction', async () => {
+  await load('llama');
+  const s = await state();
+  assert.equal(s.source, 'model');
+  assert.deepEqual(s.model, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32' });
+  const { text, ids, tensors } = expectedValues('llama');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  const after = await state();
+  assert.deepEqual(after.ids, ids);
+  assert.equal(after.numLayers, 3);
+  assert.equal(await page.locator('#grid canvas').count(), 12, 'every head of every layer has a tile');
+  for (let l = 0; l < 3; l++) {
+    for (let h = 0; h < 4; h++) {
+      const weights = await page.evaluate(([layer, head]) => window.__mhaDemo.getWeights(layer, head), [l, h]);
+      const L = ids.length;
+      assertClose(Float32Array.from(weights), tensors[`pattern.${l}`].data.subarray(h * L * L, (h + 1) * L * L), 1e-4, `layer ${l} head ${h}`);
+    }
+  }
+  assert.deepEqual(after.prediction.map((p) => p.id), torchTop(tensors.logits));
+  assert.ok(after.prediction.every((p) => typeof p.token === 'string' && p.probability > 0 && p.probability < 1));
+  assert.equal(after.lens.length, 3);
+  assert.equal(await page.locator('#model-lens li').count(), 3);
+  assert.deepEqual(problems, []);
+});
+
+test('GPT-2 picked as File objects; ablating a head in the Steps view gives torch\'s ablated prediction', async () => {
+  const dir = fileURLToPath(new URL('../fixtures/your-model/gpt2/', import.meta.url));
+  const paths = checkpointFiles('gpt2').map((f) => dir + f.name);
+  const drawn = page.evaluate(() => window.__mhaDemo.nextRender());
+  await page.locator('#model-files').setInputFiles(paths);
+  await drawn;
+  while ((await state()).model?.family !== 'gpt2') await page.evaluate(() => window.__mhaDemo.nextRender());
+  const { text, ablate, tensors } = expectedValues('gpt2');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  assert.deepEqual((await state()).prediction.map((p) => p.id), torchTop(tensors.logits));
+  const steps = await page.evaluate((where) => window.__mhaDemo.showSteps(where), { layer: ablate.layer, head: ablate.head });
+  assert.equal(steps.layer, ablate.layer);
+  assert.equal(await page.locator('#steps-ablate').isVisible(), true);
+  await page.locator('#steps-ablate').check();
+  const s = await untilPredictionChanges(torchTop(tensors.logits));
+  assert.deepEqual(s.stepsView.ablated, [[ablate.layer, ablate.head]]);
+  assert.deepEqual(s.prediction.map((p) => p.id), torchTop(tensors.ablated_logits));
+  // The ablated head's weights stay (its z is zeroed, not its pattern); the export has every head.
+  const json = await page.evaluate(() => window.__mhaDemo.modelStateJson());
+  assert.deepEqual(json.shape, [2, 4, 8, 8]);
+  assert.deepEqual(json.ablated, [[ablate.layer, ablate.head]]);
+  assert.equal(json.steps.layer, ablate.layer);
+  await page.locator('#steps-clear').click();
+  await page.locator('#view-heatmap').click();
+});
+
+test('Qwen2 (bf16): patching a head from a second text in the Steps view gives torch\'s patched prediction', async () => {
+  await load('qwen2');
+  const { text, otherText, patch, tensors } = expectedValues('qwen2');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  assert.equal((await state()).model.dtype, 'bf16');
+  assert.deepEqual((await state()).prediction.map((p) => p.id), torchTop(tensors.logits));
+  await page.evaluate((where) => window.__mhaDemo.showSteps(where), { layer: patch.layer, head: patch.head });
+  await page.locator('#steps-patch-text').fill(otherText);
+  await page.locator('#steps-patch').click();
+  const s = await untilPredictionChanges(torchTop(tensors.logits));
+  assert.deepEqual(s.stepsView.patched, [[patch.layer, patch.head]]);
+  assert.deepEqual(s.prediction.map((p) => p.id), torchTop(tensors.patched_logits));
+  await page.locator('#steps-clear').click();
+  await untilPredictionChanges(torchTop(tensors.patched_logits));
+  await page.locator('#view-heatmap').click();
+});
+
+test('Generate: tokens through the caches, the text grows, export SVG / PNG / JSON download', async () => {
+  await load('mistral');
+  await page.evaluate(() => window.__mhaDemo.setText('the cat'));
+  const generation = await page.evaluate(() => window.__mhaDemo.generateModel(5));
+  assert.equal(generation.generated, 5);
+  assert.equal(generation.cancelled, false);
+  const s = await state();
+  assert.ok(s.labels.length >= 3 + 1, `the text grew: ${s.labels}`);
+  assert.match(await page.locator('#model-gen-status').textContent(), /^5 tokens · [\d.]+ tokens\/s$/);
+  for (const [button, name] of [['#model-export-svg', /heads\.svg$/], ['#model-export-png', /heads\.png$/], ['#model-export-json', /state\.json$/]]) {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.locator(button).click()]);
+    assert.match(download.suggestedFilename(), name);
+  }
+  assert.deepEqual(problems, []);
+});
+
+test('a file the page refuses: loadModel rejects with the page\'s message', async () => {
+  const files = checkpointFiles('gpt2').map((f) => (f.name === 'config.json'
+    ? { name: f.name, bytes: Array.from(new TextEncoder().encode('{"model_type":"bert","architectures":["BertModel"]}')) }
+    : { name: f.name, bytes: Array.from(f.bytes) }));
+  const message = await page.evaluate((fs) => window.__mhaDemo.loadModel(fs.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) })))
+    .then(() => 'loaded', (error) => error.message), files);
+  assert.equal(message, 'Could not load the model: config.json: model_type "bert", architectures ["BertModel"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2');
+  assert.equal(await page.locator('#message').textContent(), message);
+});

@@ -1,0 +1,39 @@
+// The "Your model" mode's checkpoints with their attention on the WebGPU backend (the other
+// products on the wasm module's linear()): the same torch values as on wasm (tests/js/your-model.test.js),
+// f16 weights included, and generation through GPU caches.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { init } from '../../bindings/js/index.js';
+import { readCheckpoint } from '../../web/your-model/checkpoint.js';
+import { CheckpointModel } from '../../web/your-model/transformer.js';
+import { assertClose, checkAgainstTorch, checkpointFiles, expectedValues, FIXTURES } from '../js/your-model-fixtures.js';
+import { openDevice } from './devices.js';
+
+const wasm = await init({ threads: 1 });
+const gpu = await init({ backend: 'webgpu', threads: 1, device: await openDevice(true) });
+
+for (const name of FIXTURES) {
+  test(`${name} on WebGPU: logits, every head's pattern, logit lens, ablation and patching match torch's`, async () => {
+    const model = await CheckpointModel.create(gpu, wasm, readCheckpoint(checkpointFiles(name)));
+    try {
+      await checkAgainstTorch(model, name);
+    } finally {
+      model.dispose();
+    }
+  });
+}
+
+test('generation through the GPU caches gives the logits of recomputing the whole text', async () => {
+  const model = await CheckpointModel.create(gpu, wasm, readCheckpoint(checkpointFiles('llama')));
+  try {
+    const { ids } = expectedValues('llama');
+    const caches = model.createCaches(32);
+    await model.forward(ids.slice(0, -1), { caches, logits: 'last' });
+    const step = await model.forward(ids.slice(-1), { caches, logits: 'last' });
+    const full = await model.forward(ids, { logits: 'last' });
+    assertClose(step.logits, full.logits, 1e-5, 'cached logits');
+    assert.equal(step.layers[0].keys, ids.length);
+  } finally {
+    model.dispose();
+  }
+});

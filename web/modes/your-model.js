@@ -1,0 +1,333 @@
+// The page's "Your model" mode: a Hugging Face GPT-2- or Llama-family checkpoint from the user's
+// disk (config.json, model.safetensors or the sharded index with its shards, tokenizer.json),
+// dropped or picked. The worker loads and runs it (web/your-model/session.js) and answers in the
+// shape every view reads, so the grid shows every head of every layer, the large view the
+// selected one, the Steps view its steps (with ablation and patching from a second text). This
+// panel adds the logit lens per layer, token-by-token generation through every layer's KV cache,
+// and export of the heads as SVG / PNG and of the whole state as JSON. The panel builds its own
+// DOM, so index.html is unchanged.
+
+const PANEL_HTML = `
+  <p class="hint">A Hugging Face checkpoint folder's files: <code>config.json</code>, <code>model.safetensors</code>
+    (or <code>model.safetensors.index.json</code> with its shards) and <code>tokenizer.json</code>. GPT-2 and
+    Llama-style models (Llama, Mistral, Qwen2, SmolLM, TinyLlama). Nothing leaves this page.</p>
+  <div id="model-drop" class="model-drop" tabindex="0">Drop the files here, or
+    <label class="link">pick files<input id="model-files" type="file" multiple accept=".json,.safetensors" hidden></label>
+    or <label class="link">a folder<input id="model-folder" type="file" webkitdirectory hidden></label></div>
+  <div class="row" id="model-loading" hidden>
+    <progress id="model-progress" max="1" value="0"></progress>
+    <button id="model-cancel" type="button">Cancel</button>
+  </div>
+  <p id="model-summary" aria-live="polite"></p>
+  <label for="model-text">Text <small>(updates as you type)</small></label>
+  <textarea id="model-text" rows="4" spellcheck="false">the cat met a dog. the cat</textarea>
+  <fieldset>
+    <legend>Generate <small>(greedy, one token at a time through every layer's KV cache)</small></legend>
+    <div class="row">
+      <label for="model-gen-count">tokens</label>
+      <input id="model-gen-count" type="number" min="1" max="2000" value="20">
+      <button id="model-gen-start" type="button">Generate</button>
+      <button id="model-gen-stop" type="button" disabled>Stop</button>
+    </div>
+    <p id="model-gen-status" class="hint" aria-live="polite"></p>
+  </fieldset>
+  <fieldset>
+    <legend>Logit lens <small>(the last token's prediction if the model stopped after each layer)</small></legend>
+    <ol id="model-lens" start="0"></ol>
+  </fieldset>
+  <div class="row">
+    <button id="model-export-svg" type="button" disabled>Heads SVG</button>
+    <button id="model-export-png" type="button" disabled>Heads PNG</button>
+    <button id="model-export-json" type="button" disabled>State JSON</button>
+  </div>`;
+
+const OTHER_SOURCES = ['default', 'custom', 'sentiment', 'train'];
+
+/** A File or { name, bytes } as { name, bytes: Uint8Array } (the worker's form). */
+async function asNamedBytes(file) {
+  if (typeof File !== 'undefined' && file instanceof File) {
+    return { name: file.webkitRelativePath || file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
+  }
+  if (file && typeof file.name === 'string' && (file.bytes instanceof Uint8Array || file.bytes instanceof ArrayBuffer || Array.isArray(file.bytes))) {
+    return { name: file.name, bytes: file.bytes instanceof Uint8Array ? file.bytes : new Uint8Array(file.bytes) };
+  }
+  throw new TypeError('loadModel: each file must be a File or { name, bytes }');
+}
+
+/** Every head of every layer: [layers][heads] of [L][L] query rows (what SVG, PNG and JSON export). */
+function everyHead(result) {
+  const L = result.labels.length;
+  const H = result.config.numHeads;
+  return result.layers.map(({ weights }) => Array.from({ length: H }, (_, h) => Array.from({ length: L },
+    (_, i) => Array.from(weights.subarray((h * L + i) * L, (h * L + i + 1) * L)))));
+}
+
+/** The heads grid as SVG: one square per head, one rect per weight of at least 0.005 (blue, opacity = weight). */
+export function headsSvg(result, cell = 6) {
+  const L = result.labels.length;
+  const heads = everyHead(result);
+  const size = L * cell, gap = 12, label = 14;
+  const H = heads[0]?.length ?? 0;
+  const width = H * (size + gap) + gap, height = heads.length * (size + gap + label) + gap;
+  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
+    `<rect width="${width}" height="${height}" fill="#fff"/>`];
+  heads.forEach((layer, l) => layer.forEach((rows, h) => {
+    const x0 = gap + h * (size + gap), y0 = gap + l * (size + gap + label);
+    parts.push(`<g id="L${l}H${h}"><text x="${x0}" y="${y0 + 10}" font-size="10" font-family="sans-serif">L${l} H${h}</text>`,
+      `<rect x="${x0}" y="${y0 + label}" width="${size}" height="${size}" fill="none" stroke="#ccc"/>`);
+    rows.forEach((row, i) => row.forEach((w, j) => {
+      if (w >= 0.005) parts.push(`<rect x="${x0 + j * cell}" y="${y0 + label + i * cell}" width="${cell}" height="${cell}" fill="#1f4eb4" fill-opacity="${w.toFixed(3)}"/>`);
+    }));
+    parts.push('</g>');
+  }));
+  parts.push('</svg>');
+  return parts.join('');
+}
+
+export class YourModelMode {
+  #page;      // main.js's pieces: { $, worker, state, accept, showMessage, nextRender, download, leaveOthers }
+  #running = false;
+  #pendingText = null;
+  #runs = 0;
+  #loadRequest = null;
+  /** { family, numLayers, numHeads, numKvHeads, dtype } of the loaded model, or null. */
+  model = null;
+  generating = false;
+
+  constructor(page) {
+    this.#page = page;
+    const { $ } = page;
+    const tab = Object.assign(document.createElement('button'), { id: 'source-model', textContent: 'Your model' });
+    tab.setAttribute('role', 'tab');
+    tab.setAttribute('aria-selected', 'false');
+    $('source-train').after(tab);
+    const panel = Object.assign(document.createElement('div'), { id: 'model-panel', hidden: true, innerHTML: PANEL_HTML });
+    $('train-panel').after(panel);
+    const style = document.createElement('style');
+    style.textContent = '.model-drop { border: 2px dashed #98a2b3; border-radius: 8px; padding: 14px; margin: 6px 0; text-align: center; }'
+      + ' .model-drop.over { background: #eff4ff; border-color: #1d3a8a; } .model-drop .link { text-decoration: underline; cursor: pointer; }'
+      + ' #model-progress { flex: 1; }';
+    document.head.append(style);
+    tab.addEventListener('click', () => this.show());
+    for (const source of OTHER_SOURCES) $(`source-${source}`).addEventListener('click', () => this.#hide());
+    $('model-files').addEventListener('change', () => this.#loadPicked($('model-files')));
+    $('model-folder').addEventListener('change', () => this.#loadPicked($('model-folder')));
+    const drop = $('model-drop');
+    drop.addEventListener('dragover', (event) => { event.preventDefault(); drop.classList.add('over'); });
+    drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+    drop.addEventListener('drop', (event) => {
+      event.preventDefault();
+      drop.classList.remove('over');
+      this.load([...event.dataTransfer.files]).catch(() => {});
+    });
+    $('model-cancel').addEventListener('click', () => this.cancel());
+    $('model-text').addEventListener('input', () => this.run());
+    $('model-gen-start').addEventListener('click', () => this.generate().catch(() => {}));
+    $('model-gen-stop').addEventListener('click', () => this.cancel());
+    $('model-export-svg').addEventListener('click', () => this.#export('svg'));
+    $('model-export-png').addEventListener('click', () => this.#export('png'));
+    $('model-export-json').addEventListener('click', () => this.#export('json'));
+  }
+
+  get active() { return this.#page.state.source === 'model'; }
+
+  /** Selects the tab: the other sources' panels hide, and the model's latest view is drawn. */
+  show() {
+    const { $, state } = this.#page;
+    this.#page.leaveOthers();
+    for (const source of OTHER_SOURCES) {
+      $(`source-${source}`).setAttribute('aria-selected', 'false');
+      $(`${source}-panel`).hidden = true;
+    }
+    $('source-model').setAttribute('aria-selected', 'true');
+    $('model-panel').hidden = false;
+    state.source = 'model';
+    if (this.model) this.run();
+  }
+
+  #hide() {
+    const { $ } = this.#page;
+    $('source-model').setAttribute('aria-selected', 'false');
+    $('model-panel').hidden = true;
+  }
+
+  async #loadPicked(input) {
+    try {
+      await this.load([...input.files]);
+    } catch {
+      // (the message is on the page)
+    } finally {
+      input.value = '';
+    }
+  }
+
+  /**
+   * Loads a checkpoint's files (File objects or { name, bytes }); resolves when its first view is
+   * drawn, rejects with the page's message when a file is refused or the load is cancelled.
+   */
+  async load(files) {
+    const { $, worker, showMessage } = this.#page;
+    if (!this.active) this.show();
+    $('model-loading').hidden = false;
+    const progress = $('model-progress');
+    progress.value = 0;
+    $('model-summary').textContent = 'reading the files…';
+    this.#loadRequest = { cancelled: false };
+    const request = this.#loadRequest;
+    try {
+      const named = [];
+      for (const [i, file] of files.entries()) {
+        named.push(await asNamedBytes(file));
+        if (request.cancelled) throw new Error('loading cancelled');
+        progress.value = (i + 1) / files.length / 2;  // reading: the first half
+      }
+      $('model-summary').textContent = 'loading the weights…';
+      // The worker: each weight file parsed (to 3/4), then each layer built (to the end).
+      const loaded = await worker.request('modelLoad', { files: named }, [...new Set(named.map((f) => f.bytes.buffer))], ({ phase, done, total, name }) => {
+        progress.value = (phase === 'weights' ? 0.5 : 0.75) + done / total / 4;
+        $('model-summary').textContent = phase === 'weights' ? `read ${name} (${done} of ${total})` : `built layer ${done} of ${total}`;
+      });
+      this.model = loaded.model;
+      const m = loaded.model;
+      $('model-summary').textContent = `${m.family === 'gpt2' ? 'GPT-2' : 'Llama'} family · ${m.numLayers} layers · ${m.numHeads} heads`
+        + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype} · on ${loaded.backend}`;
+      for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = false;
+      showMessage(null);
+      await this.run();
+    } catch (error) {
+      const message = error.message === 'cancelled' ? 'loading cancelled' : error.message;
+      $('model-summary').textContent = '';
+      showMessage(`Could not load the model: ${message}`);
+      throw new Error(`Could not load the model: ${message}`);
+    } finally {
+      $('model-loading').hidden = true;
+      this.#loadRequest = null;
+    }
+  }
+
+  /** Cancel: a load (between files, or at the worker's next pause) or a generation (between tokens). */
+  cancel() {
+    if (this.#loadRequest) this.#loadRequest.cancelled = true;
+    this.#page.worker.request('modelCancel', {}).catch(() => {});
+  }
+
+  #steps() {
+    return this.#page.stepsMode().runOptions();  // (the Steps view's ablations and patches, web/modes/steps.js)
+  }
+
+  #show(result) {
+    const { $, accept, state } = this.#page;
+    if (!this.active) return;
+    accept(result);
+    $('prediction-title').textContent = 'Next token';
+    $('model-lens').replaceChildren(...result.lens.map(({ layer, top }) => {
+      const item = document.createElement('li');
+      item.textContent = `layer ${layer}: ${top.map((t) => `${JSON.stringify(t.token)} ${(t.probability * 100).toFixed(1)}%`).join(', ')}`;
+      return item;
+    }));
+    state.modelLens = result.lens;
+  }
+
+  /** Runs the text box's text (the latest only, while a run is in flight); resolves once drawn. */
+  async run() {
+    if (!this.model) return;
+    const { $, worker, showMessage } = this.#page;
+    this.#pendingText = $('model-text').value;
+    const run = ++this.#runs;
+    if (this.#running) {
+      while (this.#running || this.#pendingText !== null) await this.#page.nextRender();
+      return;
+    }
+    this.#running = true;
+    try {
+      while (this.#pendingText !== null) {
+        const text = this.#pendingText;
+        this.#pendingText = null;
+        try {
+          const result = await worker.request('modelRun', { text, steps: this.#steps() });
+          this.#show({ ...result, run });
+          showMessage(null);
+        } catch (error) {
+          this.#page.runFailed(`Could not run the model: ${error.message}`);
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Sets the text and resolves when the page shows its result (the test hook's setText). */
+  async setText(text) {
+    const { $, state } = this.#page;
+    $('model-text').value = text;
+    await this.run();
+    while (state.result?.text !== text && !state.runError) await this.#page.nextRender();
+  }
+
+  /** Greedy generation: the text box grows token by token; the final text's views are drawn. */
+  async generate() {
+    const { $, worker, showMessage } = this.#page;
+    if (!this.model || this.generating) return null;
+    this.generating = true;
+    $('model-gen-start').disabled = true;
+    $('model-gen-stop').disabled = false;
+    try {
+      const count = Math.max(1, Math.min(2000, Number($('model-gen-count').value) || 1));
+      const result = await worker.request('modelGenerate', { text: $('model-text').value, count, steps: this.#steps() }, [], (p) => {
+        $('model-text').value = p.text;
+        $('model-gen-status').textContent = `${p.generated} tokens · ${p.tokensPerSecond.toFixed(1)} tokens/s`;
+      });
+      $('model-text').value = result.text;
+      const g = result.generation;
+      $('model-gen-status').textContent = `${g.generated} tokens · ${g.tokensPerSecond.toFixed(1)} tokens/s${g.cancelled ? ' · stopped' : ''}`;
+      this.lastGeneration = { generated: g.generated, ids: g.ids, tokensPerSecond: g.tokensPerSecond, cancelled: g.cancelled };
+      const { generation, ...shown } = result;
+      this.#show({ ...shown, run: ++this.#runs });
+      return this.lastGeneration;
+    } catch (error) {
+      showMessage(`Could not generate: ${error.message}`);
+      throw error;
+    } finally {
+      this.generating = false;
+      $('model-gen-start').disabled = false;
+      $('model-gen-stop').disabled = true;
+    }
+  }
+
+  /** The whole state as JSON: model, tokens, prediction, logit lens, every head's pattern, the Steps view's head. */
+  stateJson() {
+    const { state } = this.#page;
+    const result = state.result;
+    const steps = this.#page.stepsMode();
+    return {
+      source: 'your model', model: this.model, text: result.text, ids: result.ids, tokens: result.labels,
+      prediction: result.prediction, lens: result.lens, ablated: steps.ablated, patched: steps.patched, patchText: steps.patchText,
+      shape: [result.layers.length, result.config.numHeads, result.labels.length, result.labels.length],
+      heads: everyHead(result),
+      selected: { ...state.selected },
+      steps: state.view === 'steps' && steps.steps ? steps.steps : null,
+    };
+  }
+
+  #export(kind) {
+    const { state, download } = this.#page;
+    if (!state.result || state.source !== 'model') return;
+    const name = `your-model-${this.model.family}`;
+    if (kind === 'json') {
+      download(`${name}-state.json`, new Blob([JSON.stringify(this.stateJson())], { type: 'application/json' }));
+      return;
+    }
+    const svg = headsSvg(state.result);
+    if (kind === 'svg') {
+      download(`${name}-heads.svg`, new Blob([svg], { type: 'image/svg+xml' }));
+      return;
+    }
+    const image = new Image();
+    image.onload = () => {
+      const canvas = Object.assign(document.createElement('canvas'), { width: image.width, height: image.height });
+      canvas.getContext('2d').drawImage(image, 0, 0);
+      canvas.toBlob((blob) => download(`${name}-heads.png`, blob), 'image/png');
+    };
+    image.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
+  }
+}

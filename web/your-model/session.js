@@ -1,0 +1,189 @@
+// The worker's side of the "Your model" mode: loads a checkpoint's files, runs a text through it
+// (every head, the Steps view's steps, ablations and patches, the logit lens, the prediction) and
+// generates token by token through every layer's KV cache. Each answer has the shape the page's
+// views draw (as web/worker.js's run). Loading and generating pause between steps so that a
+// cancel message can stop them. No DOM.
+import { zPatch } from '../z-patch.js';
+import { readCheckpoint } from './checkpoint.js';
+import { CheckpointTokenizer } from './tokenizer.js';
+import { CheckpointModel } from './transformer.js';
+
+const TOP = 5;
+
+/** The k largest logits of a row as { token, id, probability } (softmax over the whole row). */
+export function topTokens(logits, tokenizer, k = TOP) {
+  let max = -Infinity;
+  for (const v of logits) max = Math.max(max, v);
+  let total = 0;
+  for (const v of logits) total += Math.exp(v - max);
+  const best = [];
+  logits.forEach((v, id) => {
+    if (best.length < k || v > best[best.length - 1].v) {
+      best.push({ id, v });
+      best.sort((a, b) => b.v - a.v);
+      if (best.length > k) best.pop();
+    }
+  });
+  return best.map(({ id, v }) => ({ token: tokenizer.decodeOne(id), id, probability: Math.exp(v - max) / total }));
+}
+
+export class CancelledError extends Error {
+  constructor() {
+    super('cancelled');
+    this.name = 'CancelledError';
+  }
+}
+
+export class YourModelSession {
+  #context;           // () => { wasm, attention, backend }: the modules the page's backend choice gives
+  #checkpoint = null;
+  #model = null;
+  #modelBackend = null;
+  #cancelled = false;
+  tokenizer = null;
+
+  /**
+   * @param context () => ({ wasm, attention, backend }): the wasm module, the module to run the
+   *   heads on (the wasm one or the WebGPU one) and its name
+   * @param pause () => Promise: lets queued messages (cancel) in
+   */
+  constructor(context, pause) {
+    this.#context = context;
+    this.pause = pause;
+  }
+
+  async #checkpointPoint() {
+    await this.pause();
+    if (this.#cancelled) throw new CancelledError();
+  }
+
+  cancel() {
+    this.#cancelled = true;
+    return { cancelled: true };
+  }
+
+  /** files: [{ name, bytes }]; progress({ phase, done, total, name }). */
+  async load({ files }, progress = () => {}) {
+    this.#cancelled = false;
+    this.dispose();
+    const checkpoint = readCheckpoint(files, { onProgress: (done, total, name) => progress({ phase: 'weights', done, total, name }) });
+    if (!checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
+    this.tokenizer = new CheckpointTokenizer(checkpoint.tokenizerJson);
+    await this.#checkpointPoint();
+    this.#checkpoint = checkpoint;
+    try {
+      await this.#modelOnBackend(async (done, total) => {
+        progress({ phase: 'layers', done, total, name: `layer ${done}` });
+        await this.#checkpointPoint();
+      });
+    } catch (error) {
+      this.#checkpoint = null;
+      throw error;
+    }
+    return { model: this.#model.summary, config: this.#config(), backend: this.#modelBackend };
+  }
+
+  /** The model on the page's backend now (rebuilt from the kept tensors after a switch). */
+  async #modelOnBackend(afterLayer = null) {
+    if (!this.#checkpoint) throw new Error('no model loaded: drop its files first');
+    const { wasm, attention, backend } = this.#context();
+    if (this.#model && this.#modelBackend === backend) return this.#model;
+    this.#model?.dispose();
+    this.#model = null;
+    this.#model = await CheckpointModel.create(attention, wasm, this.#checkpoint, { afterLayer });
+    this.#modelBackend = backend;
+    return this.#model;
+  }
+
+  #config() {
+    const a = this.#checkpoint.architecture;
+    return { embedDim: a.embedDim, numHeads: a.numHeads, numKvHeads: a.numKvHeads, numLayers: a.numLayers, headDim: a.headDim };
+  }
+
+  #encode(text) {
+    const { ids, labels } = this.tokenizer.encode(text);
+    if (ids.length === 0) throw new RangeError('the text gives no tokens');
+    const max = this.#checkpoint.architecture.maxPositions;
+    if (ids.length > max) throw new RangeError(`the text is ${ids.length} tokens; the model takes at most ${max}`);
+    return { ids, labels };
+  }
+
+  /** Per layer the Steps view's z patch: zeros for `ablated` heads, `patchText`'s z for `patched` ones. */
+  async #patches(model, steps, L) {
+    if (!steps || (!steps.ablated.length && !steps.patched.length)) return [];
+    const { numHeads: H, headDim: D, numLayers } = this.#checkpoint.architecture;
+    let other = null;
+    if (steps.patched.length) {
+      const { ids } = this.#encode(steps.patchText);
+      if (ids.length !== L) {
+        throw new RangeError(`patching needs a second text of the same length: '${steps.patchText}' is ${ids.length} tokens, the text ${L}`);
+      }
+      other = (await model.forward(ids, { capture: ['z'], logits: 'last', lens: false })).layers;
+    }
+    const of = (pairs, l) => pairs.filter(([layer]) => layer === l).map(([, head]) => head);
+    return Array.from({ length: numLayers }, (_, l) => zPatch(of(steps.ablated, l), of(steps.patched, l), other?.[l].z, L, H, D));
+  }
+
+  /** The page's result for `text`: every head of every layer with its steps, the prediction and the logit lens. */
+  async run({ text, steps = null }) {
+    const model = await this.#modelOnBackend();
+    const { ids, labels } = this.#encode(text);
+    const started = performance.now();
+    const patches = await this.#patches(model, steps, ids.length);
+    const { layers, logits, lens, attentionMs } = await model.forward(ids, { capture: true, patches, logits: 'last' });
+    return {
+      source: 'model', text, ids, labels, layers, wasmMs: attentionMs, totalMs: performance.now() - started,
+      backend: this.#modelBackend, padding: null, causal: true, config: this.#config(), model: model.summary, steps,
+      prediction: topTokens(logits, this.tokenizer),
+      lens: lens.map((row, layer) => ({ layer, top: topTokens(row, this.tokenizer, 3) })),
+    };
+  }
+
+  /**
+   * Greedy generation of `count` tokens after `text`, each a one-token step through every layer's
+   * KV cache; progress({ generated, text, tokensPerSecond }) after each. Resolves with run() of the
+   * final text plus { generation: { generated, tokensPerSecond, cancelled } }.
+   */
+  async generate({ text, count, steps = null }, progress = () => {}) {
+    this.#cancelled = false;
+    const model = await this.#modelOnBackend();
+    const { ids } = this.#encode(text);
+    const total = Math.min(ids.length + count, this.#checkpoint.architecture.maxPositions);
+    const caches = model.createCaches(total);
+    const generated = [];
+    let cancelled = false;
+    const started = performance.now();
+    try {
+      const patches = await this.#patches(model, steps, ids.length);
+      if (patches.length) throw new TypeError('generate: ablated or patched heads apply to the text shown, not to generation; clear them first');
+      let { logits } = await model.forward(ids, { caches, logits: 'last', lens: false });
+      while (ids.length + generated.length < total) {
+        const next = topTokens(logits, this.tokenizer, 1)[0].id;
+        generated.push(next);
+        progress({ generated: generated.length, text: this.tokenizer.decode([...ids, ...generated], { skipSpecial: true }),
+          tokensPerSecond: generated.length / ((performance.now() - started) / 1000) });
+        try {
+          await this.#checkpointPoint();
+        } catch (error) {
+          if (!(error instanceof CancelledError)) throw error;
+          cancelled = true;
+          break;
+        }
+        if (ids.length + generated.length >= total) break;
+        ({ logits } = await model.forward([next], { caches, logits: 'last', lens: false }));
+      }
+    } finally {
+      for (const cache of caches) cache.dispose();
+    }
+    const seconds = (performance.now() - started) / 1000;
+    // The text as the page shows it: without the special tokens tokenizer.json adds (Llama's <s>).
+    const result = await this.run({ text: this.tokenizer.decode([...ids, ...generated], { skipSpecial: true }) });
+    return { ...result, generation: { generated: generated.length, ids: generated, tokensPerSecond: generated.length / seconds, cancelled } };
+  }
+
+  dispose() {
+    this.#model?.dispose();
+    this.#model = null;
+    this.#modelBackend = null;
+  }
+}
