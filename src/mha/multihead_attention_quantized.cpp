@@ -51,7 +51,7 @@ void MultiheadAttention::load_quantized(const std::string& name, WeightDtype dty
   int64_t out = 0, in = 0;
   std::string keys;
   for (const auto& [key, shape] : state_dict_layout(c)) {
-    if (key == "in_proj_bias" || key == "out_proj.bias" || key == "sinks") continue;
+    if (key == "in_proj_bias" || key == "out_proj.bias" || key == "sinks" || key == "bias_k" || key == "bias_v") continue;
     keys += (keys.empty() ? "'" : ", '") + key + "'";
     if (key == name) out = shape[0], in = shape[1];
   }
@@ -99,7 +99,7 @@ void MultiheadAttention::load_quantized(const std::string& name, WeightDtype dty
     // Nothing else to load (no biases, no sinks): the layer is complete once all four are given.
     const bool all = pending_.count("q_proj_weight") && pending_.count("k_proj_weight") &&
                      pending_.count("v_proj_weight") && pending_.count("out_proj.weight");
-    if (all && !c.bias && !c.sinks) load_state_dict({});
+    if (all && !c.bias && !c.sinks && !c.add_bias_kv) load_state_dict({});
     return;
   }
   const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
@@ -141,7 +141,7 @@ uint64_t MultiheadAttention::weight_bytes() const {
   if (!loaded_) return 0;
   const auto floats = [](const std::vector<float>& v) { return static_cast<uint64_t>(v.size()) * sizeof(float); };
   uint64_t bytes = floats(params_.q_weight) + floats(params_.k_weight) + floats(params_.v_weight) +
-                   floats(params_.out_weight) + floats(params_.sinks);
+                   floats(params_.out_weight) + floats(params_.sinks) + floats(params_.bias_k) + floats(params_.bias_v);
   for (const auto* p : {&packed_.q, &packed_.k, &packed_.v, &packed_.out}) bytes += p->weight_bytes();
   return bytes;
 }

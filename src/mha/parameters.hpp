@@ -18,6 +18,7 @@ struct AttentionParameters {
   std::vector<float> out_weight;  // [outputDim, H*Dv]
   std::vector<float> q_bias, k_bias, v_bias, out_bias;  // empty when the layer has no bias
   std::vector<float> sinks;       // [H] sink logits; empty unless config.sinks
+  std::vector<float> bias_k, bias_v;  // [Hkv*Dh] / [Hkv*Dv] (PyTorch's [1, 1, E]); empty unless add_bias_kv
 };
 
 // One caller-owned entry of a state dict: a flat float32 buffer.
@@ -28,7 +29,8 @@ struct StateDictEntry {
 using StateDict = std::map<std::string, StateDictEntry>;
 
 // The keys nn.MultiheadAttention would have in its state dict for this config, with their shapes.
-// (in_proj_weight for PyTorch's own shapes, else q/k/v_proj_weight; 'sinks' [H] with sinks.)
+// (in_proj_weight for PyTorch's own shapes, else q/k/v_proj_weight; bias_k / bias_v [1, 1, ·] with
+// add_bias_kv; 'sinks' [H] with sinks.)
 std::vector<std::pair<std::string, std::vector<int64_t>>> state_dict_layout(const ResolvedConfig& config);
 
 // Copies a state dict into parameters. Throws ArgumentError naming the key for a missing,
