@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { init } from '../../bindings/js/index.js';
+import { init, stateDictFromSafetensors, writeSafetensors } from '../../bindings/js/index.js';
 import { seededFloats } from './seeded.js';
 
 const mha = await init();
@@ -31,6 +31,16 @@ describe('addBiasKv and addZeroAttn', () => {
     assert.ok(Math.abs(mean) < 0.003 && Math.abs(std - Math.sqrt(1 / 4096)) < 0.002, `mean ${mean}, std ${std}`);
     layer.dispose();
     big.dispose();
+  });
+
+  test('bias_k and bias_v travel through a .safetensors file as PyTorch saves them', () => {
+    const layer = make({ addBiasKv: true });
+    const shapes = layer.stateDictShapes();
+    const file = writeSafetensors(Object.fromEntries(Object.entries(layer.stateDict()).map(([k, data]) => [k, { data, shape: shapes[k] }])));
+    const copy = new mha.MultiHeadAttention({ embedDim: E, numHeads: H, addBiasKv: true }).loadStateDict(stateDictFromSafetensors(file));
+    assert.deepEqual(copy.forward(q, kv, kv).output, layer.forward(q, kv, kv).output);
+    layer.dispose();
+    copy.dispose();
   });
 
   test('the weights cover the appended keys: [B, L, S + 2], the zero key\'s share from exp(0)', () => {
