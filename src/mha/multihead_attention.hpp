@@ -105,7 +105,12 @@ class MultiheadAttention {
   Gradients backward(const SavedForward& saved, const float* d_output) const;
 
   // A KV cache for this layer (kv_cache.hpp): batch rows of up to `capacity` tokens.
+  // (Not for a layer that appends keys: config add_bias_kv / add_zero_attn.)
   std::unique_ptr<KvCache> create_cache(int64_t batch, int64_t capacity, CacheDtype dtype, bool storage = true) const {
+    if (config_.extra_keys() > 0)
+      throw type_error(std::string(config_.add_bias_kv ? "addBiasKv" : "addZeroAttn") +
+                       ": a layer that appends keys takes no cache (the appended keys follow each call's keys; a "
+                       "cache's keys grow from call to call)");
     return std::make_unique<KvCache>(config_, this, batch, capacity, dtype, storage);
   }
 

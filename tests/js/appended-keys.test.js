@@ -58,8 +58,9 @@ describe('addBiasKv and addZeroAttn', () => {
 
   test('refused by name where they have no meaning: a cache, causal, capture, rotary, a window, ALiBi', () => {
     const layer = make({ addZeroAttn: true });
-    assert.throws(() => layer.forward(q, null, null, { cache: layer.createCache({ batch: B, capacity: 8 }) }),
-      { name: 'TypeError', message: /^forward: cache: not with addZeroAttn/ });
+    assert.throws(() => layer.createCache({ batch: B, capacity: 8 }),
+      { name: 'TypeError', message: 'createCache: addZeroAttn: a layer that appends keys takes no cache (the appended keys follow '
+        + 'each call\'s keys; a cache\'s keys grow from call to call)' });
     assert.throws(() => layer.forward(q, null, null, { causal: true }), { name: 'TypeError', message: /^forward: causal: not with addZeroAttn .*pass the causal mask as attnMask/ });
     assert.throws(() => layer.forward(q, null, null, { capture: true }), { name: 'TypeError', message: /^forward: capture: not with addZeroAttn yet/ });
     for (const variant of [{ rotary: true }, { slidingWindow: 2 }, { alibi: true }]) {

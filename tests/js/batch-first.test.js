@@ -87,13 +87,20 @@ describe('batchFirst: false', () => {
     sf.dispose();
   });
 
-  test('capture: the same steps (they keep their [B, H, ...] layouts)', () => {
+  test('capture: the same steps (they keep their [B, H, ...] layouts), with grad too', () => {
     const [bf, sf] = layers();
     const want = bf.forward(q, k, v, { capture: true });
     const got = sf.forward(swap(q), swap(k), swap(v), { capture: true });
     assert.deepEqual(got.output, swap(want.output));
     assert.deepEqual(Object.keys(got.captured), Object.keys(want.captured));
     for (const [name, step] of Object.entries(want.captured)) assert.deepEqual(got.captured[name], step, name);
+    // With grad: the step-by-step path's backward, swapped back as the fast path's.
+    const dOut = { data: seededFloats(B * L * E, 10), shape: [B, L, E] };
+    const wantGrads = bf.forward(q, k, v, { capture: ['pattern'], grad: true }).backward(dOut);
+    const gotGrads = sf.forward(swap(q), swap(k), swap(v), { capture: ['pattern'], grad: true }).backward(swap(dOut));
+    assert.deepEqual(gotGrads.query, swap(wantGrads.query));
+    assert.deepEqual(gotGrads.key, swap(wantGrads.key));
+    assert.deepEqual(gotGrads.params, wantGrads.params);
     bf.dispose();
     sf.dispose();
   });
