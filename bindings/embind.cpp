@@ -47,7 +47,7 @@ struct RequestKeys {
       averageWeights{"averageWeights"}, training{"training"}, seed{"seed"}, weightsBeforeDropout{"weightsBeforeDropout"},
       query{"query"}, key{"key"}, value{"value"}, keyPaddingMask{"keyPaddingMask"}, attnMask{"attnMask"},
       positions{"positions"}, cache{"cache"}, grad{"grad"}, capture{"capture"}, patch{"patch"},
-      steps{"steps"}, tensor{"tensor"}, heads{"heads"};
+      steps{"steps"}, tensor{"tensor"}, heads{"heads"}, staticK{"staticK"}, staticV{"staticV"};
 };
 
 mha::Shape shape_of(const RequestKeys& keys, const val& v) {
@@ -240,6 +240,8 @@ struct ForwardRequest {
     options.key_padding_mask = mask_of(keys, request[keys.keyPaddingMask]);
     options.attn_mask = mask_of(keys, request[keys.attnMask]);
     positions_of(keys, request[keys.positions], options);
+    options.static_k = tensor_of(keys, request[keys.staticK]);
+    options.static_v = tensor_of(keys, request[keys.staticV]);
     if (CacheHandle* cache = cache_of(request[keys.cache])) options.cache = &cache->cache();
   }
 };
@@ -302,6 +304,9 @@ class LayerHandle {
       c.gate = !config["gate"].isUndefined() && config["gate"].as<bool>();
       if (!config["dropout"].isUndefined()) c.dropout = static_cast<float>(config["dropout"].as<double>());
       if (!config["weightDtype"].isUndefined()) c.weight_dtype = config["weightDtype"].as<std::string>();
+      if (!config["batchFirst"].isUndefined()) c.batch_first = config["batchFirst"].as<bool>();
+      c.add_bias_kv = !config["addBiasKv"].isUndefined() && config["addBiasKv"].as<bool>();
+      c.add_zero_attn = !config["addZeroAttn"].isUndefined() && config["addZeroAttn"].as<bool>();
       layer_ = std::make_unique<mha::MultiheadAttention>(c);
       // Room for any rank up front, so the planned shapes never reallocate: the heap a handle
       // holds stays the same from call to call (tests/js/soak.test.js).
@@ -345,6 +350,9 @@ class LayerHandle {
     if (c.gate) o.set("gate", true);
     if (c.dropout > 0) o.set("dropout", c.dropout);
     if (c.weight_dtype != mha::WeightDtype::kF32) o.set("weightDtype", std::string(mha::weight_dtype_name(c.weight_dtype)));
+    if (!c.batch_first) o.set("batchFirst", false);
+    if (c.add_bias_kv) o.set("addBiasKv", true);
+    if (c.add_zero_attn) o.set("addZeroAttn", true);
     return o;
   }
 
@@ -519,6 +527,8 @@ class LayerHandle {
       read_options(keys_, request, o);
       o.key_padding_mask = mask_shape_only(request[keys_.keyPaddingMask]);
       o.attn_mask = mask_shape_only(request[keys_.attnMask]);
+      o.static_k = shape_only(request[keys_.staticK]);
+      o.static_v = shape_only(request[keys_.staticV]);
       if (CacheHandle* cache = cache_of(request[keys_.cache])) {
         if (cache->cache().owner() != layer_.get())
           throw mha::type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");

@@ -66,6 +66,13 @@ struct AttentionConfig {
   bool gate = false;
   float dropout = 0.0f;             // attention dropout probability in [0, 1), training calls only
   std::string weight_dtype = "f32";  // 'f32' | 'f16' | 'int8' | 'q4': how the projections are stored
+  // Batched tensors are [B, L, features]; false: PyTorch's default batch_first=False, [L, B, features].
+  bool batch_first = true;
+  // PyTorch's add_bias_kv: learned bias_k / bias_v rows appended to every sequence's projected
+  // keys and values; add_zero_attn: a zero key and value row appended after them. The masks cover
+  // the given keys and are padded with "attend" for these (as PyTorch pads them).
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
 };
 
 // A config with every default filled in and every rule checked.
@@ -81,12 +88,15 @@ struct ResolvedConfig {
   bool gate;                       // the output gate (kernels/output_gate.hpp)
   float dropout;                   // 0 = none
   WeightDtype weight_dtype;        // the projections' storage
+  bool batch_first;                // false: batched inputs and outputs are sequence-first [L, B, features]
+  bool add_bias_kv, add_zero_attn;  // keys (and values) appended after the given ones
 
   int64_t q_dim() const { return num_heads * head_dim; }               // rows of the q projection
   int64_t kv_dim() const { return num_kv_heads * head_dim; }           // rows of the k projection
   int64_t value_kv_dim() const { return num_kv_heads * value_head_dim; }  // rows of the v projection
   int64_t attended_dim() const { return num_heads * value_head_dim; }     // columns of out_proj
   int64_t heads_per_kv() const { return num_heads / num_kv_heads; }
+  int64_t extra_keys() const { return (add_bias_kv ? 1 : 0) + (add_zero_attn ? 1 : 0); }  // appended per sequence
 };
 
 // BLOOM's ALiBi slopes (Hugging Face modeling_bloom.build_alibi_tensor): n = 2^floor(log2 H),
@@ -176,6 +186,15 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
     throw range_error("dropout must be a number in [0, 1), got " + number_text(c.dropout));
   r.dropout = c.dropout;
   r.weight_dtype = parse_weight_dtype(c.weight_dtype);
+  r.batch_first = c.batch_first;
+  r.add_bias_kv = c.add_bias_kv;
+  r.add_zero_attn = c.add_zero_attn;
+  if (r.extra_keys() > 0 && (r.rotary.dim > 0 || r.sliding_window > 0 || !r.alibi_slopes.empty())) {
+    // Those place keys by position; PyTorch's appended keys have none.
+    throw type_error(std::string(c.add_bias_kv ? "addBiasKv" : "addZeroAttn") +
+                     ": not with rotary, slidingWindow or alibi (they place keys by position, and the appended "
+                     "keys have none)");
+  }
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include "layer_stages.hpp"
 #include "multihead_attention.hpp"
 #include "saved_forward.hpp"
+#include "sequence_first.hpp"
 
 namespace mha {
 
@@ -75,6 +76,9 @@ static std::string symbolic_shape(Step step, bool batched) {
 }
 
 CheckedSteps check_steps(const ResolvedConfig& c, const ForwardPlan& p, const StepRequest& request, bool grad) {
+  if (c.extra_keys() > 0 && request.present())
+    throw type_error(std::string(request.capture.empty() ? "patch" : "capture") + ": not with " +
+                     (c.add_bias_kv ? "addBiasKv" : "addZeroAttn") + " yet (the step-by-step path does not append keys)");
   CheckedSteps checked;
   const auto has = [&](Step step, const std::string& argument) {
     if (step == Step::kGate && !c.gate)
@@ -164,12 +168,27 @@ void patch_rows(const float* patch, float* rows_layout, const std::vector<bool>&
 
 }  // namespace
 
-ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const TensorRef& key_in,
-                                                const TensorRef& value_in, const ForwardOptions& options,
-                                                const StepRequest& request, std::vector<CapturedStep>& captured,
-                                                SavedForward* saved) const {
-  const ForwardPlan p = plan(query, key_in, value_in, options);
+ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const TensorRef& key,
+                                                const TensorRef& value, const ForwardOptions& options,
+                                                const StepRequest& request, std::vector<CapturedStep>& captured) const {
+  const ForwardPlan p = plan(query, key, value, options);
+  if (!p.sequence_first) return run_steps(p, query, key, value, options, request, captured, nullptr);
+  // Sequence-first: the steps run on batch-first copies (captured steps keep their [B, ...] layouts).
+  const BatchFirstCall call(p, query, key, value);
+  ForwardResult r = run_steps(call.plan(), call.query(), call.key(), call.value(), options, request, captured, nullptr);
+  r.output = to_batch_first(r.output.data(), r.output_shape);  // [B, L, F] -> [L, B, F]: the same swap
+  r.output_shape = p.output_shape;
+  return r;
+}
+
+ForwardResult MultiheadAttention::run_steps(const ForwardPlan& p, const TensorRef& query, const TensorRef& key_in,
+                                            const TensorRef& value_in, const ForwardOptions& options,
+                                            const StepRequest& request, std::vector<CapturedStep>& captured,
+                                            SavedForward* saved) const {
   const ResolvedConfig& c = config_;
+  if (options.static_k.present() || options.static_v.present())
+    throw type_error(std::string(request.capture.empty() ? "patch" : "capture") + ": not with " +
+                     (options.static_k.present() ? "staticK" : "staticV") + " yet");
   const CheckedSteps steps = check_steps(c, p, request, saved != nullptr);
   if (!saved) {  // (forward_for_training counts its own buffers, these included)
     std::vector<MemoryItem> need = forward_memory(c, p, options, !key_in.present(), false, pool_ ? pool_->size() : 1);
@@ -232,8 +251,8 @@ ForwardResult MultiheadAttention::forward_steps(const TensorRef& query, const Te
 
   // 2. Attend, head by head and row by row: scores, logits, pattern, z. The head's arguments
   // (masks, variants, positions, dropout) come from AttentionStage, as for the kernels.
-  AdditiveMask key_padding(options.key_padding_mask, S);
-  AdditiveMask attn_mask(options.attn_mask, L * S);
+  AdditiveMask key_padding(options.key_padding_mask, 1, p.given_keys, S);
+  AdditiveMask attn_mask(options.attn_mask, L, p.given_keys, S);
   const bool causal = options.causal || (cache && !cross_cache);
   AttentionStage attention{c, params_, p, q.data(), z.data(), causal, key_padding, attn_mask};
   attention.dropout = dropout_in(options);

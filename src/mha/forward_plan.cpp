@@ -29,6 +29,35 @@ void check_data(const char* name, const void* data, const Shape& shape) {
     throw type_error(std::string(name) + ": data is missing");
 }
 
+// PyTorch's static_k / static_v rules, in its words where they apply: [B*Hkv, S, head size], with
+// S the given keys' length (the masks cover those keys).
+void check_static(const char* torch_name, const char* name, const TensorRef& t, const ResolvedConfig& c,
+                  const ForwardPlan& p, int64_t head_size, bool cache) {
+  if (!t.present()) return;
+  const std::string what = name;
+  if (c.add_bias_kv)
+    throw type_error(std::string("bias cannot be added to static ") + (name[6] == 'K' ? "key." : "value.") +
+                     " (" + what + " with addBiasKv)");
+  if (cache) throw type_error(what + ": not with a cache (a cache holds the keys and values)");
+  if (c.rotary.dim > 0) throw type_error(what + ": not with rotary (the static keys and values are used as given)");
+  const int64_t heads = p.batch * c.num_kv_heads;
+  const Shape want{heads, p.given_keys, head_size};
+  const std::string symbolic = std::string(p.batched ? "[B*numKvHeads, S, " : "[numKvHeads, S, ") +
+                               (name[6] == 'K' ? "headDim]" : "valueHeadDim]");
+  if (t.shape.size() != 3)
+    throw range_error(what + ": expected shape " + symbolic + " = " + format_shape(want) + ", got " + format_shape(t.shape));
+  if (t.shape[0] != heads)
+    throw range_error("expecting " + std::string(torch_name) + ".size(0) of " + std::to_string(heads) + ", but got " +
+                      std::to_string(t.shape[0]) + " (" + what + ": expected shape " + symbolic + " = " +
+                      format_shape(want) + ")");
+  if (t.shape[2] != head_size)
+    throw range_error("expecting " + std::string(torch_name) + ".size(2) of " + std::to_string(head_size) +
+                      ", but got " + std::to_string(t.shape[2]) + " (" + what + ": expected shape " + symbolic + " = " +
+                      format_shape(want) + ")");
+  expect_shape(name, t.shape, want, symbolic + " (S: the keys' length)");
+  check_data(name, t.data, t.shape);
+}
+
 }  // namespace
 
 ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const TensorRef& key,
@@ -36,20 +65,24 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
   const std::string E = std::to_string(c.embed_dim);
   ForwardPlan p{};
   const Shape& qs = query.shape;
+  // Batched tensors: [B, L, features], or sequence-first [L, B, features] (config batch_first false).
+  const bool seq_first = !c.batch_first;
+  const std::string batched_q = seq_first ? "[L, B, " : "[B, L, ";
   if (qs.size() == 3) {
     p.batched = true;
-    p.batch = qs[0];
-    p.query_len = qs[1];
+    p.batch = seq_first ? qs[1] : qs[0];
+    p.query_len = seq_first ? qs[0] : qs[1];
   } else if (qs.size() == 2) {
     p.batched = false;
     p.batch = 1;
     p.query_len = qs[0];
   } else {
-    throw range_error("query: expected shape [B, L, " + E + "] or [L, " + E + "], got " + format_shape(qs));
+    throw range_error("query: expected shape " + batched_q + E + "] or [L, " + E + "], got " + format_shape(qs));
   }
+  p.sequence_first = p.batched && seq_first;
   if (qs.back() != c.embed_dim)
     throw range_error("query: last dimension must be embedDim = " + E + ", expected shape " +
-                      (p.batched ? "[B, L, " : "[L, ") + E + "], got " + format_shape(qs));
+                      (p.batched ? batched_q : "[L, ") + E + "], got " + format_shape(qs));
   if (p.batch < 1 || p.query_len < 1)
     throw range_error("query: batch size and sequence length must be at least 1, got shape " + format_shape(qs));
   check_data("query", query.data, qs);
@@ -91,17 +124,22 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
   }
   if (key.present()) {
     const Shape& ks = key.shape;
+    const std::string B_ = std::to_string(p.batch);
     if (ks.size() != qs.size())
       throw range_error(std::string("key: expected ") + (p.batched ? "3" : "2") + " dimensions like the query, shape " +
-                        (p.batched ? dims({std::to_string(p.batch), "S", std::to_string(c.kdim)})
-                                   : dims({"S", std::to_string(c.kdim)})) +
+                        (!p.batched ? dims({"S", std::to_string(c.kdim)})
+                         : seq_first ? dims({"S", B_, std::to_string(c.kdim)})
+                                     : dims({B_, "S", std::to_string(c.kdim)})) +
                         ", got " + format_shape(ks));
-    p.key_len = ks[ks.size() - 2];
+    p.key_len = p.sequence_first ? ks[0] : ks[ks.size() - 2];
     if (p.key_len < 1) throw range_error("key: sequence length S must be at least 1, got shape " + format_shape(ks));
-    Shape want_k = p.batched ? Shape{p.batch, p.key_len, c.kdim} : Shape{p.key_len, c.kdim};
-    Shape want_v = p.batched ? Shape{p.batch, p.key_len, c.vdim} : Shape{p.key_len, c.vdim};
-    expect_shape("key", ks, want_k, p.batched ? "[B, S, kdim]" : "[S, kdim]");
-    expect_shape("value", value.shape, want_v, p.batched ? "[B, S, vdim]" : "[S, vdim]");
+    const auto batched_shape = [&](int64_t features) {
+      return p.sequence_first ? Shape{p.key_len, p.batch, features} : Shape{p.batch, p.key_len, features};
+    };
+    Shape want_k = p.batched ? batched_shape(c.kdim) : Shape{p.key_len, c.kdim};
+    Shape want_v = p.batched ? batched_shape(c.vdim) : Shape{p.key_len, c.vdim};
+    expect_shape("key", ks, want_k, !p.batched ? "[S, kdim]" : seq_first ? "[S, B, kdim]" : "[B, S, kdim]");
+    expect_shape("value", value.shape, want_v, !p.batched ? "[S, vdim]" : seq_first ? "[S, B, vdim]" : "[B, S, vdim]");
     check_data("key", key.data, ks);
     check_data("value", value.data, value.shape);
   } else if (!cache) {
@@ -110,7 +148,20 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
     p.key_len = p.query_len;
   }
 
-  const int64_t B = p.batch, L = p.query_len, S = p.key_len, H = c.num_heads;
+  // add_bias_kv / add_zero_attn append keys after the given ones; the masks cover the given ones.
+  p.given_keys = p.key_len;
+  if (c.extra_keys() > 0) {
+    const std::string option = c.add_bias_kv ? "addBiasKv" : "addZeroAttn";
+    if (cache)
+      throw type_error("cache: not with " + option + " (the appended keys follow each call's keys; a cache's keys "
+                       "grow from call to call)");
+    if (options.causal)
+      throw type_error("causal: not with " + option + " (the appended keys have no position; as in PyTorch, pass "
+                       "the causal mask as attnMask, and the appended keys stay visible)");
+  }
+  const int64_t B = p.batch, L = p.query_len, S = p.given_keys, H = c.num_heads;
+  check_static("static_k", "staticK", options.static_k, c, p, c.head_dim, cache != nullptr);
+  check_static("static_v", "staticV", options.static_v, c, p, c.value_head_dim, cache != nullptr);
   if (options.key_padding_mask.present()) {
     Shape want = p.batched ? Shape{B, S} : Shape{S};
     expect_shape("keyPaddingMask", options.key_padding_mask.shape, want, p.batched ? "[B, S]" : "[S]");
@@ -142,13 +193,16 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
     check_data("positions", options.positions, want);
   }
 
-  p.projected_keys = p.cross_cache ? 0 : cache ? p.appended : p.key_len;
-  p.output_shape = p.batched ? Shape{B, L, c.output_dim} : Shape{L, c.output_dim};
+  p.projected_keys = p.cross_cache ? 0 : cache ? p.appended : p.given_keys;
+  p.key_len = p.given_keys + c.extra_keys();
+  const int64_t keys = p.key_len;
+  p.output_shape = !p.batched ? Shape{L, c.output_dim}
+                   : p.sequence_first ? Shape{L, B, c.output_dim} : Shape{B, L, c.output_dim};
   if (options.need_weights) {
     if (options.average_weights)
-      p.weights_shape = p.batched ? Shape{B, L, S} : Shape{L, S};
+      p.weights_shape = p.batched ? Shape{B, L, keys} : Shape{L, keys};
     else
-      p.weights_shape = p.batched ? Shape{B, H, L, S} : Shape{H, L, S};
+      p.weights_shape = p.batched ? Shape{B, H, L, keys} : Shape{H, L, keys};
   }
   return p;
 }

@@ -47,19 +47,27 @@ struct ForwardOptions {
   uint64_t seed = 0;
   // need_weights under dropout: the probabilities before dropout (Keras) instead of after (PyTorch).
   bool weights_before_dropout = false;
+  // PyTorch's static_k / static_v: per-head keys / values [B*Hkv, S, Dh] / [B*Hkv, S, Dv] ([Hkv, S, ·]
+  // unbatched) that replace the projected ones (the key / value inputs are then not projected).
+  // Constants for backward: no gradient flows to them, nor through the projection they replace.
+  TensorRef static_k, static_v;
 };
 
 struct ForwardPlan {
   bool batched;          // false when the query came as [L, E]
+  // The call's tensors are sequence-first [L, B, features] (config batch_first false, batched):
+  // the layer reads them as batch-first copies (sequence_first.hpp); the sizes below are the same.
+  bool sequence_first;
   int64_t batch;         // B (1 when unbatched)
   int64_t query_len;     // L
-  int64_t key_len;       // S (with a cache: the keys it holds after this call's append)
+  int64_t key_len;       // S (with a cache: the keys it holds after this call's append), with the appended keys
+  int64_t given_keys;    // S less the keys config add_bias_kv / add_zero_attn append: what the masks cover
   int64_t appended;      // tokens a self cache gains in this call (0 otherwise)
   int64_t first_position;  // position of query row 0: the cache's length before the append, else 0
   int64_t projected_keys;  // keys (and values) projected in this call: S, a self cache's appended tokens, 0 from a cross cache
   bool cross_cache;        // the keys and values are a cross-attention cache's, as setKeyValue put them
   bool attn_mask_per_head;  // attn_mask is [B*H, L, S]
-  Shape output_shape;    // [B, L, outputDim] or [L, outputDim]
+  Shape output_shape;    // [B, L, outputDim] ([L, B, outputDim] sequence-first) or [L, outputDim]
   Shape weights_shape;   // empty unless need_weights
 };
 

@@ -3,6 +3,7 @@
 // (instead of an allocation failure half way, or a size that wrapped around).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -155,11 +156,24 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
     if (o.key_padding_mask.present()) items.push_back({"keyPaddingMask", mask_bytes(o.key_padding_mask)});
     if (o.attn_mask.present()) items.push_back({"attnMask", mask_bytes(o.attn_mask)});
     if (!o.positions_shape.empty()) items.push_back({"positions", saturating_bytes(o.positions_shape, 4)});
+    if (o.static_k.present()) items.push_back({"staticK", saturating_bytes(o.static_k.shape, 4)});
+    if (o.static_v.present()) items.push_back({"staticV", saturating_bytes(o.static_v.shape, 4)});
   }
-  // Bool masks are converted to float biases once per call (additive_mask.hpp).
-  if (o.key_padding_mask.type == MaskType::kBool)
-    items.push_back({"keyPaddingMask as floats", saturating_bytes(o.key_padding_mask.shape, 4)});
-  if (o.attn_mask.type == MaskType::kBool) items.push_back({"attnMask as floats", saturating_bytes(o.attn_mask.shape, 4)});
+  // A sequence-first call runs on batch-first copies of its tensors (sequence_first.hpp).
+  if (p.sequence_first) {
+    const uint64_t keys = self_attention ? 0 : saturating_bytes({B, p.given_keys, c.kdim + c.vdim}, 4);
+    items.push_back({"batch-first copies", saturating_bytes({B, L, E}, 4) + keys + saturating_bytes(p.output_shape, 4)});
+  }
+  // Bool masks are converted to float biases once per call, and masks of a layer that appends keys
+  // padded for them (additive_mask.hpp): rows of S keys (the given ones, and the appended).
+  const auto converted = [&](const MaskRef& m) {
+    return saturating_bytes({element_count(m.shape) / std::max<int64_t>(1, p.given_keys), S}, 4);
+  };
+  const bool padded = S != p.given_keys;
+  if (o.key_padding_mask.type == MaskType::kBool || (padded && o.key_padding_mask.present()))
+    items.push_back({"keyPaddingMask as floats", converted(o.key_padding_mask)});
+  if (o.attn_mask.type == MaskType::kBool || (padded && o.attn_mask.present()))
+    items.push_back({"attnMask as floats", converted(o.attn_mask)});
   // With a cache only the call's new tokens are projected (none for a cross cache), and an f16
   // cache widens one head's keys and values per thread.
   const int64_t projected_keys = o.cache ? p.appended : S;

@@ -5,11 +5,13 @@
 #include <set>
 
 #include "additive_mask.hpp"
+#include "appended_keys.hpp"
 #include "errors.hpp"
 #include "memory_budget.hpp"
 #include "layer_stages.hpp"
 #include "rotary.hpp"
 #include "saved_forward.hpp"
+#include "sequence_first.hpp"
 #include "kernels/attention_kernel.hpp"
 #include "kernels/output_gate.hpp"
 #include "kernels/weight_formats.hpp"
@@ -78,7 +80,14 @@ ForwardResult MultiheadAttention::forward(const TensorRef& query, const TensorRe
 void MultiheadAttention::forward_into(const ForwardPlan& p, const TensorRef& query, const TensorRef& key,
                                       const TensorRef& value, const ForwardOptions& options, float* output,
                                       float* weights) const {
-  run_forward(p, query, key, value, options, output, weights, nullptr);
+  if (!p.sequence_first) return run_forward(p, query, key, value, options, output, weights, nullptr);
+  // Sequence-first: the stages run on batch-first copies, and the output is swapped back
+  // (the weights are [B, ...] in both layouts, as PyTorch's).
+  const BatchFirstCall call(p, query, key, value);
+  const Shape& out_shape = call.plan().output_shape;  // [B, L, outputDim]
+  std::vector<float> batch_first(static_cast<size_t>(element_count(out_shape)));
+  run_forward(call.plan(), call.query(), call.key(), call.value(), options, batch_first.data(), weights, nullptr);
+  swap_leading_axes(batch_first.data(), output, out_shape[0], out_shape[1], out_shape[2]);
 }
 
 // The forward pass's stages: project, rotate, attend, gate, combine (layer_stages.hpp). With `saved`
@@ -99,7 +108,8 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   // cache already holds its keys), and query row i sits at position first_position + i.
   KvCache* const cache = options.cache;
   const bool cross_cache = cache && cache->kind() == CacheKind::kCross;
-  const int64_t projected_keys = cache ? p.appended : S;
+  const int64_t projected_keys = cache ? p.appended : p.given_keys;
+  const int64_t key_rows = cache ? projected_keys : S;  // per sequence, with the keys add_bias_kv / add_zero_attn append
   const bool causal = options.causal || (cache && !cross_cache);
   const bool widen = cache && cache->dtype() == CacheDtype::kF16;
   const float dropout = dropout_in(options);
@@ -140,7 +150,7 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   } release_in_wasm{workspace};
   const int64_t widen_floats = widen ? S * (Dh + Dv) : 0;
   const int64_t gate_floats = c.gate ? B * L * AD : 0;
-  const int64_t activation_floats = (saved ? 0 : B * L * (QD + AD) + B * projected_keys * (KV + VKV)) + gate_floats;
+  const int64_t activation_floats = (saved ? 0 : B * L * (QD + AD) + B * key_rows * (KV + VKV)) + gate_floats;
   const size_t needed = static_cast<size_t>(activation_floats + threads * (scratch_floats + widen_floats));
   if (workspace.size < needed) {
     workspace.buffers.reset();  // grow without copying the old contents
@@ -152,8 +162,8 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
 #endif
   float* q = workspace.buffers.get();
   float* k = q + B * L * QD;
-  float* v = k + B * projected_keys * KV;
-  float* attended = v + B * projected_keys * VKV;
+  float* v = k + B * key_rows * KV;
+  float* attended = v + B * key_rows * VKV;
   float* const gate_room = workspace.buffers.get() + activation_floats - gate_floats;
   float* const scratch = workspace.buffers.get() + activation_floats;
   float* const widened = scratch + threads * scratch_floats;
@@ -168,10 +178,20 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   // self cache's new tokens after the ones it holds). A self cache then keeps the new k and v.
   kernels::QuantizedInput xq;  // decoding with int8 / q4 weights: each input row quantized once
   run.project(packed_.q, query.data, q, B * L, &xq);
-  if (projected_keys > 0) {
-    run.project(packed_.k, key, k, B * projected_keys, &xq);
-    run.project(packed_.v, value, v, B * projected_keys, &xq);
+  // (Static keys or values replace a projection, which then does not run.)
+  const bool project_k = !options.static_k.present(), project_v = !options.static_v.present();
+  if (projected_keys > 0 && c.extra_keys() == 0) {
+    if (project_k) run.project(packed_.k, key, k, B * projected_keys, &xq);
+    if (project_v) run.project(packed_.v, value, v, B * projected_keys, &xq);
+  } else if (projected_keys > 0) {  // each sequence's keys, then the appended ones (appended_keys.hpp)
+    for (int64_t b = 0; b < B; ++b) {
+      if (project_k) run.project(packed_.k, key + b * projected_keys * c.kdim, k + b * S * KV, projected_keys);
+      if (project_v) run.project(packed_.v, value + b * projected_keys * c.vdim, v + b * S * VKV, projected_keys);
+    }
+    append_keys(c, params_, k, v, B, S);
   }
+  use_static_rows(options.static_k, k, B, S, c.num_kv_heads, Dh);
+  use_static_rows(options.static_v, v, B, S, c.num_kv_heads, Dv);
   rotate(p, options, self_attention, projected_keys, q, k, false);
   if (cache && !cross_cache) {
     cache->set_kind(CacheKind::kSelf);
@@ -180,8 +200,8 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
 
   // 2. Attend. Head h reads key/value head h / (H / Hkv) (repeat-interleave, as PyTorch and
   // FlashAttention).
-  AdditiveMask key_padding(options.key_padding_mask, S);
-  AdditiveMask attn_mask(options.attn_mask, L * S);
+  AdditiveMask key_padding(options.key_padding_mask, 1, p.given_keys, S);
+  AdditiveMask attn_mask(options.attn_mask, L, p.given_keys, S);
   AttentionStage attention{c, params_, p, q, attended, causal, key_padding, attn_mask};
   if (saved) attention.lse = saved->lse.data();
   attention.dropout = dropout;
@@ -286,9 +306,13 @@ void MultiheadAttention::set_key_value(KvCache& cache, const TensorRef& key, con
   const int64_t S = check_key_value(cache, key, value);
   const ResolvedConfig& c = config_;
   const int64_t B = cache.batch();
+  // Sequence-first [S, B, features]: projected from batch-first copies.
+  const bool swap = !c.batch_first && key.shape.size() == 3;
+  const std::vector<float> key_bf = swap ? to_batch_first(key.data, key.shape) : std::vector<float>();
+  const std::vector<float> value_bf = swap ? to_batch_first(value.data, value.shape) : std::vector<float>();
   std::vector<float> k(static_cast<size_t>(B * S * c.kv_dim())), v(static_cast<size_t>(B * S * c.value_kv_dim()));
-  packed_.k.apply(key.data, k.data(), 0, B * S);
-  packed_.v.apply(value.data, v.data(), 0, B * S);
+  packed_.k.apply(swap ? key_bf.data() : key.data, k.data(), 0, B * S);
+  packed_.v.apply(swap ? value_bf.data() : value.data, v.data(), 0, B * S);
   if (c.rotary.dim > 0)
     for (int64_t b = 0; b < B; ++b)
       apply_rotary(c.rotary, k.data() + b * S * c.kv_dim(), S, c.kv_dim(), c.num_kv_heads, c.head_dim, nullptr, 0);
@@ -305,15 +329,20 @@ int64_t MultiheadAttention::check_key_value(const KvCache& cache, const TensorRe
                      "(reset() it first, or make another)");
   const ResolvedConfig& c = config_;
   const int64_t B = cache.batch();
+  const bool seq_first = !c.batch_first;  // [S, B, features]
   const auto check = [&](const char* name, const TensorRef& t, int64_t features) -> int64_t {
     const Shape& s = t.shape;
-    const bool ok = (s.size() == 3 && s[0] == B && s[2] == features) || (s.size() == 2 && B == 1 && s[1] == features);
-    if (!ok || s[s.size() - 2] < 1)
-      throw range_error(std::string(name) + ": expected shape [B, S, " + (name[0] == 'k' ? "kdim" : "vdim") + "] = [" +
-                        std::to_string(B) + ", S, " + std::to_string(features) + "] with S >= 1, got " +
-                        format_shape(s));
+    const bool ok = (s.size() == 3 && s[seq_first ? 1 : 0] == B && s[2] == features) ||
+                    (s.size() == 2 && B == 1 && s[1] == features);
+    const int64_t tokens = s.size() == 3 && seq_first ? s[0] : s[s.size() - 2];
+    if (!ok || tokens < 1) {
+      const std::string f = name[0] == 'k' ? "kdim" : "vdim", b = std::to_string(B), n = std::to_string(features);
+      throw range_error(std::string(name) + ": expected shape " +
+                        (seq_first ? "[S, B, " + f + "] = [S, " + b : "[B, S, " + f + "] = [" + b + ", S") + ", " + n +
+                        "] with S >= 1, got " + format_shape(s));
+    }
     if (t.data == nullptr) throw type_error(std::string(name) + ": data is missing");
-    return s[s.size() - 2];
+    return tokens;
   };
   const int64_t S = check("key", key, c.kdim);
   if (check("value", value, c.vdim) != S)

@@ -91,11 +91,9 @@ class MultiheadAttention {
   // forward() step by step (attention_steps.hpp), for calls that capture steps or patch one:
   // `captured` receives the steps `steps` asks for, in the chain's order. The default paths
   // never come here. Throws ArgumentError for a request check_steps refuses.
-  // With `saved` (forward_for_training), q, k, v, z and each row's log-sum-exp are kept for
-  // backward(), and the patched heads recorded as constants.
   ForwardResult forward_steps(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                               const ForwardOptions& options, const StepRequest& steps,
-                              std::vector<CapturedStep>& captured, SavedForward* saved = nullptr) const;
+                              std::vector<CapturedStep>& captured) const;
 
   // Training: forward() that also returns what backward() needs (options.cache must be null;
   // options.training with config.dropout > 0 applies dropout with options.seed).
@@ -110,7 +108,12 @@ class MultiheadAttention {
   Gradients backward(const SavedForward& saved, const float* d_output) const;
 
   // A KV cache for this layer (kv_cache.hpp): batch rows of up to `capacity` tokens.
+  // (Not for a layer that appends keys: config add_bias_kv / add_zero_attn.)
   std::unique_ptr<KvCache> create_cache(int64_t batch, int64_t capacity, CacheDtype dtype, bool storage = true) const {
+    if (config_.extra_keys() > 0)
+      throw type_error(std::string(config_.add_bias_kv ? "addBiasKv" : "addZeroAttn") +
+                       ": a layer that appends keys takes no cache (the appended keys follow each call's keys; a "
+                       "cache's keys grow from call to call)");
     return std::make_unique<KvCache>(config_, this, batch, capacity, dtype, storage);
   }
 
@@ -128,6 +131,11 @@ class MultiheadAttention {
                     float* weights) const;
 
  private:
+  // forward_steps for a planned batch-first call. With `saved` (forward_for_training), q, k, v, z
+  // and each row's log-sum-exp are kept for backward(), and the patched heads recorded as constants.
+  ForwardResult run_steps(const ForwardPlan& plan, const TensorRef& query, const TensorRef& key,
+                          const TensorRef& value, const ForwardOptions& options, const StepRequest& steps,
+                          std::vector<CapturedStep>& captured, SavedForward* saved) const;
   void run_forward(const ForwardPlan& plan, const TensorRef& query, const TensorRef& key, const TensorRef& value,
                    const ForwardOptions& options, float* output, float* weights, SavedForward* saved) const;
   void rotate(const ForwardPlan& plan, const ForwardOptions& options, bool self_attention, int64_t projected_keys,

@@ -16,8 +16,11 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "additive_mask.hpp"
+#include "appended_keys.hpp"
 #include "attention_steps.hpp"
 #include "errors.hpp"
 #include "layer_stages.hpp"
@@ -25,6 +28,7 @@
 #include "multihead_attention.hpp"
 #include "saved_forward.hpp"
 #include "kernels/output_gate.hpp"
+#include "sequence_first.hpp"
 
 namespace mha {
 namespace {
@@ -77,7 +81,11 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
                                                                              std::vector<CapturedStep>* captured) const {
   ForwardOptions for_training = options;
   for_training.grad = true;  // (the plan refuses a cache then)
-  const ForwardPlan p = plan_forward(config_, query, key, value, for_training);
+  const ForwardPlan planned = plan_forward(config_, query, key, value, for_training);
+  // Sequence-first: everything below runs on batch-first copies; backward swaps the gradients back.
+  std::optional<BatchFirstCall> batch_first;
+  if (planned.sequence_first) batch_first.emplace(planned, query, key, value);
+  const ForwardPlan& p = batch_first ? batch_first->plan() : planned;
   if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
   const int threads = pool_ ? pool_->size() : 1;
   std::vector<MemoryItem> need = training_memory(config_, p, options, !key.present(), false, threads);
@@ -93,14 +101,16 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
   s.layer = this;
   s.weights_version = weights_version_;
   s.plan = p;
+  s.sequence_first = planned.sequence_first;
   s.self_attention = !key.present();
-  s.query.assign(query.data, query.data + element_count(query.shape));
-  s.query_shape = query.shape;
+  const auto keep = [&](const TensorRef& t, std::vector<float>& data, Shape& shape) {
+    data.assign(t.data, t.data + element_count(t.shape));
+    shape = t.shape;
+  };
+  keep(batch_first ? batch_first->query() : query, s.query, s.query_shape);
   if (key.present()) {
-    s.key.assign(key.data, key.data + element_count(key.shape));
-    s.value.assign(value.data, value.data + element_count(value.shape));
-    s.key_shape = key.shape;
-    s.value_shape = value.shape;
+    keep(batch_first ? batch_first->key() : key, s.key, s.key_shape);
+    keep(batch_first ? batch_first->value() : value, s.value, s.value_shape);
   }
   s.key_padding_mask = SavedMask(options.key_padding_mask);
   s.attn_mask = SavedMask(options.attn_mask);
@@ -109,6 +119,8 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
     s.positions_shape = options.positions_shape;
   }
   s.causal = options.causal;
+  s.static_k = options.static_k.present();
+  s.static_v = options.static_v.present();
   s.training = options.training;
   s.seed = options.seed;
   s.q = FloatBuffer(static_cast<size_t>(B * L * c.q_dim()));
@@ -128,10 +140,14 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
   const TensorRef saved_key = key.present() ? TensorRef{s.key.data(), s.key_shape} : TensorRef{};
   const TensorRef saved_value = key.present() ? TensorRef{s.value.data(), s.value_shape} : TensorRef{};
   if (step_by_step) {
-    r = forward_steps(saved_query, saved_key, saved_value, options, *steps, *captured, &s);
+    r = run_steps(p, saved_query, saved_key, saved_value, options, *steps, *captured, &s);
   } else {
     run_forward(p, saved_query, saved_key, saved_value, options, r.output.data(),
                 options.need_weights ? r.weights.data() : nullptr, &s);
+  }
+  if (s.sequence_first) {  // [B, L, F] -> [L, B, F]
+    r.output = to_batch_first(r.output.data(), r.output_shape);
+    r.output_shape = planned.output_shape;
   }
   t.saved = std::move(saved);
   return t;
@@ -145,6 +161,10 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   if (d_output == nullptr) throw type_error("backward: the output gradient is missing");
   const ResolvedConfig& c = config_;
   const ForwardPlan& p = s.plan;
+  // Sequence-first: dOut [L, B, outputDim] read as batch-first, the inputs' gradients swapped back at the end.
+  const std::vector<float> d_output_batch_first =
+      s.sequence_first ? to_batch_first(d_output, swapped(p.output_shape)) : std::vector<float>();
+  if (s.sequence_first) d_output = d_output_batch_first.data();
   const int64_t B = p.batch, L = p.query_len, S = p.key_len, H = c.num_heads, Hkv = c.num_kv_heads,
                 G = c.heads_per_kv();
   const int64_t E = c.embed_dim, Dh = c.head_dim, Dv = c.value_head_dim, QD = c.q_dim(), KV = c.kv_dim(),
@@ -208,8 +228,8 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   std::vector<float> dq_partial(static_cast<size_t>(chunks > 1 ? chunks * B * L * QD : 0), 0.0f);
   std::vector<float> d_sink_partial(static_cast<size_t>(c.sinks ? B * Hkv * chunks * G : 0), 0.0f);
   {
-    AdditiveMask key_padding(options.key_padding_mask, S);
-    AdditiveMask attn_mask(options.attn_mask, L * S);
+    AdditiveMask key_padding(options.key_padding_mask, 1, p.given_keys, S);
+    AdditiveMask attn_mask(options.attn_mask, L, p.given_keys, S);
     // (The kernel reads O through its forward args' `out`; backward never writes it.)
     AttentionStage attention{c, params_, p, s.q.data(), const_cast<float*>(s.attended.data()), s.causal, key_padding,
                              attn_mask};
@@ -266,8 +286,22 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
   // rotate': rotary's transpose takes dQ and dK back to the projections' outputs.
   rotate(p, options, s.self_attention, S, dq.data(), dk.data(), true);
 
+  // The appended keys (add_bias_kv, add_zero_attn): bias_k's and bias_v's gradients, then the
+  // given keys' rows packed for project'.
+  if (c.extra_keys() > 0) {
+    if (c.add_bias_kv && parameter_gradients) {
+      dp.bias_k.resize(static_cast<size_t>(KV));
+      dp.bias_v.resize(static_cast<size_t>(VKV));
+    }
+    collect_appended_gradients(c, dk.data(), dv.data(), B, S, data_or_null(dp.bias_k), data_or_null(dp.bias_v));
+  }
+
+  // Static keys or values were constants: nothing reaches the projection they replaced.
+  if (s.static_k) std::fill(dk.begin(), dk.end(), 0.0f);
+  if (s.static_v) std::fill(dv.begin(), dv.end(), 0.0f);
+
   // project': through the input projections.
-  const int64_t input_rows = B * L, key_rows = B * S;
+  const int64_t input_rows = B * L, key_rows = B * p.given_keys;
   g.query.resize(static_cast<size_t>(input_rows * E));
   g.query_shape = s.query_shape;
   const float* key_input = s.self_attention ? s.query.data() : s.key.data();
@@ -292,6 +326,13 @@ Gradients MultiheadAttention::backward(const SavedForward& s, const float* d_out
     g.value.assign(dx_value.data(), dx_value.data() + dx_value.size());
     g.key_shape = s.key_shape;
     g.value_shape = s.value_shape;
+  }
+  if (s.sequence_first) {
+    for (auto [data, shape] : {std::pair{&g.query, &g.query_shape}, {&g.key, &g.key_shape}, {&g.value, &g.value_shape}}) {
+      if (data->empty()) continue;
+      *data = to_batch_first(data->data(), *shape);  // [B, S, F] -> [S, B, F]
+      *shape = swapped(*shape);
+    }
   }
   return g;
 }

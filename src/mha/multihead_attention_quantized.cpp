@@ -51,7 +51,7 @@ void MultiheadAttention::load_quantized(const std::string& name, WeightDtype dty
   int64_t out = 0, in = 0;
   std::string keys;
   for (const auto& [key, shape] : state_dict_layout(c)) {
-    if (shape.size() != 2) continue;  // biases, sinks: float32 only
+    if (shape.size() != 2) continue;  // biases, bias_k / bias_v, sinks: float32 only
     keys += (keys.empty() ? "'" : ", '") + key + "'";
     if (key == name) out = shape[0], in = shape[1];
   }
@@ -100,7 +100,7 @@ void MultiheadAttention::load_quantized(const std::string& name, WeightDtype dty
     const bool all = pending_.count("q_proj_weight") && pending_.count("k_proj_weight") &&
                      pending_.count("v_proj_weight") && pending_.count("out_proj.weight") &&
                      (!c.gate || pending_.count("gate_proj.weight"));
-    if (all && !c.bias && !c.sinks) load_state_dict({});
+    if (all && !c.bias && !c.sinks && !c.add_bias_kv) load_state_dict({});
     return;
   }
   const auto bias = [](const std::vector<float>& b) { return b.empty() ? nullptr : b.data(); };
@@ -146,7 +146,8 @@ uint64_t MultiheadAttention::weight_bytes() const {
   if (!loaded_) return 0;
   const auto floats = [](const std::vector<float>& v) { return static_cast<uint64_t>(v.size()) * sizeof(float); };
   uint64_t bytes = floats(params_.q_weight) + floats(params_.k_weight) + floats(params_.v_weight) +
-                   floats(params_.out_weight) + floats(params_.sinks) + floats(params_.gate_weight);
+                   floats(params_.out_weight) + floats(params_.sinks) + floats(params_.gate_weight) +
+                   floats(params_.bias_k) + floats(params_.bias_v);
   for (const auto* p : {&packed_.q, &packed_.k, &packed_.v, &packed_.out, &packed_.gate}) bytes += p->weight_bytes();
   return bytes;
 }

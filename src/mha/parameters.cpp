@@ -34,6 +34,10 @@ std::vector<std::pair<std::string, Shape>> state_dict_layout(const ResolvedConfi
     layout.push_back({"v_proj_weight", {vd, c.vdim}});
   }
   if (c.bias) layout.push_back({"in_proj_bias", {qd + kd + vd}});
+  if (c.add_bias_kv) {  // (PyTorch's order: the layer's own parameters, then out_proj's)
+    layout.push_back({"bias_k", {1, 1, kd}});
+    layout.push_back({"bias_v", {1, 1, vd}});
+  }
   layout.push_back({"out_proj.weight", {c.output_dim, c.attended_dim()}});
   if (c.bias) layout.push_back({"out_proj.bias", {c.output_dim}});
   if (c.sinks) layout.push_back({"sinks", {c.num_heads}});
@@ -110,6 +114,10 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
     p.gate_weight = std::move(tensors["gate_proj.weight"]);
     if (c.bias) p.gate_bias = std::move(tensors["gate_proj.bias"]);
   }
+  if (c.add_bias_kv) {
+    p.bias_k = std::move(tensors["bias_k"]);
+    p.bias_v = std::move(tensors["bias_v"]);
+  }
   return p;
 }
 
@@ -132,6 +140,8 @@ std::vector<std::pair<std::string, std::vector<float>>> state_dict_from_paramete
     else if (key == "sinks") entries.push_back({key, p.sinks});
     else if (key == "gate_proj.weight") entries.push_back({key, p.gate_weight});
     else if (key == "gate_proj.bias") entries.push_back({key, p.gate_bias});
+    else if (key == "bias_k") entries.push_back({key, p.bias_k});
+    else if (key == "bias_v") entries.push_back({key, p.bias_v});
   }
   return entries;
 }

@@ -20,6 +20,7 @@ struct AttentionParameters {
   std::vector<float> sinks;       // [H] sink logits; empty unless config.sinks
   std::vector<float> gate_weight;  // [H*Dv, E] the output gate's projection; empty unless config.gate
   std::vector<float> gate_bias;    // [H*Dv]; empty unless config.gate and config.bias
+  std::vector<float> bias_k, bias_v;  // [Hkv*Dh] / [Hkv*Dv] (PyTorch's [1, 1, E]); empty unless add_bias_kv
 };
 
 // One caller-owned entry of a state dict: a flat float32 buffer.
@@ -30,8 +31,9 @@ struct StateDictEntry {
 using StateDict = std::map<std::string, StateDictEntry>;
 
 // The keys nn.MultiheadAttention would have in its state dict for this config, with their shapes.
-// (in_proj_weight for PyTorch's own shapes, else q/k/v_proj_weight; 'sinks' [H] with sinks;
-// 'gate_proj.weight' [H*Dv, E] and, with bias, 'gate_proj.bias' [H*Dv] with the gate.)
+// (in_proj_weight for PyTorch's own shapes, else q/k/v_proj_weight; bias_k / bias_v [1, 1, ·] with
+// add_bias_kv; 'sinks' [H] with sinks; 'gate_proj.weight' [H*Dv, E] and, with bias, 'gate_proj.bias'
+// [H*Dv] with the gate.)
 std::vector<std::pair<std::string, std::vector<int64_t>>> state_dict_layout(const ResolvedConfig& config);
 
 // Copies a state dict into parameters. Throws ArgumentError naming the key for a missing,

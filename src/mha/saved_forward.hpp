@@ -34,7 +34,8 @@ struct SavedMask {
 struct SavedForward {
   const MultiheadAttention* layer = nullptr;
   uint64_t weights_version = 0;  // the layer's load_state_dict count at forward time
-  ForwardPlan plan{};
+  ForwardPlan plan{};  // batch-first (a sequence-first call's inputs are kept as batch-first copies)
+  bool sequence_first = false;  // the caller's tensors were [L, B, features]: backward swaps to and from them
   bool self_attention = false;
 
   // The call's inputs and options (key and value empty in self-attention).
@@ -44,6 +45,7 @@ struct SavedForward {
   std::vector<int32_t> positions;
   Shape positions_shape;
   bool causal = false;
+  bool static_k = false, static_v = false;  // the keys / values were static_k / static_v: no gradient to their projection
   bool training = false;
   uint64_t seed = 0;
 

@@ -15,7 +15,7 @@ import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe }
 /** The options every backend's forward takes (docs/api.md, "forward options"), in the docs' order. */
 export const FORWARD_OPTION_KEYS = [
   'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
-  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch',
+  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'staticK', 'staticV',
 ];
 
 const FLAGS = ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout', 'checkFinite'];
@@ -71,6 +71,8 @@ export class ForwardCall {
       keyPaddingMask: toCore(this.keyPaddingMask),
       attnMask: toCore(this.attnMask),
       positions: toCore(this.positions),
+      staticK: toCore(this.staticK),
+      staticV: toCore(this.staticV),
       cache: this.cache?.handle ?? null,
       causal: this.causalOption,  // (true, false or undefined: the plan tells a self cache's implied causal from a refused one)
       needWeights: this.needWeights,
@@ -177,6 +179,9 @@ export function readForwardCall(query, key, value, options, backend) {
     keyPaddingMask: checkMask('keyPaddingMask', options.keyPaddingMask),
     attnMask: checkMask('attnMask', options.attnMask),
     positions: checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true }),
+    // PyTorch's static_k / static_v: per-head keys / values replacing the projections (shapes: the plan's).
+    staticK: checkTensor('staticK', options.staticK, { expected: '[B*numKvHeads, S, headDim]', optional: true }),
+    staticV: checkTensor('staticV', options.staticV, { expected: '[B*numKvHeads, S, valueHeadDim]', optional: true }),
     causalOption: options.causal,
     causal: options.causal ?? false,
     needWeights: options.needWeights ?? false,
@@ -195,7 +200,8 @@ export function readForwardCall(query, key, value, options, backend) {
   // checkFinite reads the CPU tensors here; a backend reads its GPU tensors back to check them.
   const onCpu = (t) => (t?.onGpu ? null : t);
   if (call.checkFinite) {
-    checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v) }, { keyPaddingMask: call.keyPaddingMask, attnMask: call.attnMask });
+    checkFinite({ query: onCpu(q), key: onCpu(k), value: onCpu(v), staticK: call.staticK, staticV: call.staticV },
+      { keyPaddingMask: call.keyPaddingMask, attnMask: call.attnMask });
   }
   // (The plan refuses grad with a cache too, for the C++ API; here first, before the cache's own checks.)
   if (call.grad && options.cache != null) {

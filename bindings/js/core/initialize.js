@@ -5,6 +5,7 @@
 //   in_proj_bias, out_proj.bias      zeros
 //   sinks (this layer's extension)   zeros (a sink logit of 0, as gpt-oss starts training)
 //   gate_proj.weight (the gate)      xavier_uniform_, as a separate q/k/v weight (gate_proj.bias: zeros)
+//   bias_k, bias_v [1, 1, F]         xavier_normal_: N(0, std), std = sqrt(2 / (F + F)) (add_bias_kv)
 // from a seeded generator, so a seed gives the same weights in every build and run (not the
 // same numbers as torch.manual_seed: PyTorch's generator is its own).
 
@@ -28,12 +29,19 @@ export function initialStateDict(shapes, seed) {
     for (let i = 0; i < count; i++) data[i] = (2 * next() - 1) * bound;
     return data;
   };
+  const normal = (count, std) => {  // Box-Muller
+    const data = new Float32Array(count);
+    for (let i = 0; i < count; i++) data[i] = std * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
+    return data;
+  };
   const stateDict = {};
   for (const [key, shape] of Object.entries(shapes)) {
     const count = shape.reduce((n, d) => n * d, 1);
     if (key === 'in_proj_weight' || key.endsWith('_proj_weight') || key === 'gate_proj.weight') {
       const [fanOut, fanIn] = shape;
       stateDict[key] = uniform(count, Math.sqrt(6 / (fanIn + fanOut)));
+    } else if (key === 'bias_k' || key === 'bias_v') {
+      stateDict[key] = normal(count, Math.sqrt(1 / shape[2]));
     } else if (key === 'out_proj.weight') {
       stateDict[key] = uniform(count, 1 / Math.sqrt(shape[1]));
     } else {  // biases and sinks

@@ -16,7 +16,7 @@ import {
 const CONFIG_KEYS = [
   'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
-  'gate', 'dropout', 'seed', 'weightDtype',
+  'gate', 'dropout', 'seed', 'weightDtype', 'batchFirst', 'addBiasKv', 'addZeroAttn',
 ];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
@@ -113,6 +113,9 @@ export function defineMultiHeadAttention(module) {
       checkInteger('vdim', config.vdim, { optional: true });
       checkInteger('numKvHeads', config.numKvHeads, { optional: true });
       checkBoolean('bias', config.bias);
+      checkBoolean('batchFirst', config.batchFirst);
+      checkBoolean('addBiasKv', config.addBiasKv);
+      checkBoolean('addZeroAttn', config.addZeroAttn);
       if (config.scale !== undefined && (typeof config.scale !== 'number' || !Number.isFinite(config.scale))) {
         throw new RangeError(`scale must be a finite number, got ${describe(config.scale)}`);
       }

@@ -106,6 +106,19 @@ export interface AttentionConfig {
    * dequantized; backward gives input gradients only. @see {@link WeightDtype}
    */
   weightDtype?: WeightDtype;
+  /**
+   * Batched tensors are [B, L, features] (the default, true), or with false PyTorch's default
+   * batch_first=False layout: query, key, value, output and dOut [L, B, features] (masks and
+   * attention weights keep their shapes). The wasm backend only; WebGPU refuses it.
+   */
+  batchFirst?: boolean;
+  /**
+   * PyTorch's add_bias_kv: learned rows bias_k / bias_v ([1, 1, E] state-dict entries) appended
+   * to every sequence's keys and values. Not with causal, a cache or capture. wasm only.
+   */
+  addBiasKv?: boolean;
+  /** PyTorch's add_zero_attn: a zero key and value row appended (after bias_k / bias_v). wasm only. */
+  addZeroAttn?: boolean;
 }
 
 /** The configuration with every default filled in; the variants appear only when the layer has them. */
@@ -146,6 +159,12 @@ export interface ResolvedConfig {
   dropout?: number;
   /** How loadStateDict stores the projection weights: present when not 'f32' (as the other options). */
   weightDtype?: WeightDtype;
+  /** Present (false) when batched tensors are sequence-first [L, B, features]. */
+  batchFirst?: false;
+  /** Present (true) with PyTorch's add_bias_kv. */
+  addBiasKv?: true;
+  /** Present (true) with PyTorch's add_zero_attn. */
+  addZeroAttn?: true;
 }
 
 /** Options of {@link MultiHeadAttention.forward}; every one is optional. */
@@ -202,6 +221,13 @@ export interface ForwardOptions {
   seed?: number;
   /** With needWeights under dropout: the probabilities before dropout (Keras) instead of after (PyTorch). */
   weightsBeforeDropout?: boolean;
+  /**
+   * PyTorch's static_k: per-head keys [B*numKvHeads, S, headDim] replacing the key projection
+   * (key is still given, S long). Constants for backward. wasm only.
+   */
+  staticK?: Tensor;
+  /** PyTorch's static_v: per-head values [B*numKvHeads, S, valueHeadDim] replacing the value projection. wasm only. */
+  staticV?: Tensor;
   /**
    * Record the attention's intermediate steps (docs/steps.md): `true` for all of them, or a list
    * of step names. The result's `captured` then holds each as a tensor. The call takes a slower,

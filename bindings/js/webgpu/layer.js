@@ -32,6 +32,23 @@ export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
 /**
+ * PyTorch's options whose kernels the WebGPU backend lacks yet: refused by name, never ignored
+ * (docs/webgpu.md). The wasm backend has them.
+ */
+function refuseWasmOnlyOptions(config) {
+  if (config?.batchFirst === false) {
+    throw new TypeError('MultiHeadAttention: batchFirst: false is not supported by the WebGPU backend yet (its kernels '
+      + 'read batch-first [B, L, E] tensors); pass batch-first tensors, or use the wasm backend');
+  }
+  for (const name of ['addBiasKv', 'addZeroAttn']) {
+    if (config?.[name] === true) {
+      throw new TypeError(`MultiHeadAttention: ${name} is not supported by the WebGPU backend yet (its kernels do not `
+        + 'append keys); use the wasm backend');
+    }
+  }
+}
+
+/**
  * The layer, given its device (`gpu`: { device, adapterInfo, lost, ... } from openDevice) and the
  * wasm module at construction; defineWebGpuMultiHeadAttention binds both for the public class.
  */
@@ -49,6 +66,7 @@ export class GpuMultiHeadAttention {
   #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
   constructor(gpu, wasm, config) {
+    refuseWasmOnlyOptions(config);
     this.#gpu = gpu;
     this.#device = gpu.device;
     this.#limits = limitChecks(gpu.device.limits);
@@ -195,6 +213,12 @@ export class GpuMultiHeadAttention {
       optionKeys: ['outputLocation'],
       nextSeed: () => this.#nextSeed++,
     });
+    for (const name of ['staticK', 'staticV']) {  // (PyTorch's static_k / static_v: the wasm backend's)
+      if (call[name]) {
+        throw new TypeError(`${name} is not supported by the WebGPU backend yet (its kernels read the projected keys `
+          + 'and values); use the wasm backend');
+      }
+    }
     if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
       throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
     }
