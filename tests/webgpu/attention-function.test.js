@@ -2,8 +2,8 @@
 // ONNX's stored Attention cases (tests/fixtures/onnx-attention/) against ONNX's Y, presents and
 // qk_matmul_output (through capture); the float64 PyTorch SDPA fixtures; the wasm module's
 // function on the options the ONNX data does not reach (weights, dropout with a seed, the 3-D GQA
-// form, window, ALiBi, sinks, a negative per-batch causal offset folded into the mask, every
-// captured step); gradients (grad, backwardAsync) against the wasm function's backward, which
+// form, window, ALiBi, sinks, a negative per-batch causal offset folded into the mask with the
+// window and ALiBi, every captured step); gradients (grad, backwardAsync) against the wasm function's backward, which
 // tests/js/attention-function-gradients.test.js checks against float64 finite differences; GPU
 // tensors in and out; and what it refuses, by name. On a device with every optional feature and
 // on one with none (tests/webgpu/devices.js).
@@ -68,7 +68,7 @@ for (const optional of [true, false]) {
       }
     });
 
-    test('equals the wasm function on weights, dropout with a seed, GQA in the 3-D form, window, ALiBi, sinks', async () => {
+    test('equals the wasm function on weights, dropout with a seed, GQA in the 3-D form, window, ALiBi, sinks, negative and per-batch offsets (with window and ALiBi)', async () => {
       const [B, Hq, Hkv, L, S, E] = [2, 4, 2, 7, 9, 8];
       const cases = [
         [t([B, Hq, L, E], 1), t([B, Hkv, S, E], 2), t([B, Hkv, S, 6], 3), { needWeights: true, causal: 'bottom-right', dropout: 0.3, seed: 99 }],
@@ -76,12 +76,17 @@ for (const optional of [true, false]) {
         [t([Hq, L, E], 7), t([Hkv, S, E], 8), t([Hkv, S, E], 9), { alibiSlopes: [0.5, 0.25, 0.125, 0.0625], sinks: Float32Array.of(0.1, -1, 2, 0), softcap: 2 }],
         [t([B, Hq, L, E], 10), t([B, Hkv, S, E], 11), t([B, Hkv, S, E], 12),
           { causalOffset: Int32Array.of(-2, 3), kvSeqLens: Int32Array.of(9, 4), attnMask: { data: Uint8Array.from({ length: S - 1 }, (_, j) => j % 3), shape: [S - 1] }, needWeights: true }],
+        [t([B, Hq, L, E], 13), t([B, Hkv, S, E], 14), t([B, Hkv, S, E], 15),
+          { causalOffset: Int32Array.of(-2, 3), slidingWindow: 3, alibiSlopes: [0.5, 0.25, 0.125, 0.0625], needWeights: true, capture: true }],
+        [t([B, Hq, L, E], 16), t([B, Hkv, S, E], 17), t([B, Hkv, S, E], 18),
+          { causalOffset: -1, slidingWindow: 2, softcap: 3, attnMask: { data: Float32Array.from({ length: L * S }, (_, i) => (i % 5) * 0.25 - 0.5), shape: [L, S] } }],
       ];
       for (const [q, k, v, options] of cases) {
         const want = wasm.scaledDotProductAttention(q, k, v, options);
         const got = await mha.scaledDotProductAttentionAsync(q, k, v, options);
         assertClose(`${JSON.stringify(Object.keys(options))}: output`, got.output, want.output);
         if (want.weights) assertClose(`${JSON.stringify(Object.keys(options))}: weights`, got.weights, want.weights);
+        for (const step of Object.keys(want.steps ?? {})) assertClose(`steps.${step}`, got.steps[step], want.steps[step]);
       }
     });
 
@@ -103,7 +108,7 @@ for (const optional of [true, false]) {
       }
     });
 
-    test('grad: backwardAsync gives the wasm function\'s dq, dk, dv, dPastKey, dPastValue (GQA, masks, offsets, softcap, 3-D form, dropout, sinks)', async () => {
+    test('grad: backwardAsync gives the wasm function\'s dq, dk, dv, dPastKey, dPastValue (GQA, masks, offsets, softcap, 3-D form, dropout, sinks, window and ALiBi with per-batch offsets)', async () => {
       const [B, Hq, Hkv, L, S, P, E, Ev] = [2, 4, 2, 3, 4, 2, 5, 3];
       const T = P + S;
       const mask = { data: Uint8Array.from({ length: Hq * (T - 1) }, (_, i) => ((i * 7 + 3) % 5 !== 0 ? 1 : 0)), shape: [Hq, 1, T - 1] };
@@ -114,6 +119,8 @@ for (const optional of [true, false]) {
           { numHeads: Hq, kvNumHeads: Hkv, pastKey: t([B, Hkv, P, E], 45), pastValue: t([B, Hkv, P, Ev], 46), causal: 'bottom-right', kvSeqLens: Int32Array.of(6, 3) }],
         [t([Hq, 9, 8], 51), t([Hkv, 9, 8], 52), t([Hkv, 9, 8], 53), t([Hq, 9, 8], 54),
           { dropout: 0.2, seed: 7, sinks: Float32Array.of(0.5, -1, 0, 1), alibiSlopes: [0.5, 0.25, 0.125, 0.0625], slidingWindow: 4, causal: true }],
+        [t([B, Hq, L, E], 81), t([B, Hkv, S, E], 82), t([B, Hkv, S, Ev], 83), t([B, Hq, L, Ev], 84),
+          { pastKey: t([B, Hkv, P, E], 85), pastValue: t([B, Hkv, P, Ev], 86), causalOffset: Int32Array.of(-1, 4), slidingWindow: 3, alibiSlopes: [0.5, 0.25, 0.125, 0.0625] }],
       ];
       for (const [q, k, v, dOut, options] of cases) {
         const want = wasm.scaledDotProductAttention(q, k, v, { ...options, grad: true });
@@ -175,10 +182,10 @@ for (const optional of [true, false]) {
         { name: 'RangeError', message: /^scaledDotProductAttentionAsync: key: expected shape \[B, Hkv, S, E\] with E = 7/ });
     });
 
-    test('refusals name the option (and the core\'s shape checks are the wasm function\'s)', async () => {
+    test('errors name the option (and the core\'s shape checks are the wasm function\'s)', async () => {
       const [q, k] = [t([1, 2, 3, 8], 1), t([1, 2, 5, 8], 2)];
-      await assert.rejects(mha.scaledDotProductAttentionAsync(q, k, k, { causalOffset: -1, slidingWindow: 2 }),
-        { name: 'TypeError', message: /^scaledDotProductAttentionAsync: causalOffset: a per-batch or negative offset with slidingWindow/ });
+      await assert.rejects(mha.scaledDotProductAttentionAsync(q, k, k, { outputLocations: 'gpu' }),
+        { name: 'TypeError', message: /^scaledDotProductAttentionAsync: options: unknown option 'outputLocations'; known options: attnMask, .*, grad, outputLocation$/ });
       await assert.rejects(mha.scaledDotProductAttentionAsync(q, t([1, 2, 5, 7], 3), k),
         { name: 'RangeError', message: /^scaledDotProductAttentionAsync: key: expected shape \[B, Hkv, S, E\] with E = 8/ });
     });

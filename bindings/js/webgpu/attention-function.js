@@ -5,10 +5,11 @@
 // the step path's for capture; the layer's attention backward for grad, in
 // attention-function-backward.js). Inputs may be CPU arrays or GPU tensors ({ buffer, shape }),
 // laid out on the GPU; results come back as CPU arrays or, with outputLocation 'gpu', stay there.
-// A per-batch (or negative) causal offset together with a window or ALiBi is refused by name.
-import { PLAN_ATTENTION } from '../core/attention-function.js';
+// A per-batch (or negative) causal offset, which the kernels' unsigned positions cannot hold, goes
+// into the mask with the window and ALiBi that depend on it.
+import { OPTION_KEYS, PLAN_ATTENTION } from '../core/attention-function.js';
 import { withCallName } from '../core/errors.js';
-import { describe } from '../core/validate.js';
+import { checkKnownKeys, describe } from '../core/validate.js';
 import { encodeAttention, paramsBlock } from './attention.js';
 import { attentionTrainingResult, copyRows, encodeLayout } from './attention-function-backward.js';
 import { failWithLoss, runChecked } from './gpu-work.js';
@@ -37,19 +38,25 @@ function sizesOf({ tensors, scalars, plan }) {
 
 /**
  * The masks as the kernels read them: attnMask additive, broadcast (NumPy) and padded with
- * blocked keys to [L, T] (shared) or [B*Hq, L, T]; `rowLimit(b)`, when given, blocks keys
- * j > i + rowLimit(b) (a causal offset the kernels' unsigned positions cannot hold).
+ * blocked keys to [L, T] (shared) or [B*Hq, L, T]. `positions`, when given ({ offset(b), window,
+ * slopes }): query i of batch row b sits at position p = i + offset(b), which the kernels'
+ * unsigned positions cannot hold (a negative or per-batch causal offset), so its rules go into the
+ * mask, as the core's visible_keys and transform_score apply them: keys j > p blocked, and with a
+ * window keys j <= p - window; ALiBi adds -slope[h] * |p - j|.
  */
-function maskFor(attnMask, z, rowLimit) {
+function maskFor(attnMask, z, positions) {
   const { B, Hq, L, T } = z;
-  if (!attnMask && !rowLimit) return { data: null, perHead: false };
+  if (!attnMask && !positions) return { data: null, perHead: false };
   const shape = attnMask ? [...Array(4 - attnMask.shape.length).fill(1), ...attnMask.shape] : [1, 1, 1, T];
-  const perHead = Boolean(rowLimit) || shape[0] > 1 || shape[1] > 1;
+  const perHead = Boolean(positions) || shape[0] > 1 || shape[1] > 1;
   const blocks = perHead ? B * Hq : 1;
   const out = new Float32Array(blocks * L * T);
   for (let block = 0; block < blocks; block++) {
     const b = Math.floor(block / Hq), h = block % Hq;
+    const slope = positions?.slopes ? Math.fround(positions.slopes[h]) : 0;
     for (let i = 0; i < L; i++) {
+      const p = positions ? i + positions.offset(b) : 0;
+      const begin = positions?.window > 0 ? p - positions.window + 1 : -Infinity;
       for (let j = 0; j < T; j++) {
         let bias = 0;
         if (attnMask) {
@@ -57,7 +64,8 @@ function maskFor(attnMask, z, rowLimit) {
           const m = j < shape[3] ? attnMask.data[at] : undefined;
           bias = m === undefined ? -Infinity : attnMask.data instanceof Uint8Array ? (m ? 0 : -Infinity) : m;
         }
-        if (rowLimit && j > i + rowLimit(b)) bias = -Infinity;
+        if (positions && (j > p || j < begin)) bias = -Infinity;
+        else if (slope) bias -= Math.fround(slope * Math.abs(p - j));
         out[(block * L + i) * T + j] = bias;
       }
     }
@@ -96,24 +104,17 @@ function takeGpuInputs(query, key, value, options) {
 export function defineWebGpuAttentionFunction(gpu, wasm) {
   const { device } = gpu;
 
-  /** The call's causal rule as the kernels take it: { firstQuery, causal, rowLimit (into the mask) }. */
+  /**
+   * The call's causal rule as the kernels take it: { firstQuery, causal, positions (maskFor's:
+   * the offsets, window and ALiBi slopes that go into the mask instead) }.
+   */
   function causalRule(tensors, scalars, { T, L }) {
-    let firstQuery = 0, causal = scalars.causal !== CAUSAL.none, rowLimit = null;
-    if (scalars.causal === CAUSAL.bottomRight) [firstQuery, rowLimit] = [T - L, () => T - L];
-    if (scalars.causal === CAUSAL.offset) {
-      const offsets = tensors.causalOffsets.data;
-      firstQuery = offsets[0];
-      if (offsets.some((o) => o !== offsets[0])) firstQuery = -1;
-      if (offsets.length === 1) rowLimit = () => offsets[0];
-      else rowLimit = (b) => offsets[b];
-    }
-    if (firstQuery >= 0) return { firstQuery, causal, rowLimit: null };
-    // A negative or per-batch offset becomes part of the mask instead.
-    if (scalars.slidingWindow || scalars.alibiSlopes) {
-      throw new TypeError(`causalOffset: a per-batch or negative offset with ${scalars.slidingWindow ? 'slidingWindow' : 'alibiSlopes'} `
-        + 'is not supported on WebGPU yet (the wasm module\'s function has it)');
-    }
-    return { firstQuery: 0, causal: false, rowLimit };
+    const causal = scalars.causal !== CAUSAL.none;
+    if (scalars.causal !== CAUSAL.offset && scalars.causal !== CAUSAL.bottomRight) return { firstQuery: 0, causal, positions: null };
+    const offsets = scalars.causal === CAUSAL.bottomRight ? [T - L] : tensors.causalOffsets.data;
+    if (offsets[0] >= 0 && offsets.every((o) => o === offsets[0])) return { firstQuery: offsets[0], causal, positions: null };
+    const positions = { offset: (b) => offsets[offsets.length === 1 ? 0 : b], window: scalars.slidingWindow, slopes: scalars.alibiSlopes ?? null };
+    return { firstQuery: 0, causal: false, positions };
   }
 
   /**
@@ -125,17 +126,19 @@ export function defineWebGpuAttentionFunction(gpu, wasm) {
     const { tensors, scalars, plan } = call;
     const { B, Hq, Hkv, L, S, P, T, E, Ev, packed } = z;
     const KV = Hkv * E, VKV = Hkv * Ev;
-    const { firstQuery, causal, rowLimit } = causalRule(tensors, scalars, z);
-    const mask = maskFor(tensors.attnMask, z, rowLimit);
+    const { firstQuery, causal, positions } = causalRule(tensors, scalars, z);
+    const mask = maskFor(tensors.attnMask, z, positions);
     const keyPadding = tensors.kvSeqLens && Float32Array.from({ length: B * T }, (_, at) => (at % T < tensors.kvSeqLens.data[Math.floor(at / T)] ? 0 : -Infinity));
     const c = {
       numHeads: Hq, numKvHeads: Hkv, headDim: E, valueHeadDim: Ev,
-      scale: scalars.scale ?? 1 / Math.sqrt(E), softcap: scalars.softcap || 0, slidingWindow: scalars.slidingWindow || 0,
-      sinks: Boolean(tensors.sinks), alibiSlopes: scalars.alibiSlopes ?? null,
+      scale: scalars.scale ?? 1 / Math.sqrt(E), softcap: scalars.softcap || 0,
+      // (in the mask when the positions are)
+      slidingWindow: positions ? 0 : scalars.slidingWindow || 0, alibiSlopes: positions ? null : scalars.alibiSlopes ?? null,
+      sinks: Boolean(tensors.sinks),
     };
     const headParams = new Float32Array(2 * Hq);
     if (tensors.sinks) headParams.set(tensors.sinks.data);
-    if (scalars.alibiSlopes) headParams.set(scalars.alibiSlopes, Hq);
+    if (c.alibiSlopes) headParams.set(c.alibiSlopes, Hq);
     const source = (name) => onGpu[name]?.buffer ?? buffers.upload(tensors[name].data, name);
 
     const encoder = device.createCommandEncoder();
@@ -205,6 +208,7 @@ export function defineWebGpuAttentionFunction(gpu, wasm) {
   }
 
   async function run(query, key, value, options) {
+    checkKnownKeys('options', options, [...OPTION_KEYS, 'outputLocation']);
     const { outputLocation = 'cpu', ...rest } = options;
     if (outputLocation !== 'cpu' && outputLocation !== 'gpu') throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(outputLocation)}`);
     const { args, onGpu } = takeGpuInputs(query, key, value, rest);
