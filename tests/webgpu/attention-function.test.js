@@ -80,6 +80,7 @@ for (const optional of [true, false]) {
           { causalOffset: Int32Array.of(-2, 3), slidingWindow: 3, alibiSlopes: [0.5, 0.25, 0.125, 0.0625], needWeights: true, capture: true }],
         [t([B, Hq, L, E], 16), t([B, Hkv, S, E], 17), t([B, Hkv, S, E], 18),
           { causalOffset: -1, slidingWindow: 2, softcap: 3, attnMask: { data: Float32Array.from({ length: L * S }, (_, i) => (i % 5) * 0.25 - 0.5), shape: [L, S] } }],
+        [t([B, Hq, L, E], 19), t([B, Hkv, S, E], 20), t([B, Hkv, S, E], 21), { causalOffset: -2, dropout: 0.3, seed: 5, alibiSlopes: [0.5, 0.25, 0.125, 0.0625] }],
       ];
       for (const [q, k, v, options] of cases) {
         const want = wasm.scaledDotProductAttention(q, k, v, options);
@@ -182,10 +183,12 @@ for (const optional of [true, false]) {
         { name: 'RangeError', message: /^scaledDotProductAttentionAsync: key: expected shape \[B, Hkv, S, E\] with E = 7/ });
     });
 
-    test('errors name the option (and the core\'s shape checks are the wasm function\'s)', async () => {
+    test('errors and refusals name the option (and the core\'s shape checks are the wasm function\'s)', async () => {
       const [q, k] = [t([1, 2, 3, 8], 1), t([1, 2, 5, 8], 2)];
       await assert.rejects(mha.scaledDotProductAttentionAsync(q, k, k, { outputLocations: 'gpu' }),
         { name: 'TypeError', message: /^scaledDotProductAttentionAsync: options: unknown option 'outputLocations'; known options: attnMask, .*, grad, outputLocation$/ });
+      await assert.rejects(mha.scaledDotProductAttentionAsync(t([2, 2, 3, 8], 1), t([2, 2, 5, 8], 2), t([2, 2, 5, 8], 3), { causalOffset: Int32Array.of(0, 2), dropout: 0.1 }),
+        { name: 'TypeError', message: /^scaledDotProductAttentionAsync: dropout: with a per-batch causalOffset is not supported on WebGPU yet/ });
       await assert.rejects(mha.scaledDotProductAttentionAsync(q, t([1, 2, 5, 7], 3), k),
         { name: 'RangeError', message: /^scaledDotProductAttentionAsync: key: expected shape \[B, Hkv, S, E\] with E = 8/ });
     });

@@ -73,6 +73,26 @@ function maskFor(attnMask, z, positions) {
   return { data: out, perHead };
 }
 
+/**
+ * The call's causal rule as the kernels take it: { firstQuery, causal, positions (maskFor's: the
+ * offsets, window and ALiBi slopes that go into the mask instead) }.
+ */
+function causalRule(tensors, scalars, { T, L }) {
+  const causal = scalars.causal !== CAUSAL.none;
+  if (scalars.causal !== CAUSAL.offset && scalars.causal !== CAUSAL.bottomRight) return { firstQuery: 0, causal, positions: null };
+  const offsets = scalars.causal === CAUSAL.bottomRight ? [T - L] : tensors.causalOffsets.data;
+  const same = offsets.every((o) => o === offsets[0]);
+  if (offsets[0] >= 0 && same) return { firstQuery: offsets[0], causal, positions: null };
+  // The kernels hold one unsigned position per call: a negative or per-batch offset's rules go
+  // into the mask. One offset still keys dropout's rows (wrapped to 32 bits, as the core's stream casts it).
+  if (!same && scalars.dropout) {
+    throw new TypeError('dropout: with a per-batch causalOffset is not supported on WebGPU yet (dropout keys each row '
+      + 'by its position; the wasm module\'s function has it)');
+  }
+  const positions = { offset: (b) => offsets[offsets.length === 1 ? 0 : b], window: scalars.slidingWindow, slopes: scalars.alibiSlopes ?? null };
+  return { firstQuery: same ? offsets[0] : 0, causal: false, positions };
+}
+
 const isGpuTensor = (t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t);
 
 /**
@@ -103,19 +123,6 @@ function takeGpuInputs(query, key, value, options) {
 /** The module's scaledDotProductAttentionAsync on `gpu` ({ device, ... } from openDevice), planned by `wasm`. */
 export function defineWebGpuAttentionFunction(gpu, wasm) {
   const { device } = gpu;
-
-  /**
-   * The call's causal rule as the kernels take it: { firstQuery, causal, positions (maskFor's:
-   * the offsets, window and ALiBi slopes that go into the mask instead) }.
-   */
-  function causalRule(tensors, scalars, { T, L }) {
-    const causal = scalars.causal !== CAUSAL.none;
-    if (scalars.causal !== CAUSAL.offset && scalars.causal !== CAUSAL.bottomRight) return { firstQuery: 0, causal, positions: null };
-    const offsets = scalars.causal === CAUSAL.bottomRight ? [T - L] : tensors.causalOffsets.data;
-    if (offsets[0] >= 0 && offsets.every((o) => o === offsets[0])) return { firstQuery: offsets[0], causal, positions: null };
-    const positions = { offset: (b) => offsets[offsets.length === 1 ? 0 : b], window: scalars.slidingWindow, slopes: scalars.alibiSlopes ?? null };
-    return { firstQuery: 0, causal: false, positions };
-  }
 
   /**
    * Encodes and submits the forward pass: inputs laid out as rows (the pasts concatenated before

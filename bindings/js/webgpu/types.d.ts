@@ -245,8 +245,8 @@ export interface WebGpuModule {
    * (docs/attention-function.md): the same options and results, plus GPU tensors in (query, key,
    * value, pastKey, pastValue may be {@link GpuTensorInput}s) and out (`outputLocation: 'gpu'`).
    * With grad the result keeps its buffers on the GPU for one backwardAsync (or release()), as a
-   * {@link WebGpuTrainingResult}. Not here yet (refused by name): a per-batch or negative
-   * causalOffset together with slidingWindow or alibiSlopes.
+   * {@link WebGpuTrainingResult}. Not here yet (refused by name): dropout with a per-batch
+   * causalOffset whose offsets differ.
    */
   scaledDotProductAttentionAsync(query: WebGpuAttentionFunctionTensor, key: WebGpuAttentionFunctionTensor, value: WebGpuAttentionFunctionTensor,
     options: WebGpuAttentionFunctionOptions & { outputLocation: 'gpu' }): Promise<WebGpuAttentionFunctionResult<GpuTensor>>;
