@@ -168,12 +168,18 @@ for (const optional of [true, false]) {
         assert.ok(grads[name].buffer, `d${name} on the GPU`);
         assertClose(`d${name}`, { data: await grads[name].read(), shape: grads[name].shape }, wantGrads[name], 1e-4);
       }
-      // The 3-D form with GPU inputs, CPU results.
+      // The 3-D form with GPU inputs, CPU results; the backward reads its own copies of them.
       const packed = [t([B, L, Hq * E], 71), t([B, S, Hkv * E], 72), t([B, S, Hkv * E], 73)];
-      const packedOptions = { numHeads: Hq, kvNumHeads: Hkv, causal: true };
+      const packedOptions = { numHeads: Hq, kvNumHeads: Hkv, causal: true, grad: true };
       const plain = wasm.scaledDotProductAttention(...packed, packedOptions);
-      const fromGpu = await mha.scaledDotProductAttentionAsync(...packed.map(onGpu), packedOptions);
+      const packedOnGpu = packed.map(onGpu);
+      const fromGpu = await mha.scaledDotProductAttentionAsync(...packedOnGpu, packedOptions);
       assertClose('3-D form from GPU tensors', fromGpu.output, plain.output);
+      for (const { buffer } of packedOnGpu) device.queue.writeBuffer(buffer, 0, new Float32Array(buffer.size / 4));
+      const packedDOut = t([B, L, Hq * E], 74);
+      const packedGrads = plain.backward(packedDOut);
+      const gotPacked = await fromGpu.backwardAsync(packedDOut);
+      for (const name of ['query', 'key', 'value']) assertClose(`3-D form: d${name}`, gotPacked[name], packedGrads[name], 1e-4);
       await assert.rejects(mha.scaledDotProductAttentionAsync(onGpu(q), k, v, { outputLocation: 'disk' }),
         { name: 'TypeError', message: /^scaledDotProductAttentionAsync: outputLocation must be 'cpu' or 'gpu', got string disk$/ });
       const unreadable = device.createBuffer({ size: 4 * q.data.length, usage: 0x08 | 0x01 });

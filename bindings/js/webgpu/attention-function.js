@@ -150,11 +150,15 @@ export function defineWebGpuAttentionFunction(gpu, wasm) {
 
     const encoder = device.createCommandEncoder();
     let pass = encoder.beginComputePass();
-    /** Input `name` ([B, H, N, D], or rows already in the 3-D form) as the kernels' rows. */
+    /**
+     * Input `name` ([B, H, N, D], or rows already in the 3-D form) as the kernels' rows; a copy
+     * of a caller's GPU tensor with grad (the backward reads its own copies, as the wasm function's).
+     */
     const rowsOf = (name, H, N, D, inRows = packed) => {
-      if (inRows) return source(name);
+      if (inRows && !(grad && onGpu[name])) return source(name);
       const rows = buffers.storage(B * N * H * D, `${name} rows`);
-      encodeLayout(device, pass, buffers, { tensor: source(name), rows, B, H, N, D, toRows: true });
+      const layout = inRows ? { H: 1, D: H * D } : { H, D };  // (one head of H * D: a plain copy)
+      encodeLayout(device, pass, buffers, { tensor: source(name), rows, B, N, ...layout, toRows: true });
       return rows;
     };
     const q = rowsOf('query', Hq, L, E);
