@@ -4,31 +4,11 @@
 // encodeAttentionBackward), its gradients laid out as the call's inputs: query, key, value, and
 // pastKey / pastValue when the call had a past. The result is the layer's WebGPU training result
 // (training.js): backwardAsync once, or release().
+import { copyRows, encodeLayout } from './attention-function-layout.js';
 import { encodeAttentionBackward } from './backward.js';
 import { failWithLoss, runChecked } from './gpu-work.js';
-import { encodeCopy } from './steps.js';
 import { CallBuffers, resultTensors } from './tensors.js';
 import { gpuTrainingRecord, GpuTrainingResult } from './training.js';
-
-/**
- * One tensor between its [B, H, N, D] layout (`tensor`) and the kernels' rows [B * rowsPerBatch,
- * H * D] (`rows`, its first N rows of each batch row), on the GPU (steps.js' steps_copy, every
- * head): toRows true reads the tensor, false writes it.
- */
-export function encodeLayout(device, pass, buffers, { tensor, rows, B, H, N, D, rowsPerBatch = N, toRows }) {
-  encodeCopy(device, pass, buffers, {
-    buffer: rows, step: tensor, flags: buffers.upload(new Uint32Array(H).fill(1), 'every head'), count: B * H * N * D,
-    heads: H, rows: N, d: D, bufferRows: rowsPerBatch, split: true, toBuffer: toRows,
-  });
-}
-
-/** For each batch row, `n` rows of `width` floats from `from` (rows fromStart... of fromRows) to `to` (at toStart of toRows). */
-export function copyRows(encoder, { from, fromRows, fromStart = 0, to, toRows, toStart = 0, n, B, width }) {
-  if (n * width === 0) return;
-  for (let b = 0; b < B; b++) {
-    encoder.copyBufferToBuffer(from, (b * fromRows + fromStart) * width * 4, to, (b * toRows + toStart) * width * 4, n * width * 4);
-  }
-}
 
 /**
  * Encodes and submits the backward pass of `saved` for dLoss/dOutput in the GPUBuffer `dOut`.
