@@ -20,7 +20,8 @@ const CALL = 'scaledDotProductAttention';
  * options) -> { tensors, scalars, grad, plan }.
  */
 export const PLAN_ATTENTION = Symbol('mha-wasm: plan an attention call');
-const OPTION_KEYS = [
+/** The options the function reads (a backend adds its own: WebGPU's outputLocation). */
+export const OPTION_KEYS = [
   'attnMask', 'causal', 'causalOffset', 'kvSeqLens', 'scale', 'softcap', 'dropout', 'seed', 'pastKey', 'pastValue',
   'numHeads', 'kvNumHeads', 'needWeights', 'capture', 'slidingWindow', 'alibiSlopes', 'sinks', 'grad',
 ];

@@ -101,6 +101,40 @@ export function submitBackwardNow(device, saved, dOut, paramShapes) {
 }
 
 /**
+ * Encodes attention's backward into `pass` (FlashAttention-2's, the probabilities recomputed from
+ * q, k and the rows' log-sum-exps): dq [B*L, H*Dh], dk [B*S, Hkv*Dh], dv [B*S, Hkv*Dv] (and the
+ * sinks' [H] into dSinks when given) from d attended [B*L, H*Dv]. `attention`: the forward's
+ * encodeAttention call (its masks, offsets, dropout and plan), whose params block this reuses.
+ * The layer's backward and the attention function's (attention-function.js) both run it.
+ */
+export function encodeAttentionBackward(device, pass, buffers, c, attention, t) {
+  const { B, L, S } = t;
+  if (L === 0 || S === 0) return;
+  const H = c.numHeads, QD = H * c.headDim, AD = H * c.valueHeadDim;
+  const rows = buffers.storage(B * H * L * packedRowVec4s(c) * 4, 'packed query rows');
+  const sizes = { DH: c.headDim, DV: c.valueHeadDim };
+  dispatch(device, pass, pipeline(device, 'attention_backward_prepare', sizes), {
+    0: t.q, 1: t.attended, 2: t.dAttended, 3: t.lse, 4: rows,
+    5: buffers.uniform(new Uint32Array([L, H, QD, AD]), 'prepare dims'),
+  }, [Math.ceil(L / 64), H, B]);
+  const params = buffers.uniform(paramsBlock(c, attention), 'attention params');
+  const shared = {
+    0: rows, 1: t.k, 2: t.v, 3: attention.keyPadding ?? t.headParams, 4: attention.attnMask ?? t.headParams,
+    5: t.headParams, 6: params,
+  };
+  const { kernels } = attention;
+  dispatch(device, pass, pipeline(device, 'attention_backward_dq', { ...sizes, BC: kernels.keysPerTile }),
+    { ...shared, 7: t.dq }, [Math.ceil(L / 64), H, B]);
+  dispatch(device, pass, pipeline(device, 'attention_backward_dkdv', { ...sizes, BR: kernels.rowsPerTile }),
+    { ...shared, 7: t.dk, 8: t.dv }, [Math.ceil(S / 64), c.numKvHeads, B]);
+  if (t.dSinks) {
+    dispatch(device, pass, pipeline(device, 'attention_backward_sinks', sizes), {
+      0: rows, 1: t.headParams, 2: t.dSinks, 3: buffers.uniform(new Uint32Array([B, H, L, 0]), 'sinks dims'),
+    }, [Math.ceil(H / 64), 1, 1]);
+  }
+}
+
+/**
  * Encodes and submits the backward pass of `saved` for dLoss/dOutput in the GPUBuffer `dOut`,
  * now (so the caller's error scopes close before any other call opens its own); makes its
  * buffers in `buffers` (a CallBuffers). Returns the gradients' buffers (`gradients`) and read(): a promise of their arrays:
@@ -110,7 +144,6 @@ export function submitBackwardNow(device, saved, dOut, paramShapes) {
  */
 export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGpu = false } = {}) {
   const { c, B, L, S, self, w, attention } = saved;
-  const { kernels } = attention;
   const H = c.numHeads, Hkv = c.numKvHeads, E = c.embedDim;
   const QD = H * c.headDim, KV = Hkv * c.headDim, VKV = Hkv * c.valueHeadDim, AD = H * c.valueHeadDim, OD = c.outputDim;
   const bias = !!w.qBias;
@@ -127,7 +160,6 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
     query: store(B * L * E, 'd query'),
     key: self ? null : store(B * S * c.kdim, 'd key'), value: self ? null : store(B * S * c.vdim, 'd value'),
   };
-  const rows = store(B * H * L * packedRowVec4s(c) * 4, 'packed query rows');
 
   const encoder = device.createCommandEncoder();
   const pass = encoder.beginComputePass();
@@ -139,27 +171,10 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
     ? encodeOutputGateBackward(device, pass, buffers, { d: g.dAttended, z: saved.attended, gate: saved.gate, count: B * L * AD })
     : null;
   // attend'
-  if (L > 0 && S > 0) {
-    const sizes = { DH: c.headDim, DV: c.valueHeadDim };
-    dispatch(device, pass, pipeline(device, 'attention_backward_prepare', sizes), {
-      0: saved.q, 1: saved.attended, 2: g.dAttended, 3: saved.lse, 4: rows,
-      5: buffers.uniform(new Uint32Array([L, H, QD, AD]), 'prepare dims'),
-    }, [Math.ceil(L / 64), H, B]);
-    const params = buffers.uniform(paramsBlock(c, attention), 'attention params');
-    const shared = {
-      0: rows, 1: saved.k, 2: saved.v, 3: attention.keyPadding ?? w.headParams, 4: attention.attnMask ?? w.headParams,
-      5: w.headParams, 6: params,
-    };
-    dispatch(device, pass, pipeline(device, 'attention_backward_dq', { ...sizes, BC: kernels.keysPerTile }),
-      { ...shared, 7: g.dq }, [Math.ceil(L / 64), H, B]);
-    dispatch(device, pass, pipeline(device, 'attention_backward_dkdv', { ...sizes, BR: kernels.rowsPerTile }),
-      { ...shared, 7: g.dk, 8: g.dv }, [Math.ceil(S / 64), Hkv, B]);
-    if (g.sinks) {
-      dispatch(device, pass, pipeline(device, 'attention_backward_sinks', sizes), {
-        0: rows, 1: w.headParams, 2: g.sinks, 3: buffers.uniform(new Uint32Array([B, H, L, 0]), 'sinks dims'),
-      }, [Math.ceil(H / 64), 1, 1]);
-    }
-  }
+  encodeAttentionBackward(device, pass, buffers, c, attention, {
+    B, L, S, q: saved.q, k: saved.k, v: saved.v, attended: saved.attended, dAttended: g.dAttended, lse: saved.lse,
+    headParams: w.headParams, dq: g.dq, dk: g.dk, dv: g.dv, dSinks: g.sinks,
+  });
   // rotate': rotary's transpose is the rotation by minus the angle.
   if (c.rotary) {
     const inverse = (table) => {

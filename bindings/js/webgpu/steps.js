@@ -19,8 +19,9 @@ import { checkInput } from './tensors.js';
 /**
  * steps_copy.wgsl: a step between its API layout (`step`) and the buffer the computation reads.
  * toBuffer false: capture (step <- buffer, every head); true: patch (buffer <- step, the flagged heads).
+ * (The attention function also lays its [B, H, N, D] tensors out as rows with it, and back.)
  */
-function encodeCopy(device, pass, buffers, { buffer, step, flags, count, heads, rows, d, bufferRows, split, toBuffer }) {
+export function encodeCopy(device, pass, buffers, { buffer, step, flags, count, heads, rows, d, bufferRows, split, toBuffer }) {
   const params = new Uint32Array([count, heads, rows, d, bufferRows, split ? 1 : 0, split ? rows * d : d, toBuffer ? 1 : 0]);
   dispatch(device, pass, pipeline(device, 'steps_copy'),
     { 0: buffer, 1: step, 2: flags, 3: buffers.uniform(params, 'step copy') }, flatGroups(count));
@@ -50,6 +51,27 @@ export function stepsGroups(c, { B, L, S }) {
     'the step path\'s softmax': [Math.ceil(L / 64), c.numHeads, B],
     'the step path\'s z': [Math.ceil(c.valueHeadDim / 64), L, B * c.numHeads],
   };
+}
+
+/**
+ * The score steps, one buffer each in their captured layout [B, H, L, S]: scores (scale * q.k),
+ * logits (steps_scores.wgsl, through the shared epilogue) and the pattern (steps_softmax.wgsl);
+ * with `capped`, also the softcapped scores before ALiBi and the masks. `params`: the call's
+ * uniform block (attention.js' paramsBlock); q, k in the kernels' rows; masks additive (or
+ * headParams where there is none). The layer's step path and the attention function's capture.
+ */
+export function encodeScoreSteps(device, pass, buffers, c, params, { B, L, S, q, k, keyPadding, attnMask, headParams, capped = false }) {
+  const floats = B * c.numHeads * L * S;
+  const steps = { scores: buffers.storage(floats, 'scores'), logits: buffers.storage(floats, 'logits'),
+    pattern: buffers.storage(floats, 'pattern'), capped: capped ? buffers.storage(floats, 'capped') : null };
+  const groups = stepsGroups(c, { B, L, S });
+  dispatch(device, pass, pipeline(device, 'steps_scores', { DH: c.headDim, CAPPED: capped }), {
+    0: q, 1: k, 3: keyPadding, 4: attnMask, 5: headParams, 6: params, 7: steps.scores, 8: steps.logits,
+    9: steps.capped ?? buffers.storage(1, 'unused'),
+  }, groups['the step path\'s scores']);
+  dispatch(device, pass, pipeline(device, 'steps_softmax'),
+    { 5: headParams, 6: params, 7: steps.logits, 8: steps.pattern }, groups['the step path\'s softmax']);
+  return steps;
 }
 
 /**
@@ -116,13 +138,8 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   }), 'step params');
   const keyPadding = call.keyPadding ? buffers.upload(call.keyPadding, 'key padding mask') : headParams;
   const attnMask = call.attnMask ? buffers.upload(call.attnMask, 'attention mask') : headParams;
-  const scores = buffers.storage(B * H * L * S, 'scores'), logits = buffers.storage(B * H * L * S, 'logits');
-  const pattern = buffers.storage(B * H * L * S, 'pattern');
-  const groups = stepsGroups(c, { B, L, S });
-  dispatch(device, pass, pipeline(device, 'steps_scores', { DH: Dh }),
-    { 0: q, 1: keys, 3: keyPadding, 4: attnMask, 5: headParams, 6: params, 7: scores, 8: logits }, groups['the step path\'s scores']);
-  dispatch(device, pass, pipeline(device, 'steps_softmax'),
-    { 5: headParams, 6: params, 7: logits, 8: pattern }, groups['the step path\'s softmax']);
+  const { scores, logits, pattern } = encodeScoreSteps(device, pass, buffers, c, params,
+    { B, L, S, q, k: keys, keyPadding, attnMask, headParams });
   // Same layouts: a pattern's head is a block of L * S floats, z's a block of Dv in each row.
   const patchInPlace = (buffer, count, headBlock) => encodeCopy(device, pass, buffers, {
     buffer, step: patchBuffer, flags, count, heads: H, rows: 1, d: headBlock, bufferRows: 1, split: false, toBuffer: true });
@@ -133,7 +150,7 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   // z: the pattern (after dropout when training) times v, in the rows the output projection reads.
   const z = buffers.storage(B * L * AD, 'z');
   dispatch(device, pass, pipeline(device, 'steps_z', { DV: Dv }),
-    { 2: values, 6: params, 7: z, 8: pattern }, groups['the step path\'s z']);
+    { 2: values, 6: params, 7: z, 8: pattern }, stepsGroups(c, { B, L, S })['the step path\'s z']);
   if (patched('z')) patchInPlace(z, B * L * AD, Dv);
   if (wanted.has('z')) captured.z = z;
   if (call.weights) {

@@ -2,7 +2,7 @@
 // tensors, KV caches, gradients and AdamW. index.d.ts re-exports them all.
 /// <reference lib="esnext.disposable" />
 import type {
-  AttentionConfig, AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, CapturedIf, CreateCacheOptions, ForwardOptions, Gradients, InitializeOptions, KvCache,
+  AttentionConfig, AttentionFunctionGradients, AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, CapturedIf, CreateCacheOptions, ForwardOptions, Gradients, InitializeOptions, KvCache,
   MultiHeadAttention, QuantizedStateDict, StateDict, StepPatch, Tensor,
 } from '../core/types.js';
 import type { KerasConfig, KerasMultiHeadAttention } from '../keras/types.js';
@@ -241,12 +241,59 @@ export interface WebGpuModule {
   AdamW: WebGpuAdamWConstructor;
 
   /**
-   * {@link MhaModule.scaledDotProductAttention} on this device, on the layer's GPU attention kernels:
-   * CPU arrays in, CPU arrays out. Not here yet (refused by name): capture, grad, GPU-buffer
-   * tensors, and a per-batch or negative causalOffset together with slidingWindow or alibiSlopes.
+   * {@link MhaModule.scaledDotProductAttention} on this device, on the layer's GPU attention kernels
+   * (docs/attention-function.md): the same options and results, plus GPU tensors in (query, key,
+   * value, pastKey, pastValue may be {@link GpuTensorInput}s) and out (`outputLocation: 'gpu'`).
+   * With grad the result keeps its buffers on the GPU for one backwardAsync (or release()), as a
+   * {@link WebGpuTrainingResult}. Not here yet (refused by name): dropout with a per-batch
+   * causalOffset whose offsets differ.
    */
-  scaledDotProductAttentionAsync(query: AttentionFunctionTensor, key: AttentionFunctionTensor, value: AttentionFunctionTensor,
-    options?: AttentionFunctionOptions): Promise<AttentionFunctionResult>;
+  scaledDotProductAttentionAsync(query: WebGpuAttentionFunctionTensor, key: WebGpuAttentionFunctionTensor, value: WebGpuAttentionFunctionTensor,
+    options: WebGpuAttentionFunctionOptions & { outputLocation: 'gpu' }): Promise<WebGpuAttentionFunctionResult<GpuTensor>>;
+  scaledDotProductAttentionAsync(query: WebGpuAttentionFunctionTensor, key: WebGpuAttentionFunctionTensor, value: WebGpuAttentionFunctionTensor,
+    options?: WebGpuAttentionFunctionOptions): Promise<WebGpuAttentionFunctionResult>;
+}
+
+/** A tensor {@link WebGpuModule.scaledDotProductAttentionAsync} takes: CPU arrays, or float32 values already on the module's device. */
+export type WebGpuAttentionFunctionTensor = AttentionFunctionTensor | GpuTensorInput;
+
+/** {@link AttentionFunctionOptions} on WebGPU: the pasts may be on the GPU; results may stay there. */
+export interface WebGpuAttentionFunctionOptions extends Omit<AttentionFunctionOptions, 'pastKey' | 'pastValue'> {
+  pastKey?: WebGpuAttentionFunctionTensor;
+  pastValue?: WebGpuAttentionFunctionTensor;
+  /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device (the steps too). */
+  outputLocation?: 'cpu' | 'gpu';
+}
+
+/** {@link AttentionFunctionGradients} with each gradient an `R`. */
+export interface WebGpuAttentionFunctionGradients<R> {
+  query: R;
+  key: R;
+  value: R;
+  /** With a past. */
+  pastKey?: R;
+  pastValue?: R;
+}
+
+/** {@link AttentionFunctionResult} on WebGPU, each result an `R` (a {@link GpuTensor} with outputLocation 'gpu'). */
+export interface WebGpuAttentionFunctionResult<R = Tensor<Float32Array>> {
+  output: R;
+  presentKey?: R;
+  presentValue?: R;
+  weights?: R;
+  steps?: { scores: R; capped?: R; logits: R; pattern: R };
+  /**
+   * With grad: dLoss/d the inputs given dOut (the output's shape; on the CPU or the GPU), computed
+   * on the GPU: the wasm function's gradients, to float32 rounding. Call once. `outputLocation`:
+   * where the gradients go (default: where the output went).
+   */
+  backwardAsync?(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'cpu' }): Promise<AttentionFunctionGradients>;
+  backwardAsync?(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'gpu' }): Promise<WebGpuAttentionFunctionGradients<GpuTensor>>;
+  backwardAsync?(dOut: Tensor<Float32Array> | GpuTensorInput, options?: WebGpuBackwardOptions): Promise<WebGpuAttentionFunctionGradients<R>>;
+  /** With grad: frees what the call kept on the GPU, without a backward. */
+  release?(): void;
+  /** With grad: true once backwardAsync() or release() ran. */
+  readonly released?: boolean;
 }
 
 /** Options of {@link WebGpuAdamW}: PyTorch's torch.optim.AdamW's. */

@@ -55,13 +55,16 @@ fn score_bias(b: u32, h: u32, row: u32, j: u32, begin: u32, end: u32) -> f32 {
   return bias;
 }
 
+// softcap (c * tanh(s / c)) of a scaled score, or the score when there is none.
+fn softcapped(s: f32) -> f32 {
+  if (params.softcap <= 0.0) { return s; }
+  // tanh of a clamped argument: tanh(+-15) is +-1 in f32, and no overflow reaches exp inside tanh.
+  return params.softcap * tanh(clamp(s / params.softcap, -15.0, 15.0));
+}
+
 // The final score of a visible key from its dot product: scale, softcap, ALiBi, then the masks.
 fn final_score(dot: f32, h: u32, i: u32, j: u32, bias: f32) -> f32 {
-  var s = dot * params.scale;
-  if (params.softcap > 0.0) {
-    // tanh of a clamped argument: tanh(+-15) is +-1 in f32, and no overflow reaches exp inside tanh.
-    s = params.softcap * tanh(clamp(s / params.softcap, -15.0, 15.0));
-  }
+  var s = softcapped(dot * params.scale);
   if (params.has_alibi != 0u) {
     let distance = f32(max(i, j) - min(i, j));
     s -= head_params[params.H + h] * distance;
