@@ -19,6 +19,8 @@ export const CONFIG_SENTINELS = {
   outputDim: { outputDim: 7 }, rotary: { rotary: { dim: 2 } }, slidingWindow: { slidingWindow: 1 }, alibi: { alibi: true },
   alibiSlopes: { alibiSlopes: [0.5, 0.25] }, softcap: { softcap: 0.5 }, sinks: { sinks: true }, gate: { gate: true },
   dropout: { dropout: 0.25 }, seed: { seed: 2 }, weightDtype: { weightDtype: 'int8' },
+  // PyTorch's (issue 40): [1, 3, 8] read sequence-first is 3 sequences of 1 token; the appended key rows.
+  batchFirst: { batchFirst: false }, addBiasKv: { addBiasKv: true }, addZeroAttn: { addZeroAttn: true },
 };
 
 /**
@@ -42,6 +44,9 @@ export const CALL_SENTINELS = {
   checkFinite: { value: true, nan: true, worksByRefusing: true },  // (its work: an Error naming the NaN element)
   capture: { value: ['q'] },
   patch: { value: { z: { data: new Float32Array(B * L * 2 * 4), shape: [B, L, 2, 4] } } },
+  // PyTorch's static keys / values: per head [B * numKvHeads, S, headDim], in place of the projections.
+  staticK: { value: { data: Float32Array.from({ length: B * 2 * L * 4 }, (_, i) => Math.cos(i)), shape: [B * 2, L, 4] } },
+  staticV: { value: { data: Float32Array.from({ length: B * 2 * L * 4 }, (_, i) => Math.cos(2 * i)), shape: [B * 2, L, 4] } },
 };
 
 /** The key list of an "unknown option 'x'; known options: a, b" message. */
