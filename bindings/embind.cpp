@@ -122,6 +122,16 @@ int numThreads() { return module_pool->size(); }
 int threadsStarting() { return module_pool->starting(); }
 #endif
 
+// The pool the attention function and mha.Linear run on: the module's, or none (the calling
+// thread) in a build without threads.
+mha::ThreadPool* pool() {
+#ifdef __EMSCRIPTEN_PTHREADS__
+  return module_pool.get();
+#else
+  return nullptr;
+#endif
+}
+
 // 0 = none, 1 = TypeError, 2 = RangeError, 3 = Error
 enum ErrorCode { kNone = 0, kTypeError = 1, kRangeError = 2, kOtherError = 3 };
 
@@ -749,14 +759,6 @@ class LinearHandle {
     return guarded(error_kind_, error_, f);
   }
 
-  static mha::ThreadPool* pool() {
-#ifdef __EMSCRIPTEN_PTHREADS__
-    return module_pool.get();
-#else
-    return nullptr;
-#endif
-  }
-
   std::unique_ptr<mha::LinearLayer> layer_;
   int error_kind_ = kNone;
   std::string error_;
@@ -842,14 +844,6 @@ class AttentionFunctionHandle {
   // The address the wrapper put in object[name] (0: none), as a float pointer.
   static float* address(const val& object, const char* name) {
     return reinterpret_cast<float*>(static_cast<uintptr_t>(object[name].as<double>()));
-  }
-
-  static mha::ThreadPool* pool() {
-#ifdef __EMSCRIPTEN_PTHREADS__
-    return module_pool.get();
-#else
-    return nullptr;
-#endif
   }
 
   struct Request {

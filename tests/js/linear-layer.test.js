@@ -8,26 +8,8 @@ import { describe, test } from 'node:test';
 
 import { floatToHalf, halfToFloat } from '../../bindings/js/formats/float16.js';
 import { loadAllBuilds } from './all-builds.js';
+import { assertClose, textbookLinear } from './float64-linear.js';
 import { seededFloats } from './seeded.js';
-
-/** y[r, o] = sum_i x[r, i] W[o, i] + b[o], in float64. */
-function textbookLinear(x, w, b, rows, inF, outF) {
-  const y = new Float64Array(rows * outF);
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let s = b ? b[o] : 0;
-      for (let i = 0; i < inF; i++) s += x[r * inF + i] * w[o * inF + i];
-      y[r * outF + o] = s;
-    }
-  }
-  return y;
-}
-
-function assertClose(name, got, want, depth) {
-  assert.equal(got.length, want.length, `${name}: length`);
-  const tolerance = 1e-6 * depth;  // float32 sums of `depth` products of values below 1
-  got.forEach((v, i) => assert.ok(Math.abs(v - want[i]) <= tolerance * (1 + Math.abs(want[i])), `${name}[${i}]: ${v} vs ${want[i]}`));
-}
 
 const ROWS = [1, 3, 9, 130];  // below few_rows() (the GEMV), and the GEMM's row blocks
 const SHAPES = [[1, 1], [5, 7], [64, 33], [70, 56]];  // [inFeatures, outFeatures]: tile edges of every build

@@ -105,7 +105,7 @@ function disposedOnError(layer, build) {
   try {
     return build(made);
   } catch (error) {
-    for (const linear of [layer, ...made]) linear.dispose();
+    for (const owner of [layer, ...made]) owner.dispose();
     throw error;
   }
 }
