@@ -16,6 +16,10 @@ const SHAPES = [[1, 1], [5, 7], [64, 33], [70, 56]];  // [inFeatures, outFeature
 
 const builds = await loadAllBuilds({ threadCounts: [1, 3] });
 
+// One zero-filled 2.25 GiB array for every build's refusal test (its pages are never touched).
+let huge = null;
+const hugeWeight = () => (huge ??= new Float32Array(24576 * 24576));
+
 for (const build of builds) {
   describe(`mha.Linear on ${build.label}`, () => {
     build.use();
@@ -99,6 +103,23 @@ for (const build of builds) {
       } finally {
         layer.dispose();
       }
+    });
+
+    test('weights that cannot fit are refused before anything is allocated, naming the sizes', () => {
+      const side = 24576;  // a 2.25 GiB float32 weight: copied in and packed, 4.5 GiB
+      const before = build.heapAllocatedBytes();
+      const layer = new build.Linear({ inFeatures: side, outFeatures: side, bias: false });
+      try {
+        assert.throws(() => layer.loadWeights({ weight: hugeWeight() }), (error) => {
+          assert.equal(error.constructor, RangeError);
+          assert.match(error.message, /^loadWeights: the weights need 4\.5 GiB of WebAssembly memory \(weight copied in 2\.2 GiB, packed weights \(f32\) 2\.3 GiB\), more than the [\d.]+ GiB this build can address$/);
+          return true;
+        });
+        assert.equal(layer.byteSize, 0);
+      } finally {
+        layer.dispose();
+      }
+      assert.equal(build.heapAllocatedBytes(), before);
     });
 
     test('the heap is flat across calls, and dispose() gives back what loadWeights took', () => {
