@@ -16,6 +16,7 @@
 #include "mha/attention_steps.hpp"
 #include "mha/errors.hpp"
 #include "mha/kernels/linear.hpp"
+#include "mha/linear_layer.hpp"
 #include "mha/memory_budget.hpp"
 #include "mha/multihead_attention.hpp"
 #include "mha/saved_forward.hpp"
@@ -120,6 +121,16 @@ int numThreads() { return module_pool->size(); }
 // thread's start-up allocations are made before the caller's first call.
 int threadsStarting() { return module_pool->starting(); }
 #endif
+
+// The pool the attention function and mha.Linear run on: the module's, or none (the calling
+// thread) in a build without threads.
+mha::ThreadPool* pool() {
+#ifdef __EMSCRIPTEN_PTHREADS__
+  return module_pool.get();
+#else
+  return nullptr;
+#endif
+}
 
 // 0 = none, 1 = TypeError, 2 = RangeError, 3 = Error
 enum ErrorCode { kNone = 0, kTypeError = 1, kRangeError = 2, kOtherError = 3 };
@@ -702,6 +713,57 @@ void linearBackward(double d_y, double x, double weight, double d_x, double d_we
                                  static_cast<int64_t>(in), static_cast<int64_t>(out)});
 }
 
+// mha.Linear's handle (bindings/js/core/linear-layer.js): an nn.Linear whose weights stay packed in
+// the heap (src/mha/linear_layer.hpp). The wrapper checks types and sizes, asks checkLoad /
+// checkForward whether the buffers fit, then passes heap addresses.
+class LinearHandle {
+ public:
+  LinearHandle(double in_features, double out_features, bool bias, std::string dtype) {
+    guard([&] {
+      layer_ = std::make_unique<mha::LinearLayer>(static_cast<int64_t>(in_features), static_cast<int64_t>(out_features),
+                                                  bias, mha::parse_weight_dtype(dtype));
+    });
+  }
+
+  int lastErrorKind() const { return error_kind_; }
+  std::string lastError() const { return error_; }
+  double weightBytes() const { return static_cast<double>(layer_->weight_bytes()); }
+
+  // Before the wrapper copies a weight of `weight_bytes` bytes (and the bias) in: does loading fit?
+  bool checkLoad(double weight_bytes) {
+    return guard([&] {
+      mha::check_fits("the weights", layer_->load_memory(static_cast<uint64_t>(weight_bytes)), heap_in_use(),
+                      mha::addressable_bytes());
+    });
+  }
+
+  // weight: float32 or (half) binary16 bits [out, in]; bias [out] or 0.
+  bool load(double weight, bool half, double bias) {
+    return guard([&] { layer_->load(at<const void>(weight), half, at<const float>(bias)); });
+  }
+
+  bool checkForward(double rows) {
+    return guard([&] {
+      const auto need = layer_->forward_memory(static_cast<int64_t>(rows));
+      mha::check_fits("the input and output", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
+    });
+  }
+
+  bool forward(double x, double y, double rows) {
+    return guard([&] { layer_->forward(at<const float>(x), at<float>(y), static_cast<int64_t>(rows), pool()); });
+  }
+
+ private:
+  template <typename F>
+  bool guard(F&& f) {
+    return guarded(error_kind_, error_, f);
+  }
+
+  std::unique_ptr<mha::LinearLayer> layer_;
+  int error_kind_ = kNone;
+  std::string error_;
+};
+
 // The attention function (src/mha/attention_function.hpp) on tensors the JS wrapper
 // (bindings/js/core/attention-function.js) checked and copied into the heap: plan() gives the
 // result's shapes, run() writes into the outputs the wrapper then allocated. A request:
@@ -782,14 +844,6 @@ class AttentionFunctionHandle {
   // The address the wrapper put in object[name] (0: none), as a float pointer.
   static float* address(const val& object, const char* name) {
     return reinterpret_cast<float*>(static_cast<uintptr_t>(object[name].as<double>()));
-  }
-
-  static mha::ThreadPool* pool() {
-#ifdef __EMSCRIPTEN_PTHREADS__
-    return module_pool.get();
-#else
-    return nullptr;
-#endif
   }
 
   struct Request {
@@ -905,6 +959,15 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("plan", &AttentionFunctionHandle::plan)
       .function("run", &AttentionFunctionHandle::run)
       .function("backward", &AttentionFunctionHandle::backward);
+  emscripten::class_<LinearHandle>("LinearHandle")
+      .constructor<double, double, bool, std::string>()
+      .function("lastErrorKind", &LinearHandle::lastErrorKind)
+      .function("lastError", &LinearHandle::lastError)
+      .function("weightBytes", &LinearHandle::weightBytes)
+      .function("checkLoad", &LinearHandle::checkLoad)
+      .function("load", &LinearHandle::load)
+      .function("checkForward", &LinearHandle::checkForward)
+      .function("forward", &LinearHandle::forward);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
   emscripten::function("linearForward", &linearForward);
   emscripten::function("linearBackward", &linearBackward);

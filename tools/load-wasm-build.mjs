@@ -8,6 +8,7 @@ import { defineAttentionFunction } from '../bindings/js/core/attention-function.
 import { defineKerasMultiHeadAttention } from '../bindings/js/keras/keras.js';
 import { defineMultiHeadAttention } from '../bindings/js/core/layer.js';
 import { defineLinear } from '../bindings/js/core/linear.js';
+import { defineLinearLayer } from '../bindings/js/core/linear-layer.js';
 
 export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads'];
 const DIST = new URL('../dist/', import.meta.url);
@@ -27,5 +28,5 @@ export async function loadBuild(name) {
   }
   const module = await createMhaModule(args);
   const MultiHeadAttention = defineMultiHeadAttention(module);
-  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module), ...defineAttentionFunction(module) };
+  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module), Linear: defineLinearLayer(module), ...defineAttentionFunction(module) };
 }

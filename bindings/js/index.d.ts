@@ -12,7 +12,7 @@ export * from './webgpu/types.js';
 export * from './formats/types.js';
 import type {
   AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, BuildInfo, LinearBackwardOptions,
-  LinearGradients, MultiHeadAttentionConstructor, Tensor,
+  LinearConstructor, LinearGradients, MultiHeadAttentionConstructor, Tensor,
 } from './core/types.js';
 import type { KerasMultiHeadAttentionConstructor } from './keras/types.js';
 import type { WebGpuEntry, WebGpuModule } from './webgpu/types.js';
@@ -32,6 +32,11 @@ export interface MhaModule {
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
   linearBackward(dOutput: Tensor, input: Tensor, weight: Tensor, options?: LinearBackwardOptions): LinearGradients;
+  /**
+   * nn.Linear with its weights kept in wasm memory (f32 or f16): `new mha.Linear({ inFeatures,
+   * outFeatures, bias, weightDtype })`, then loadWeights({ weight, bias }) and forward(x). See docs/training.md.
+   */
+  Linear: LinearConstructor;
   /** The layer class bound to this build: `new mha.MultiHeadAttention(config)`. */
   MultiHeadAttention: MultiHeadAttentionConstructor;
   /** Keras' MultiHeadAttention on the same core: `new mha.KerasMultiHeadAttention({ numHeads, keyDim })`. */

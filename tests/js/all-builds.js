@@ -4,18 +4,19 @@ import { threadsStarted } from '../../bindings/js/core/thread-start.js';
 import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
 
 /**
- * One entry per (build, thread count): { label, MultiHeadAttention, KerasMultiHeadAttention, heapAllocatedBytes(),
+ * One entry per (build, thread count): { label, MultiHeadAttention, KerasMultiHeadAttention, Linear, heapAllocatedBytes(),
  * memoryBytes(), use() }. Call use() before running on an entry: it sets the thread count.
  */
 export async function loadAllBuilds({ threadCounts = [1, 3] } = {}) {
   const entries = [];
   for (const name of BUILDS) {
-    const { module, MultiHeadAttention, KerasMultiHeadAttention, linear, linearBackward, scaledDotProductAttention } = await loadBuild(name);
+    const { module, MultiHeadAttention, KerasMultiHeadAttention, linear, linearBackward, Linear, scaledDotProductAttention } = await loadBuild(name);
     const base = {
       MultiHeadAttention,
       KerasMultiHeadAttention,
       linear,
       linearBackward,
+      Linear,
       scaledDotProductAttention,
       heapAllocatedBytes: () => module.heapAllocatedBytes(),
       memoryBytes: () => (module.wasmMemory?.buffer ?? module.HEAP8.buffer).byteLength,

@@ -3,7 +3,8 @@
 // file (node tests/js/bad-inputs.render.js), and a test checks that the two agree.
 //
 // Each `call(t)` gets a small kit: t.layer is a loaded layer (embedDim 8, numHeads 2) that must
-// keep working after the error; t.make(config) makes a layer that is disposed after the row.
+// keep working after the error; t.make(config) makes a layer that is disposed after the row
+// (t.makeLinear(config) the same for an mha.Linear).
 import { readOnnx, readSafetensors, stateDictFromSafetensors, writeSafetensors } from '../../bindings/js/index.js';
 import { linearModel } from '../../bench/onnx-graph.mjs';
 
@@ -277,6 +278,19 @@ export const ROWS = [
   { input: 'linearBackward: dOutput rows not the input\'s', call: (t) => t.linearBackward({ data: f32(9), shape: [3, 3] }, x(1, 2), { data: f32(24), shape: [3, 8] }), error: RangeError, message: 'linearBackward: dOutput must have the input\'s rows: shape [1, 2, 3], got [3, 3]' },
   { input: 'linearBackward: dWeight a Float64Array', call: (t) => t.linearBackward({ data: f32(6), shape: [2, 3] }, x(1, 2), { data: f32(24), shape: [3, 8] }, { dWeight: new Float64Array(24) }), error: TypeError, message: 'linearBackward: options.dWeight must be a Float32Array, got a Float64Array' },
   { input: 'linearBackward: dInput of the wrong size', call: (t) => t.linearBackward({ data: f32(6), shape: [2, 3] }, x(1, 2), { data: f32(24), shape: [3, 8] }, { dInput: f32(8) }), error: RangeError, message: 'linearBackward: options.dInput: expected 16 floats (the input\'s shape [1, 2, 8]), got 8' },
+  // ---- mha.Linear: nn.Linear with its weights kept in wasm memory ----
+  { input: 'Linear: inFeatures missing', call: (t) => t.makeLinear({ outFeatures: 3 }), error: TypeError, message: 'Linear: inFeatures must be a number, got undefined' },
+  { input: 'Linear: weightDtype int8', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3, weightDtype: 'int8' }), error: TypeError, message: 'Linear: weightDtype must be \'f32\' or \'f16\' (how the weight is stored), got string int8' },
+  { input: 'Linear: unknown config key', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3, dtype: 'f16' }), error: TypeError, message: 'Linear: config: unknown option \'dtype\'; known options: inFeatures, outFeatures, bias, weightDtype' },
+  { input: 'Linear.loadWeights: weight of the wrong length', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3 }).loadWeights({ weight: f32(8 * 4), bias: f32(3) }), error: RangeError, message: 'loadWeights: weights.weight: expected 24 elements (shape [outFeatures, inFeatures] = [3, 8]), got 32' },
+  { input: 'Linear.loadWeights: f16 bits for an f32 layer', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3 }).loadWeights({ weight: new Uint16Array(24), bias: f32(3) }), error: TypeError, message: 'loadWeights: weights.weight must be a Float32Array of shape [outFeatures, inFeatures] = [3, 8], got a Uint16Array' },
+  { input: 'Linear.loadWeights: bias missing', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3, weightDtype: 'f16' }).loadWeights({ weight: new Uint16Array(24) }), error: TypeError, message: 'loadWeights: weights.bias must be a Float32Array [outFeatures] = [3] (the layer has bias: true), got undefined' },
+  { input: 'Linear.loadWeights: a bias for a layer without one', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3, bias: false }).loadWeights({ weight: f32(24), bias: f32(3) }), error: TypeError, message: 'loadWeights: weights.bias: the layer was made with bias: false, got a Float32Array' },
+  { input: 'Linear.forward: before loadWeights', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3 }).forward(x(1, 2)), error: TypeError, message: 'forward: the layer has no weights yet; call loadWeights() first' },
+  { input: 'Linear.forward: input\'s last dimension not inFeatures', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3, bias: false }).loadWeights({ weight: f32(24) }).forward(x(1, 2, 4)), error: RangeError, message: 'forward: input must have shape [..., inFeatures] with inFeatures = 8, got [1, 2, 4]' },
+  { input: 'Linear.forward: out of the wrong size', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 3, bias: false }).loadWeights({ weight: f32(24) }).forward(x(1, 2), { out: f32(5) }), error: RangeError, message: 'forward: options.out: expected 6 floats (shape [1, 2, 3]), got 5' },
+  { input: 'Linear.forward: after dispose', call: (t) => { const l = t.makeLinear({ inFeatures: 8, outFeatures: 3, bias: false }); l.dispose(); l.forward(x(1, 2)); }, error: TypeError, message: 'Linear.forward: this layer was disposed' },
+  { input: 'Linear: outFeatures 0', call: (t) => t.makeLinear({ inFeatures: 8, outFeatures: 0 }), error: RangeError, message: 'Linear: outFeatures must be an integer >= 1, got 0' },
   // ---- scaledDotProductAttention: the attention function (docs/attention-function.md) ----
   { input: 'attention function: query 2-D', call: (t) => t.scaledDotProductAttention(qkv([3, 8]), qkv([3, 8]), qkv([3, 8])), error: RangeError, message: 'scaledDotProductAttention: query: expected shape [B, Hq, L, E], [Hq, L, E], or [B, L, Hq*E] with numHeads, got [3, 8]' },
   { input: 'attention function: heads not a multiple of the key\'s', call: (t) => t.scaledDotProductAttention(qkv([1, 3, 2, 4]), qkv([1, 2, 5, 4]), qkv([1, 2, 5, 4])), error: RangeError, message: 'scaledDotProductAttention: key: the query\'s heads (Hq = 3) must be a multiple of the key\'s (Hkv = 2), got shape [1, 2, 5, 4]' },

@@ -38,6 +38,7 @@ for (const build of builds) {
         layer,
         make: (config) => { const l = new build.MultiHeadAttention(config); made.push(l); return l; },
         makeKeras: (config) => { const l = new build.KerasMultiHeadAttention(config); made.push(l); return l; },
+        makeLinear: (config) => { const l = new build.Linear(config); made.push(l); return l; },
         linear: build.linear,
         linearBackward: build.linearBackward,
         scaledDotProductAttention: build.scaledDotProductAttention,

@@ -7,20 +7,8 @@ import { describe, test } from 'node:test';
 
 import { BUILDS, loadBuild } from '../../tools/load-wasm-build.mjs';
 import { unembed, unembedBackward } from '../../web/training/unembedding.js';
+import { assertClose, textbookLinear } from './float64-linear.js';
 import { seededFloats } from './seeded.js';
-
-/** y[r, o] = sum_i x[r, i] W[o, i] + b[o], in float64. */
-function textbookLinear(x, w, b, rows, inF, outF) {
-  const y = new Float64Array(rows * outF);
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outF; o++) {
-      let s = b ? b[o] : 0;
-      for (let i = 0; i < inF; i++) s += x[r * inF + i] * w[o * inF + i];
-      y[r * outF + o] = s;
-    }
-  }
-  return y;
-}
 
 /** dX = dY W, dW = dY^T X, db = column sums of dY, in float64. */
 function textbookBackward(dy, x, w, rows, inF, outF) {
@@ -38,12 +26,6 @@ function textbookBackward(dy, x, w, rows, inF, outF) {
     }
   }
   return { dx, dw, db };
-}
-
-function assertClose(name, got, want, depth) {
-  assert.equal(got.length, want.length, `${name}: length`);
-  const tolerance = 1e-6 * depth;  // float32 sums of `depth` products of values below 1
-  got.forEach((v, i) => assert.ok(Math.abs(v - want[i]) <= tolerance * (1 + Math.abs(want[i])), `${name}[${i}]: ${v} vs ${want[i]}`));
 }
 
 for (const name of BUILDS) {

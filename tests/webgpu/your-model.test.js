@@ -1,5 +1,5 @@
 // The "Your model" mode's checkpoints with their attention on the WebGPU backend (the other
-// products on the wasm module's linear()): the same torch values as on wasm (tests/js/your-model.test.js),
+// products on the wasm module's mha.Linear layers): the same torch values as on wasm (tests/js/your-model.test.js),
 // f16 weights included, and generation through GPU caches.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,22 +1,22 @@
 // A GPT-2- or Llama-family checkpoint run through mha-wasm: every layer's attention is the
 // package's MultiHeadAttention (on wasm or WebGPU), the MLPs, the projections around them and the
-// unembedding run on the package's GEMM (linear(), the wasm kernel the attention projections use);
-// only the O(tokens x width) steps (norms, activations, residual adds) are JavaScript loops.
-// Weights stored in 16 bits stay 16-bit: attention layers with weightDtype 'f16', the other
-// matrices widened to float32 for the one product that reads them. No DOM: worker and Node.
+// unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
+// attention projections use); only the O(tokens x width) steps (norms, activations, residual adds)
+// are JavaScript loops. Weights stored in 16 bits stay 16-bit: attention layers and Linears with
+// weightDtype 'f16' (F16 bits passed as they are; BF16 widened once at load, then rounded to f16
+// as the attention layers' are). No DOM: worker and Node.
 import { transposed, widen } from './tensors.js';
 
-/** A weight matrix [out, in] as stored, ready for linear(): float32 ones are passed as they are. */
-class Matrix {
-  constructor(tensor) {
-    this.tensor = tensor;
-    this.shape = tensor.shape;
-  }
-
-  /** { data: Float32Array, shape } for linear(); a 16-bit matrix is widened for this call only. */
-  forLinear() {
-    const { tensor } = this;
-    return { data: tensor.dtype === 'F32' ? tensor.data : widen(tensor), shape: tensor.shape };
+/** A weight matrix [out, in] as stored (and its bias or null) as an mha.Linear of `wasm`, loaded. */
+function linearLayer(wasm, tensor, bias = null) {
+  const [outFeatures, inFeatures] = tensor.shape;
+  const weightDtype = tensor.dtype === 'F32' ? 'f32' : 'f16';
+  const layer = new wasm.Linear({ inFeatures, outFeatures, bias: bias !== null, weightDtype });
+  try {
+    return layer.loadWeights({ weight: tensor.dtype === 'BF16' ? widen(tensor) : tensor.data, ...(bias ? { bias } : {}) });
+  } catch (error) {
+    layer.dispose();
+    throw error;
   }
 }
 
@@ -99,12 +99,13 @@ function addInto(x, y) {
 /** create()'s constructor call: the layers are added one at a time after it. */
 const DEFER_LAYERS = Symbol('layers added by create()');
 
-/** build()'s result; the attention layer is disposed if build throws (a missing or mis-shaped key). */
+/** build(made)'s result; the attention layer and the Linears made (`made.push`) are disposed if it throws (a missing or mis-shaped key). */
 function disposedOnError(layer, build) {
+  const made = [];
   try {
-    return build();
+    return build(made);
   } catch (error) {
-    layer.dispose();
+    for (const owner of [layer, ...made]) owner.dispose();
     throw error;
   }
 }
@@ -126,26 +127,25 @@ export class CheckpointModel {
 
   /**
    * @param attention the module whose MultiHeadAttention runs the heads (init(), or init({ backend: 'webgpu' }))
-   * @param wasm the wasm module whose linear() runs the other products (the same as `attention` on wasm)
+   * @param wasm the wasm module whose Linear runs the other products (the same as `attention` on wasm)
    * @param checkpoint readCheckpoint()'s result
    */
-  #build;  // what #addLayer reads: { attention, get, f32, weightDtype }
+  #build;  // what #addLayer reads: { attention, wasm, get, f32, weightDtype }
 
   /**
    * Builds the whole model at once (see create() for one layer at a time).
    * @param attention the module whose MultiHeadAttention runs the heads (init(), or init({ backend: 'webgpu' }))
-   * @param wasm the wasm module whose linear() runs the other products (the same as `attention` on wasm)
+   * @param wasm the wasm module whose Linear runs the other products (the same as `attention` on wasm)
    * @param checkpoint readCheckpoint()'s result
    */
   constructor(attention, wasm, checkpoint, deferLayers = null) {
     const a = checkpoint.architecture;
     this.architecture = a;
     this.dtype = checkpoint.dtype;
-    this.linear = wasm.linear;
     const get = tensorGetter(checkpoint.tensors, a.family);
     const f32 = (key, shape) => widen(get(key, shape));
     const E = a.embedDim, V = a.vocabSize;
-    this.#build = { attention, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
+    this.#build = { attention, wasm, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
     try {
       if (a.family === 'gpt2') {
         this.embedding = get('transformer.wte.weight', [V, E]);
@@ -155,7 +155,7 @@ export class CheckpointModel {
         this.embedding = get('model.embed_tokens.weight', [V, E]);
         this.finalNorm = { weight: f32('model.norm.weight', [E]) };
       }
-      this.unembedding = new Matrix(a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]));
+      this.unembedding = linearLayer(wasm, a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]));
       if (deferLayers !== DEFER_LAYERS) for (let l = 0; l < a.numLayers; l++) this.#addLayer(l);
     } catch (error) {
       this.dispose();
@@ -183,17 +183,17 @@ export class CheckpointModel {
   }
 
   #addLayer(l) {
-    const { attention, get, f32, weightDtype } = this.#build;
+    const { attention, wasm, get, f32, weightDtype } = this.#build;
     this.#layers.push(this.architecture.family === 'gpt2'
-      ? this.#gpt2Layer(attention, get, f32, l, weightDtype)
-      : this.#llamaLayer(attention, get, f32, l, weightDtype));
+      ? this.#gpt2Layer(attention, wasm, get, f32, l, weightDtype)
+      : this.#llamaLayer(attention, wasm, get, f32, l, weightDtype));
   }
 
-  #gpt2Layer(attention, get, f32, l, weightDtype) {
+  #gpt2Layer(attention, wasm, get, f32, l, weightDtype) {
     const { embedDim: E, numHeads, hiddenDim: I } = this.architecture;
     const p = `transformer.h.${l}.`;
     const layer = new attention.MultiHeadAttention({ embedDim: E, numHeads, weightDtype });
-    return disposedOnError(layer, () => {
+    return disposedOnError(layer, (made) => {
       // Conv1D stores [in, out]; nn.Linear's (and the layer's) layout is [out, in].
       layer.loadStateDict({
         in_proj_weight: widen(transposed(get(p + 'attn.c_attn.weight', [E, 3 * E]))),
@@ -201,19 +201,17 @@ export class CheckpointModel {
         'out_proj.weight': widen(transposed(get(p + 'attn.c_proj.weight', [E, E]))),
         'out_proj.bias': f32(p + 'attn.c_proj.bias', [E]),
       });
-      return {
-        attention: layer,
-        norm1: { weight: f32(p + 'ln_1.weight', [E]), bias: f32(p + 'ln_1.bias', [E]) },
-        norm2: { weight: f32(p + 'ln_2.weight', [E]), bias: f32(p + 'ln_2.bias', [E]) },
-        up: new Matrix(transposed(get(p + 'mlp.c_fc.weight', [E, I]))),
-        upBias: f32(p + 'mlp.c_fc.bias', [I]),
-        down: new Matrix(transposed(get(p + 'mlp.c_proj.weight', [I, E]))),
-        downBias: f32(p + 'mlp.c_proj.bias', [E]),
-      };
+      const norm1 = { weight: f32(p + 'ln_1.weight', [E]), bias: f32(p + 'ln_1.bias', [E]) };
+      const norm2 = { weight: f32(p + 'ln_2.weight', [E]), bias: f32(p + 'ln_2.bias', [E]) };
+      const up = linearLayer(wasm, transposed(get(p + 'mlp.c_fc.weight', [E, I])), f32(p + 'mlp.c_fc.bias', [I]));
+      made.push(up);
+      const down = linearLayer(wasm, transposed(get(p + 'mlp.c_proj.weight', [I, E])), f32(p + 'mlp.c_proj.bias', [E]));
+      made.push(down);
+      return { attention: layer, norm1, norm2, up, down };
     });
   }
 
-  #llamaLayer(attention, get, f32, l, weightDtype) {
+  #llamaLayer(attention, wasm, get, f32, l, weightDtype) {
     const a = this.architecture;
     const { embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, hiddenDim: I } = a;
     const p = `model.layers.${l}.`;
@@ -221,7 +219,7 @@ export class CheckpointModel {
       embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, bias: a.attentionBias, weightDtype,
       rotary: { base: a.ropeTheta }, ...(a.slidingWindow ? { slidingWindow: a.slidingWindow } : {}),
     });
-    return disposedOnError(layer, () => {
+    return disposedOnError(layer, (made) => {
       const q = f32(p + 'self_attn.q_proj.weight', [H * D, E]);
       const k = f32(p + 'self_attn.k_proj.weight', [Hkv * D, E]);
       const v = f32(p + 'self_attn.v_proj.weight', [Hkv * D, E]);
@@ -237,14 +235,14 @@ export class CheckpointModel {
         stateDict['out_proj.bias'] = new Float32Array(E); // o_proj has none
       }
       layer.loadStateDict(stateDict);
-      return {
-        attention: layer,
-        norm1: { weight: f32(p + 'input_layernorm.weight', [E]) },
-        norm2: { weight: f32(p + 'post_attention_layernorm.weight', [E]) },
-        // gate and up in one product: [2I, E].
-        up: new Matrix(stacked([get(p + 'mlp.gate_proj.weight', [I, E]), get(p + 'mlp.up_proj.weight', [I, E])])),
-        down: new Matrix(get(p + 'mlp.down_proj.weight', [E, I])),
-      };
+      const norm1 = { weight: f32(p + 'input_layernorm.weight', [E]) };
+      const norm2 = { weight: f32(p + 'post_attention_layernorm.weight', [E]) };
+      // gate and up in one product: [2I, E].
+      const up = linearLayer(wasm, stacked([get(p + 'mlp.gate_proj.weight', [I, E]), get(p + 'mlp.up_proj.weight', [I, E])]));
+      made.push(up);
+      const down = linearLayer(wasm, get(p + 'mlp.down_proj.weight', [E, I]));
+      made.push(down);
+      return { attention: layer, norm1, norm2, up, down };
     });
   }
 
@@ -261,8 +259,9 @@ export class CheckpointModel {
     return norm.bias ? layerNorm(x, E, norm.weight, norm.bias, normEps) : rmsNorm(x, E, norm.weight, normEps);
   }
 
-  #product(x, rows, matrix, bias = null) {
-    return this.linear({ data: x, shape: [rows, matrix.shape[1]] }, matrix.forLinear(), bias).data;
+  /** x [rows, in] through an mha.Linear: [rows, out]. */
+  #product(x, rows, linear) {
+    return linear.forward({ data: x, shape: [rows, linear.config.inFeatures] }).data;
   }
 
   /** Token embeddings (plus GPT-2's learned positions from `start`), [L, E]. */
@@ -291,7 +290,7 @@ export class CheckpointModel {
   #mlp(layer, h, rows) {
     const { family, hiddenDim: I } = this.architecture;
     if (family === 'gpt2') {
-      return this.#product(geluTanh(this.#product(h, rows, layer.up, layer.upBias)), rows, layer.down, layer.downBias);
+      return this.#product(geluTanh(this.#product(h, rows, layer.up)), rows, layer.down);
     }
     return this.#product(swiglu(this.#product(h, rows, layer.up), rows, I), rows, layer.down);
   }
@@ -356,7 +355,13 @@ export class CheckpointModel {
   }
 
   dispose() {
-    for (const { attention } of this.#layers) attention?.dispose();
+    for (const { attention, up, down } of this.#layers) {
+      attention?.dispose();
+      up?.dispose();
+      down?.dispose();
+    }
     this.#layers = [];
+    this.unembedding?.dispose();
+    this.unembedding = null;
   }
 }

@@ -6,6 +6,7 @@ import { defineAttentionFunction } from './attention-function.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { forwardPlanner, PLANNER } from './planner.js';
 import { defineLinear } from './linear.js';
+import { defineLinearLayer } from './linear-layer.js';
 import { threadsStarted } from './thread-start.js';
 import { VARIANTS } from './variants.js';
 
@@ -62,6 +63,7 @@ export async function instantiate(name, numThreads, options) {
   return {
     MultiHeadAttention,
     ...defineLinear(module),
+    Linear: defineLinearLayer(module),
     ...defineAttentionFunction(module),
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
     [PLANNER]: forwardPlanner(module),

@@ -1,6 +1,6 @@
 // Types of the core room (bindings/js/core/): the wasm layer MultiHeadAttention, its config,
 // forward options and results (masks, KV caches, capture / patch steps, gradients), quantized
-// weights, and linear layers' gradients. index.d.ts re-exports them all.
+// weights, linear layers (mha.Linear) and their gradients. index.d.ts re-exports them all.
 /// <reference lib="esnext.disposable" />
 
 /** A dense row-major tensor. `data.length` must equal the product of `shape`. */
@@ -561,6 +561,70 @@ export interface LinearGradients {
   weight: Float32Array;
   /** dLoss/dBias [outFeatures] (the column sums of dOutput; ignore it for a layer without bias). */
   bias: Float32Array;
+}
+
+// mha.Linear (bindings/js/core/linear-layer.js, docs/training.md).
+/** How {@link Linear} stores its weight: float32, or IEEE binary16 (half the memory, widened in registers). */
+export type LinearWeightDtype = 'f32' | 'f16';
+
+/** The config of `new mha.Linear(config)`. */
+export interface LinearConfig {
+  /** Input features (the weight's columns), at least 1. */
+  inFeatures: number;
+  /** Output features (the weight's rows), at least 1. */
+  outFeatures: number;
+  /** Whether the layer adds a bias (default true, as PyTorch's nn.Linear). */
+  bias?: boolean;
+  /** How the weight is stored in wasm memory (default 'f32'). */
+  weightDtype?: LinearWeightDtype;
+}
+
+/** The weights {@link Linear.loadWeights} takes. */
+export interface LinearWeights {
+  /**
+   * [outFeatures, inFeatures] row-major (nn.Linear's layout): a Float32Array, or for weightDtype
+   * 'f16' a Uint16Array of binary16 bits (safetensors' F16) or a Float32Array rounded to f16.
+   */
+  weight: Float32Array | Uint16Array;
+  /** [outFeatures]; required when the layer has a bias, refused when it has none. */
+  bias?: Float32Array | null;
+}
+
+/**
+ * y = x W^T + b (PyTorch's `nn.Linear`) whose weights stay in wasm memory between calls, packed
+ * once for the kernels the attention layers' projections use: for weights read again and again
+ * (a model's MLPs, its unembedding), where {@link MhaModule.linear} would copy them in per call.
+ * Owns wasm memory: free it with dispose().
+ */
+export interface Linear {
+  /** The config with its defaults filled in. */
+  readonly config: Required<LinearConfig>;
+  /** Bytes the packed weight and bias hold in wasm memory (0 before loadWeights). */
+  readonly byteSize: number;
+  /** False once dispose() was called. */
+  readonly alive: boolean;
+  /**
+   * Copies the weights into wasm memory (checked against the memory budget first). Returns the layer.
+   * @throws {TypeError | RangeError} naming the argument and the expected shape.
+   */
+  loadWeights(weights: LinearWeights): this;
+  /**
+   * input `[..., inFeatures]` -> `[..., outFeatures]`; its data is `options.out` when given.
+   * @throws {TypeError | RangeError} naming the argument and the expected shape, or before loadWeights.
+   */
+  forward(input: Tensor, options?: { out?: Float32Array }): Tensor;
+  /** Frees the layer's wasm memory. Safe to call more than once. */
+  dispose(): void;
+  /** The same as dispose(), for `using` declarations. */
+  [Symbol.dispose](): void;
+}
+
+/** The class of a loaded build, `mha.Linear`. */
+export interface LinearConstructor {
+  /** @throws {TypeError | RangeError} for a bad config. */
+  new (config: LinearConfig): Linear;
+  /** The layers' prototype (for `instanceof`). */
+  readonly prototype: Linear;
 }
 
 // The attention function (bindings/js/core/attention-function.js, docs/attention-function.md).
