@@ -629,7 +629,12 @@ export interface LinearConstructor {
 
 // The attention function (bindings/js/core/attention-function.js, docs/attention-function.md).
 /** A float tensor the attention function takes: Float32Array, or Float16Array where the runtime has it (computed in float32). */
-export type AttentionFunctionTensor = Tensor<Float32Array> | { data: ArrayLike<number> & ArrayBufferView; shape: number[] };
+export type AttentionFunctionTensor = Tensor<Float32Array> | {
+  /** The elements, row-major: a Float16Array where the runtime has one. */
+  data: ArrayLike<number> & ArrayBufferView;
+  /** Its dimensions. */
+  shape: number[];
+};
 
 /** Options of {@link MhaModule.scaledDotProductAttention}. T = P + S keys (past and new). */
 export interface AttentionFunctionOptions {
@@ -653,8 +658,9 @@ export interface AttentionFunctionOptions {
   dropout?: number;
   /** Dropout's seed (default: a fresh one per call). */
   seed?: number;
-  /** [B, Hkv, P, E] / [B, Hkv, P, Ev]: keys and values before `key` / `value`. */
+  /** [B, Hkv, P, E]: keys before `key` (a KV cache's past); the result's presentKey is their concatenation. */
   pastKey?: AttentionFunctionTensor;
+  /** [B, Hkv, P, Ev]: values before `value`, as pastKey. */
   pastValue?: AttentionFunctionTensor;
   /** Hq, for the 3-D form: query [B, L, Hq*E]. */
   numHeads?: number;
@@ -666,9 +672,11 @@ export interface AttentionFunctionOptions {
   capture?: boolean;
   /** Keep what backward needs (copies of the inputs, the output, each row's log-sum-exp): the result gets backward(dOut). */
   grad?: boolean;
-  /** As the layer's variants: a sliding window of W keys, ALiBi slopes [Hq], sink logits [Hq]. */
+  /** As the layer's variant: each query sees only the last W keys up to its own position. */
   slidingWindow?: number;
+  /** As the layer's variant: ALiBi slopes, one per query head [Hq]. */
   alibiSlopes?: Float32Array | number[];
+  /** As the layer's variant: attention-sink logits, one per query head [Hq]. */
   sinks?: Float32Array;
 }
 
@@ -676,24 +684,39 @@ export interface AttentionFunctionOptions {
 export interface AttentionFunctionResult {
   /** [B, Hq, L, Ev] ([Hq, L, Ev] unbatched; [B, L, Hq*Ev] for a 3-D query). */
   output: Tensor<Float32Array>;
-  /** [B, Hkv, T, E] / [B, Hkv, T, Ev], with a past. */
+  /** [B, Hkv, T, E]: pastKey then key, with a past. */
   presentKey?: Tensor<Float32Array>;
+  /** [B, Hkv, T, Ev]: pastValue then value, with a past. */
   presentValue?: Tensor<Float32Array>;
   /** [B, Hq, L, T], with needWeights. */
   weights?: Tensor<Float32Array>;
   /** With capture: scores = scale q.k; capped = after softcap (with softcap only); logits = after the masks (-Infinity where blocked); pattern = the softmax. */
-  steps?: { scores: Tensor<Float32Array>; capped?: Tensor<Float32Array>; logits: Tensor<Float32Array>; pattern: Tensor<Float32Array> };
+  steps?: {
+    /** [B, Hq, L, T]: the scaled q.k. */
+    scores: Tensor<Float32Array>;
+    /** [B, Hq, L, T]: after softcap, before the masks (with softcap only). */
+    capped?: Tensor<Float32Array>;
+    /** [B, Hq, L, T]: after softcap and the masks, -Infinity where blocked. */
+    logits: Tensor<Float32Array>;
+    /** [B, Hq, L, T]: the softmax. */
+    pattern: Tensor<Float32Array>;
+  };
   /** With grad: dLoss/d the inputs given dOut = dLoss/dOutput (the output's shape). */
   backward?(dOut: Tensor<Float32Array>): AttentionFunctionGradients;
+  /** With grad: backward as a promise (on wasm the work runs now, on the calling thread). */
   backwardAsync?(dOut: Tensor<Float32Array>): Promise<AttentionFunctionGradients>;
 }
 
 /** The gradients {@link AttentionFunctionResult.backward} returns, each in its input's shape. */
 export interface AttentionFunctionGradients {
+  /** dLoss/dquery, in the query's shape. */
   query: Tensor<Float32Array>;
+  /** dLoss/dkey, in the key's shape. */
   key: Tensor<Float32Array>;
+  /** dLoss/dvalue, in the value's shape. */
   value: Tensor<Float32Array>;
-  /** With a past. */
+  /** dLoss/dpastKey, with a past. */
   pastKey?: Tensor<Float32Array>;
+  /** dLoss/dpastValue, with a past. */
   pastValue?: Tensor<Float32Array>;
 }

@@ -58,9 +58,19 @@ export interface KerasConfig {
    * 'lecunUniform', 'randomUniform', 'randomNormal', 'truncatedNormal', 'zeros', 'ones', 'constant'
    * (camelCase or snake_case), or { className, config } as Keras serializes one; seeded by `seed`.
    */
-  kernelInitializer?: string | { className: string; config?: Record<string, number> };
+  kernelInitializer?: string | {
+    /** The initializer's Keras class name, e.g. 'GlorotUniform'. */
+    className: string;
+    /** Its arguments as Keras serializes them (seed, mean, stddev, minval, maxval, value). */
+    config?: Record<string, number>;
+  };
   /** Keras' bias_initializer, as kernelInitializer; default 'zeros'. */
-  biasInitializer?: string | { className: string; config?: Record<string, number> };
+  biasInitializer?: string | {
+    /** The initializer's Keras class name, e.g. 'GlorotUniform'. */
+    className: string;
+    /** Its arguments as Keras serializes them (seed, mean, stddev, minval, maxval, value). */
+    config?: Record<string, number>;
+  };
 }
 
 /** The Keras layer's arguments once it is built: every size known. */
@@ -81,7 +91,9 @@ export interface KerasCallOptions {
    * (valueMask is the [B, S] padding mask.)
    */
   queryMask?: Tensor<BoolMaskData>;
+  /** The value's implicit mask [B, S] (Keras' value mask; the [B, S] padding mask): see queryMask. */
   valueMask?: Tensor<BoolMaskData>;
+  /** The key's implicit mask [B, S] (default: valueMask's): see queryMask. */
   keyMask?: Tensor<BoolMaskData>;
   /** Query i attends to keys j <= i, combined with attentionMask by AND. */
   useCausalMask?: boolean;

@@ -250,6 +250,7 @@ export interface WebGpuModule {
    */
   scaledDotProductAttentionAsync(query: WebGpuAttentionFunctionTensor, key: WebGpuAttentionFunctionTensor, value: WebGpuAttentionFunctionTensor,
     options: WebGpuAttentionFunctionOptions & { outputLocation: 'gpu' }): Promise<WebGpuAttentionFunctionResult<GpuTensor>>;
+  /** The same, results read back to the CPU (outputLocation 'cpu', the default). */
   scaledDotProductAttentionAsync(query: WebGpuAttentionFunctionTensor, key: WebGpuAttentionFunctionTensor, value: WebGpuAttentionFunctionTensor,
     options?: WebGpuAttentionFunctionOptions): Promise<WebGpuAttentionFunctionResult>;
 }
@@ -259,7 +260,9 @@ export type WebGpuAttentionFunctionTensor = AttentionFunctionTensor | GpuTensorI
 
 /** {@link AttentionFunctionOptions} on WebGPU: the pasts may be on the GPU; results may stay there. */
 export interface WebGpuAttentionFunctionOptions extends Omit<AttentionFunctionOptions, 'pastKey' | 'pastValue'> {
+  /** [B, Hkv, P, E]: keys before `key`, on the CPU or the GPU. */
   pastKey?: WebGpuAttentionFunctionTensor;
+  /** [B, Hkv, P, Ev]: values before `value`, on the CPU or the GPU. */
   pastValue?: WebGpuAttentionFunctionTensor;
   /** 'cpu' (default): Float32Array results. 'gpu': {@link GpuTensor}s that stay on the device (the steps too). */
   outputLocation?: 'cpu' | 'gpu';
@@ -267,28 +270,48 @@ export interface WebGpuAttentionFunctionOptions extends Omit<AttentionFunctionOp
 
 /** {@link AttentionFunctionGradients} with each gradient an `R`. */
 export interface WebGpuAttentionFunctionGradients<R> {
+  /** dLoss/dquery, in the query's shape. */
   query: R;
+  /** dLoss/dkey, in the key's shape. */
   key: R;
+  /** dLoss/dvalue, in the value's shape. */
   value: R;
-  /** With a past. */
+  /** dLoss/dpastKey, with a past. */
   pastKey?: R;
+  /** dLoss/dpastValue, with a past. */
   pastValue?: R;
 }
 
 /** {@link AttentionFunctionResult} on WebGPU, each result an `R` (a {@link GpuTensor} with outputLocation 'gpu'). */
 export interface WebGpuAttentionFunctionResult<R = Tensor<Float32Array>> {
+  /** [B, Hq, L, Ev] ([Hq, L, Ev] unbatched; [B, L, Hq*Ev] for a 3-D query). */
   output: R;
+  /** [B, Hkv, T, E]: pastKey then key, with a past. */
   presentKey?: R;
+  /** [B, Hkv, T, Ev]: pastValue then value, with a past. */
   presentValue?: R;
+  /** [B, Hq, L, T], with needWeights. */
   weights?: R;
-  steps?: { scores: R; capped?: R; logits: R; pattern: R };
+  /** With capture: the steps, as {@link AttentionFunctionResult.steps}. */
+  steps?: {
+    /** [B, Hq, L, T]: the scaled q.k. */
+    scores: R;
+    /** [B, Hq, L, T]: after softcap, before the masks (with softcap only). */
+    capped?: R;
+    /** [B, Hq, L, T]: after softcap and the masks, -Infinity where blocked. */
+    logits: R;
+    /** [B, Hq, L, T]: the softmax. */
+    pattern: R;
+  };
   /**
    * With grad: dLoss/d the inputs given dOut (the output's shape; on the CPU or the GPU), computed
    * on the GPU: the wasm function's gradients, to float32 rounding. Call once. `outputLocation`:
    * where the gradients go (default: where the output went).
    */
   backwardAsync?(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'cpu' }): Promise<AttentionFunctionGradients>;
+  /** The same, the gradients left on the GPU as {@link GpuTensor}s. */
   backwardAsync?(dOut: Tensor<Float32Array> | GpuTensorInput, options: WebGpuBackwardOptions & { outputLocation: 'gpu' }): Promise<WebGpuAttentionFunctionGradients<GpuTensor>>;
+  /** The same, the gradients where the output went. */
   backwardAsync?(dOut: Tensor<Float32Array> | GpuTensorInput, options?: WebGpuBackwardOptions): Promise<WebGpuAttentionFunctionGradients<R>>;
   /** With grad: frees what the call kept on the GPU, without a backward. */
   release?(): void;
