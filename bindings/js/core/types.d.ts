@@ -342,6 +342,60 @@ export interface TrainingResult<O extends ForwardOptions = ForwardOptions> exten
   readonly released: boolean;
 }
 
+/**
+ * A ragged batch (PyTorch's nested tensors, FlashAttention's variable-length batches): sequences of
+ * different lengths packed one after another without padding, `shape` [totalTokens, width] with
+ * `lengths` (positive integers) summing to totalTokens. docs/api.md, "Ragged batches".
+ */
+export interface RaggedTensor<T extends ArrayLike<number> = Float32Array> extends Tensor<T> {
+  /** Each sequence's length, in order. */
+  lengths: Int32Array | number[];
+}
+
+/**
+ * {@link ForwardOptions} of a ragged call: every option applies per sequence, but `attnMask` is a
+ * list (one [L_i, S_i] or [numHeads, L_i, S_i] mask per sequence) and `positions` is packed
+ * [totalTokens]; a padding mask, a cache, out buffers, patches and static keys/values are refused.
+ */
+export interface RaggedForwardOptions extends Omit<ForwardOptions, 'attnMask' | 'positions' | 'keyPaddingMask' | 'cache' | 'out'
+  | 'weightsOut' | 'patch' | 'staticK' | 'staticV'> {
+  attnMask?: Mask[];
+  positions?: Tensor<Int32Array>;
+  keyPaddingMask?: undefined;
+  cache?: undefined;
+  out?: undefined;
+  weightsOut?: undefined;
+  patch?: undefined;
+  staticK?: undefined;
+  staticV?: undefined;
+}
+
+/** What a ragged forward call returns: the output packed as the query; weights and captured steps per sequence. */
+export interface RaggedForwardResult {
+  /** [totalTokens, outputDim], with the query's lengths (as an Int32Array). */
+  output: RaggedTensor<Float32Array> & { lengths: Int32Array };
+  /** One [L_i, S_i] (or [H, L_i, S_i]) tensor per sequence with needWeights; null without. */
+  weights: Tensor<Float32Array>[] | null;
+  /** With capture: one record of captured steps per sequence. */
+  captured?: Partial<CapturedSteps>[];
+}
+
+/** Gradients of a ragged call: the inputs' packed as they were, the parameters' summed over the sequences. */
+export interface RaggedGradients {
+  query: RaggedTensor<Float32Array> & { lengths: Int32Array };
+  key: (RaggedTensor<Float32Array> & { lengths: Int32Array }) | null;
+  value: (RaggedTensor<Float32Array> & { lengths: Int32Array }) | null;
+  params: Record<string, Float32Array>;
+}
+
+/** A ragged call's result with `grad: true`: backward takes dOut packed as the output. */
+export interface RaggedTrainingResult extends RaggedForwardResult {
+  backward(dOut: Tensor<Float32Array>): RaggedGradients;
+  backwardAsync(dOut: Tensor<Float32Array>): Promise<RaggedGradients>;
+  release(): void;
+  readonly released: boolean;
+}
+
 /** Options of {@link MultiHeadAttention.initialize}. */
 export interface InitializeOptions {
   /** 0 to 2^32 - 1 (default 0): the same seed gives the same weights in every build. */
@@ -493,6 +547,16 @@ export interface MultiHeadAttention {
    * With `grad: true` the result also has backward() and release().
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
+  /**
+   * A ragged batch: query [totalTokens, E] with `lengths`; key and value ragged with their own
+   * lengths (one per query sequence), or null for self-attention. Each sequence runs as its own
+   * unbatched call; the output comes back packed. See {@link RaggedTensor}.
+   * @throws {TypeError | RangeError} naming the argument and the expected form.
+   */
+  forward(query: RaggedTensor, key: RaggedTensor | null | undefined, value: RaggedTensor | null | undefined,
+    options: RaggedForwardOptions & { grad: true }): RaggedTrainingResult;
+  /** A ragged batch (see the overload above). */
+  forward(query: RaggedTensor, key?: RaggedTensor | null, value?: RaggedTensor | null, options?: RaggedForwardOptions): RaggedForwardResult;
   forward<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): TrainingResult<O>;
   /**
    * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
@@ -506,6 +570,11 @@ export interface MultiHeadAttention {
    * backend. On the wasm builds the work runs at the call, on the calling thread.
    * @throws (rejects with) forward's errors, named 'forwardAsync: ...'.
    */
+  /** A ragged batch as a promise (see forward's ragged overloads). */
+  forwardAsync(query: RaggedTensor, key: RaggedTensor | null | undefined, value: RaggedTensor | null | undefined,
+    options: RaggedForwardOptions & { grad: true }): Promise<RaggedTrainingResult>;
+  /** A ragged batch as a promise (see forward's ragged overloads). */
+  forwardAsync(query: RaggedTensor, key?: RaggedTensor | null, value?: RaggedTensor | null, options?: RaggedForwardOptions): Promise<RaggedForwardResult>;
   forwardAsync<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): Promise<TrainingResult<O>>;
   /** {@link MultiHeadAttention.forward} as a promise (see the overload above). */
   forwardAsync<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): Promise<ForwardResult<O>>;

@@ -3,7 +3,8 @@
 /// <reference lib="esnext.disposable" />
 import type {
   AttentionConfig, AttentionFunctionGradients, AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, CapturedIf, CreateCacheOptions, ForwardOptions, Gradients, InitializeOptions, KvCache,
-  MultiHeadAttention, QuantizedStateDict, StateDict, StepPatch, Tensor,
+  MultiHeadAttention, QuantizedStateDict, RaggedForwardOptions, RaggedForwardResult, RaggedTensor, RaggedTrainingResult, StateDict, StepPatch,
+  Tensor,
 } from '../core/types.js';
 import type { KerasConfig, KerasMultiHeadAttention } from '../keras/types.js';
 
@@ -177,6 +178,15 @@ export interface WebGpuMultiHeadAttention
    * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device
    * limit a shape exceeds, or the device's loss.
    */
+  /**
+   * A ragged batch (CPU tensors; see the wasm layer's ragged forward): each sequence runs as its
+   * own unbatched call on the GPU, the output read back packed (outputLocation 'gpu' is refused).
+   */
+  forwardAsync(query: RaggedTensor, key: RaggedTensor | null | undefined, value: RaggedTensor | null | undefined,
+    options: RaggedForwardOptions & { grad: true; outputLocation?: 'cpu' }): Promise<RaggedTrainingResult>;
+  /** A ragged batch (see the overload above). */
+  forwardAsync(query: RaggedTensor, key?: RaggedTensor | null, value?: RaggedTensor | null,
+    options?: RaggedForwardOptions & { outputLocation?: 'cpu' }): Promise<RaggedForwardResult>;
   forwardAsync<O extends WebGpuGradForwardOptions>(query: Tensor | GpuTensorInput, key: Tensor | GpuTensorInput | null | undefined,
     value: Tensor | GpuTensorInput | null | undefined, options: O): Promise<WebGpuTrainingResult<O>>;
   /**
