@@ -132,8 +132,9 @@ for (const build of builds) {
       try {
         const positions = { data: Int32Array.from({ length: sum(LENGTHS) }, (_, j) => 2 * j), shape: [sum(LENGTHS)] };
         const r = rotary.forward(q, null, null, { positions });
-        const want = perSequence(rotary, q, null, null, (i) => ({ positions: part({ data: positions.data, shape: [sum(LENGTHS), 1] }, LENGTHS, i) }));
-        assert.deepEqual(r.output.data, Float32Array.from(want.data));
+        const want = perSequence(rotary, q, null, null, (i) => ({ positions: { data: part({ data: positions.data, shape: [sum(LENGTHS), 1] }, LENGTHS, i).data, shape: [LENGTHS[i]] } }));
+        assert.deepEqual(r.output.data, want.data);
+        assert.notDeepEqual(r.output.data, rotary.forward(q).output.data);  // (the positions count)
         assert.throws(() => rotary.forward(q, null, null, { positions: { data: new Int32Array(4), shape: [4] } }),
           { message: `forward: positions: with ragged inputs, { data: Int32Array, shape: [${sum(LENGTHS)}] } (one per token, packed as the query), got shape [4]` });
       } finally {
