@@ -5,6 +5,7 @@
 // node bench/ragged.mjs [--passes=4]; ratio = padded ms / ragged ms (> 1: ragged is faster).
 import { loadBuild } from '../tools/load-wasm-build.mjs';
 import { randomArray } from './shapes.mjs';
+import { median, time } from './timing.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const PASSES = Number(args.passes ?? 4);
@@ -13,6 +14,9 @@ const ROWS = [
   { lengths: [512, 64, 32, 200, 16, 300, 8, 128], causal: false },
   { lengths: [512, 64, 32, 200, 16, 300, 8, 128], causal: true },
   { lengths: [128, 120, 100, 96], causal: false },  // near-equal lengths: little padding to save
+  // Equal lengths, no padding at all: what one call per sequence costs against one batched call.
+  { lengths: Array(8).fill(64), causal: false },
+  { lengths: Array(64).fill(8), causal: false },
 ];
 
 const { MultiHeadAttention } = await loadBuild('mha-simd');
@@ -36,21 +40,6 @@ function inputs(lengths) {
   };
 }
 
-/** Median ms of `call` over at least 5 calls and ~1 s, after one warm-up call. */
-function time(call) {
-  call();
-  const times = [];
-  const started = performance.now();
-  do {
-    const t0 = performance.now();
-    call();
-    times.push(performance.now() - t0);
-  } while (times.length < 5 || (performance.now() - started < 1000 && times.length < 50));
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
-}
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const results = ROWS.map(() => ({ ragged: [], padded: [] }));
 for (let pass = 0; pass < PASSES; pass++) {
   ROWS.forEach((row, i) => {
@@ -71,5 +60,6 @@ console.log('|---|---|---|---:|---:|---:|');
 ROWS.forEach((row, i) => {
   const r = median(results[i].ragged), p = median(results[i].padded);
   const total = row.lengths.reduce((a, b) => a + b, 0), padded = row.lengths.length * Math.max(...row.lengths);
-  console.log(`| ${row.lengths.join(', ')} | ${total} (${padded}) | ${row.causal ? 'yes' : 'no'} | ${r.toFixed(2)} | ${p.toFixed(2)} | ${(p / r).toFixed(2)} |`);
+  const shown = new Set(row.lengths).size === 1 ? `${row.lengths.length} × ${row.lengths[0]}` : row.lengths.join(', ');
+  console.log(`| ${shown} | ${total} (${padded}) | ${row.causal ? 'yes' : 'no'} | ${r.toFixed(2)} | ${p.toFixed(2)} | ${(p / r).toFixed(2)} |`);
 });

@@ -173,12 +173,6 @@ export interface WebGpuMultiHeadAttention
    */
   loadQuantized(weights: QuantizedStateDict): this;
   /**
-   * The forward pass on the GPU: the same arguments and checks as the wasm layer's forward, and
-   * inputs may also be {@link GpuTensorInput}s on this module's device.
-   * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device
-   * limit a shape exceeds, or the device's loss.
-   */
-  /**
    * A ragged batch (CPU tensors; see the wasm layer's ragged forward): each sequence runs as its
    * own unbatched call on the GPU, the output read back packed (outputLocation 'gpu' is refused).
    */
@@ -187,6 +181,12 @@ export interface WebGpuMultiHeadAttention
   /** A ragged batch (see the overload above). */
   forwardAsync(query: RaggedTensor, key?: RaggedTensor | null, value?: RaggedTensor | null,
     options?: RaggedForwardOptions & { outputLocation?: 'cpu' }): Promise<RaggedForwardResult>;
+  /**
+   * The forward pass on the GPU: the same arguments and checks as the wasm layer's forward, and
+   * inputs may also be {@link GpuTensorInput}s on this module's device.
+   * @throws {TypeError | RangeError | Error} (as a rejection) naming the argument, or the device
+   * limit a shape exceeds, or the device's loss.
+   */
   forwardAsync<O extends WebGpuGradForwardOptions>(query: Tensor | GpuTensorInput, key: Tensor | GpuTensorInput | null | undefined,
     value: Tensor | GpuTensorInput | null | undefined, options: O): Promise<WebGpuTrainingResult<O>>;
   /**
