@@ -1,8 +1,8 @@
 // Ragged batches ({ data, shape: [totalTokens, E], lengths }): on every wasm build, a ragged call
 // gives exactly what one unbatched call per sequence gives, and what the padded equivalent (a
 // [B, maxLength, E] batch with keyPaddingMask) gives on its unpadded rows; with causal, attnMask
-// lists, weights, capture, rotary positions and gradients; and every option without a
-// per-sequence meaning is refused by name.
+// lists, weights, capture, rotary positions, caches and gradients; and every option without a
+// per-sequence meaning is refused by name; caches as a list, one per sequence.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -127,6 +127,26 @@ for (const build of builds) {
       r.captured.forEach((c, i) => assert.deepEqual(c.scores.shape, [H, LENGTHS[i], LENGTHS[i]]));
     });
 
+    test('caches: a list, one per sequence; a ragged prefill, then one-token steps, as per-sequence calls', () => {
+      const make = () => LENGTHS.map(() => layer.createCache({ capacity: 16 }));
+      const caches = make(), own = make();
+      try {
+        const prefill = layer.forward(q, null, null, { cache: caches });
+        assert.deepEqual(prefill.output.data, perSequence(layer, q, null, null, (i) => ({ cache: own[i] })).data);
+        assert.deepEqual(caches.map((c) => c.length), LENGTHS);
+        const step = ragged(LENGTHS.map(() => 1), E, 15);
+        const next = layer.forward(step, null, null, { cache: caches });
+        assert.deepEqual(next.output.data, perSequence(layer, step, null, null, (i) => ({ cache: own[i] })).data);
+        assert.deepEqual(caches.map((c) => c.length), LENGTHS.map((n) => n + 1));
+        assert.throws(() => layer.forward(step, null, null, { cache: caches.slice(1) }),
+          { name: 'RangeError', message: 'forward: cache: one cache per sequence (4), got 3' });
+        assert.throws(() => layer.forward(step, null, null, { cache: [caches[0], caches[0], caches[1], caches[2]] }),
+          { name: 'TypeError', message: 'forward: cache: each sequence needs a cache of its own (the list repeats one)' });
+      } finally {
+        [...caches, ...own].forEach((c) => c.dispose());
+      }
+    });
+
     test('rotary positions: packed [totalTokens], split per sequence', () => {
       const rotary = new build.MultiHeadAttention({ embedDim: E, numHeads: H, rotary: true }).loadStateDict(stateDict());
       try {
@@ -174,7 +194,7 @@ for (const build of builds) {
         [() => layer.forward(q, null, null, { keyPaddingMask: { data: new Uint8Array(4), shape: [4] } }),
           'forward: keyPaddingMask: ragged inputs need no padding mask (each sequence has its own length)'],
         [() => layer.forward(q, null, null, { cache: layer.createCache({ capacity: 4 }) }),
-          'forward: cache: not with ragged inputs (a cache holds rows of one length); decode each sequence with its own cache'],
+          'forward: cache: with ragged inputs, a list of caches, one per sequence (each from createCache(), batch 1), got an object (KvCache)'],
         [() => layer.forward({ ...q, lengths: [5, 1, 9] }),
           `forward: query.lengths: they sum to 15, but shape [${sum(LENGTHS)}, ${E}] has ${sum(LENGTHS)} rows (totalTokens)`],
         [() => layer.forward({ ...q, lengths: [5, 0, 9, 4] }),

@@ -1,7 +1,7 @@
 // Ragged batches ({ data, shape: [totalTokens, E], lengths }) on the WebGPU layer's forwardAsync:
 // the same split and join as the wasm layer (core/ragged.js), so the result equals one GPU call
 // per sequence exactly, and the wasm layer's ragged result to float32 rounding; with causal,
-// cross-attention, weights, attnMask lists and gradients; outputLocation 'gpu' refused by name.
+// cross-attention, weights, attnMask lists, caches and gradients; outputLocation 'gpu' refused by name.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
@@ -80,6 +80,24 @@ for (const [label, mha] of await modules()) {
       } finally {
         layer.dispose();
         reference.dispose();
+      }
+    });
+
+    test('caches: one per sequence, a ragged prefill and a step, as per-sequence calls', async () => {
+      const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).initialize({ seed: 3 });
+      try {
+        const caches = LENGTHS.map(() => layer.createCache({ capacity: 16 }));
+        const own = LENGTHS.map(() => layer.createCache({ capacity: 16 }));
+        const step = ragged(LENGTHS.map(() => 1), E, 15);
+        for (const x of [q, step]) {
+          const r = await layer.forwardAsync(x, null, null, { cache: caches });
+          const want = [];
+          for (const i of LENGTHS.keys()) want.push(...(await layer.forwardAsync(part(x, x.lengths, i), null, null, { cache: own[i] })).output.data);
+          assert.deepEqual(r.output.data, Float32Array.from(want));
+        }
+        assert.deepEqual(caches.map((c) => c.length), LENGTHS.map((n) => n + 1));
+      } finally {
+        layer.dispose();
       }
     });
 

@@ -10,7 +10,6 @@ import { describe } from './validate.js';
 /** Options that have no per-sequence meaning, and why each is refused (checked before anything runs). */
 const REFUSED = {
   keyPaddingMask: 'ragged inputs need no padding mask (each sequence has its own length)',
-  cache: 'not with ragged inputs (a cache holds rows of one length); decode each sequence with its own cache',
   out: 'not with ragged inputs (the joined output has its own buffer)',
   weightsOut: 'not with ragged inputs (the weights are one tensor per sequence)',
   patch: 'not with ragged inputs (patched steps have one batch shape); patch each sequence\'s call',
@@ -87,6 +86,18 @@ function readMaskList(attnMask, count) {
   }
   if (attnMask.length !== count) throw new RangeError(`attnMask: one mask per sequence (${count}), got ${attnMask.length}`);
   return attnMask;
+}
+
+/** Each sequence's cache: a list, one cache per sequence (a cache holds rows of one length). */
+function readCacheList(cache, count) {
+  if (cache == null) return Array(count).fill(undefined);
+  if (!Array.isArray(cache)) {
+    throw new TypeError('cache: with ragged inputs, a list of caches, one per sequence (each from createCache(), batch 1), '
+      + `got ${describe(cache)}`);
+  }
+  if (cache.length !== count) throw new RangeError(`cache: one cache per sequence (${count}), got ${cache.length}`);
+  if (new Set(cache).size !== count) throw new TypeError('cache: each sequence needs a cache of its own (the list repeats one)');
+  return cache;
 }
 
 /** The error of sequence i, saying which one. */
@@ -227,7 +238,7 @@ export class RaggedTrainingResult {
 /**
  * Reads a ragged call: null when neither query nor key is ragged, else a RaggedCall (every
  * option the sequences cannot share refused by name first). Key and value, when given, are ragged
- * with their own lengths, one per query sequence. attnMask is a list (one mask per sequence),
+ * with their own lengths, one per query sequence. attnMask and cache are lists (one per sequence),
  * positions a [totalTokens] Int32Array; a given seed seeds sequence i with seed + i.
  */
 export function readRaggedCall(query, key, value, options) {
@@ -261,6 +272,7 @@ export function readRaggedCall(query, key, value, options) {
     values = sequences(value, valueLengths);
   }
   const masks = readMaskList(opts.attnMask, lengths.length);
+  const caches = readCacheList(opts.cache, lengths.length);
   let positions = Array(lengths.length).fill(undefined);
   if (opts.positions != null) {
     const p = opts.positions;
@@ -276,6 +288,7 @@ export function readRaggedCall(query, key, value, options) {
     if (!plain) return [q, keys[i], values[i], options];
     const one = { ...opts };
     if (masks[i] !== undefined) one.attnMask = masks[i];
+    if (caches[i] !== undefined) one.cache = caches[i];
     if (positions[i] !== undefined) one.positions = positions[i];
     if (opts.seed !== undefined && typeof opts.seed === 'number') one.seed = opts.seed + i;
     return [q, keys[i], values[i], one];

@@ -361,7 +361,8 @@ export interface RaggedResultTensor extends Tensor<Float32Array> {
 /**
  * {@link ForwardOptions} of a ragged call: every option applies per sequence, but `attnMask` is a
  * list (one [L_i, S_i] or [numHeads, L_i, S_i] mask per sequence) and `positions` is packed
- * [totalTokens]; a padding mask, a cache, out buffers, patches and static keys/values are refused.
+ * [totalTokens], and `cache` a list (one per sequence); a padding mask, out buffers, patches and static
+ * keys/values are refused.
  */
 export interface RaggedForwardOptions extends Omit<ForwardOptions, 'attnMask' | 'positions' | 'keyPaddingMask' | 'cache' | 'out'
   | 'weightsOut' | 'patch' | 'staticK' | 'staticV'> {
@@ -371,8 +372,8 @@ export interface RaggedForwardOptions extends Omit<ForwardOptions, 'attnMask' | 
   positions?: Tensor<Int32Array>;
   /** Refused: ragged inputs need no padding mask. */
   keyPaddingMask?: undefined;
-  /** Refused: a cache holds rows of one length (decode each sequence with its own cache). */
-  cache?: undefined;
+  /** One cache per sequence (each from createCache(), batch 1): a ragged prefill, then ragged one-token steps. */
+  cache?: KvCache[];
   /** Refused: the joined output has its own buffer. */
   out?: undefined;
   /** Refused: the weights are one tensor per sequence. */
