@@ -218,6 +218,15 @@ for (const build of builds) {
       const wrongWidth = { data: new Float32Array(18 * 3), shape: [18, 3], lengths: LENGTHS };
       assert.throws(() => layer.forward(wrongWidth), (e) => e.message.startsWith('forward: query')
         && e.message.endsWith('(in sequence 0 of the ragged batch, rows 0 to 4)'));
+      // A failure after earlier sequences ran with grad: their saved state is freed.
+      const masks = LENGTHS.map((n, i) => ({ data: new Uint8Array(i === 1 ? 4 : n * n), shape: i === 1 ? [2, 2] : [n, n] }));
+      const failing = () => assert.throws(() => layer.forward(q, null, null, { grad: true, attnMask: masks }),
+        (e) => e.message.startsWith('forward: attnMask') && e.message.endsWith('(in sequence 1 of the ragged batch, rows 5 to 5)'));
+      failing();  // (the first grad call may keep a scratch buffer for the next ones)
+      const before = build.heapAllocatedBytes();
+      failing();
+      failing();
+      assert.equal(build.heapAllocatedBytes(), before);
       assert.deepEqual(layer.forward(q).output.shape, [sum(LENGTHS), E]);  // (the layer still works)
     });
   });

@@ -121,13 +121,20 @@ export class RaggedCall {
 
   /** The backend's synchronous forward on each sequence, joined. */
   run(forwardOne) {
-    return this.#join(this.calls.map((args, i) => {
-      try {
-        return forwardOne(...args);
-      } catch (error) {
-        throw inSequence(error, i, this.lengths);
+    const results = [];
+    try {
+      for (const [i, args] of this.calls.entries()) {
+        try {
+          results.push(forwardOne(...args));
+        } catch (error) {
+          throw inSequence(error, i, this.lengths);
+        }
       }
-    }));
+    } catch (error) {
+      RaggedCall.#release(results);
+      throw error;
+    }
+    return this.#join(results);
   }
 
   /** The backend's forwardAsync on each sequence, one after another, joined. */
@@ -138,10 +145,15 @@ export class RaggedCall {
         results.push(await forwardOne(...args).catch((error) => { throw inSequence(error, i, this.lengths); }));
       }
     } catch (error) {
-      for (const r of results) r.release?.();  // (grad results made before the failure hold state)
+      RaggedCall.#release(results);
       throw error;
     }
     return this.#join(results);
+  }
+
+  /** After a failed sequence: the grad results made before it hold saved state; free it. */
+  static #release(results) {
+    for (const r of results) r.release?.();
   }
 
   #join(results) {
