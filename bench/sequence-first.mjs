@@ -5,6 +5,7 @@
 // ratio = batch-first ms / sequence-first ms (< 1: the copies cost that share).
 import { loadBuild } from '../tools/load-wasm-build.mjs';
 import { randomArray } from './shapes.mjs';
+import { median, time } from './timing.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const PASSES = Number(args.passes ?? 4);
@@ -23,21 +24,6 @@ function layers({ E, H }) {
   return [bf, new MultiHeadAttention({ embedDim: E, numHeads: H, batchFirst: false }).loadStateDict(bf.stateDict())];
 }
 
-/** Median ms of `call` over at least 5 calls and ~1 s, after one warm-up call. */
-function time(call) {
-  call();
-  const times = [];
-  const started = performance.now();
-  do {
-    const t0 = performance.now();
-    call();
-    times.push(performance.now() - t0);
-  } while (times.length < 5 || (performance.now() - started < 1000 && times.length < 50));
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
-}
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const results = ROWS.map(() => ({ bf: [], sf: [] }));
 for (let pass = 0; pass < PASSES; pass++) {
   ROWS.forEach((row, i) => {

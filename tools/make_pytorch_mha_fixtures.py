@@ -8,8 +8,8 @@ The tests ported (their names are the cases' names):
   - test/nn/test_multihead_attention.py (inside test/test_nn.py in torch 1.13): test_multihead_attention
     (its _multihead_attn_test_helper over add_bias_kv, add_zero_attn, saved k/v, key_padding_mask,
     same_embed_dim, for average_attn_weights True and False), test_multihead_attn_3d_attn_mask,
-    test_multihead_self_attn_two_masks_fast_path, test_multihead_attention_dtype[_batch_first], and
-    the float64 ones;
+    test_multihead_self_attn_two_masks_fast_path, test_multihead_attention_dtype[_batch_first], the
+    float64 ones, and test_multihead_attn_nested_tensor_outside_fast_path (nested tensors: ragged);
   - torch/testing/_internal/common_modules.py: module_inputs_torch_nn_MultiheadAttention's 64 samples
     (run by test/test_modules.py);
   - test/test_transformers.py: test_multiheadattention_fastpath_attn_mask, test_mha_native_args.
@@ -290,6 +290,30 @@ def multihead_attention_file(blob, seed):
     return cases
 
 
+def nested_tensor_case(blob, seed):
+    """test_multihead_attn_nested_tensor_outside_fast_path: nested (ragged) tensors through the fast
+    path (eval, no_grad), the test's one [4, 4] sequence and mixed lengths. The JS test calls them as
+    ragged batches; torch's padded weights are kept per sequence ([L_i, L_i]). (PyTorch refuses
+    nested tensors where grad is enabled; mha-wasm's ragged calls take grad, tests/js/ragged.test.js.)"""
+    gen = torch.Generator().manual_seed(seed)
+    draws = []
+    for lengths in ([4], [4, 2, 7], [1, 5, 3, 6]):
+        module = make_mha(gen, 4, 4, batch_first=True).eval()
+        sequences = [torch.randn(n, 4, generator=gen) for n in lengths]
+        with torch.no_grad():
+            out, weights = module(*[torch.nested.nested_tensor(sequences)] * 3)
+        draws.append({
+            "config": js_config(module), "options": {"needWeights": True, "averageWeights": True},
+            "selfAttention": True, "lengths": lengths,
+            "stateDict": {name: blob.add(p) for name, p in module.state_dict().items()},
+            "tensors": {"query": blob.add(torch.cat(sequences))},
+            "expected": {"output": blob.add(torch.cat(out.unbind())),
+                         "weights": [blob.add(weights[i, :n, :n]) for i, n in enumerate(lengths)]},
+        })
+    return [{"name": "test_multihead_attn_nested_tensor_outside_fast_path", "source": "test/nn/test_multihead_attention.py",
+             "draws": draws}]
+
+
 # --- common_modules.py: module_inputs_torch_nn_MultiheadAttention (test/test_modules.py) -------------
 
 def module_samples(blob, seed):
@@ -364,6 +388,7 @@ def main():
     torch.manual_seed(0)  # (module initialization)
     blob = Blob()
     cases = multihead_attention_file(blob, 1000) + module_samples(blob, 2000) + transformers_file(blob, 3000)
+    cases += nested_tensor_case(blob, 4000)  # (last: the earlier cases' offsets stay as they were)
     os.makedirs(OUT_DIR, exist_ok=True)
     with open(os.path.join(OUT_DIR, "cases.bin"), "wb") as f:
         for part in blob.parts:

@@ -39,6 +39,12 @@ const q4InProj = (change = {}) => ({
   'out_proj.weight': f32(64), 'out_proj.bias': f32(8),
 });
 
+/** A ragged tensor { data, shape: [sum, E], lengths } of these lengths, with fields replaced by `change`. */
+const rg = (lengths, change = {}) => {
+  const total = lengths.reduce((a, b) => a + b, 0);
+  return { data: f32(total * E), shape: [total, E], lengths, ...change };
+};
+
 /** Runs use(r, layer) on a forward result with grad: true, then releases it (a failed backward keeps it). */
 function withGrad(layer, use) {
   const r = layer.forward(x(1, 2), null, null, { grad: true });
@@ -201,6 +207,33 @@ export const ROWS = [
   { input: 'attnMask of rank 1', call: (t) => t.layer.forward(x(1, 3), null, null, { attnMask: { data: u8(9), shape: [9] } }), error: RangeError, message: 'forward: attnMask: expected shape [L, S] = [3, 3] or [B*numHeads, L, S] = [2, 3, 3], got [9]' },
   { input: 'attnMask of rank 4', call: (t) => t.layer.forward(x(1, 3), null, null, { attnMask: { data: u8(18), shape: [1, 2, 3, 3] } }), error: RangeError, message: 'forward: attnMask: expected shape [L, S] = [3, 3] or [B*numHeads, L, S] = [2, 3, 3], got [1, 2, 3, 3]' },
   { input: 'attnMask [B*H, L, S] with an unbatched query', call: (t) => t.layer.forward({ data: f32(24), shape: [3, 8] }, null, null, { attnMask: { data: u8(36), shape: [4, 3, 3] } }), error: RangeError, message: 'forward: attnMask: expected shape [numHeads, L, S] = [2, 3, 3], got [4, 3, 3]' },
+
+  // ---- ragged batches: { data, shape: [totalTokens, E], lengths } (docs/api.md, "Ragged batches") ----
+  { input: 'ragged: lengths not summing to totalTokens', call: (t) => t.layer.forward(rg([2, 3], { lengths: [2, 2] })), error: RangeError, message: 'forward: query.lengths: they sum to 4, but shape [5, 8] has 5 rows (totalTokens)' },
+  { input: 'ragged: a length of zero', call: (t) => t.layer.forward(rg([2, 3], { lengths: [5, 0] })), error: RangeError, message: 'forward: query.lengths[1] must be a positive integer (a sequence\'s length), got 0' },
+  { input: 'ragged: a fractional length', call: (t) => t.layer.forward(rg([2, 3], { lengths: [2.5, 2.5] })), error: RangeError, message: 'forward: query.lengths[0] must be a positive integer (a sequence\'s length), got 2.5' },
+  { input: 'ragged: no sequences', call: (t) => t.layer.forward(rg([2, 3], { lengths: [] })), error: RangeError, message: 'forward: query.lengths: a ragged batch needs at least one sequence, got none' },
+  { input: 'ragged: lengths not an array', call: (t) => t.layer.forward(rg([2, 3], { lengths: 5 })), error: TypeError, message: 'forward: query.lengths must be an Int32Array or an array of numbers (one length per sequence), got number 5' },
+  { input: 'ragged: a 3-D shape', call: (t) => t.layer.forward(rg([2, 3], { shape: [1, 5, E] })), error: RangeError, message: 'forward: query.shape: a ragged query has shape [totalTokens, width] (2 positive integers), got [1, 5, 8]' },
+  { input: 'ragged: data not a typed array', call: (t) => t.layer.forward(rg([2, 3], { data: [1, 2] })), error: TypeError, message: 'forward: query.data: a ragged query { data, shape: [totalTokens, embedDim], lengths } holds a Float32Array, got an Array' },
+  { input: 'ragged: data of the wrong size', call: (t) => t.layer.forward(rg([2, 3], { data: f32(8) })), error: RangeError, message: 'forward: query.data: shape [5, 8] needs 40 elements, but data has 8' },
+  { input: 'ragged: with keyPaddingMask', call: (t) => t.layer.forward(rg([2, 3]), null, null, { keyPaddingMask: { data: u8(5), shape: [5] } }), error: TypeError, message: 'forward: keyPaddingMask: ragged inputs need no padding mask (each sequence has its own length)' },
+  { input: 'ragged: one cache, not a list', call: (t) => t.layer.forward(rg([2, 3]), null, null, { cache: t.make({ embedDim: E, numHeads: H }).createCache({ capacity: 4 }) }), error: TypeError, message: 'forward: cache: with ragged inputs, a list of caches, one per sequence (each from createCache(), batch 1), got an object (KvCache)' },
+  { input: 'ragged: a cache list of the wrong length', call: (t) => t.layer.forward(rg([2, 3]), null, null, { cache: [t.make({ embedDim: E, numHeads: H }).createCache({ capacity: 4 })] }), error: RangeError, message: 'forward: cache: one cache per sequence (2), got 1' },
+  { input: 'ragged: with out', call: (t) => t.layer.forward(rg([2, 3]), null, null, { out: f32(40) }), error: TypeError, message: 'forward: out: not with ragged inputs (the joined output has its own buffer)' },
+  { input: 'ragged: with weightsOut', call: (t) => t.layer.forward(rg([2, 3]), null, null, { needWeights: true, weightsOut: f32(13) }), error: TypeError, message: 'forward: weightsOut: not with ragged inputs (the weights are one tensor per sequence)' },
+  { input: 'ragged: with patch', call: (t) => t.layer.forward(rg([2, 3]), null, null, { patch: { z: { data: f32(40), shape: [5, 8] } } }), error: TypeError, message: 'forward: patch: not with ragged inputs (patched steps have one batch shape); patch each sequence\'s call' },
+  { input: 'ragged: with staticK', call: (t) => t.layer.forward(rg([2, 3]), null, null, { staticK: { data: f32(8), shape: [2, 1, 4] } }), error: TypeError, message: 'forward: staticK: not with ragged inputs (static keys are per batch row); call each sequence with its own' },
+  { input: 'ragged: with staticV', call: (t) => t.layer.forward(rg([2, 3]), null, null, { staticV: { data: f32(8), shape: [2, 1, 4] } }), error: TypeError, message: 'forward: staticV: not with ragged inputs (static values are per batch row); call each sequence with its own' },
+  { input: 'ragged: attnMask not a list', call: (t) => t.layer.forward(rg([2, 3]), null, null, { attnMask: { data: u8(25), shape: [5, 5] } }), error: TypeError, message: 'forward: attnMask: with ragged inputs, a list of masks, one per sequence ([L_i, S_i] or [numHeads, L_i, S_i] each), got an object (Object)' },
+  { input: 'ragged: attnMask list of the wrong length', call: (t) => t.layer.forward(rg([2, 3]), null, null, { attnMask: [{ data: u8(4), shape: [2, 2] }] }), error: RangeError, message: 'forward: attnMask: one mask per sequence (2), got 1' },
+  { input: 'ragged: positions not packed', call: (t) => t.layer.forward(rg([2, 3]), null, null, { positions: { data: new Int32Array(6), shape: [2, 3] } }), error: TypeError, message: 'forward: positions: with ragged inputs, { data: Int32Array, shape: [5] } (one per token, packed as the query), got shape [2, 3]' },
+  { input: 'ragged: query with a dense key', call: (t) => t.layer.forward(rg([2, 3]), x(1, 2), x(1, 2)), error: TypeError, message: 'forward: key: a ragged query takes a ragged key { data, shape: [totalKeys, kdim], lengths } (one length per query sequence), or null for self-attention' },
+  { input: 'ragged: key with another number of sequences', call: (t) => t.layer.forward(rg([2, 3]), rg([4]), rg([4])), error: RangeError, message: 'forward: key.lengths: one length per query sequence (2), got 1' },
+  { input: 'ragged: value lengths unlike the key\'s', call: (t) => t.layer.forward(rg([2, 3]), rg([1, 3]), rg([2, 2])), error: RangeError, message: 'forward: value.lengths[0] must equal key.lengths[0] (1), got 2' },
+  { input: 'ragged: key without a ragged query', call: (t) => t.layer.forward({ data: f32(16), shape: [2, E] }, rg([2]), rg([2])), error: TypeError, message: 'forward: query: a ragged key or value needs a ragged query { data, shape: [totalTokens, embedDim], lengths }' },
+  { input: 'ragged: a sequence\'s own error says which', call: (t) => t.layer.forward(rg([2, 3]), null, null, { causal: 1 }), error: TypeError, message: 'forward: causal must be a boolean, got number 1 (in sequence 0 of the ragged batch, rows 0 to 1)' },
+  { input: 'ragged: backward with dOut of another shape', call: (t) => { const r = t.layer.forward(rg([2, 3]), null, null, { grad: true }); try { r.backward({ data: f32(40), shape: [1, 5, 8] }); } finally { r.release(); } }, error: RangeError, message: 'backward: dOut: expected the output\'s shape [5, 8], got [1, 5, 8]' },
 
   // ---- limits: requests that cannot fit fail before allocating ----
   { input: 'per-head weights too large (L = S = 40000)', call: (t) => t.layer.forward(x(1, 40000), null, null, { needWeights: true, averageWeights: false }), error: RangeError, message: 'forward: the inputs and buffers need 11.9 GiB of WebAssembly memory (query 1.2 MiB, projected queries 1.2 MiB, projected keys and values 2.4 MiB, attended values 1.2 MiB, attention scratch 2.0 MiB, output 1.2 MiB, attention weights 11.9 GiB), more than the 4.0 GiB this build can address', limitDependent: true },

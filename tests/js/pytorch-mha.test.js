@@ -29,7 +29,6 @@ const NOT_YET = {
 
 /** PyTorch's cases with no fixture: why each is not run (another issue's feature, or not applicable). */
 const NOT_RUN = {
-  'test_multihead_attn_nested_tensor_outside_fast_path': 'nested (ragged) tensors: not supported yet (ragged batches)',
   'test_multihead_self_attn_two_masks_fast_path_mock': 'not applicable: it mocks torch._native_multi_head_attention '
     + 'to see which of PyTorch\'s internal paths ran; mha-wasm has one path (its numbers are checked by '
     + 'test_multihead_self_attn_two_masks_fast_path)',
@@ -106,8 +105,36 @@ function drawOptions(draw, t, extra = {}) {
   return options;
 }
 
+/**
+ * A nested-tensor draw (torch's fast path, no_grad), called as a ragged batch: the packed output,
+ * and each sequence's weights (torch pads them to [B, max, max]; the fixture keeps [L_i, L_i]).
+ * Torch refuses nested tensors where grad is enabled; mha-wasm's ragged calls take grad
+ * (tests/js/ragged.test.js checks those gradients against per-sequence calls).
+ */
+function checkNestedDraw(draw) {
+  const query = { ...tensor(draw.tensors.query), lengths: draw.lengths };
+  const layer = new mha.MultiHeadAttention(draw.config);
+  try {
+    layer.loadStateDict(arrays(draw.stateDict));
+    const r = layer.forward(query, null, null, drawOptions(draw, {}));
+    const want = tensor(draw.expected.output);
+    assert.deepEqual(r.output.shape, want.shape);
+    assert.deepEqual([...r.output.lengths], draw.lengths);
+    expectClose(r.output.data, want.data, 'output');
+    assert.equal(r.weights.length, draw.lengths.length);
+    draw.expected.weights.forEach((entry, i) => {
+      const w = tensor(entry);
+      assert.deepEqual(r.weights[i].shape, w.shape);
+      expectClose(r.weights[i].data, w.data, `weights of sequence ${i}`);
+    });
+  } finally {
+    layer.dispose();
+  }
+}
+
 /** Runs one draw through a new layer: output, weights and gradients against torch's. */
 function checkDraw(draw) {
+  if (draw.lengths) return checkNestedDraw(draw);
   const t = tensors(draw.tensors);
   const stateDict = arrays(draw.stateDict);
   const layer = new mha.MultiHeadAttention(draw.config);

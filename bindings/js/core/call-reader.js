@@ -5,12 +5,15 @@
 // the C++ plan's (src/mha/forward_plan.cpp): the backend asks it with call.request(...) and reads
 // the sizes it planned. A backend adds only what is its own: how it reads a tensor (the WebGPU
 // backend also takes GPU tensors), what a cache of its is, and options of its own
-// (`outputLocation`).
+// (`outputLocation`). A ragged call ({ data, shape: [totalTokens, E], lengths }) is read by
+// readRaggedCall (ragged.js) into one unbatched call per sequence, each then read here.
 import { checkFinite } from './finite.js';
 import { isHalf, narrowResult, widenTensor } from './float16-io.js';
 import { checkMask } from './masks.js';
 import { checkCapture, checkPatch, patchForCore } from './steps.js';
 import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from './validate.js';
+
+export { readRaggedCall } from './ragged.js';
 
 /** The options every backend's forward takes (docs/api.md, "forward options"), in the docs' order. */
 export const FORWARD_OPTION_KEYS = [

@@ -1,6 +1,6 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
-import { checkSeed, readForwardCall } from './call-reader.js';
+import { checkSeed, readForwardCall, readRaggedCall } from './call-reader.js';
 import { nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { initialStateDict } from './initialize.js';
@@ -339,6 +339,8 @@ class WasmMultiHeadAttention {
 
   forward(query, key = null, value = null, options = {}) {
     const handle = this.#live('forward');
+    const ragged = readRaggedCall(query, key, value, options);  // (sequences of their own lengths: core/ragged.js)
+    if (ragged) return ragged.run((...args) => this.forward(...args));
     const call = readForwardCall(query, key, value, options, {
       readCache: (cache) => this.#readCache(cache),
       nextSeed: () => this.#nextSeed++,

@@ -342,6 +342,90 @@ export interface TrainingResult<O extends ForwardOptions = ForwardOptions> exten
   readonly released: boolean;
 }
 
+/**
+ * A ragged batch (PyTorch's nested tensors, FlashAttention's variable-length batches): sequences of
+ * different lengths packed one after another without padding, `shape` [totalTokens, width] with
+ * `lengths` (positive integers) summing to totalTokens. docs/api.md, "Ragged batches".
+ */
+export interface RaggedTensor<T extends ArrayLike<number> = Float32Array> extends Tensor<T> {
+  /** Each sequence's length, in order. */
+  lengths: Int32Array | number[];
+}
+
+/** A packed result of a ragged call: [totalTokens, width], with the lengths it was given. */
+export interface RaggedResultTensor extends Tensor<Float32Array> {
+  /** Each sequence's length, in order (a copy of the call's). */
+  lengths: Int32Array;
+}
+
+/**
+ * {@link ForwardOptions} of a ragged call: every option applies per sequence, but `attnMask` is a
+ * list (one [L_i, S_i] or [numHeads, L_i, S_i] mask per sequence) and `positions` is packed
+ * [totalTokens], and `cache` a list (one per sequence); a padding mask, out buffers, patches and static
+ * keys/values are refused.
+ */
+export interface RaggedForwardOptions extends Omit<ForwardOptions, 'attnMask' | 'positions' | 'keyPaddingMask' | 'cache' | 'out'
+  | 'weightsOut' | 'patch' | 'staticK' | 'staticV'> {
+  /** One mask per sequence, [L_i, S_i] or [numHeads, L_i, S_i] each (true = blocked, or added to the scores). */
+  attnMask?: Mask[];
+  /** Rotary positions packed as the query, `{ data: Int32Array, shape: [totalTokens] }`. */
+  positions?: Tensor<Int32Array>;
+  /** Refused: ragged inputs need no padding mask. */
+  keyPaddingMask?: undefined;
+  /** One cache per sequence (each from createCache(), batch 1): a ragged prefill, then ragged one-token steps. */
+  cache?: KvCache[];
+  /** Refused: the joined output has its own buffer. */
+  out?: undefined;
+  /** Refused: the weights are one tensor per sequence. */
+  weightsOut?: undefined;
+  /** Refused: patch each sequence's call. */
+  patch?: undefined;
+  /** Refused: static keys are per batch row. */
+  staticK?: undefined;
+  /** Refused: static values are per batch row. */
+  staticV?: undefined;
+}
+
+/** What a ragged forward call returns: the output packed as the query; weights and captured steps per sequence. */
+export interface RaggedForwardResult {
+  /** [totalTokens, outputDim], with the query's lengths (as an Int32Array). */
+  output: RaggedResultTensor;
+  /** One [L_i, S_i] (or [H, L_i, S_i]) tensor per sequence with needWeights; null without. */
+  weights: Tensor<Float32Array>[] | null;
+  /** With capture: one record of captured steps per sequence. */
+  captured?: Partial<CapturedSteps>[];
+}
+
+/** Gradients of a ragged call: the inputs' packed as they were, the parameters' summed over the sequences. */
+export interface RaggedGradients {
+  /** dLoss/dQuery, packed as the query [totalTokens, E] (in self-attention the sum of its three uses). */
+  query: RaggedResultTensor;
+  /** dLoss/dKey packed as the key, or null when forward got key = null. */
+  key: RaggedResultTensor | null;
+  /** dLoss/dValue packed as the value, or null when forward got value = null. */
+  value: RaggedResultTensor | null;
+  /**
+   * dLoss/d each parameter, summed over the sequences, keyed as the layer's stateDictShapes().
+   * @throws {TypeError} on reading it, for a layer with quantized weights (see {@link Gradients.params}).
+   */
+  params: Record<string, Float32Array>;
+}
+
+/** A ragged call's result with `grad: true`: backward takes dOut packed as the output. */
+export interface RaggedTrainingResult extends RaggedForwardResult {
+  /**
+   * dLoss/d(inputs, parameters) given dLoss/dOutput packed as the output ([totalTokens, E]). Call once.
+   * @throws {TypeError | RangeError} for a dOut of the wrong kind or size; {Error} as {@link TrainingResult.backward}.
+   */
+  backward(dOut: Tensor<Float32Array>): RaggedGradients;
+  /** {@link RaggedTrainingResult.backward} as a promise (the WebGPU layer's form). */
+  backwardAsync(dOut: Tensor<Float32Array>): Promise<RaggedGradients>;
+  /** Frees what forward kept for every sequence, without a backward. */
+  release(): void;
+  /** True once backward() or release() ran for every sequence. */
+  readonly released: boolean;
+}
+
 /** Options of {@link MultiHeadAttention.initialize}. */
 export interface InitializeOptions {
   /** 0 to 2^32 - 1 (default 0): the same seed gives the same weights in every build. */
@@ -488,6 +572,16 @@ export interface MultiHeadAttention {
    */
   readonly byteSize: number;
   /**
+   * A ragged batch: query [totalTokens, E] with `lengths`; key and value ragged with their own
+   * lengths (one per query sequence), or null for self-attention. Each sequence runs as its own
+   * unbatched call; the output comes back packed. See {@link RaggedTensor}.
+   * @throws {TypeError | RangeError} naming the argument and the expected form.
+   */
+  forward(query: RaggedTensor, key: RaggedTensor | null | undefined, value: RaggedTensor | null | undefined,
+    options: RaggedForwardOptions & { grad: true }): RaggedTrainingResult;
+  /** A ragged batch (see the overload above). */
+  forward(query: RaggedTensor, key?: RaggedTensor | null, value?: RaggedTensor | null, options?: RaggedForwardOptions): RaggedForwardResult;
+  /**
    * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
    * A query row with every key masked gives zero attention: its output is out_proj.bias.
    * With `grad: true` the result also has backward() and release().
@@ -500,6 +594,11 @@ export interface MultiHeadAttention {
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
   forward<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): ForwardResult<O>;
+  /** A ragged batch as a promise (see forward's ragged overloads). */
+  forwardAsync(query: RaggedTensor, key: RaggedTensor | null | undefined, value: RaggedTensor | null | undefined,
+    options: RaggedForwardOptions & { grad: true }): Promise<RaggedTrainingResult>;
+  /** A ragged batch as a promise (see forward's ragged overloads). */
+  forwardAsync(query: RaggedTensor, key?: RaggedTensor | null, value?: RaggedTensor | null, options?: RaggedForwardOptions): Promise<RaggedForwardResult>;
   /**
    * {@link MultiHeadAttention.forward} as a promise, with the same arguments, options and result
    * (with `grad: true` the result also has backwardAsync()): code written with it runs on every

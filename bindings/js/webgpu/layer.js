@@ -7,7 +7,7 @@
 // encoded (forward-pass.js, steps.js, backward.js) and submitted in error scopes (gpu-work.js),
 // its results shaped (tensors.js); KV caches in cache.js.
 import { throwHandleError, withCallName } from '../core/errors.js';
-import { readForwardCall } from '../core/call-reader.js';
+import { readForwardCall, readRaggedCall } from '../core/call-reader.js';
 import { PLANNER } from '../core/planner.js';
 import { describe } from '../core/validate.js';
 import { runBackward, submitBackwardNow } from './backward.js';
@@ -190,6 +190,12 @@ export class GpuMultiHeadAttention {
 
   async forwardAsync(query, key = null, value = null, options = {}) {
     try {
+      this.#live('forwardAsync');
+      const ragged = readRaggedCall(query, key, value, options);  // (one call per sequence, joined)
+      if (ragged && options?.outputLocation === 'gpu') {
+        throw new TypeError("outputLocation: 'gpu' not with ragged inputs (the sequences' outputs are joined on the CPU); use 'cpu'");
+      }
+      if (ragged) return await ragged.runAsync((...args) => this.forwardAsync(...args));
       const call = this.#prepare(query, key, value, options);
       return await runWithCache(call.cache, () => this.#run(call));
     } catch (error) {

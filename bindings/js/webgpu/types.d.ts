@@ -3,7 +3,8 @@
 /// <reference lib="esnext.disposable" />
 import type {
   AttentionConfig, AttentionFunctionGradients, AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, CapturedIf, CreateCacheOptions, ForwardOptions, Gradients, InitializeOptions, KvCache,
-  MultiHeadAttention, QuantizedStateDict, StateDict, StepPatch, Tensor,
+  MultiHeadAttention, QuantizedStateDict, RaggedForwardOptions, RaggedForwardResult, RaggedTensor, RaggedTrainingResult, StateDict, StepPatch,
+  Tensor,
 } from '../core/types.js';
 import type { KerasConfig, KerasMultiHeadAttention } from '../keras/types.js';
 
@@ -171,6 +172,15 @@ export interface WebGpuMultiHeadAttention
    * and dequantized in the kernels; the results are float32 math on the dequantized weights.
    */
   loadQuantized(weights: QuantizedStateDict): this;
+  /**
+   * A ragged batch (CPU tensors; see the wasm layer's ragged forward): each sequence runs as its
+   * own unbatched call on the GPU, the output read back packed (outputLocation 'gpu' is refused).
+   */
+  forwardAsync(query: RaggedTensor, key: RaggedTensor | null | undefined, value: RaggedTensor | null | undefined,
+    options: RaggedForwardOptions & { grad: true; outputLocation?: 'cpu' }): Promise<RaggedTrainingResult>;
+  /** A ragged batch (see the overload above). */
+  forwardAsync(query: RaggedTensor, key?: RaggedTensor | null, value?: RaggedTensor | null,
+    options?: RaggedForwardOptions & { outputLocation?: 'cpu' }): Promise<RaggedForwardResult>;
   /**
    * The forward pass on the GPU: the same arguments and checks as the wasm layer's forward, and
    * inputs may also be {@link GpuTensorInput}s on this module's device.
