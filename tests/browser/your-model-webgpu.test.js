@@ -41,19 +41,23 @@ test('a Llama checkpoint on WebGPU: torch\'s heads, prediction and ablation; the
   await check('webgpu');
   await page.evaluate((where) => window.__mhaDemo.showSteps(where), { layer: ablate.layer, head: ablate.head });
   await page.locator('#steps-ablate').check();
-  for (;;) {
-    const now = await state();
-    if (now.prediction.map((p) => p.id).join() !== torchTop(tensors.logits).join()) {
-      assert.deepEqual(now.prediction.map((p) => p.id), torchTop(tensors.ablated_logits));
-      assert.equal(now.ranOn, 'webgpu');
-      break;
+  // (Checked and awaited in the page in one go: a render between a check here and the wait would hang it.)
+  const now = await page.evaluate(async (ids) => {
+    const hook = window.__mhaDemo;
+    for (;;) {
+      const s = hook.getState();
+      if (s.prediction.map((p) => p.id).join() !== ids.join()) return s;
+      await hook.nextRender();
     }
-    await page.evaluate(() => window.__mhaDemo.nextRender());
-  }
+  }, torchTop(tensors.logits));
+  assert.deepEqual(now.prediction.map((p) => p.id), torchTop(tensors.ablated_logits));
+  assert.equal(now.ranOn, 'webgpu');
   await page.locator('#steps-clear').click();
   await page.locator('#view-heatmap').click();
   await page.evaluate(() => window.__mhaDemo.setBackend('wasm'));
-  while ((await state()).ranOn !== 'wasm') await page.evaluate(() => window.__mhaDemo.nextRender());
+  await page.evaluate(async () => {
+    while (window.__mhaDemo.getState().ranOn !== 'wasm') await window.__mhaDemo.nextRender();
+  });
   await check('wasm');
   assert.deepEqual(problems, []);
 });

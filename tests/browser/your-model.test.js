@@ -24,14 +24,26 @@ const state = () => page.evaluate(() => window.__mhaDemo.getState());
 const load = (name) => page.evaluate((files) => window.__mhaDemo.loadModel(files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) }))),
   checkpointFiles(name).map((f) => ({ name: f.name, bytes: Array.from(f.bytes) })));
 
-/** getState() once the prediction's ids are no longer `before` (a rerun was drawn). */
-async function untilPredictionChanges(before) {
-  for (;;) {
-    const s = await state();
-    if (s.prediction.map((p) => p.id).join() !== before.join()) return s;
-    await page.evaluate(() => window.__mhaDemo.nextRender());
-  }
+/**
+ * getState() once the prediction's ids are no longer `before` (a rerun was drawn). The check and
+ * the wait for the next render run in the page in one go: checked from here, a render landing
+ * between the check and the wait would leave the wait hanging.
+ */
+function untilPredictionChanges(before) {
+  return page.evaluate(async (ids) => {
+    const hook = window.__mhaDemo;
+    for (;;) {
+      const s = hook.getState();
+      if (s.prediction.map((p) => p.id).join() !== ids.join()) return s;
+      await hook.nextRender();
+    }
+  }, before);
 }
+
+/** Waits in the page (check and wait in one go, as above) until the model of `family` is loaded. */
+const untilModel = (family) => page.evaluate(async (name) => {
+  while (window.__mhaDemo.getState().model?.family !== name) await window.__mhaDemo.nextRender();
+}, family);
 
 
 test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s patterns and prediction', async () => {
@@ -65,7 +77,7 @@ test('GPT-2 picked as File objects; ablating a head in the Steps view gives torc
   const drawn = page.evaluate(() => window.__mhaDemo.nextRender());
   await page.locator('#model-files').setInputFiles(paths);
   await drawn;
-  while ((await state()).model?.family !== 'gpt2') await page.evaluate(() => window.__mhaDemo.nextRender());
+  await untilModel('gpt2');
   const { text, ablate, tensors } = expectedValues('gpt2');
   await page.evaluate((t) => window.__mhaDemo.setText(t), text);
   assert.deepEqual((await state()).prediction.map((p) => p.id), torchTop(tensors.logits));
