@@ -37,6 +37,8 @@ const KERAS_ARGUMENTS = [
   { name: 'use_gate', value: true, keras: false, tfjs: false },
   { name: 'sliding_window', value: 2, keras: false, tfjs: false },
   { name: 'num_heads', value: 2, keras: false, tfjs: false },
+  // Not Keras' argument: ours for its quantize('int8') (both surfaces store the projections quantized).
+  { name: 'weightDtype', value: 'int8', keras: true, tfjs: true },
 ];
 
 /** The Error `make()` throws, or null (a KerasMultiHeadAttention made is disposed after; an unbuilt tfjs layer holds nothing). */
