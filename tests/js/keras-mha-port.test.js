@@ -146,7 +146,6 @@ function embedded(c, role) {
 // ---------------------------------------------------------------------------------------------
 // Known gaps: `${surface}|${title}` -> why it does not pass yet (the test still runs, as todo).
 const KNOWN_GAPS = new Map([
-  ['KerasMultiHeadAttention|test_mha_constraints', "kernel/bias constraints: the plain layer is not a training layer, so it has no weight constraints (kernelConstraint is refused by name)"],
 ]);
 
 /**
