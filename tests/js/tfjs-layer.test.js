@@ -174,6 +174,19 @@ describe("mha-wasm/tfjs MultiHeadAttention with weightDtype 'int8'", () => {
     int8.dispose();
   });
 
+  test('model.fit trains the layers around it and leaves its weights as they were', async () => {
+    const input = tf.input({ shape: [3, 8] });
+    const attention = multiHeadAttention({ numHeads: 2, keyDim: 4, weightDtype: 'int8' });
+    const dense = tf.layers.dense({ units: 1 });
+    const model = tf.model({ inputs: input, outputs: dense.apply(attention.apply(input, { value: input })) });
+    model.compile({ optimizer: tf.train.sgd(0.1), loss: 'meanSquaredError' });
+    const before = attention.getWeights().map((w) => Array.from(w.dataSync())), denseBefore = Array.from(dense.getWeights()[0].dataSync());
+    await model.fit(x, tf.ones([2, 3, 1]), { epochs: 2, verbose: 0 });
+    assert.deepEqual(attention.getWeights().map((w) => Array.from(w.dataSync())), before);
+    assert.notDeepEqual(Array.from(dense.getWeights()[0].dataSync()), denseBefore, 'the dense layer trained');
+    model.dispose();
+  });
+
   test('getConfig carries it, and a layer made from that config is quantized too', () => {
     const [float, int8] = pair();
     const config = int8.getConfig();
