@@ -58,6 +58,13 @@ export interface MultiHeadAttentionArgs {
   useGate?: boolean;
   /** Keras 3.15's sliding window W: |i - j| < W (i - W < j <= i with useCausalMask). Default null (none). */
   slidingWindow?: number | null;
+  /**
+   * Keras' quantize('int8') as an argument: how the wasm layer stores the projection weights ('f16',
+   * 'int8', 'q4'; docs/quantized.md). The variables keep the float32 weights (getWeights,
+   * setWeights); they are not trainable, and the inputs' gradients go through the dequantized
+   * weights. A quantized layer computes on the wasm module, also on tfjs' WebGPU backend. Default 'f32'.
+   */
+  weightDtype?: 'f32' | 'f16' | 'int8' | 'q4';
   /** tf.layers.Layer's other arguments (inputShape, batchInputShape, batchSize, dtype, inputDType, weights); any other key is an Error naming it. */
   [layerArg: string]: unknown;
 }

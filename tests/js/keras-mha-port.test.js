@@ -146,8 +146,6 @@ function embedded(c, role) {
 // ---------------------------------------------------------------------------------------------
 // Known gaps: `${surface}|${title}` -> why it does not pass yet (the test still runs, as todo).
 const KNOWN_GAPS = new Map([
-  ['KerasMultiHeadAttention|test_mha_constraints', "kernel/bias constraints: the plain layer is not a training layer, so it has no weight constraints (kernelConstraint is refused by name)"],
-  ['mha-wasm/tfjs|test_quantize_int8', "int8 weights (Keras' quantize('int8')): the tfjs layer trains its float32 variables and has no weightDtype; the plain layer's weightDtype runs this test"],
 ]);
 
 /**

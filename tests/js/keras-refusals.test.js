@@ -28,8 +28,8 @@ const KERAS_ARGUMENTS = [
   { name: 'kernelRegularizer', value: { className: 'L1L2', config: { l1: 0.1, l2: 0 } }, keras: false, tfjs: true },
   { name: 'biasRegularizer', value: { className: 'L1L2', config: { l1: 0.1, l2: 0 } }, keras: false, tfjs: true },
   { name: 'activityRegularizer', value: null, keras: false, tfjs: true },
-  { name: 'kernelConstraint', value: 'nonNeg', keras: false, tfjs: true },
-  { name: 'biasConstraint', value: 'nonNeg', keras: false, tfjs: true },
+  { name: 'kernelConstraint', value: 'nonNeg', keras: true, tfjs: true },
+  { name: 'biasConstraint', value: 'nonNeg', keras: true, tfjs: true },
   { name: 'seed', value: 7, keras: true, tfjs: false },
   { name: 'flashAttention', value: true, keras: false, tfjs: false },
   { name: 'useGate', value: true, keras: true, tfjs: true },
@@ -37,6 +37,8 @@ const KERAS_ARGUMENTS = [
   { name: 'use_gate', value: true, keras: false, tfjs: false },
   { name: 'sliding_window', value: 2, keras: false, tfjs: false },
   { name: 'num_heads', value: 2, keras: false, tfjs: false },
+  // Not Keras' argument: ours for its quantize('int8') (both surfaces store the projections quantized).
+  { name: 'weightDtype', value: 'int8', keras: true, tfjs: true },
 ];
 
 /** The Error `make()` throws, or null (a KerasMultiHeadAttention made is disposed after; an unbuilt tfjs layer holds nothing). */

@@ -165,3 +165,52 @@ describe('KerasMultiHeadAttention dropout', () => {
     }
   });
 });
+
+// Keras' kernel_constraint / bias_constraint: the plain layer's weight update is setWeights (it has
+// no optimizer), so the constraint projects the weights given there, with Keras' formulas.
+describe('KerasMultiHeadAttention kernelConstraint / biasConstraint', () => {
+  const sizes = { numHeads: 2, keyDim: 3, queryDim: 4 };
+  const signed = (layer) => layer.getWeights().map(({ shape }, i) => ({ data: Float32Array.from(seededFloats(shape.reduce((a, b) => a * b, 1), 11 + i), (v) => v - 0.5), shape }));
+
+  test("nonNeg on the kernels: setWeights zeroes each kernel's negative entries, the biases stay", () => {
+    const layer = new mha.KerasMultiHeadAttention({ ...sizes, kernelConstraint: 'nonNeg' });
+    const given = signed(layer);
+    assert.ok(given.every((w) => w.data.some((v) => v < 0)), 'every weight given has negative entries');
+    layer.setWeights(given);
+    layer.getWeights().forEach((w, i) => {
+      const name = Object.keys(layer.weightShapes())[i];
+      const want = name.endsWith('/kernel') ? given[i].data.map((v) => Math.max(v, 0)) : given[i].data;
+      assert.deepEqual(Array.from(w.data), Array.from(want), name);
+    });
+    assert.deepEqual(layer.weights.map((w) => [w.name, w.constraint?.getClassName() ?? null]), Object.keys(layer.weightShapes())
+      .map((name) => [`multi_head_attention/${name}`, name.endsWith('/kernel') ? 'NonNeg' : null]));
+    layer.dispose();
+  });
+
+  test("maxNorm ({ maxValue: 0.5 }) on the biases: Keras' w * clip(norm, 0, max) / (1e-7 + norm) over axis 0", () => {
+    const layer = new mha.KerasMultiHeadAttention({ ...sizes, biasConstraint: { className: 'MaxNorm', config: { maxValue: 0.5 } } });
+    const given = signed(layer);
+    layer.setWeights(given);
+    const bias = layer.getWeights()[1], b = given[1];  // query/bias [H, keyDim]: norms over the heads
+    assert.deepEqual(bias.shape, [2, 3]);
+    for (let d = 0; d < 3; d++) {
+      const norm = Math.hypot(b.data[d], b.data[3 + d]);
+      for (const h of [0, 1]) assert.ok(Math.abs(bias.data[h * 3 + d] - b.data[h * 3 + d] * (Math.min(norm, 0.5) / (1e-7 + norm))) < 1e-6, `[${h}, ${d}]`);
+    }
+    assert.deepEqual(Array.from(layer.getWeights()[0].data), Array.from(given[0].data), 'the kernels stay');
+    layer.dispose();
+  });
+
+  test('getConfig writes the constraints, fromConfig reads them back', () => {
+    const layer = new mha.KerasMultiHeadAttention({ ...sizes, kernelConstraint: 'unit_norm', biasConstraint: 'nonNeg' });
+    const config = layer.getConfig();
+    assert.deepEqual([config.kernelConstraint, config.biasConstraint], [{ className: 'UnitNorm', config: { axis: 0 } }, { className: 'NonNeg', config: {} }]);
+    const copy = mha.KerasMultiHeadAttention.fromConfig(config), given = signed(layer);
+    layer.setWeights(given);
+    copy.setWeights(given);
+    assert.deepEqual(copy.getWeights(), layer.getWeights());
+    const plain = new mha.KerasMultiHeadAttention(sizes);
+    assert.equal('kernelConstraint' in plain.getConfig(), false, 'none: left out');
+    for (const made of [layer, copy, plain]) made.dispose();
+  });
+});

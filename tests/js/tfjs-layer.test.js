@@ -140,3 +140,62 @@ describe('mha-wasm/tfjs MultiHeadAttention against tfjs-layers\' port of Keras (
   }
   after(() => console.log(`# worst |ours - port| / tolerance: outputs ${worstOutput.toFixed(3)}, gradients ${worstGradient.toFixed(3)}`));
 });
+
+// weightDtype (Keras' quantize('int8')): the variables keep float32 weights, the wasm layer computes
+// with its quantized projections; inputs' gradients flow, the weights are not trainable.
+describe("mha-wasm/tfjs MultiHeadAttention with weightDtype 'int8'", () => {
+  const x = tf.tensor(seededFloats(2 * 3 * 8, 5), [2, 3, 8]);
+  const pair = () => {
+    const float = multiHeadAttention({ numHeads: 2, keyDim: 4 }), int8 = multiHeadAttention({ numHeads: 2, keyDim: 4, weightDtype: 'int8' });
+    float.apply(x, { value: x });
+    int8.apply(x, { value: x });
+    int8.setWeights(float.getWeights());
+    return [float, int8];
+  };
+
+  test('computes with int8 projections: close to the float32 layer, not equal', () => {
+    const [float, int8] = pair();
+    const want = float.apply(x, { value: x }).dataSync(), got = int8.apply(x, { value: x }).dataSync();
+    const worst = Math.max(...got.map((v, i) => Math.abs(v - want[i])));
+    assert.ok(worst > 0 && worst < 0.05, `worst |int8 - f32| ${worst}`);
+    assert.deepEqual(Array.from(int8.getWeights()[0].dataSync()), Array.from(float.getWeights()[0].dataSync()), 'getWeights: the float32 weights');
+    float.dispose();
+    int8.dispose();
+  });
+
+  test('its weights are not trainable; the inputs\' gradients go through the dequantized weights', () => {
+    const [float, int8] = pair();
+    assert.deepEqual([int8.trainableWeights.length, int8.nonTrainableWeights.length], [0, 8]);
+    const loss = (layer) => (q) => layer.apply(q, { value: x }).sum();
+    const want = tf.grad(loss(float))(x).dataSync(), got = tf.grad(loss(int8))(x).dataSync();
+    const worst = Math.max(...got.map((v, i) => Math.abs(v - want[i])));
+    assert.ok(worst > 0 && worst < 0.05, `worst |d query int8 - f32| ${worst}`);
+    float.dispose();
+    int8.dispose();
+  });
+
+  test('model.fit trains the layers around it and leaves its weights as they were', async () => {
+    const input = tf.input({ shape: [3, 8] });
+    const attention = multiHeadAttention({ numHeads: 2, keyDim: 4, weightDtype: 'int8' });
+    const dense = tf.layers.dense({ units: 1 });
+    const model = tf.model({ inputs: input, outputs: dense.apply(attention.apply(input, { value: input })) });
+    model.compile({ optimizer: tf.train.sgd(0.1), loss: 'meanSquaredError' });
+    const before = attention.getWeights().map((w) => Array.from(w.dataSync())), denseBefore = Array.from(dense.getWeights()[0].dataSync());
+    await model.fit(x, tf.ones([2, 3, 1]), { epochs: 2, verbose: 0 });
+    assert.deepEqual(attention.getWeights().map((w) => Array.from(w.dataSync())), before);
+    assert.notDeepEqual(Array.from(dense.getWeights()[0].dataSync()), denseBefore, 'the dense layer trained');
+    model.dispose();
+  });
+
+  test('getConfig carries it, and a layer made from that config is quantized too', () => {
+    const [float, int8] = pair();
+    const config = int8.getConfig();
+    assert.equal(config.weightDtype, 'int8');
+    assert.equal('weightDtype' in float.getConfig(), false, 'the default (f32) is left out');
+    const copy = tf.serialization.SerializationMap.getMap().classNameMap.MultiHeadAttention[1](MultiHeadAttention, config);
+    copy.apply(x, { value: x });
+    copy.setWeights(float.getWeights());
+    assert.deepEqual(Array.from(copy.apply(x, { value: x }).dataSync()), Array.from(int8.apply(x, { value: x }).dataSync()));
+    for (const layer of [float, int8, copy]) layer.dispose();
+  });
+});

@@ -7,6 +7,7 @@ import { attentionLayout, foldForAttention, permute } from './attention-axes.js'
 import {
   coreConfigFromKeras, coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
 } from './layout.js';
+import { readConstraint, serializeConstraint } from './constraints.js';
 import { initialKerasWeights, readInitializer } from './initializers.js';
 import { KERAS_315_OPTIONS, readKeras315Options } from './options.js';
 import { nameErrorsByCall, withCallName } from '../core/errors.js';
@@ -18,7 +19,7 @@ import {
 } from '../core/validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
-  'dropout', 'seed', 'attentionAxes', 'weightDtype', 'kernelInitializer', 'biasInitializer', ...KERAS_315_OPTIONS];
+  'dropout', 'seed', 'attentionAxes', 'weightDtype', 'kernelInitializer', 'biasInitializer', 'kernelConstraint', 'biasConstraint', ...KERAS_315_OPTIONS];
 // queryMask / valueMask / keyMask: Keras' implicit masks (an Embedding(mask_zero=True)'s), passed
 // explicitly (plain arrays carry none): [B, T] and [B, S], 1 = a real token.
 const CALL_KEYS = ['attentionMask', 'queryMask', 'valueMask', 'keyMask', 'useCausalMask', 'returnAttentionScores', 'training',
@@ -81,6 +82,8 @@ export class KerasMultiHeadAttention {
       ...config, ...readKeras315Options(config), attentionAxes: checkAttentionAxes(config.attentionAxes),
       kernelInitializer: readInitializer('kernelInitializer', config.kernelInitializer, 'GlorotUniform'),
       biasInitializer: readInitializer('biasInitializer', config.biasInitializer, 'Zeros'),
+      kernelConstraint: readConstraint('kernelConstraint', config.kernelConstraint),
+      biasConstraint: readConstraint('biasConstraint', config.biasConstraint),
     };
     if (config.queryDim !== undefined) this.#build({ queryDim: config.queryDim });
   }
@@ -165,6 +168,8 @@ export class KerasMultiHeadAttention {
       attentionAxes: rest.attentionAxes ? [...rest.attentionAxes] : null, slidingWindow: rest.slidingWindow,
       kernelInitializer: rest.kernelInitializer, biasInitializer: rest.biasInitializer,
       ...(seed !== undefined ? { seed } : {}), ...(weightDtype !== undefined ? { weightDtype } : {}),
+      ...(rest.kernelConstraint ? { kernelConstraint: serializeConstraint(rest.kernelConstraint) } : {}),
+      ...(rest.biasConstraint ? { biasConstraint: serializeConstraint(rest.biasConstraint) } : {}),
       ...(queryDim !== undefined ? { queryDim } : {}), ...(keyInputDim !== undefined ? { keyInputDim } : {}),
       ...(valueInputDim !== undefined ? { valueInputDim } : {}),
     };
@@ -194,9 +199,25 @@ export class KerasMultiHeadAttention {
   }
 
   /**
+   * Keras' layer.weights, described: { name ('multi_head_attention/query/kernel', Keras' variable
+   * path), shape, constraint (the kernelConstraint / biasConstraint that applies to it, or null) }
+   * in get_weights() order. The values are getWeights()'.
+   */
+  get weights() {
+    if (!this.#layer) return [];  // (Keras' unbuilt layer has none yet)
+    const a = this.#args;
+    return Object.entries(this.weightShapes()).map(([name, shape]) => ({
+      name: `multi_head_attention/${name}`, shape,
+      constraint: (name.endsWith('/kernel') ? a.kernelConstraint : a.biasConstraint) ?? null,
+    }));
+  }
+
+  /**
    * Keras weights: the list get_weights() returns ([{ data, shape }] or plain Float32Arrays, in
    * its order: query kernel, bias, key kernel, bias, value kernel, bias, output kernel, bias;
-   * no biases with useBias: false), or a map { 'query/kernel': ..., ... }.
+   * no biases with useBias: false), or a map { 'query/kernel': ..., ... }. The layer has no
+   * optimizer: setWeights is its weight update, so kernelConstraint / biasConstraint project the
+   * weights given here, as Keras' optimizer projects them after each step.
    */
   setWeights(weights) {
     if (!this.#layer) this.#build(inputSizesOf(weights));
@@ -225,7 +246,8 @@ export class KerasMultiHeadAttention {
       }
       const count = want.reduce((a, b) => a * b, 1);
       if (array.length !== count) throw new RangeError(`setWeights: '${name}' needs ${count} floats (shape [${want.join(', ')}]), got ${array.length}`);
-      data[name] = array;
+      const constraint = name.endsWith('/kernel') ? this.#args.kernelConstraint : this.#args.biasConstraint;
+      data[name] = constraint ? constraint.apply(array, want) : array;
     }
     this.#layer.loadStateDict(stateDictFromKerasLayout(data, this.#sizes()));
     return this;

@@ -71,10 +71,48 @@ export interface KerasConfig {
     /** Its arguments as Keras serializes them (seed, mean, stddev, minval, maxval, value). */
     config?: Record<string, number>;
   };
+  /**
+   * Keras' kernel_constraint, on every kernel (query, key, gate, value, attention_output):
+   * 'nonNeg', 'maxNorm', 'minMaxNorm', 'unitNorm' (camelCase, snake_case or the class name), or
+   * { className, config } as getConfig() writes it (config: maxValue, minValue, rate, axis; Keras'
+   * defaults, axis 0). The layer has no optimizer: setWeights is its weight update, and projects
+   * the weights it is given, as Keras' optimizer does after each step. Default none.
+   */
+  kernelConstraint?: KerasConstraintSpec;
+  /** Keras' bias_constraint, on every bias: as kernelConstraint. Default none. */
+  biasConstraint?: KerasConstraintSpec;
+}
+
+/** A Keras weight constraint, by name or as getConfig() writes it. */
+export type KerasConstraintSpec = string | null | KerasConstraint | {
+  /** The constraint's Keras class name: 'NonNeg', 'MaxNorm', 'MinMaxNorm' or 'UnitNorm'. */
+  className: string;
+  /** Its arguments (camelCase): maxValue, minValue, rate, axis. */
+  config?: Record<string, number | number[]>;
+};
+
+/** A constraint the layer made from a {@link KerasConstraintSpec} (Keras' Constraint). */
+export interface KerasConstraint {
+  /** Keras' class name, e.g. 'NonNeg'. */
+  getClassName(): string;
+  /** Its arguments, as getConfig() writes them. */
+  getConfig(): Record<string, number | number[]>;
+  /** The weight `data` of row-major `shape` projected: a new array. */
+  apply(data: Float32Array, shape: number[]): Float32Array;
+}
+
+/** One entry of {@link KerasMultiHeadAttention.weights}: a weight described, as Keras' layer.weights. */
+export interface KerasWeightInfo {
+  /** Keras' variable path, e.g. 'multi_head_attention/query/kernel'. */
+  name: string;
+  /** Its shape, in Keras' layout. */
+  shape: number[];
+  /** The kernelConstraint or biasConstraint that applies to it, or null. */
+  constraint: KerasConstraint | null;
 }
 
 /** The Keras layer's arguments once it is built: every size known. */
-export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed' | 'kernelInitializer' | 'biasInitializer'>>;
+export type ResolvedKerasConfig = Required<Omit<KerasConfig, 'seed' | 'kernelInitializer' | 'biasInitializer' | 'kernelConstraint' | 'biasConstraint'>>;
 
 /** Options of {@link KerasMultiHeadAttention.call}, with Keras' meanings. */
 export interface KerasCallOptions {
@@ -144,11 +182,14 @@ export interface KerasMultiHeadAttention {
    * @throws {RangeError} when key and value differ in an axis other than the last.
    */
   computeOutputShape(queryShape: number[], valueShape: number[], keyShape?: number[] | null): number[];
+  /** Keras' layer.weights, described (name, shape, constraint) in get_weights() order; empty before the layer is built. */
+  readonly weights: KerasWeightInfo[];
   /** Keras' weight names and shapes, in the order of get_weights(). @throws {TypeError} before the layer is built. */
   weightShapes(): Record<string, number[]>;
   /**
    * get_weights()'s list ([{ data, shape }] or Float32Arrays) or a { 'query/kernel': ... } map, Keras
-   * layouts. An unbuilt layer takes its input sizes from the tensors' shapes.
+   * layouts. An unbuilt layer takes its input sizes from the tensors' shapes. kernelConstraint /
+   * biasConstraint project the weights given (setWeights is this layer's weight update).
    */
   setWeights(weights: Array<Float32Array | Tensor> | Record<string, Float32Array | Tensor>): this;
   /** The weights as Keras' get_weights() returns them: fresh copies, in its order and layouts. */

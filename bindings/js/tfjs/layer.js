@@ -6,6 +6,7 @@
 import { attentionLayout } from '../keras/attention-axes.js';
 import { coreConfigFromKeras, coreMasksFromKeras, kerasWeightShapes } from '../keras/layout.js';
 import { KERAS_315_OPTIONS, readKeras315Options } from '../keras/options.js';
+import { checkWeightDtype } from '../core/quantized.js';
 import { TfjsGpuAttention } from './gpu-attention.js';
 import { TfjsWasmAttention } from './wasm-attention.js';
 import { isNodeReference, resolveNodeReference } from './node-references.js';
@@ -21,7 +22,7 @@ const product = (dims) => dims.reduce((a, b) => a * b, 1);
 // adds to every config it loads (for tf.layers.Layer). Any other is refused by name.
 const ARGS = ['numHeads', 'keyDim', 'valueDim', 'dropout', 'useBias', 'outputShape', 'attentionAxes',
   'kernelInitializer', 'biasInitializer', 'kernelRegularizer', 'biasRegularizer', 'activityRegularizer',
-  'kernelConstraint', 'biasConstraint', 'queryShape', 'keyShape', 'valueShape', ...KERAS_315_OPTIONS,
+  'kernelConstraint', 'biasConstraint', 'queryShape', 'keyShape', 'valueShape', ...KERAS_315_OPTIONS, 'weightDtype',
   'name', 'trainable', 'dtype', 'inputShape', 'batchInputShape', 'batchSize', 'inputDType', 'weights', 'customObjects'];
 const isTensorLike = (x) => x !== null && typeof x === 'object' && Array.isArray(x.shape) && 'dtype' in x;
 
@@ -70,18 +71,19 @@ function splitArgs(args) {
   const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
     kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
     activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
-    useGate, slidingWindow, ...layerArgs } = args;
+    useGate, slidingWindow, weightDtype, ...layerArgs } = args;
   return {
     layerArgs: { ...layerArgs, activityRegularizer },
     kerasArgs: { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer, biasInitializer,
-      kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape, useGate, slidingWindow },
+      kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape, useGate, slidingWindow,
+      weightDtype },
   };
 }
 
 /** Keras' arguments checked, as the layer's public fields (numHeads, ..., kernelInitializer as an object, savedShapes). */
 function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outputShape, attentionAxes, kernelInitializer,
   biasInitializer, kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,
-  useGate, slidingWindow }) {
+  useGate, slidingWindow, weightDtype }) {
   const positive = (name, value, optional) => {
     if (optional && value == null) return;
     if (!Number.isInteger(value) || value < 1) throw new RangeError(`MultiHeadAttention: ${name} must be a positive integer, got ${value}`);
@@ -114,6 +116,8 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
   return {
     numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
     ...readKeras315Options({ useGate, slidingWindow }, 'MultiHeadAttention: '),
+    // Keras' quantize('int8') as an argument: the core stores the projections quantized (build).
+    weightDtype: readWeightDtype(weightDtype),
     // outputShapeArg: the output's features (their product for a tuple, whose axes are outputDims).
     outputShapeArg: outputDims ? product(outputDims) : outputShape ?? null,
     outputDims: outputDims && outputDims.length > 1 ? [...outputDims] : null,
@@ -125,6 +129,16 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
     // The input shapes Keras' get_config writes once built (a converted model's config carries them).
     savedShapes: queryShape || keyShape || valueShape ? { query: queryShape ?? null, key: keyShape ?? null, value: valueShape ?? null } : null,
   };
+}
+
+/** The weightDtype argument checked, its errors starting with the layer's name. */
+function readWeightDtype(value) {
+  try {
+    return checkWeightDtype(value);
+  } catch (error) {
+    error.message = `MultiHeadAttention: ${error.message}`;
+    throw error;
+  }
 }
 
 /** Keras' check of key against value: every axis but the last equal (`caller` names the call). */
@@ -311,19 +325,24 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       this.inputSizes = { query, key, value };
       const weightShapes = kerasWeightShapes(this.#sizes());
       this.#weightNames = Object.keys(weightShapes);
+      // A quantized layer's weights take no gradients (the core's quantized projections have none):
+      // they are not trainable, as Keras' quantized kernels are not.
+      const trainable = this.weightDtype === 'f32';
       for (const name of this.#weightNames) {
         const kernel = name.endsWith('kernel');
         this.addWeight(name, weightShapes[name], 'float32',
           kernel ? this.kernelInitializer : this.biasInitializer, kernel ? this.kernelRegularizer : this.biasRegularizer,
-          true, kernel ? this.kernelConstraint : this.biasConstraint);
+          trainable, kernel ? this.kernelConstraint : this.biasConstraint);
       }
       this.#core?.dispose();
       this.#gpuCore?.dispose();
       const config = { ...coreConfigFromKeras(this.#sizes()), ...(this.dropout > 0 ? { dropout: this.dropout } : {}) };
-      this.#core = new TfjsWasmAttention(tf, mha, config);
-      // (After a device loss: the wasm module only. The gate's weights are not in gpu-attention.js's
-      // GPU layout yet: a gated layer computes on the wasm module.)
-      this.#gpuCore = gpu && !gpu.lost && !this.useGate ? new TfjsGpuAttention(tf, gpu, config) : null;
+      // weightDtype: the tfjs variables keep the float32 weights (getWeights, setWeights); the wasm
+      // layer stores the projections quantized each time it loads them, and computes with those.
+      this.#core = new TfjsWasmAttention(tf, mha, { ...config, ...(trainable ? {} : { weightDtype: this.weightDtype }) });
+      // (After a device loss: the wasm module only. The gate's weights and quantized projections are
+      // not in gpu-attention.js's GPU layout yet: a gated or quantized layer computes on the wasm module.)
+      this.#gpuCore = gpu && !gpu.lost && !this.useGate && trainable ? new TfjsGpuAttention(tf, gpu, config) : null;
       this.built = true;
     }
 
@@ -410,6 +429,13 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
       const variables = this.weights.map((w) => w.read());
       const masks = this.#masks({ attentionMask, ...options.implicitMasks }, query, value);
       const wantGradient = tf.engine().isTapeOn();
+      // A quantized layer gives its inputs' gradients only: one of its variables made trainable
+      // again would silently get none, so it is refused by name.
+      const quantized = this.weightDtype !== 'f32';
+      if (wantGradient && quantized && this.weights.some((w) => w.trainable)) {
+        throw new Error(`MultiHeadAttention: a layer with weightDtype '${this.weightDtype}' cannot train its weights (its projections are `
+          + "quantized and take no gradients); train a weightDtype 'f32' layer, then copy its getWeights() into the quantized one");
+      }
       const core = this.#gpuCore?.active ? this.#gpuCore : this.#core;
       let scores = null;
       const attend = tf.customGrad((...args) => {
@@ -428,11 +454,12 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
           gradFunc: (dy) => {
             this.#pending.delete(forward.result);
             const g = forward.backward(dy);
-            return [...g.inputs, ...this.#weightNames.map((name) => g.params[name])];
+            return quantized ? g.inputs : [...g.inputs, ...this.#weightNames.map((name) => g.params[name])];
           },
         };
       });
-      const output = attend(...inputs, ...variables);
+      // (A quantized layer's variables are not the attention's inputs: no gradient goes to them.)
+      const output = attend(...inputs, ...(quantized ? [] : variables));
       if (!options.returnAttentionScores) return output;
       return [output, scores()];
     }
@@ -468,6 +495,7 @@ export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
         numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, dropout: this.dropout,
         useBias: this.useBias, outputShape: this.outputDims ?? this.outputShapeArg, attentionAxes: this.attentionAxes,
         useGate: this.useGate, slidingWindow: this.slidingWindow,
+        ...(this.weightDtype !== 'f32' ? { weightDtype: this.weightDtype } : {}),
         ...(this.savedShapes ? { queryShape: this.savedShapes.query, keyShape: this.savedShapes.key, valueShape: this.savedShapes.value } : {}),
         kernelInitializer: serialize(this.kernelInitializer),
         biasInitializer: serialize(this.biasInitializer),

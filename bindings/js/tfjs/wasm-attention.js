@@ -41,11 +41,13 @@ export class TfjsWasmAttention {
   #layer;
   #sizes;          // Keras' sizes of the layer (keras/layout.js)
   #loaded = null;  // the variables' data ids last loaded
+  #quantized;      // weightDtype not 'f32': the projections are stored quantized, and have no gradients
 
   constructor(tf, mha, config) {
     this.#tf = tf;
     this.#layer = new mha.MultiHeadAttention(config);
     this.#sizes = kerasSizesOfCore(this.#layer.config);
+    this.#quantized = (config.weightDtype ?? 'f32') !== 'f32';
   }
 
   /**
@@ -66,7 +68,8 @@ export class TfjsWasmAttention {
    * self-attention) and key (null: the value), `options` the wasm layer's. Returns { output (a
    * tfjs tensor), scores () => a tfjs tensor or null } and, with options.grad, `result` (release()
    * it without a backward) and `backward(dy)` -> { inputs, params } as tfjs tensors. The scores
-   * tensor is made on request, after tfjs' customGrad has checked the forward's tensors.
+   * tensor is made on request, after tfjs' customGrad has checked the forward's tensors. A
+   * quantized layer's backward gives the inputs' gradients only (params null).
    */
   forward(query, value, key, options) {
     const tf = this.#tf;
@@ -93,10 +96,12 @@ export class TfjsWasmAttention {
     const tf = this.#tf;
     const g = result.backward({ data: floats(tf, dy), shape: dy.shape });
     const inputs = !hasValue ? [g.query] : hasKey ? [g.query, g.value, g.key] : [g.query, sum(g.value, g.key)];
+    const asTensors = inputs.map((t) => tf.tensor(t.data, t.shape, 'float32'));
+    if (this.#quantized) return { inputs: asTensors, params: null };
     const params = kerasLayoutFromStateDict(g.params, this.#sizes);
     const shapes = kerasWeightShapes(this.#sizes);
     return {
-      inputs: inputs.map((t) => tf.tensor(t.data, t.shape, 'float32')),
+      inputs: asTensors,
       params: Object.fromEntries(Object.entries(params).map(([name, data]) => [name, tf.tensor(data, shapes[name], 'float32')])),
     };
   }
