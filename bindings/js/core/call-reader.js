@@ -77,7 +77,7 @@ export class ForwardCall {
       staticK: toCore(this.staticK),
       staticV: toCore(this.staticV),
       cache: this.cache?.handle ?? null,
-      causal: this.causalOption,  // (true, false or undefined: the plan tells a self cache's implied causal from a refused one)
+      causal: this.causal,  // (as given: true, false or undefined; the plan tells a self cache's implied causal from a refused one)
       needWeights: this.needWeights,
       averageWeights: this.averageWeights,
       grad: this.grad,
@@ -185,8 +185,7 @@ export function readForwardCall(query, key, value, options, backend) {
     // PyTorch's static_k / static_v: per-head keys / values replacing the projections (shapes: the plan's).
     staticK: checkTensor('staticK', options.staticK, { expected: '[B*numKvHeads, S, headDim]', optional: true }),
     staticV: checkTensor('staticV', options.staticV, { expected: '[B*numKvHeads, S, valueHeadDim]', optional: true }),
-    causalOption: options.causal,
-    causal: options.causal ?? false,
+    causal: options.causal,
     needWeights: options.needWeights ?? false,
     averageWeights: options.averageWeights ?? true,
     grad: options.grad ?? false,
