@@ -7,25 +7,19 @@ import { readdirSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 
 import { onnxAttentionCall, readNodeTest } from '../js/onnx-node-test.js';
-import { startServer } from '../../tools/serve.mjs';
-import { launchBrowser } from './browser.js';
+import { openServedPage } from './browser.js';
 
 const ROOT = new URL('../fixtures/onnx-attention/', import.meta.url);
 const HALF_CASES = readdirSync(ROOT).filter((name) => name.startsWith('test_attention'))
   .map((name) => ({ name, c: readNodeTest(new URL(`${name}/`, ROOT)) }))
   .filter(({ c }) => c.inputs[0].dtype === 'float16');
 
-let server, browser, page;
+let served, page;
 before(async () => {
-  ({ server } = await startServer({ port: 0 }));
-  browser = await launchBrowser({ gpu: true });
-  page = await browser.context.newPage();
-  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  served = await openServedPage();
+  ({ page } = served);
 });
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => served?.close());
 
 /** A tensor as the page rebuilds it: float16 bits, bools, int32s or floats, as plain arrays. */
 function forPage(tensor, original) {

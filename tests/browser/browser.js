@@ -35,6 +35,25 @@ export async function launchBrowser({ gpu = false } = {}) {
 }
 
 /**
+ * The repository served (tools/serve.mjs on a free port) and its root page open in a fresh
+ * Chromium with WebGPU on SwiftShader: for tests that import the package in the page. Returns
+ * { page, close() }.
+ */
+export async function openServedPage() {
+  const { server, url } = await startServer({ port: 0 });
+  const browser = await launchBrowser({ gpu: true });
+  const page = await browser.context.newPage();
+  await page.goto(url);
+  return {
+    page,
+    async close() {
+      await browser.close();
+      server.close();
+    },
+  };
+}
+
+/**
  * Serves the demo (tools/serve.mjs on a free port), opens it in a fresh Chromium and waits (at most
  * 60 s) until it has drawn its first view. Returns the page, a live list of console errors and
  * uncaught exceptions, and close() for the browser and the server. `gpu`: Chromium with WebGPU on

@@ -6,25 +6,19 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../tools/serve.mjs';
 import { caseOptions, layerConfig, loadFixtures } from '../js/fixtures.js';
-import { launchBrowser } from './browser.js';
+import { openServedPage } from './browser.js';
 
 const NAMES = ['self_weights_per_head', 'kdim_vdim', 'attn_float_3d'];
 const { cases } = loadFixtures();
 const chosen = cases.filter((c) => NAMES.includes(c.name));
 
-let server, browser, page;
+let served, page;
 before(async () => {
-  ({ server } = await startServer({ port: 0 }));
-  browser = await launchBrowser({ gpu: true });
-  page = await browser.context.newPage();
-  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  served = await openServedPage();
+  ({ page } = served);
 });
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+after(() => served?.close());
 
 const plain = (t) => t && { data: Array.from(t.data), shape: t.shape, kind: t.data.constructor.name };
 
