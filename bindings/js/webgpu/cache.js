@@ -5,6 +5,7 @@
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
 import { truncateHandle } from '../core/cache.js';
+import { throwHandleError } from '../core/errors.js';
 import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { halfBufferBytes } from './cache-f16.js';
 import { submitChecked } from './gpu-work.js';
@@ -104,6 +105,7 @@ export function createGpuCache(layer, options) {
   layer.checkSize('the cache\'s keys', rows * c.numKvHeads * c.headDim);
   layer.checkSize('the cache\'s values', rows * c.numKvHeads * c.valueHeadDim);
   const handle = layer.planner.createPlannedCache(batch, options.capacity);
+  if (!handle) throwHandleError(layer.planner, 'createCache');  // (the wasm layer's checks: batch, capacity, appended keys)
   const make = (floats, label) => layer.device.createBuffer({
     label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04,
   });
