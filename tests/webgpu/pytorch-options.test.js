@@ -104,6 +104,16 @@ describe('batchFirst: false (PyTorch\'s sequence-first [L, B, E] tensors)', () =
     }
   });
 
+  test('a cross-attention cache: setKeyValue takes [S, B, kdim] keys and values', async () => {
+    const { cpu, gpu } = track(pair({ ...config, kdim: 5, vdim: 6 }));
+    const cpuCache = cpu.createCache({ batch: 2, capacity: 4 }), gpuCache = gpu.createCache({ batch: 2, capacity: 4 });
+    const k = input([4, 2, 5], 2), v = input([4, 2, 6], 3);
+    cpuCache.setKeyValue(k, v);
+    gpuCache.setKeyValue(k, v);
+    const q = input([1, 2, 8], 1);
+    close((await gpu.forwardAsync(q, null, null, { cache: gpuCache })).output.data, cpu.forward(q, null, null, { cache: cpuCache }).output.data, 'output');
+  });
+
   test('capture: the steps keep their batch-first layouts, the result as the wasm layer\'s', async () => {
     const { cpu, gpu } = track(pair(config));
     const q = input([3, 2, 8], 1);

@@ -12,7 +12,7 @@ import { PLANNER } from '../core/planner.js';
 import { describe } from '../core/validate.js';
 import { appendedKeysOf } from './appended-keys.js';
 import { runBackward, submitBackwardNow } from './backward.js';
-import { checkCache, createGpuCache, runWithCache, submitKeyValue } from './cache.js';
+import { checkCache, createGpuCache, runWithCache, setKeyValueOnGpu } from './cache.js';
 import { checkCallLimits, limitChecks } from './device-limits.js';
 import { lostError } from './device.js';
 import { callInputs, encodeForward, forwardCallOf } from './forward-pass.js';
@@ -144,19 +144,12 @@ export class GpuMultiHeadAttention {
     }
   }
 
-  /** cache.setKeyValue on the GPU: checked by the planner (the wasm layer's checks), then submitted (cache.js). */
+  /** cache.setKeyValue on the GPU (cache.js). */
   #setKeyValue(cache, key, value) {
     try {
       this.#live('setKeyValue');
-      const state = checkCache(cache);
-      if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
-      const k = checkInput('key', key, { expected: '[B, S, kdim]' });
-      const v = checkInput('value', value, { expected: '[B, S, vdim]' });
-      if (!this.#planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) {
-        throwHandleError(this.#planner, 'setKeyValue');
-      }
-      const B = state.handle.batch(), S = state.handle.length();
-      submitKeyValue(this.#device, state, this.#config, this.#weights.current(), k, v, this.#kernels({ B, L: 0, S, newKeys: S }));
+      setKeyValueOnGpu({ device: this.#device, config: this.#config, planner: this.#planner, weights: this.#weights,
+        kernels: (sizes) => this.#kernels(sizes) }, cache, key, value);
     } catch (error) {
       throw withCallName(error, 'setKeyValue');
     }

@@ -6,8 +6,11 @@
 // way, as PyTorch's.
 import { dispatch, flatWorkgroups, pipeline } from './pipelines.js';
 
-/** Whether a call is sequence-first: a batched call (its planned output [L, B, outputDim]) of a batchFirst: false layer. */
-export const isSequenceFirst = (config, outputShape) => config.batchFirst === false && outputShape.length === 3;
+/**
+ * Whether a batchFirst: false layer's tensor of `shape` (a call's planned output, a setKeyValue
+ * key) is sequence-first: batched, 3-D (unbatched [L, features] tensors have one layout).
+ */
+export const isSequenceFirst = (config, shape) => config.batchFirst === false && shape.length === 3;
 
 /**
  * Encodes into `pass` a new buffer (made in `buffers`) holding x [d0, d1, features] with its two
