@@ -47,7 +47,7 @@ export function checkCallLimits(checks, c, call, { B, L, S, newKeys }, kernels) 
   }
   checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim, c.gate ? AD : 0) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
   checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
-  if (call.request.grad) checkBackwardLimits(c, { B, L, S }, kernels, checks);
+  if (call.grad) checkBackwardLimits(c, { B, L, S }, kernels, checks);
   if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
   if (call.planned) {  // (the step path keeps [B, H, L, S] scores, logits and pattern, whatever it captures)
     checkSize('the step path\'s scores', B * c.numHeads * L * S);

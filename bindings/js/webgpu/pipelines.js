@@ -35,3 +35,10 @@ export function dispatch(device, pass, made, bindings, workgroups) {
   pass.setBindGroup(0, group);
   pass.dispatchWorkgroups(...workgroups);
 }
+
+/** Workgroups [x, y, 1] of 64 invocations for `invocations` of a one-dimensional kernel, folded into y past 65535. */
+export function flatWorkgroups(invocations) {
+  const groups = Math.ceil(invocations / 64);
+  const x = Math.min(groups, 65535);
+  return [x, Math.ceil(groups / x), 1];
+}
