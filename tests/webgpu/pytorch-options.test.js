@@ -145,6 +145,18 @@ describe('addBiasKv and addZeroAttn (PyTorch\'s appended key and value rows)', (
     });
   }
 
+  test('with grouped-query heads (numKvHeads 1), unbatched [L, E] calls and ragged batches', async () => {
+    const p = track(pair({ embedDim: 8, numHeads: 2, numKvHeads: 1, addBiasKv: true, addZeroAttn: true }));
+    await sameAsWasm(p, input([2, 3, 8], 1), input([2, 4, 8], 2), input([2, 4, 8], 3), { needWeights: true, averageWeights: false });
+    await sameAsWasm(p, input([3, 8], 1), null, null, { keyPaddingMask: { data: Uint8Array.from([1, 0, 1]), shape: [3] } });
+    const ragged = { ...input([5, 8], 4), lengths: [2, 3] };
+    const got = await p.gpu.forwardAsync(ragged, null, null, { needWeights: true });
+    const want = p.cpu.forward(ragged, null, null, { needWeights: true });
+    assert.deepEqual([...got.output.lengths], [2, 3]);
+    close(got.output.data, want.output.data, 'ragged output');
+    got.weights.forEach((w, i) => close(w.data, want.weights[i].data, `ragged weights ${i}`));
+  });
+
   test('weights loaded from GPU tensors carry bias_k and bias_v', async () => {
     const { cpu, gpu } = track(pair({ embedDim: 8, numHeads: 2, addBiasKv: true }));
     const shapes = cpu.stateDictShapes();
@@ -175,6 +187,12 @@ describe('staticK and staticV (PyTorch\'s static_k / static_v: per-head keys and
         await sameAsWasm(p, q, k, k, { ...options, needWeights: true });
       }
     }
+  });
+
+  test('with grouped-query heads: [B*numKvHeads, S, headDim]', async () => {
+    const p = track(pair({ embedDim: 8, numHeads: 2, numKvHeads: 1 }));
+    const q = input([2, 3, 8], 1);
+    await sameAsWasm(p, q, q, q, { staticK: input([2, 3, 4], 5), staticV: input([2, 3, 4], 6) });
   });
 
   test('refused in PyTorch\'s words where it refuses them, and with capture', async () => {

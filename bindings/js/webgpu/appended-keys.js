@@ -9,7 +9,7 @@
 // appended_keys_grad.wgsl takes their gradients back: bias_k's and bias_v's, and the given rows'
 // for the projections' backward (zeros for static rows). Shapes and the rules between the options
 // (no cache, no causal, no bias with static keys, ...) are the C++ plan's.
-import { dispatch, flatWorkgroups, pipeline } from './pipelines.js';
+import { dispatch, flatGroups, pipeline } from './pipelines.js';
 
 /** The keys config addBiasKv / addZeroAttn append to every sequence. */
 const extraKeys = (c) => (c.addBiasKv ? 1 : 0) + (c.addZeroAttn ? 1 : 0);
@@ -44,7 +44,7 @@ function encodeAppend(device, pass, buffers, { B, appended, projected, rows, bia
   const params = buffers.uniform(new Uint32Array([B, appended.given, appended.keys, heads, headSize, rows ? 1 : 0,
     appended.biasRow ? 1 : 0, 0]), 'append keys');
   dispatch(device, pass, pipeline(device, 'append_keys'), { 0: src, 1: bias ?? src, 2: out, 3: params },
-    flatWorkgroups(B * appended.keys * heads * headSize));
+    flatGroups(B * appended.keys * heads * headSize));
   return out;
 }
 
@@ -67,7 +67,7 @@ function encodeGrad(device, pass, buffers, { B, appended, d, constant, dBias, fe
   const params = buffers.uniform(new Uint32Array([B, appended.given, appended.keys, features, constant ? 1 : 0,
     dBias ? 1 : 0, 0, 0]), 'appended keys grad');
   dispatch(device, pass, pipeline(device, 'appended_keys_grad'), { 0: d, 1: dGiven, 2: dBias ?? buffers.storage(1, 'unused'), 3: params },
-    flatWorkgroups(B * appended.given * features));
+    flatGroups(B * appended.given * features));
   return dGiven;
 }
 

@@ -42,6 +42,7 @@ export function checkCallLimits(checks, c, call, { B, L, S, newKeys }, kernels) 
   }
   for (const [name, floats] of [['query', B * L * c.embedDim], ['the projected queries', B * L * QD],
     ['the projected keys', B * newKeys * KV], ['the projected values', B * newKeys * VKV], ['the attended values', B * L * AD],
+    ['the keys with the appended ones', call.appended ? B * S * KV : 0], ['the values with the appended ones', call.appended ? B * S * VKV : 0],
     ['the output gate', c.gate ? B * L * AD : 0], ['the output', count(call.outputShape)], ['the weights', call.weightsShape ? count(call.weightsShape) : 0]]) {
     checkSize(name, floats);
   }

@@ -18,7 +18,7 @@ import { lostError } from './device.js';
 import { callInputs, encodeForward, forwardCallOf } from './forward-pass.js';
 import { failWithLoss, submitChecked } from './gpu-work.js';
 import { gemmChoiceOf, planKernels } from './kernel-plan.js';
-import { checkWebGpuPatch, encodeSteps } from './steps.js';
+import { checkWebGpuPatch, encodeCallSteps } from './steps.js';
 import { encodeSwapPass, isSequenceFirst } from './sequence-first.js';
 import { CallBuffers, callResults, checkFiniteOnGpu, checkGpuInputs, checkInput, gpuTensor } from './tensors.js';
 import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult, savedForward } from './training.js';
@@ -73,33 +73,20 @@ export class GpuMultiHeadAttention {
   /** True while the device works; false once it was lost (the layer is unusable then). */
   get usable() { return !this.#disposed && !this.#gpu.lost; }
   stateDictShapes() { return this.#layer.stateDictShapes(); }
-  stateDict() {
-    if (this.#weights.gpuOnly) {
-      throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
-        + 'and live only on the GPU; read the tensors it was loaded from');
-    }
-    return this.#layer.stateDict();
-  }
+  stateDict() { return this.#weights.stateDict(); }
 
   /**
    * The wasm layer's loadStateDict; or, when the values are { buffer, shape } GPU tensors, their
-   * contents copied on the GPU into the layer's weights (nothing read back; weights.js's
-   * copyWeights), the GPU's verdict awaited by the next call.
+   * contents copied on the GPU into the layer's weights (weights.js), the GPU's verdict awaited by
+   * the next call.
    */
   loadStateDict(stateDict) {
     this.#live('loadStateDict');
-    const onGpu = stateDict !== null && typeof stateDict === 'object'
-      && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
-    if (onGpu) {
-      try {
-        this.#weights.copyFrom(stateDict);
-      } catch (error) {
-        throw withCallName(error, 'loadStateDict');
-      }
-      return this;
+    try {
+      this.#weights.load(stateDict);
+    } catch (error) {
+      throw withCallName(error, 'loadStateDict');
     }
-    this.#layer.loadStateDict(stateDict);
-    this.#weights.changed();
     return this;
   }
 
@@ -253,18 +240,9 @@ export class GpuMultiHeadAttention {
       const output = buffers.storage(count(call.outputShape), 'output');
       const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
       const forwardCall = forwardCallOf(c, call, sizes, kernels, { x, xk, xv, output, weights }, buffers);
-      let made = null, captured = null;
-      if (call.planned) {  // capture or patch: the step path (steps.js)
-        // (result reads out_proj as float32: a quantized one dequantized by the wasm layer, as its step path does)
-        const wantsResult = call.planned.captured.some((step) => step.name === 'result');
-        const outWeight = w.out.dtype && wantsResult ? buffers.upload(this.#layer.stateDict()['out_proj.weight'], 'out_proj as float32') : w.out;
-        // With grad (capture only): the fused pass makes the output and what backward reads; the
-        // step path, run beside it on the same inputs, gives the steps (its output unused).
-        const stepsCall = call.grad ? { ...forwardCall, output: buffers.storage(count(call.outputShape), 'unused output'), weights: null }
-          : forwardCall;
-        captured = encodeSteps(device, encoder, buffers, c, w, { ...stepsCall, outWeight, patchTensor: call.patch?.tensor }, call.planned);
-      }
-      if (!call.planned || call.grad) made = encodeForward(device, encoder, buffers, c, w, forwardCall);
+      const captured = call.planned ? encodeCallSteps(device, encoder, buffers, c, w,
+        { call, forwardCall, float32OutWeight: () => this.#layer.stateDict()['out_proj.weight'] }) : null;
+      const made = !call.planned || call.grad ? encodeForward(device, encoder, buffers, c, w, forwardCall) : null;
       const shown = call.sequenceFirst
         ? encodeSwapPass(device, encoder, buffers, output, [sizes.B, sizes.L, c.outputDim], 'output sequence-first') : output;
       device.queue.submit([encoder.finish()]);

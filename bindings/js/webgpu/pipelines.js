@@ -36,9 +36,11 @@ export function dispatch(device, pass, made, bindings, workgroups) {
   pass.dispatchWorkgroups(...workgroups);
 }
 
-/** Workgroups [x, y, 1] of 64 invocations for `invocations` of a one-dimensional kernel, folded into y past 65535. */
-export function flatWorkgroups(invocations) {
-  const groups = Math.ceil(invocations / 64);
-  const x = Math.min(groups, 65535);
-  return [x, Math.ceil(groups / x), 1];
+const MAX_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
+
+/** Workgroups of 64 for `count` invocations of a flat kernel: x up to the limit, the rest over y. */
+export function flatGroups(count) {
+  const groups = Math.ceil(count / 64);
+  const x = Math.min(groups, MAX_GROUPS);
+  return [x, x === 0 ? 0 : Math.ceil(groups / x), 1];
 }

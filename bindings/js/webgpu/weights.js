@@ -182,8 +182,6 @@ export class LayerWeights {
 
   /** Whether there are weights (in the wasm layer, or copied from GPU tensors). */
   get loaded() { return this.#gpuOnly || this.#layer.byteSize > 0; }
-  /** True while the weights live only on the GPU (the wasm layer's stateDict does not hold them). */
-  get gpuOnly() { return this.#gpuOnly; }
   /** A GPU-to-GPU copy's verdict (a promise of an Error or null); undefined for an upload. */
   get ready() { return this.#uploaded?.ready; }
 
@@ -198,6 +196,30 @@ export class LayerWeights {
 
   /** Whether `w` (a call's current()) are still the weights: a backward pass runs on its forward's. */
   isCurrent(w) { return w === this.#uploaded; }
+
+  /**
+   * A state dict loaded: into the wasm layer (loadStateDict); or, when its values are { buffer,
+   * shape } GPU tensors, their contents copied on the GPU (copyFrom: nothing read back).
+   */
+  load(stateDict) {
+    const onGpu = stateDict !== null && typeof stateDict === 'object'
+      && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
+    if (onGpu) {
+      this.copyFrom(stateDict);
+    } else {
+      this.#layer.loadStateDict(stateDict);
+      this.changed();
+    }
+  }
+
+  /** The weights as a state dict of Float32Arrays: the wasm layer's (none for weights that live on the GPU only). */
+  stateDict() {
+    if (this.#gpuOnly) {
+      throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
+        + 'and live only on the GPU; read the tensors it was loaded from');
+    }
+    return this.#layer.stateDict();
+  }
 
   /** GPU tensors' contents copied into new weights (copyWeights: checked first; the GPU's verdict in `ready`). */
   copyFrom(stateDict) {
