@@ -158,13 +158,14 @@ export class RaggedCall {
     for (const r of results) r.release?.();
   }
 
+  /** The sequences' results as one: { output (joined), weights (a list, or null), captured? (a list) }, with backward when they have it. */
   #join(results) {
-    const output = join(results.map((r) => r.output));
-    const weights = results[0].weights ? results.map((r) => r.weights) : null;
+    const joined = { output: join(results.map((r) => r.output)), weights: results[0].weights ? results.map((r) => r.weights) : null };
+    if (results[0].captured) joined.captured = results.map((r) => r.captured);
     if (typeof results[0].backward === 'function' || typeof results[0].backwardAsync === 'function') {
-      return new RaggedTrainingResult(results, output, weights);
+      return new RaggedTrainingResult(results, joined);
     }
-    return results[0].captured ? { output, weights, captured: results.map((r) => r.captured) } : { output, weights };
+    return joined;
   }
 }
 
@@ -176,11 +177,10 @@ export class RaggedCall {
 export class RaggedTrainingResult {
   #results;
 
-  constructor(results, output, weights) {
+  /** `joined`: RaggedCall's { output, weights, captured? } of the sequences' `results`. */
+  constructor(results, joined) {
     this.#results = results;
-    this.output = output;
-    this.weights = weights;
-    if (results[0].captured) this.captured = results.map((r) => r.captured);
+    Object.assign(this, joined);
   }
 
   #dOuts(dOut) {
