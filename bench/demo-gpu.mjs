@@ -11,39 +11,31 @@ const repeats = Number(process.argv[2] ?? 7);
 const { page, close } = await startDemo({ gpu: true });
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
-/** Types one character at the end of the text box; ms from its input event to the drawn heads. */
-async function keystroke() {
-  const expected = `${await page.locator('#text').inputValue()}e`;
-  await page.evaluate(() => {
-    const box = document.getElementById('text');
+/**
+ * Types `char` at the end of the text box `id`; ms from its input event until the page has drawn
+ * the heads of the new text (`drawn`: 'labels' for the model's tokens, 'sentiment' for Sentiment's).
+ */
+async function typedToDrawn(id, char, drawn) {
+  const expected = `${await page.locator(`#${id}`).inputValue()}${char}`;
+  await page.evaluate((boxId) => {
+    const box = document.getElementById(boxId);
     box.addEventListener('input', (event) => { window.__typedAt = event.timeStamp; }, { once: true });
     box.focus();
     box.setSelectionRange(box.value.length, box.value.length);
-  });
-  await page.keyboard.type('e');
-  return page.evaluate(async (text) => {
+  }, id);
+  await page.keyboard.type(char);
+  return page.evaluate(async ({ text, drawn }) => {
     const demo = window.__mhaDemo;
-    while (demo.getState().labels?.slice(1).join('') !== text.toLowerCase()) await demo.nextRender();
+    const shows = drawn === 'labels' ? (s) => s.labels?.slice(1).join('') === text.toLowerCase() : (s) => s.sentiment?.text === text;
+    while (!shows(demo.getState())) await demo.nextRender();
     return performance.now() - window.__typedAt;
-  }, expected);
+  }, { text: expected, drawn });
 }
 
-/** Sentiment: types one character at the end of its sentence; ms from its input event to the drawn heads. */
-async function sentimentKeystroke() {
-  const expected = `${await page.locator('#sentiment-text').inputValue()}s`;
-  await page.evaluate(() => {
-    const box = document.getElementById('sentiment-text');
-    box.addEventListener('input', (event) => { window.__typedAt = event.timeStamp; }, { once: true });
-    box.focus();
-    box.setSelectionRange(box.value.length, box.value.length);
-  });
-  await page.keyboard.type('s');
-  return page.evaluate(async (text) => {
-    const demo = window.__mhaDemo;
-    while (demo.getState().sentiment?.text !== text) await demo.nextRender();
-    return performance.now() - window.__typedAt;
-  }, expected);
-}
+/** The default model: one character at the end of the text box. */
+const keystroke = () => typedToDrawn('text', 'e', 'labels');
+/** Sentiment: one character at the end of its sentence. */
+const sentimentKeystroke = () => typedToDrawn('sentiment-text', 's', 'sentiment');
 
 /** Your layer: ms from the Run click to the drawn heads. */
 async function customRun() {

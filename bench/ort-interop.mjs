@@ -7,33 +7,17 @@
 // onnxruntime-web (npm ci --prefix bench).
 //
 //   node bench/ort-interop.mjs
-import { readFile } from 'node:fs/promises';
-import { extname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { launchBrowser } from '../tests/browser/browser.js';
 import { startServer } from '../tools/serve.mjs';
+import { routeBenchFiles } from './route-bench-files.mjs';
 
-const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
-const TYPES = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
-const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' };
 const SHAPE = { B: 2, L: 16, E: 64, H: 4 };
 
 const { server, url } = await startServer({ port: 0 });
 const browser = await launchBrowser({ gpu: true });
 try {
-  // The bench's own files and onnxruntime-web come from bench/, beside the package's server.
-  await browser.context.route(`${url}bench/**`, async (route) => {
-    const path = new URL(route.request().url()).pathname;
-    if (path === '/bench/blank.html') return route.fulfill({ body: '<!doctype html><title>bench</title>', headers: { ...ISOLATION, 'Content-Type': 'text/html' } });
-    const file = join(ROOT, path);
-    if (!file.startsWith(join(ROOT, 'bench') + '/')) return route.fulfill({ status: 403 });
-    try {
-      return route.fulfill({ body: await readFile(file), headers: { ...ISOLATION, 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream' } });
-    } catch {
-      return route.fulfill({ status: 404 });
-    }
-  });
+  await routeBenchFiles(browser.context, url);
   for (const build of ['jsep', 'native']) {
     const page = await browser.context.newPage();
     await page.goto(`${url}bench/blank.html`);

@@ -32,23 +32,40 @@ async function time(step, passes) {
   return { ms: median(ms), output };
 }
 
-async function ours({ shape, passes, backend, threads, subgroups }) {
+/** Our package on `backend`: WebGPU on a device of its own (null when the browser has no adapter), else wasm with `threads`. */
+async function initOurs({ backend, threads, subgroups }) {
   const { init } = await import('/bindings/js/index.js');
+  if (backend !== 'webgpu') return { mha: await init({ threads }), device: null };
+  const device = await gpuDevice(subgroups);
+  if (!device) return null;
+  return { mha: await init({ backend: 'webgpu', device }), device };
+}
+
+/** What ran our layer: the adapter's vendor and architecture, or the wasm build and its threads. */
+function ourDevice(mha) {
+  const adapter = mha.adapterInfo ? `${mha.adapterInfo.vendor} ${mha.adapterInfo.architecture}`.trim() : null;
+  return adapter ?? `${mha.build.name} × ${mha.build.numThreads}`;
+}
+
+/** onnxruntime-web, single-threaded on wasm: 'jsep' the default import (its TypeScript-generated WGSL), 'native' onnxruntime-web/webgpu. */
+async function importOrt(build) {
+  const ort = await import(build === 'jsep' ? '/bench/node_modules/onnxruntime-web/dist/ort.all.bundle.min.mjs'
+    : '/bench/node_modules/onnxruntime-web/dist/ort.webgpu.bundle.min.mjs');
+  ort.env.wasm.wasmPaths = '/bench/node_modules/onnxruntime-web/dist/';
+  ort.env.wasm.numThreads = 1;
+  return ort;
+}
+
+async function ours({ shape, passes, backend, threads, subgroups }) {
+  const ours = await initOurs({ backend, threads, subgroups });
+  if (!ours) return { skipped: 'no WebGPU adapter' };
+  const { mha, device } = ours;
   const { B, L, E, H } = shape;
-  let mha, device = null;
-  if (backend === 'webgpu') {
-    device = await gpuDevice(subgroups);
-    if (!device) return { skipped: 'no WebGPU adapter' };
-    mha = await init({ backend: 'webgpu', device });
-  } else {
-    mha = await init({ threads });
-  }
   const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H }).loadStateDict(benchWeights(E));
   const query = { data: randomArray(B * L * E, 7), shape: [B, L, E] };
   try {
     const result = await time(async () => (await layer.forwardAsync(query)).output.data, passes);
-    const adapter = mha.adapterInfo ? `${mha.adapterInfo.vendor} ${mha.adapterInfo.architecture}`.trim() : null;
-    return { ...result, device: adapter ?? `${mha.build.name} × ${mha.build.numThreads}` };
+    return { ...result, device: ourDevice(mha) };
   } finally {
     layer.dispose();
     device?.destroy();
@@ -56,11 +73,7 @@ async function ours({ shape, passes, backend, threads, subgroups }) {
 }
 
 async function onnxruntime({ shape, passes, build, subgroups }) {
-  // 'jsep': the default import (its TypeScript-generated WGSL); 'native': onnxruntime-web/webgpu.
-  const ort = await import(build === 'jsep' ? '/bench/node_modules/onnxruntime-web/dist/ort.all.bundle.min.mjs'
-    : '/bench/node_modules/onnxruntime-web/dist/ort.webgpu.bundle.min.mjs');
-  ort.env.wasm.wasmPaths = '/bench/node_modules/onnxruntime-web/dist/';
-  ort.env.wasm.numThreads = 1;
+  const ort = await importOrt(build);
   const { B, L, E } = shape;
   // The native build takes a device (with or without subgroups); JSEP makes its own.
   const device = build === 'native' ? await gpuDevice(subgroups) : null;
@@ -91,16 +104,10 @@ export const decodeToken = ({ E }) => randomArray(E, 8);
  * before each so every step attends to P + 1 tokens, as onnxruntime's does.
  */
 async function oursDecode({ shape, passes, backend, threads, subgroups }) {
-  const { init } = await import('/bindings/js/index.js');
+  const ours = await initOurs({ backend, threads, subgroups });
+  if (!ours) return { skipped: 'no WebGPU adapter' };
+  const { mha, device } = ours;
   const { E, H, Hkv, P } = shape;
-  let mha, device = null;
-  if (backend === 'webgpu') {
-    device = await gpuDevice(subgroups);
-    if (!device) return { skipped: 'no WebGPU adapter' };
-    mha = await init({ backend: 'webgpu', device });
-  } else {
-    mha = await init({ threads });
-  }
   const layer = new mha.MultiHeadAttention({ embedDim: E, numHeads: H, numKvHeads: Hkv }).loadStateDict(decodeWeights(shape));
   const cache = layer.createCache({ capacity: P + 1 });
   const call = (x) => (device ? layer.forwardAsync(x, null, null, { cache }) : layer.forward(x, null, null, { cache }));
@@ -115,8 +122,7 @@ async function oursDecode({ shape, passes, backend, threads, subgroups }) {
       cache.truncate(P);
       return (await call(token)).output.data;
     }, passes);
-    const adapter = mha.adapterInfo ? `${mha.adapterInfo.vendor} ${mha.adapterInfo.architecture}`.trim() : null;
-    return { ...result, device: adapter ?? `${mha.build.name} × ${mha.build.numThreads}` };
+    return { ...result, device: ourDevice(mha) };
   } finally {
     cache.dispose();
     layer.dispose();
@@ -135,10 +141,7 @@ async function oursDecode({ shape, passes, backend, threads, subgroups }) {
  * buffer): enableGraphCapture, every input and the output in GPU buffers of ours.
  */
 async function onnxruntimeDecode({ shape, passes, build, subgroups, shared, capture, data }) {
-  const ort = await import(build === 'jsep' ? '/bench/node_modules/onnxruntime-web/dist/ort.all.bundle.min.mjs'
-    : '/bench/node_modules/onnxruntime-web/dist/ort.webgpu.bundle.min.mjs');
-  ort.env.wasm.wasmPaths = '/bench/node_modules/onnxruntime-web/dist/';
-  ort.env.wasm.numThreads = 1;
+  const ort = await importOrt(build);
   const { E, H, Hkv, P } = shape;
   const Dh = E / H, rows = shared ? P + 1 : P;
   const device = build === 'native' ? await gpuDevice(subgroups) : null;

@@ -18,17 +18,14 @@
 // Needs bench/node_modules (npm ci --prefix bench, as `npm run bench` does) and dist/ (npm run build).
 // Chromium's WebGPU adapter here is SwiftShader (software): such figures are for ratios between
 // implementations on the same adapter, not a GPU's speed (docs/webgpu.md).
-import { readFile } from 'node:fs/promises';
-import { extname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 import { startServer } from '../tools/serve.mjs';
+import { routeBenchFiles } from './route-bench-files.mjs';
 import { float64Attention, float64DecodeStep, relativeError } from './float64-mha.mjs';
 import { decodeHistory, decodeToken } from './webgpu-page.js';
 import { benchWeights, decodeWeights, flops, label, randomArray } from './shapes.mjs';
 
-const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const PASSES = Number(args.passes ?? 3);
 const ROWS = (args.rows ?? 'prefill,decode').split(',');
@@ -68,8 +65,6 @@ const DECODE_IMPLS = [
 const FLAGS = ['--headless', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync', '--enable-unsafe-webgpu', '--enable-features=Vulkan',
   '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader', '--use-angle=swiftshader'];
-const TYPES = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
-const ISOLATION = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' };
 
 /** The bytes a layer must at least move: weights, biases, input and output (float32). */
 const minBytes = ({ B, L, E }) => 4 * (4 * E * E + 4 * E + 2 * B * L * E);
@@ -85,19 +80,7 @@ const { server, url } = await startServer({ port: 0 });
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: FLAGS });
 try {
   const context = await browser.newContext();
-  // The bench's own files and onnxruntime-web come from bench/, beside the package's server.
-  await context.route(`${url}bench/**`, async (route) => {
-    const path = new URL(route.request().url()).pathname;
-    if (path === '/bench/blank.html') return route.fulfill({ body: '<!doctype html><title>bench</title>', headers: { ...ISOLATION, 'Content-Type': 'text/html' } });
-    if (pastData.has(path)) return route.fulfill({ body: pastData.get(path), headers: { ...ISOLATION, 'Content-Type': 'application/octet-stream' } });
-    const file = join(ROOT, path);
-    if (!file.startsWith(join(ROOT, 'bench') + '/')) return route.fulfill({ status: 403 });
-    try {
-      return route.fulfill({ body: await readFile(file), headers: { ...ISOLATION, 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream' } });
-    } catch {
-      return route.fulfill({ status: 404 });
-    }
-  });
+  await routeBenchFiles(context, url, pastData);
   /** Runs each of `impls` on `shape` in a page of its own; `want`: the float64 reference. */
   const measure = async (shape, impls, want, extra = {}) => {
     const results = [];

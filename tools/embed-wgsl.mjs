@@ -1,6 +1,6 @@
 // Embeds the WebGPU kernels (bindings/js/webgpu/wgsl/*.wgsl) into one JS module,
 // bindings/js/webgpu/wgsl.generated.js, so the package loads them without fetching files.
-// `#include "name.wgsl"` pulls in a shared piece (score_epilogue.wgsl) once per kernel.
+// `#include "name.wgsl"` pulls in a shared piece (score_epilogue.wgsl, head_sizes.wgsl, ...) once per kernel.
 // The output is committed (the package and its browser import maps use the source tree as is);
 // tests/js/webgpu-embed.test.js checks it is fresh. Run: node tools/embed-wgsl.mjs [--check]
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,10 +10,16 @@ const root = new URL('../bindings/js/webgpu/', import.meta.url);
 const dir = new URL('wgsl/', root);
 const target = new URL('wgsl.generated.js', root);
 
-function expand(name, seen = new Set()) {
+// `included`: the pieces this kernel already has (a piece included twice, e.g. head_sizes.wgsl by
+// two pieces of one kernel, is pulled in the first time only, as C's #pragma once).
+function expand(name, seen = new Set(), included = new Set()) {
   if (seen.has(name)) throw new Error(`embed-wgsl: ${name} includes itself`);
   const text = readFileSync(new URL(name, dir), 'utf8');
-  return text.replace(/^#include "([\w.-]+)"$/gm, (_, inner) => expand(inner, new Set([...seen, name])).trimEnd());
+  return text.replace(/^#include "([\w.-]+)"$/gm, (_, inner) => {
+    if (included.has(inner)) return '';
+    included.add(inner);
+    return expand(inner, new Set([...seen, name]), included).trimEnd();
+  });
 }
 
 export function generate() {

@@ -19,3 +19,10 @@ test('every kernel has its includes expanded', async () => {
   }
   assert.match(WGSL.flash_attention, /fn final_score/);
 });
+
+test('a piece two pieces of one kernel include is pulled in once (head_sizes.wgsl in the dQ kernel)', async () => {
+  const { WGSL } = await import('../../bindings/js/webgpu/wgsl.generated.js');
+  assert.equal(WGSL.attention_backward_dq.match(/^const DH: u32/gm)?.length, 1);
+  assert.match(WGSL.attention_backward_dq, /fn load_key_value_tiles/);
+  assert.match(WGSL.attention_backward_dq, /^const RS: u32/m);
+});

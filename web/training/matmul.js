@@ -1,39 +1,11 @@
 // The three matrix products the trainer's JavaScript layers need, on row-major Float32Arrays.
 // Plain loops ordered so the innermost one walks contiguous memory, blocked by 4 so each loaded
 // value serves four multiply-adds; the attention layers themselves run in mha-wasm.
+import { dotRows } from '../../bindings/js/core/dot-rows.js';
 
-/** C[M, N] (+)= A[M, K] · B[N, K]^T   (a linear layer's forward: x W^T). */
+/** C[M, N] (+)= A[M, K] · B[N, K]^T   (a linear layer's forward: x W^T): row i of C is row i of A dotted with B's rows. */
 export function matmulTransposedB(A, B, C, M, N, K, accumulate = false) {
-  for (let i = 0; i < M; i++) {
-    const a = i * K;
-    let j = 0;
-    for (; j + 3 < N; j += 4) {  // four output columns share each A[i, k]
-      const b0 = j * K;
-      const b1 = b0 + K;
-      const b2 = b1 + K;
-      const b3 = b2 + K;
-      let s0 = 0; let s1 = 0; let s2 = 0; let s3 = 0;
-      for (let k = 0; k < K; k++) {
-        const x = A[a + k];
-        s0 += x * B[b0 + k];
-        s1 += x * B[b1 + k];
-        s2 += x * B[b2 + k];
-        s3 += x * B[b3 + k];
-      }
-      const c = i * N + j;
-      if (accumulate) {
-        C[c] += s0; C[c + 1] += s1; C[c + 2] += s2; C[c + 3] += s3;
-      } else {
-        C[c] = s0; C[c + 1] = s1; C[c + 2] = s2; C[c + 3] = s3;
-      }
-    }
-    for (; j < N; j++) {
-      const b = j * K;
-      let sum = 0;
-      for (let k = 0; k < K; k++) sum += A[a + k] * B[b + k];
-      C[i * N + j] = accumulate ? C[i * N + j] + sum : sum;
-    }
-  }
+  for (let i = 0; i < M; i++) dotRows(A, i * K, B, 0, K, K, C, i * N, N, accumulate);
   return C;
 }
 

@@ -13,6 +13,18 @@ export function throwHandleError(handle, context) {
   throw new ErrorClass(message.startsWith(`${context}: `) ? message : `${context}: ${message}`);
 }
 
+/** A handle just constructed, or, when its constructor failed, its error thrown as throwHandleError's, the handle deleted. */
+export function constructedHandle(handle, context) {
+  if (handle.lastErrorKind() !== 0) {
+    try {
+      throwHandleError(handle, context);
+    } finally {
+      handle.delete();
+    }
+  }
+  return handle;
+}
+
 /**
  * Puts `call: ` in front of an error's message, unless the message already starts with it (or with
  * 'Class.call: '). A message starting with one of `inner` (the names of calls this call made on

@@ -1,7 +1,7 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
 import { checkSeed, readForwardCall, readRaggedCall } from './call-reader.js';
-import { nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
+import { constructedHandle, nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { initialStateDict } from './initialize.js';
 import { leakRegistry } from './leak-warning.js';
@@ -128,14 +128,7 @@ class WasmMultiHeadAttention {
     // Unseeded layers draw a different dropout sequence each run, as PyTorch's do.
     this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
     const { seed, ...coreConfig } = config;
-    const handle = new this.#module.LayerHandle(checkVariants(coreConfig));
-    if (handle.lastErrorKind() !== 0) {
-      try {
-        throwHandleError(handle, 'MultiHeadAttention');
-      } finally {
-        handle.delete();
-      }
-    }
+    const handle = constructedHandle(new this.#module.LayerHandle(checkVariants(coreConfig)), 'MultiHeadAttention');
     this.#handle = handle;
     leakedLayers.register(this, handle, this);
   }

@@ -2,7 +2,7 @@
 // packed once as the attention layers' projections are, in float32 or float16 ('f16': 16-bit
 // stays 16-bit, widened in registers by the same kernels). linear() (linear.js) copies its weight
 // in on every call; this is for weights read again and again (a model's MLPs, its unembedding).
-import { nameErrorsByCall, throwHandleError } from './errors.js';
+import { constructedHandle, nameErrorsByCall, throwHandleError } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { leakRegistry } from './leak-warning.js';
 import { watchMemoryGrowth } from './memory-growth.js';
@@ -44,14 +44,7 @@ export function defineLinearLayer(module) {
       this.#config = Object.freeze({
         inFeatures: config.inFeatures, outFeatures: config.outFeatures, bias: config.bias ?? true, weightDtype,
       });
-      const handle = new module.LinearHandle(config.inFeatures, config.outFeatures, this.#config.bias, weightDtype);
-      if (handle.lastErrorKind() !== 0) {
-        try {
-          throwHandleError(handle, 'Linear');
-        } finally {
-          handle.delete();
-        }
-      }
+      const handle = constructedHandle(new module.LinearHandle(config.inFeatures, config.outFeatures, this.#config.bias, weightDtype), 'Linear');
       this.#handle = handle;
       leakedLinears.register(this, handle, this);
     }

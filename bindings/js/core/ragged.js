@@ -77,27 +77,29 @@ function join(parts) {
   return { data, shape: [data.length / width, width], lengths };
 }
 
+/**
+ * The option `name` given as a list with one `item` per sequence (`each`: what each is, for the
+ * message), or a list of `count` undefineds when it is not given.
+ */
+function readPerSequenceList(name, list, count, item, each) {
+  if (list == null) return Array(count).fill(undefined);
+  if (!Array.isArray(list)) {
+    throw new TypeError(`${name}: with ragged inputs, a list of ${item}s, one per sequence (${each}), got ${describe(list)}`);
+  }
+  if (list.length !== count) throw new RangeError(`${name}: one ${item} per sequence (${count}), got ${list.length}`);
+  return list;
+}
+
 /** Each sequence's share of attnMask: a list, one [L_i, S_i] or [H, L_i, S_i] mask per sequence. */
 function readMaskList(attnMask, count) {
-  if (attnMask == null) return Array(count).fill(undefined);
-  if (!Array.isArray(attnMask)) {
-    throw new TypeError('attnMask: with ragged inputs, a list of masks, one per sequence ([L_i, S_i] or [numHeads, L_i, S_i] each), '
-      + `got ${describe(attnMask)}`);
-  }
-  if (attnMask.length !== count) throw new RangeError(`attnMask: one mask per sequence (${count}), got ${attnMask.length}`);
-  return attnMask;
+  return readPerSequenceList('attnMask', attnMask, count, 'mask', '[L_i, S_i] or [numHeads, L_i, S_i] each');
 }
 
 /** Each sequence's cache: a list, one cache per sequence (a cache holds rows of one length). */
 function readCacheList(cache, count) {
-  if (cache == null) return Array(count).fill(undefined);
-  if (!Array.isArray(cache)) {
-    throw new TypeError('cache: with ragged inputs, a list of caches, one per sequence (each from createCache(), batch 1), '
-      + `got ${describe(cache)}`);
-  }
-  if (cache.length !== count) throw new RangeError(`cache: one cache per sequence (${count}), got ${cache.length}`);
-  if (new Set(cache).size !== count) throw new TypeError('cache: each sequence needs a cache of its own (the list repeats one)');
-  return cache;
+  const caches = readPerSequenceList('cache', cache, count, 'cache', 'each from createCache(), batch 1');
+  if (cache != null && new Set(caches).size !== count) throw new TypeError('cache: each sequence needs a cache of its own (the list repeats one)');
+  return caches;
 }
 
 /** The error of sequence i, saying which one. */
@@ -156,13 +158,14 @@ export class RaggedCall {
     for (const r of results) r.release?.();
   }
 
+  /** The sequences' results as one: { output (joined), weights (a list, or null), captured? (a list) }, with backward when they have it. */
   #join(results) {
-    const output = join(results.map((r) => r.output));
-    const weights = results[0].weights ? results.map((r) => r.weights) : null;
+    const joined = { output: join(results.map((r) => r.output)), weights: results[0].weights ? results.map((r) => r.weights) : null };
+    if (results[0].captured) joined.captured = results.map((r) => r.captured);
     if (typeof results[0].backward === 'function' || typeof results[0].backwardAsync === 'function') {
-      return new RaggedTrainingResult(results, output, weights);
+      return new RaggedTrainingResult(results, joined);
     }
-    return results[0].captured ? { output, weights, captured: results.map((r) => r.captured) } : { output, weights };
+    return joined;
   }
 }
 
@@ -174,11 +177,10 @@ export class RaggedCall {
 export class RaggedTrainingResult {
   #results;
 
-  constructor(results, output, weights) {
+  /** `joined`: RaggedCall's { output, weights, captured? } of the sequences' `results`. */
+  constructor(results, joined) {
     this.#results = results;
-    this.output = output;
-    this.weights = weights;
-    if (results[0].captured) this.captured = results.map((r) => r.captured);
+    Object.assign(this, joined);
   }
 
   #dOuts(dOut) {

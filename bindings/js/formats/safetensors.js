@@ -7,23 +7,15 @@
 import { bfloat16ToFloat, floatToBfloat16, floatToHalf, halfToFloat } from './float16.js';
 import { describe, withArticle } from '../core/validate.js';
 
-/** Bytes per element and the typed array each dtype is returned as. */
+/**
+ * The typed array each dtype is returned as, a line per element size (its BYTES_PER_ELEMENT):
+ * F16 and BF16 as their raw binary16 / bfloat16 bits, the 8-bit floats as raw bytes.
+ */
 const DTYPES = {
-  BOOL: { bytes: 1, Array: Uint8Array },
-  U8: { bytes: 1, Array: Uint8Array },
-  I8: { bytes: 1, Array: Int8Array },
-  F8_E4M3: { bytes: 1, Array: Uint8Array },
-  F8_E5M2: { bytes: 1, Array: Uint8Array },
-  I16: { bytes: 2, Array: Int16Array },
-  U16: { bytes: 2, Array: Uint16Array },
-  F16: { bytes: 2, Array: Uint16Array },   // raw binary16 bits
-  BF16: { bytes: 2, Array: Uint16Array },  // raw bfloat16 bits
-  I32: { bytes: 4, Array: Int32Array },
-  U32: { bytes: 4, Array: Uint32Array },
-  F32: { bytes: 4, Array: Float32Array },
-  I64: { bytes: 8, Array: BigInt64Array },
-  U64: { bytes: 8, Array: BigUint64Array },
-  F64: { bytes: 8, Array: Float64Array },
+  BOOL: Uint8Array, U8: Uint8Array, I8: Int8Array, F8_E4M3: Uint8Array, F8_E5M2: Uint8Array,
+  I16: Int16Array, U16: Uint16Array, F16: Uint16Array, BF16: Uint16Array,
+  I32: Int32Array, U32: Uint32Array, F32: Float32Array,
+  I64: BigInt64Array, U64: BigUint64Array, F64: Float64Array,
 };
 const KNOWN_DTYPES = Object.keys(DTYPES).join(', ');
 const FLOAT_DTYPES = ['F32', 'F16', 'BF16', 'F64'];
@@ -112,7 +104,7 @@ function readEntry(name, info, dataLength) {
     throw new RangeError(`${what}: data_offsets ${JSON.stringify(offsets)} must satisfy 0 <= begin <= end <= ${dataLength} `
       + '(the size of the data section)');
   }
-  const bytes = count * DTYPES[dtype].bytes;
+  const bytes = count * DTYPES[dtype].BYTES_PER_ELEMENT;
   if (end - begin !== bytes) {
     throw new RangeError(`${what}: dtype ${dtype} and shape ${JSON.stringify(shape)} need ${bytes} bytes, `
       + `but data_offsets ${JSON.stringify(offsets)} span ${end - begin}`);
@@ -154,7 +146,7 @@ export function readSafetensors(bytes) {
   checkTiling(entries, data.length);
   // Object.fromEntries defines own properties, so a tensor named "__proto__" stays a tensor.
   const tensors = Object.fromEntries(entries.map(({ name, dtype, shape, begin, end }) => {
-    const { Array } = DTYPES[dtype];
+    const Array = DTYPES[dtype];
     return [name, { dtype, shape, data: new Array(data.slice(begin, end).buffer) }];
   }));
   return { tensors, metadata };
@@ -211,8 +203,8 @@ function tensorBytes(name, tensor) {
   if ((dtype === 'F16' || dtype === 'BF16') && data instanceof Float32Array) {
     data = Uint16Array.from(data, dtype === 'F16' ? floatToHalf : floatToBfloat16);
   }
-  if (!(data instanceof DTYPES[dtype].Array)) {
-    throw new TypeError(`${what}: dtype ${dtype} needs ${withArticle(DTYPES[dtype].Array.name)}, got ${describe(data)}`);
+  if (!(data instanceof DTYPES[dtype])) {
+    throw new TypeError(`${what}: dtype ${dtype} needs ${withArticle(DTYPES[dtype].name)}, got ${describe(data)}`);
   }
   const count = elementCount(what, tensor.shape);
   if (count !== data.length) {

@@ -6,6 +6,7 @@
 // dims: { rows (batch x height), inWidth, outWidth, inChannels, outChannels, filterWidth, left
 // (padding before the first position) }. Layouts: x [rows, inWidth, inChannels], filter
 // [filterWidth, inChannels, outChannels], y / dy [rows, outWidth, outChannels].
+import { dotRows } from '../core/dot-rows.js';
 
 /** y = conv1d(x, filter). y is written whole. */
 export function conv1dForward(x, filter, y, { rows, inWidth, outWidth, inChannels, outChannels, filterWidth, left }) {
@@ -22,26 +23,8 @@ export function conv1dForward(x, filter, y, { rows, inWidth, outWidth, inChannel
         y.fill(0, yAt, yAt + outChannels);
         continue;
       }
-      const xAt = (r * inWidth + start + lo) * inChannels, wOff = lo * inChannels, n = (hi - lo) * inChannels;
-      let co = 0;
-      for (; co + 4 <= outChannels; co += 4) {
-        const w0 = co * K + wOff, w1 = w0 + K, w2 = w1 + K, w3 = w2 + K;
-        let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (let i = 0; i < n; i++) {
-          const xv = x[xAt + i];
-          s0 += xv * wt[w0 + i];
-          s1 += xv * wt[w1 + i];
-          s2 += xv * wt[w2 + i];
-          s3 += xv * wt[w3 + i];
-        }
-        y[yAt + co] = s0; y[yAt + co + 1] = s1; y[yAt + co + 2] = s2; y[yAt + co + 3] = s3;
-      }
-      for (; co < outChannels; co++) {
-        const w0 = co * K + wOff;
-        let s = 0;
-        for (let i = 0; i < n; i++) s += x[xAt + i] * wt[w0 + i];
-        y[yAt + co] = s;
-      }
+      const xAt = (r * inWidth + start + lo) * inChannels;
+      dotRows(x, xAt, wt, lo * inChannels, K, (hi - lo) * inChannels, y, yAt, outChannels, false);
     }
   }
 }
@@ -55,26 +38,8 @@ export function conv1dInputGradient(dy, filter, dx, { rows, inWidth, outWidth, i
       for (let kw = 0; kw < filterWidth; kw++) {
         const iw = ow + kw - left;
         if (iw < 0 || iw >= inWidth) continue;
-        const dxAt = (r * inWidth + iw) * inChannels, tap = kw * inChannels * outChannels;
-        let ci = 0;
-        for (; ci + 4 <= inChannels; ci += 4) {
-          const w0 = tap + ci * outChannels, w1 = w0 + outChannels, w2 = w1 + outChannels, w3 = w2 + outChannels;
-          let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          for (let co = 0; co < outChannels; co++) {
-            const d = dy[dyAt + co];
-            s0 += d * filter[w0 + co];
-            s1 += d * filter[w1 + co];
-            s2 += d * filter[w2 + co];
-            s3 += d * filter[w3 + co];
-          }
-          dx[dxAt + ci] += s0; dx[dxAt + ci + 1] += s1; dx[dxAt + ci + 2] += s2; dx[dxAt + ci + 3] += s3;
-        }
-        for (; ci < inChannels; ci++) {
-          const w0 = tap + ci * outChannels;
-          let s = 0;
-          for (let co = 0; co < outChannels; co++) s += dy[dyAt + co] * filter[w0 + co];
-          dx[dxAt + ci] += s;
-        }
+        const dxAt = (r * inWidth + iw) * inChannels;
+        dotRows(dy, dyAt, filter, kw * inChannels * outChannels, outChannels, outChannels, dx, dxAt, inChannels, true);
       }
     }
   }

@@ -10,16 +10,12 @@
 
 #include "score_epilogue.wgsl"
 #include "dropout.wgsl"
+#include "packed_rows.wgsl"
 
 const KEYS: u32 = 64u;
-const DH: u32 = {{DH}}u;
-const DV: u32 = {{DV}}u;
-const DH4: u32 = (DH + 3u) / 4u;
-const DV4: u32 = (DV + 3u) / 4u;
-const RS: u32 = DH4 + DV4 + 1u;  // vec4s per packed row: q, dO, (lse, D)
 const BR: u32 = {{BR}}u;
 
-@group(0) @binding(0) var<storage, read> rows: array<vec4f>;  // [B*H*L, RS]
+@group(0) @binding(0) var<storage, read> rows: array<vec4f>;  // [B*H*L, RS] (packed_rows.wgsl)
 @group(0) @binding(1) var<storage, read> k: array<f32>;       // [B*S, k_stride], kv head at kvh*DH
 @group(0) @binding(2) var<storage, read> v: array<f32>;       // [B*S, v_stride], kv head at kvh*DV
 @group(0) @binding(7) var<storage, read_write> dk: array<f32>;  // as k

@@ -1,8 +1,8 @@
 // The attention backward's dQ (FlashAttention-2's backward, split in two kernels because WGSL
 // has no float atomics: this one owns the query rows, attention_backward_dkdv.wgsl the keys).
 // One query row per invocation, 64 rows per workgroup, keys and values in tiles of BC rows in
-// workgroup memory, as flash_attention.wgsl. Per visible key, with the probability recomputed
-// from the forward's log-sum-exp and the score step of score_epilogue.wgsl:
+// workgroup memory, as flash_attention.wgsl (key_value_tiles.wgsl). Per visible key, with the
+// probability recomputed from the forward's log-sum-exp and the score step of score_epilogue.wgsl:
 //   p = exp(s - lse),  dp = z (dO . v_j),  ds = p (dp - D) softcap' scale,  dQ += ds k_j
 // (z the dropout factor of the forward's mask; D = dO . O from attention_backward_prepare.wgsl).
 // A key with p = 0 adds nothing (so a NaN in a value it may not see reaches nothing).
@@ -10,33 +10,16 @@
 
 #include "score_epilogue.wgsl"
 #include "dropout.wgsl"
+#include "key_value_tiles.wgsl"
+#include "packed_rows.wgsl"
 
-const BR: u32 = 64u;
-const DH: u32 = {{DH}}u;
-const DV: u32 = {{DV}}u;
-const DH4: u32 = (DH + 3u) / 4u;
-const DV4: u32 = (DV + 3u) / 4u;
-const RS: u32 = DH4 + DV4 + 1u;  // vec4s per packed row: q, dO, (lse, D)
-const BC: u32 = {{BC}}u;
-
-@group(0) @binding(0) var<storage, read> rows: array<vec4f>;  // [B*H*L, RS] (attention_backward_prepare.wgsl)
+@group(0) @binding(0) var<storage, read> rows: array<vec4f>;  // [B*H*L, RS] (packed_rows.wgsl)
 @group(0) @binding(1) var<storage, read> k: array<f32>;       // [B*S, k_stride], kv head at kvh*DH
 @group(0) @binding(2) var<storage, read> v: array<f32>;       // [B*S, v_stride], kv head at kvh*DV
 @group(0) @binding(7) var<storage, read_write> dq: array<f32>;  // [B*L, q_stride], head h at h*DH
 
-var<workgroup> k_tile: array<vec4f, BC * DH4>;
-var<workgroup> v_tile: array<vec4f, BC * DV4>;
-
-fn load_k(at: u32, d: u32) -> vec4f {
-  var x = vec4f(0.0);
-  for (var t = 0u; t < 4u; t++) { if (d + t < DH) { x[t] = k[at + d + t]; } }
-  return x;
-}
-fn load_v(at: u32, d: u32) -> vec4f {
-  var x = vec4f(0.0);
-  for (var t = 0u; t < 4u; t++) { if (d + t < DV) { x[t] = v[at + d + t]; } }
-  return x;
-}
+fn key_at(e: u32) -> f32 { return k[e]; }
+fn value_at(e: u32) -> f32 { return v[e]; }
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) lane: u32) {
@@ -48,11 +31,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) la
   let i = params.first_query + row;
   let stream = b * params.H + h;
 
-  // The key range any row of this workgroup may see (uniform: from the first and last rows).
-  let first_row = params.first_query + group.x * BR;
-  let last_row = params.first_query + min(params.L, group.x * BR + BR) - 1u;
-  let tiles_begin = visible_begin(first_row) / BC * BC;
-  let tiles_end = visible_end(last_row);
+  let tiles = workgroup_key_tiles(group.x);
   let begin = visible_begin(i);
   let end = visible_end(i);
 
@@ -67,19 +46,8 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) la
     stats = rows[at + DH4 + DV4];
   }
 
-  for (var t0 = tiles_begin; t0 < tiles_end; t0 += BC) {
-    for (var e = lane; e < BC * DH4; e += BR) {
-      let j = t0 + e / DH4;
-      var x = vec4f(0.0);
-      if (j < params.S) { x = load_k((b * params.S + j) * params.k_stride + kvh * DH, 4u * (e % DH4)); }
-      k_tile[e] = x;
-    }
-    for (var e = lane; e < BC * DV4; e += BR) {
-      let j = t0 + e / DV4;
-      var x = vec4f(0.0);
-      if (j < params.S) { x = load_v((b * params.S + j) * params.v_stride + kvh * DV, 4u * (e % DV4)); }
-      v_tile[e] = x;
-    }
+  for (var t0 = tiles.x; t0 < tiles.y; t0 += BC) {
+    load_key_value_tiles(b * params.S, kvh, t0, lane);
     workgroupBarrier();
     if (valid) {
       for (var c = 0u; c < BC; c++) {

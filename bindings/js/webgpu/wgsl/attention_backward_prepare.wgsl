@@ -7,11 +7,7 @@
 
 struct Dims { L: u32, H: u32, q_stride: u32, o_stride: u32 }
 
-const DH: u32 = {{DH}}u;
-const DV: u32 = {{DV}}u;
-const DH4: u32 = (DH + 3u) / 4u;
-const DV4: u32 = (DV + 3u) / 4u;
-const RS: u32 = DH4 + DV4 + 1u;  // vec4s per packed row
+#include "packed_rows.wgsl"
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;      // [B*L, q_stride], head h at h*DH (after rotary)
 @group(0) @binding(1) var<storage, read> o: array<f32>;      // [B*L, o_stride], head h at h*DV

@@ -5,9 +5,7 @@
 
 struct Dims { B: u32, H: u32, L: u32, pad0: u32 }
 
-const DH4: u32 = ({{DH}}u + 3u) / 4u;
-const DV4: u32 = ({{DV}}u + 3u) / 4u;
-const RS: u32 = DH4 + DV4 + 1u;
+#include "packed_rows.wgsl"
 
 @group(0) @binding(0) var<storage, read> rows: array<vec4f>;         // [B*H*L, RS]
 @group(0) @binding(1) var<storage, read> sinks: array<f32>;          // [H]

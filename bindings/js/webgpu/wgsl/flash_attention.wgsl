@@ -3,20 +3,14 @@
 // sum, the accumulator rescaled once per tile), so no L x S buffer exists. With write_lse the
 // row's log-sum-exp is kept for attention_weights.wgsl; training applies dropout.wgsl to the
 // probabilities (after the denominator, as the CPU). Template: DH / DV (the head sizes of
-// q.k and of v), BC (keys per tile, sized to fit the workgroup memory), and how k and v are read
+// q.k and of v), BC (keys per tile; key_value_tiles.wgsl), and how k and v are read
 // (ENABLE_F16, K_T, V_T, K_AT, V_AT: float32, or an f16 cache's halves; half-reads.js).
 // Dispatch: (ceil(L / 64), H, B). Head h reads key/value head h / heads_per_kv (GQA / MQA).
 {{ENABLE_F16}}
 
 #include "score_epilogue.wgsl"
 #include "dropout.wgsl"
-
-const BR: u32 = 64u;
-const DH: u32 = {{DH}}u;
-const DV: u32 = {{DV}}u;
-const DH4: u32 = (DH + 3u) / 4u;  // head rows as vec4s, zero-padded
-const DV4: u32 = (DV + 3u) / 4u;
-const BC: u32 = {{BC}}u;
+#include "key_value_tiles.wgsl"
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;   // [B*L, q_stride], head h at h*DH
 @group(0) @binding(1) var<storage, read> k: array<{{K_T}}>;   // [B*S, k_stride], kv head at kvh*DH
@@ -28,23 +22,10 @@ const BC: u32 = {{BC}}u;
 fn key_at(e: u32) -> f32 { return {{K_AT}}; }
 fn value_at(e: u32) -> f32 { return {{V_AT}}; }
 
-var<workgroup> k_tile: array<vec4f, BC * DH4>;
-var<workgroup> v_tile: array<vec4f, BC * DV4>;
-
-// Four features of a row from `at`, zero past `n` (a head's size need not be a multiple of 4).
+// Four features of q's row from `at`, zero past the head's size (as key_value_tiles.wgsl's load_k).
 fn load_q(at: u32, d: u32) -> vec4f {
   var x = vec4f(0.0);
   for (var t = 0u; t < 4u; t++) { if (d + t < DH) { x[t] = q[at + d + t]; } }
-  return x;
-}
-fn load_k(at: u32, d: u32) -> vec4f {
-  var x = vec4f(0.0);
-  for (var t = 0u; t < 4u; t++) { if (d + t < DH) { x[t] = key_at(at + d + t); } }
-  return x;
-}
-fn load_v(at: u32, d: u32) -> vec4f {
-  var x = vec4f(0.0);
-  for (var t = 0u; t < 4u; t++) { if (d + t < DV) { x[t] = value_at(at + d + t); } }
   return x;
 }
 
@@ -57,11 +38,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) la
   let valid = row < params.L;
   let i = params.first_query + row;
 
-  // The key range any row of this workgroup may see (uniform: from the first and last rows).
-  let first_row = params.first_query + group.x * BR;
-  let last_row = params.first_query + min(params.L, group.x * BR + BR) - 1u;
-  let tiles_begin = visible_begin(first_row) / BC * BC;
-  let tiles_end = visible_end(last_row);
+  let tiles = workgroup_key_tiles(group.x);
   let begin = visible_begin(i);
   let end = visible_end(i);
 
@@ -80,19 +57,8 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) la
   }
   var any_key = false;
 
-  for (var t0 = tiles_begin; t0 < tiles_end; t0 += BC) {
-    for (var e = lane; e < BC * DH4; e += BR) {
-      let j = t0 + e / DH4;
-      var x = vec4f(0.0);
-      if (j < params.S) { x = load_k((b * params.kv_rows + j) * params.k_stride + kvh * DH, 4u * (e % DH4)); }
-      k_tile[e] = x;
-    }
-    for (var e = lane; e < BC * DV4; e += BR) {
-      let j = t0 + e / DV4;
-      var x = vec4f(0.0);
-      if (j < params.S) { x = load_v((b * params.kv_rows + j) * params.v_stride + kvh * DV, 4u * (e % DV4)); }
-      v_tile[e] = x;
-    }
+  for (var t0 = tiles.x; t0 < tiles.y; t0 += BC) {
+    load_key_value_tiles(b * params.kv_rows, kvh, t0, lane);
     workgroupBarrier();
     if (valid) {
       var scores: array<f32, BC>;

@@ -6,25 +6,7 @@
 // and the rows' reuse is served by the caches. Template: T (f32 or vec4<f32>), V (1 or 4).
 // Dispatch: (ceil(N / 32), ceil(M / 32)).
 
-struct Dims { M: u32, N: u32, K: u32, has_bias: u32 }
-
-@group(0) @binding(0) var<storage, read> x: array<{{T}}>;
-@group(0) @binding(1) var<storage, read> w: array<{{T}}>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<uniform> dims: Dims;
-
-const V: u32 = {{V}}u;
-
-fn dot_t(a: {{T}}, b: {{T}}) -> f32 {
-  return {{DOT}};
-}
-
-fn row4(a: {{T}}, b0: {{T}}, b1: {{T}}, b2: {{T}}, b3: {{T}}) -> vec4f {
-  return vec4f(dot_t(a, b0), dot_t(a, b1), dot_t(a, b2), dot_t(a, b3));
-}
-
-#include "gemm_store.wgsl"
+#include "gemm_operands.wgsl"
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(global_invocation_id) id: vec3u) {

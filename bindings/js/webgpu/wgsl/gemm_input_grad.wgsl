@@ -2,8 +2,7 @@
 // dx += that when `accumulate` (self-attention's one input used three times). An invocation
 // computes a 4 x 4 block of dx from 4 rows of dy and 4 rows of w per step of 4 along N (8 loads
 // of T per 64 multiply-adds, as gemm.wgsl); a workgroup of 8 x 8 covers 32 x 32, no workgroup
-// memory. Template: T (vec4<f32> when N and K are multiples of 4, else f32), V (4 or 1), PICK
-// (component u of a T). Dispatch: (ceil(K / 32), ceil(M / 32)).
+// memory. Template: T, V, PICK (gemm_grad_reads.wgsl). Dispatch: (ceil(K / 32), ceil(M / 32)).
 
 struct Dims { M: u32, N: u32, K: u32, accumulate: u32 }
 
@@ -12,20 +11,13 @@ struct Dims { M: u32, N: u32, K: u32, accumulate: u32 }
 @group(0) @binding(2) var<storage, read_write> dx: array<f32>;
 @group(0) @binding(3) var<uniform> dims: Dims;
 
-const V: u32 = {{V}}u;
-
-fn pick(value: {{T}}, u: u32) -> f32 {
-  return {{PICK}};
-}
+#include "gemm_grad_reads.wgsl"
 
 // dy[row, col0 .. col0+3], zeros past N.
 fn load_dy(row: u32, col0: u32) -> vec4f {
   var out = vec4f(0.0);
   for (var t = 0u; t < 4u; t += V) {
-    if (col0 + t < dims.N) {
-      let x = dy[(row * dims.N + col0 + t) / V];
-      for (var u = 0u; u < V; u++) { out[t + u] = pick(x, u); }
-    }
+    if (col0 + t < dims.N) { put_t(&out, t, dy[(row * dims.N + col0 + t) / V]); }
   }
   return out;
 }
@@ -33,10 +25,7 @@ fn load_dy(row: u32, col0: u32) -> vec4f {
 // w[n, col0 .. col0+3], columns past K read the last one (their results are not stored).
 fn load_w(n: u32, col0: u32) -> vec4f {
   var out = vec4f(0.0);
-  for (var t = 0u; t < 4u; t += V) {
-    let x = w[(n * dims.K + min(col0 + t, dims.K - 1u)) / V];
-    for (var u = 0u; u < V; u++) { out[t + u] = pick(x, u); }
-  }
+  for (var t = 0u; t < 4u; t += V) { put_t(&out, t, w[(n * dims.K + min(col0 + t, dims.K - 1u)) / V]); }
   return out;
 }
 

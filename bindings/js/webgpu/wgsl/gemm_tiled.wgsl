@@ -8,26 +8,13 @@
 // 2 x 32 x KT x 16 bytes = 8 KiB with vec4s. Template: T, V, DOT, ZERO.
 // Dispatch: (ceil(N / 32), ceil(M / 32)).
 
-struct Dims { M: u32, N: u32, K: u32, has_bias: u32 }
+#include "gemm_operands.wgsl"
 
-@group(0) @binding(0) var<storage, read> x: array<{{T}}>;
-@group(0) @binding(1) var<storage, read> w: array<{{T}}>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<uniform> dims: Dims;
-
-const V: u32 = {{V}}u;
 const TILE: u32 = 32u;  // rows of x and of w per workgroup
 const KT: u32 = 8u;     // elements of T per row per step: 32 floats with vec4s
 
 var<workgroup> x_tile: array<array<{{T}}, KT>, TILE>;
 var<workgroup> w_tile: array<array<{{T}}, KT>, TILE>;
-
-fn dot_t(a: {{T}}, b: {{T}}) -> f32 {
-  return {{DOT}};
-}
-
-#include "gemm_store.wgsl"
 
 @compute @workgroup_size(8, 8)
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local: vec3u,
@@ -61,7 +48,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local
       let b3 = w_tile[local.x * 4u + 3u][kk];
       for (var r = 0u; r < 4u; r++) {
         let a = x_tile[local.y * 4u + r][kk];
-        acc[r] += vec4f(dot_t(a, b0), dot_t(a, b1), dot_t(a, b2), dot_t(a, b3));
+        acc[r] += row4(a, b0, b1, b2, b3);
       }
     }
     workgroupBarrier();

@@ -2,8 +2,8 @@
 // summed over the M rows. A term whose dy is 0 is left out, as the CPU leaves out rows of zero
 // gradient: a masked key's input may hold NaN, which must not reach dw as 0 * NaN. An
 // invocation computes a 4 x 4 block of dw from 4 columns of dy and 4 of x per row (2 loads of T
-// per 16 multiply-adds); a workgroup of 8 x 8 covers 32 x 32. Template: T (vec4<f32> when N and
-// K are multiples of 4, else f32), V (4 or 1), PICK (component u of a T).
+// per 16 multiply-adds); a workgroup of 8 x 8 covers 32 x 32. Template: T, V, PICK
+// (gemm_grad_reads.wgsl).
 // Dispatch: (ceil(K / 32), ceil(N / 32)).
 
 struct Dims { M: u32, N: u32, K: u32, pad0: u32 }
@@ -13,29 +13,19 @@ struct Dims { M: u32, N: u32, K: u32, pad0: u32 }
 @group(0) @binding(2) var<storage, read_write> dw: array<f32>;
 @group(0) @binding(3) var<uniform> dims: Dims;
 
-const V: u32 = {{V}}u;
-
-fn pick(value: {{T}}, u: u32) -> f32 {
-  return {{PICK}};
-}
+#include "gemm_grad_reads.wgsl"
 
 // dy[m, col0 .. col0+3], columns past N read the last one (their results are not stored).
 fn load_dy(m: u32, col0: u32) -> vec4f {
   var out = vec4f(0.0);
-  for (var t = 0u; t < 4u; t += V) {
-    let v = dy[(m * dims.N + min(col0 + t, dims.N - 1u)) / V];
-    for (var u = 0u; u < V; u++) { out[t + u] = pick(v, u); }
-  }
+  for (var t = 0u; t < 4u; t += V) { put_t(&out, t, dy[(m * dims.N + min(col0 + t, dims.N - 1u)) / V]); }
   return out;
 }
 
 // x[m, col0 .. col0+3], as load_dy.
 fn load_x(m: u32, col0: u32) -> vec4f {
   var out = vec4f(0.0);
-  for (var t = 0u; t < 4u; t += V) {
-    let v = x[(m * dims.K + min(col0 + t, dims.K - 1u)) / V];
-    for (var u = 0u; u < V; u++) { out[t + u] = pick(v, u); }
-  }
+  for (var t = 0u; t < 4u; t += V) { put_t(&out, t, x[(m * dims.K + min(col0 + t, dims.K - 1u)) / V]); }
   return out;
 }
 

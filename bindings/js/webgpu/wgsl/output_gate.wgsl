@@ -2,7 +2,7 @@
 // gate's logits become sigmoid(logit) in place, then gated = z * gate, element by element over
 // [B * L, H * Dv]. Without `sigmoid` the gate is taken as it is (a patched gate, steps.js).
 // sigmoid(x) from e = exp(-|x|): 1 / (1 + e) for x >= 0, e / (1 + e) below (no overflow).
-// Dispatch: flat, 64 per workgroup, x up to the limit and the rest over y.
+// Dispatch: flat (flat_main.wgsl).
 
 struct Params { count: u32, sigmoid: u32, _a: u32, _b: u32 }
 
@@ -11,10 +11,9 @@ struct Params { count: u32, sigmoid: u32, _a: u32, _b: u32 }
 @group(0) @binding(2) var<storage, read_write> gated: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let i = id.x + id.y * groups.x * 64u;
-  if (i >= params.count) { return; }
+#include "flat_main.wgsl"
+
+fn element(i: u32, _z: u32) {
   var s = gate[i];
   if (params.sigmoid != 0u) {
     let e = exp(-abs(s));

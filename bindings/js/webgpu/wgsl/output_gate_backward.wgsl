@@ -1,7 +1,7 @@
 // The output gate's backward (backward.js; src/mha/kernels/output_gate.hpp on the CPU), element by
 // element over [B * L, H * Dv], given d = dLoss/d(z * s) and s = sigmoid(logit) from the forward:
 //   d_logits = d * z * s * (1 - s),   d_z = d * s (written over d)
-// Dispatch: flat, 64 per workgroup, x up to the limit and the rest over y.
+// Dispatch: flat (flat_main.wgsl).
 
 struct Params { count: u32, _a: u32, _b: u32, _c: u32 }
 
@@ -11,10 +11,9 @@ struct Params { count: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(3) var<storage, read_write> d_logits: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let i = id.x + id.y * groups.x * 64u;
-  if (i >= params.count) { return; }
+#include "flat_main.wgsl"
+
+fn element(i: u32, _z: u32) {
   let s = gate[i];
   let g = d[i];
   d_logits[i] = g * z[i] * s * (1.0 - s);
