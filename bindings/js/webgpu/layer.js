@@ -31,6 +31,14 @@ const count = (shape) => shape.reduce((n, d) => n * d, 1);
 export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
+/** dtype 'float64' is the wasm backend's: WGSL has no 64-bit float type. */
+function refuseFloat64(config) {
+  if (config?.dtype === 'float64') {
+    throw new TypeError("MultiHeadAttention: dtype 'float64' is not supported by the WebGPU backend (WGSL has no "
+      + "64-bit floats: f64 is not a WebGPU shader type); use the wasm backend, whose float64 layer computes in float64");
+  }
+}
+
 /**
  * PyTorch's options whose kernels the WebGPU backend lacks yet: refused by name, never ignored
  * (docs/webgpu.md). The wasm backend has them.
@@ -66,6 +74,7 @@ export class GpuMultiHeadAttention {
   #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
   constructor(gpu, wasm, config) {
+    refuseFloat64(config);
     refuseWasmOnlyOptions(config);
     this.#gpu = gpu;
     this.#device = gpu.device;
