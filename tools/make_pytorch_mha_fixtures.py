@@ -80,13 +80,14 @@ def seeded_floats(shape, seed, scale=0.5):
 
 class Seeded:
     """A tensor the JS test regenerates with seededFloats(n, seed, scale) instead of reading it
-    (float64: its float32 values widened, entry dtype 'float64')."""
+    (float64: its float32 values widened, entry dtype 'float64'; float16: rounded to half, entry
+    dtype 'float16', which the JS test rounds with Float16Array where the runtime has it)."""
 
     def __init__(self, shape, seed, scale, dtype=torch.float32):
         self.tensor = seeded_floats(shape, seed, scale).to(dtype)
         self.entry = {"seeded": seed, "scale": scale, "shape": list(shape)}
-        if dtype == torch.float64:
-            self.entry["dtype"] = "float64"
+        if dtype != torch.float32:
+            self.entry["dtype"] = str(dtype).replace("torch.", "")
 
 
 def load_seeded_weights(module, seed):
@@ -125,11 +126,12 @@ def js_config(module):
 
 def run_draw(blob, module, query, key, value, *, self_attention=False, key_padding_mask=None, attn_mask=None,
              need_weights=True, average_attn_weights=True, static_k=None, static_v=None, grad=True, gen=None,
-             seeded=None, weights_rows=None, train=True):
+             seeded=None, weights_rows=None, train=True, round_to_half=False):
     """One call of `module` (train mode, dropout 0: PyTorch's math path; train False: eval, as the
     fast-path tests call it) and what it gave.
     seeded: {name: Seeded} for inputs and {'stateDict': entries} the JS test regenerates;
-    weights_rows: keep the attention weights of the first batch rows only (the largest cases)."""
+    weights_rows: keep the attention weights of the first batch rows only (the largest cases);
+    round_to_half: keep the results rounded to half (float16_cases)."""
     seeded = seeded or {}
     module.train(train)
     inputs = [query] if self_attention else [query, key, value]
@@ -175,6 +177,8 @@ def run_draw(blob, module, query, key, value, *, self_attention=False, key_paddi
     except AssertionError as e:  # PyTorch refuses the call: the JS layer must refuse it with the same words
         draw["error"] = str(e)
         return draw
+    if round_to_half:
+        out, weights = out.half().float(), weights if weights is None else weights.half().float()
     draw["expected"] = {"output": blob.add(out)}
     if need_weights:
         draw["expected"]["weights"] = blob.add(weights if weights_rows is None else weights[:weights_rows])
@@ -392,6 +396,36 @@ def float64_cases(blob, seed):
     return cases
 
 
+def float16_cases(blob, seed):
+    """test_multihead_attention_dtype[_batch_first][float16]: PyTorch's configuration with half
+    weights and inputs. Torch 1.13 on the CPU has no half matmul ("addmm_impl_cpu_" not implemented
+    for 'Half'; PyTorch runs these on CUDA), so the expected results are torch's float32 call on
+    the same half values, rounded to half: what a half call computes with float32 accumulation, up
+    to one rounding of the result. The JS side runs them with Float16Array tensors in Chromium
+    (tests/browser/pytorch-mha-float16.test.js); Node 20 has no Float16Array."""
+    f16 = torch.float16
+    cases = []
+    gen = torch.Generator().manual_seed(seed)
+    for batch_first in (False, True):
+        embed_dim, num_heads, sl, bs = 128, 8, 10, 8
+        module = make_mha(gen, embed_dim, num_heads, batch_first=batch_first)
+        seeded = {"stateDict": load_seeded_weights(module, seed + 10 * batch_first)}
+        with torch.no_grad():  # the half model's weights (float32 values that half holds exactly)
+            for p in module.parameters():
+                p.copy_(p.half().float())
+        for entry in seeded["stateDict"].values():
+            entry["dtype"] = "float16"
+        shape = (bs, sl, embed_dim) if batch_first else (sl, bs, embed_dim)
+        for i, name in enumerate(("query", "key", "value")):
+            seeded[name] = Seeded(shape, seed + 10 * batch_first + 5 + i, 1.0, f16)
+        q, k, v = (seeded[n].tensor.float() for n in ("query", "key", "value"))
+        name = "test_multihead_attention_dtype" + ("_batch_first" if batch_first else "") + "[float16]"
+        draw = run_draw(blob, module, q, k, v, need_weights=not batch_first, grad=False, seeded=seeded,
+                        round_to_half=True)
+        cases.append({"name": name, "source": "test/nn/test_multihead_attention.py, float16 (Chromium)", "draws": [draw]})
+    return cases
+
+
 def float64_runs_of_float32_cases(blob, seed):
     """Not PyTorch's own tests: PyTorch's configurations of float32 cases run in float64, for the
     options PyTorch's float64 tests leave out (its test helper's appended keys, static keys and
@@ -496,7 +530,7 @@ def main():
     blob = Blob()
     cases = multihead_attention_file(blob, 1000) + module_samples(blob, 2000) + transformers_file(blob, 3000)
     cases += nested_tensor_case(blob, 4000)  # (last: the earlier cases' offsets stay as they were)
-    cases += float64_cases(blob, 5000) + float64_runs_of_float32_cases(blob, 6000)
+    cases += float64_cases(blob, 5000) + float64_runs_of_float32_cases(blob, 6000) + float16_cases(blob, 7000)
     os.makedirs(OUT_DIR, exist_ok=True)
     with open(os.path.join(OUT_DIR, "cases.bin"), "wb") as f:
         for part in blob.parts:

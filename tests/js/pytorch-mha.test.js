@@ -11,11 +11,13 @@
 // masked; our documented rule is zero weights and zero attended values (the output row is then
 // out_proj.bias), and the tests hold us to it.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 
 import { init } from '../../bindings/js/index.js';
 import { worstError } from './fixtures.js';
+import {
+  arrays, casesOf, count, index, tensor, tensors,
+} from './pytorch-mha-fixtures.js';
 import { seededFloats } from './seeded.js';
 
 const mha = await init();
@@ -38,28 +40,6 @@ const NOT_RUN = {
 };
 
 // --- the fixtures ---------------------------------------------------------------------------------
-
-const DIR = new URL('../fixtures/pytorch-mha/', import.meta.url);
-const index = JSON.parse(readFileSync(new URL('index.json', DIR), 'utf8'));
-const blob = readFileSync(new URL(index.binary, DIR));
-const KINDS = { float32: Float32Array, float64: Float64Array, uint8: Uint8Array };
-const count = (shape) => shape.reduce((n, d) => n * d, 1);
-
-/**
- * A fixture tensor { data, shape }: read from cases.bin, or regenerated (seededFloats) where the
- * generator says (a float64 case's: those float32 values widened to Float64Array).
- */
-function tensor(entry) {
-  if ('seeded' in entry) {
-    const data = seededFloats(count(entry.shape), entry.seeded, entry.scale);
-    return { data: entry.dtype === 'float64' ? Float64Array.from(data) : data, shape: entry.shape };
-  }
-  const Kind = KINDS[entry.dtype];
-  const bytes = blob.subarray(entry.offset, entry.offset + entry.length * Kind.BYTES_PER_ELEMENT);
-  return { data: new Kind(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)), shape: entry.shape };
-}
-const tensors = (entries = {}) => Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, tensor(v)]));
-const arrays = (entries = {}) => Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, tensor(v).data]));
 
 /** The features of NOT_YET a draw needs. */
 function featuresOf(draw) {
@@ -215,7 +195,6 @@ function fixtureTest(c, extraCheck) {
   });
 }
 
-const casesOf = (source) => index.cases.filter((c) => c.source === source);
 
 // --- test/nn/test_multihead_attention.py ------------------------------------------------------------
 
