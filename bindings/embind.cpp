@@ -322,6 +322,25 @@ mha::AttentionConfig config_of(const val& config) {
   return c;
 }
 
+// The state-dict keys a layer of config c takes, with their shapes: { key: [dims] }.
+val state_dict_shapes(const mha::ResolvedConfig& c) {
+  val o = val::object();
+  for (const auto& [key, shape] : mha::state_dict_layout(c)) o.set(key, array_of(shape));
+  return o;
+}
+
+// A state dict from [{ name, ptr, length }] entries the JS wrapper copied into the heap (T: the layer's float type).
+template <typename T>
+mha::BasicStateDict<T> state_dict_of(const RequestKeys& keys, const val& entries) {
+  mha::BasicStateDict<T> sd;
+  const int n = entries[keys.length].as<int>();
+  for (int i = 0; i < n; ++i) {
+    val e = entries[i];
+    sd[e["name"].as<std::string>()] = {pointer_of<T>(keys, e), static_cast<int64_t>(e[keys.length].as<double>())};
+  }
+  return sd;
+}
+
 // The resolved config as the JS layer's `config` shows it (the variants only where the layer has them).
 val config_object(const mha::ResolvedConfig& c) {
   val o = val::object();
@@ -379,23 +398,11 @@ class LayerHandle {
 
   val config() const { return config_object(layer_->config()); }
 
-  val stateDictShapes() const {
-    val o = val::object();
-    for (const auto& [key, shape] : mha::state_dict_layout(layer_->config())) o.set(key, array_of(shape));
-    return o;
-  }
+  val stateDictShapes() const { return state_dict_shapes(layer_->config()); }
 
   // entries: [{ name, ptr, length }]
   bool loadStateDict(val entries) {
-    return guard([&] {
-      mha::StateDict sd;
-      const int n = entries[keys_.length].as<int>();
-      for (int i = 0; i < n; ++i) {
-        val e = entries[i];
-        sd[e["name"].as<std::string>()] = {pointer_of<float>(keys_, e), static_cast<int64_t>(e[keys_.length].as<double>())};
-      }
-      layer_->load_state_dict(sd);
-    });
+    return guard([&] { layer_->load_state_dict(state_dict_of<float>(keys_, entries)); });
   }
 
   // One projection in the canonical quantized layout (src/mha/kernels/weight_formats.hpp), from
@@ -730,11 +737,7 @@ class Float64LayerHandle {
   std::string lastError() const { return error_; }
   val config() const { return config_object(layer_->config()); }
 
-  val stateDictShapes() const {
-    val o = val::object();
-    for (const auto& [key, shape] : mha::state_dict_layout(layer_->config())) o.set(key, array_of(shape));
-    return o;
-  }
+  val stateDictShapes() const { return state_dict_shapes(layer_->config()); }
 
   // Before the JS wrapper copies a state dict of `count` doubles in: does loading fit?
   bool checkLoadStateDict(double count) {
@@ -750,15 +753,7 @@ class Float64LayerHandle {
 
   // entries: [{ name, ptr, length }], ptr addressing doubles.
   bool loadStateDict(val entries) {
-    return guard([&] {
-      mha::Float64StateDict sd;
-      const int n = entries[keys_.length].as<int>();
-      for (int i = 0; i < n; ++i) {
-        val e = entries[i];
-        sd[e["name"].as<std::string>()] = {pointer_of<double>(keys_, e), static_cast<int64_t>(e[keys_.length].as<double>())};
-      }
-      layer_->load_state_dict(sd);
-    });
+    return guard([&] { layer_->load_state_dict(state_dict_of<double>(keys_, entries)); });
   }
 
   val stateDict() {

@@ -13,6 +13,7 @@
 
 #include "attention_config.hpp"
 #include "forward_plan.hpp"
+#include "forward_result.hpp"
 #include "memory_budget.hpp"
 #include "parameters.hpp"
 #include "shape.hpp"
@@ -33,13 +34,6 @@ struct Float64Call {
   Float64TensorRef query, key, value;  // key and value absent: self-attention
   Float64TensorRef static_k, static_v;
   ForwardOptions options;
-};
-
-struct Float64Result {
-  std::vector<double> output;   // output_shape
-  Shape output_shape;
-  std::vector<double> weights;  // weights_shape; empty unless need_weights
-  Shape weights_shape;
 };
 
 // dLoss/d everything the forward pass read that carries a gradient (Gradients' float64 twin).

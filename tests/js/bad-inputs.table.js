@@ -52,19 +52,12 @@ const x64 = (B, L) => ({ data: new Float64Array(B * L * E).fill(0.1), shape: [B,
 const float64Layer = (t) => t.make(f64Config).loadStateDict(f64StateDict());
 const WHY_FLOAT64 = "(a layer of dtype 'float64' takes and returns Float64Array)";
 
-/** Runs use(r, layer) on a forward result with grad: true, then releases it (a failed backward keeps it). */
-function withGrad(layer, use) {
-  const r = layer.forward(x(1, 2), null, null, { grad: true });
-  try {
-    use(r, layer);
-  } finally {
-    r.release();
-  }
-}
-
-/** withGrad on a float64 layer. */
-function withGrad64(layer, use) {
-  const r = layer.forward(x64(1, 2), null, null, { grad: true });
+/**
+ * Runs use(r, layer) on a forward result with grad: true (of `query`), then releases it (a failed
+ * backward keeps it).
+ */
+function withGrad(layer, use, query = x(1, 2)) {
+  const r = layer.forward(query, null, null, { grad: true });
   try {
     use(r, layer);
   } finally {
@@ -144,7 +137,7 @@ export const ROWS = [
   { input: 'float64 layer: a Float32Array query', call: (t) => float64Layer(t).forward(x(1, 2)), error: TypeError, message: `forward: query.data must be a Float64Array, got a Float32Array ${WHY_FLOAT64}` },
   { input: 'float64 layer: a Float32Array staticK', call: (t) => float64Layer(t).forward(x64(1, 2), null, null, { staticK: { data: f32(16), shape: [2, 2, 4] } }), error: TypeError, message: `forward: staticK.data must be a Float64Array, got a Float32Array ${WHY_FLOAT64}` },
   { input: 'float64 layer: a Float32Array out', call: (t) => float64Layer(t).forward(x64(1, 2), null, null, { out: f32(16) }), error: TypeError, message: 'forward: out must be a Float64Array, got a Float32Array' },
-  { input: 'float64 layer: dOut a Float32Array', call: (t) => withGrad64(float64Layer(t), (r) => r.backward(x(1, 2))), error: TypeError, message: 'backward: dOut must be { data: Float64Array, shape: [1, 2, 8] } (dLoss/dOutput), got data a Float32Array' },
+  { input: 'float64 layer: dOut a Float32Array', call: (t) => withGrad(float64Layer(t), (r) => r.backward(x(1, 2)), x64(1, 2)), error: TypeError, message: 'backward: dOut must be { data: Float64Array, shape: [1, 2, 8] } (dLoss/dOutput), got data a Float32Array' },
   { input: 'float64 layer: a cache', call: (t) => float64Layer(t).createCache({ capacity: 4 }), error: TypeError, message: "createCache: not with dtype 'float64' (a float64 layer has no KV cache)" },
   { input: 'float64 layer: capture', call: (t) => float64Layer(t).forward(x64(1, 2), null, null, { capture: true }), error: TypeError, message: "forward: capture: not with dtype 'float64' (the steps are captured and patched by float32 layers only)" },
   { input: 'float64 layer: a ragged batch', call: (t) => float64Layer(t).forward({ data: new Float64Array(3 * E), shape: [3, E], lengths: [1, 2] }), error: TypeError, message: "forward: query: not with dtype 'float64' (ragged batches ({ data, shape, lengths }) are a float32 layer's)" },
