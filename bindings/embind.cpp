@@ -15,6 +15,7 @@
 #include "mha/attention_function.hpp"
 #include "mha/attention_steps.hpp"
 #include "mha/errors.hpp"
+#include "mha/float64_attention.hpp"
 #include "mha/kernels/linear.hpp"
 #include "mha/linear_layer.hpp"
 #include "mha/memory_budget.hpp"
@@ -188,9 +189,11 @@ class SavedForwardHandle {
 };
 
 using NamedFloats = std::vector<std::pair<std::string, std::vector<float>>>;
+using NamedDoubles = std::vector<std::pair<std::string, std::vector<double>>>;
 
 // [{ name, ptr, length }] over named buffers the handle keeps (the JS wrapper copies them out).
-val entries_of(const NamedFloats& named) {
+template <typename T>
+val entries_of(const std::vector<std::pair<std::string, std::vector<T>>>& named) {
   val list = val::array();
   for (const auto& [name, data] : named) {
     val e = val::object();
@@ -279,45 +282,109 @@ bool guarded(int& error_kind, std::string& error, F&& f) {
   return false;
 }
 
+// The JS config after bindings/js/core/layer.js checked its types; absent keys take the core's
+// defaults, and resolve() checks the values.
+mha::AttentionConfig config_of(const val& config) {
+  const auto integer = [&](const char* key) -> int64_t {
+    const val v = config[key];
+    return v.isUndefined() ? 0 : static_cast<int64_t>(v.as<double>());
+  };
+  mha::AttentionConfig c;
+  c.embed_dim = integer("embedDim");
+  c.num_heads = integer("numHeads");
+  c.kdim = integer("kdim");
+  c.vdim = integer("vdim");
+  c.bias = config["bias"].isUndefined() ? true : config["bias"].as<bool>();
+  c.num_kv_heads = integer("numKvHeads");
+  if (!config["scale"].isUndefined()) c.scale = config["scale"].as<double>();  // (float32 layers round it)
+  c.head_dim = integer("headDim");
+  c.value_head_dim = integer("valueHeadDim");
+  c.output_dim = integer("outputDim");
+  const val rotary = config["rotary"];
+  if (!rotary.isUndefined()) {
+    c.rotary.dim = static_cast<int64_t>(rotary["dim"].as<double>());
+    if (!rotary["base"].isUndefined()) c.rotary.base = rotary["base"].as<double>();
+    if (!rotary["interleaved"].isUndefined()) c.rotary.interleaved = rotary["interleaved"].as<bool>();
+  }
+  c.sliding_window = integer("slidingWindow");
+  c.alibi = !config["alibi"].isUndefined() && config["alibi"].as<bool>();
+  if (!config["alibiSlopes"].isUndefined())
+    c.alibi_slopes = emscripten::convertJSArrayToNumberVector<float>(config["alibiSlopes"]);
+  if (!config["softcap"].isUndefined()) c.softcap = static_cast<float>(config["softcap"].as<double>());
+  c.sinks = !config["sinks"].isUndefined() && config["sinks"].as<bool>();
+  c.gate = !config["gate"].isUndefined() && config["gate"].as<bool>();
+  if (!config["dropout"].isUndefined()) c.dropout = static_cast<float>(config["dropout"].as<double>());
+  if (!config["weightDtype"].isUndefined()) c.weight_dtype = config["weightDtype"].as<std::string>();
+  if (!config["batchFirst"].isUndefined()) c.batch_first = config["batchFirst"].as<bool>();
+  c.add_bias_kv = !config["addBiasKv"].isUndefined() && config["addBiasKv"].as<bool>();
+  c.add_zero_attn = !config["addZeroAttn"].isUndefined() && config["addZeroAttn"].as<bool>();
+  if (!config["dtype"].isUndefined()) c.dtype = config["dtype"].as<std::string>();
+  return c;
+}
+
+// The state-dict keys a layer of config c takes, with their shapes: { key: [dims] }.
+val state_dict_shapes(const mha::ResolvedConfig& c) {
+  val o = val::object();
+  for (const auto& [key, shape] : mha::state_dict_layout(c)) o.set(key, array_of(shape));
+  return o;
+}
+
+// A state dict from [{ name, ptr, length }] entries the JS wrapper copied into the heap (T: the layer's float type).
+template <typename T>
+mha::BasicStateDict<T> state_dict_of(const RequestKeys& keys, const val& entries) {
+  mha::BasicStateDict<T> sd;
+  const int n = entries[keys.length].as<int>();
+  for (int i = 0; i < n; ++i) {
+    val e = entries[i];
+    sd[e["name"].as<std::string>()] = {pointer_of<T>(keys, e), static_cast<int64_t>(e[keys.length].as<double>())};
+  }
+  return sd;
+}
+
+// The resolved config as the JS layer's `config` shows it (the variants only where the layer has them).
+val config_object(const mha::ResolvedConfig& c) {
+  val o = val::object();
+  o.set("embedDim", static_cast<double>(c.embed_dim));
+  o.set("numHeads", static_cast<double>(c.num_heads));
+  o.set("kdim", static_cast<double>(c.kdim));
+  o.set("vdim", static_cast<double>(c.vdim));
+  o.set("bias", c.bias);
+  o.set("numKvHeads", static_cast<double>(c.num_kv_heads));
+  o.set("headDim", static_cast<double>(c.head_dim));
+  o.set("scale", c.float64 ? c.scale64 : static_cast<double>(c.scale));
+  o.set("valueHeadDim", static_cast<double>(c.value_head_dim));
+  o.set("outputDim", static_cast<double>(c.output_dim));
+  // The variants appear only when the layer has them.
+  if (c.rotary.dim > 0) {
+    val rotary = val::object();
+    rotary.set("dim", static_cast<double>(c.rotary.dim));
+    rotary.set("base", c.rotary.base);
+    rotary.set("interleaved", c.rotary.interleaved);
+    o.set("rotary", rotary);
+  }
+  if (c.sliding_window > 0) o.set("slidingWindow", static_cast<double>(c.sliding_window));
+  if (!c.alibi_slopes.empty()) {
+    val slopes = val::array();
+    for (float s : c.alibi_slopes) slopes.call<void>("push", s);
+    o.set("alibiSlopes", slopes);
+  }
+  if (c.softcap > 0) o.set("softcap", c.softcap);
+  if (c.sinks) o.set("sinks", true);
+  if (c.gate) o.set("gate", true);
+  if (c.dropout > 0) o.set("dropout", c.dropout);
+  if (c.weight_dtype != mha::WeightDtype::kF32) o.set("weightDtype", std::string(mha::weight_dtype_name(c.weight_dtype)));
+  if (!c.batch_first) o.set("batchFirst", false);
+  if (c.add_bias_kv) o.set("addBiasKv", true);
+  if (c.add_zero_attn) o.set("addZeroAttn", true);
+  if (c.float64) o.set("dtype", std::string("float64"));
+  return o;
+}
+
 class LayerHandle {
  public:
-  // config: the JS config after bindings/js/core/layer.js checked its types; absent keys take the
-  // core's defaults, and resolve() checks the values.
   explicit LayerHandle(val config) {
     guard([&] {
-      const auto integer = [&](const char* key) -> int64_t {
-        const val v = config[key];
-        return v.isUndefined() ? 0 : static_cast<int64_t>(v.as<double>());
-      };
-      mha::AttentionConfig c;
-      c.embed_dim = integer("embedDim");
-      c.num_heads = integer("numHeads");
-      c.kdim = integer("kdim");
-      c.vdim = integer("vdim");
-      c.bias = config["bias"].isUndefined() ? true : config["bias"].as<bool>();
-      c.num_kv_heads = integer("numKvHeads");
-      if (!config["scale"].isUndefined()) c.scale = static_cast<float>(config["scale"].as<double>());
-      c.head_dim = integer("headDim");
-      c.value_head_dim = integer("valueHeadDim");
-      c.output_dim = integer("outputDim");
-      const val rotary = config["rotary"];
-      if (!rotary.isUndefined()) {
-        c.rotary.dim = static_cast<int64_t>(rotary["dim"].as<double>());
-        if (!rotary["base"].isUndefined()) c.rotary.base = rotary["base"].as<double>();
-        if (!rotary["interleaved"].isUndefined()) c.rotary.interleaved = rotary["interleaved"].as<bool>();
-      }
-      c.sliding_window = integer("slidingWindow");
-      c.alibi = !config["alibi"].isUndefined() && config["alibi"].as<bool>();
-      if (!config["alibiSlopes"].isUndefined())
-        c.alibi_slopes = emscripten::convertJSArrayToNumberVector<float>(config["alibiSlopes"]);
-      if (!config["softcap"].isUndefined()) c.softcap = static_cast<float>(config["softcap"].as<double>());
-      c.sinks = !config["sinks"].isUndefined() && config["sinks"].as<bool>();
-      c.gate = !config["gate"].isUndefined() && config["gate"].as<bool>();
-      if (!config["dropout"].isUndefined()) c.dropout = static_cast<float>(config["dropout"].as<double>());
-      if (!config["weightDtype"].isUndefined()) c.weight_dtype = config["weightDtype"].as<std::string>();
-      if (!config["batchFirst"].isUndefined()) c.batch_first = config["batchFirst"].as<bool>();
-      c.add_bias_kv = !config["addBiasKv"].isUndefined() && config["addBiasKv"].as<bool>();
-      c.add_zero_attn = !config["addZeroAttn"].isUndefined() && config["addZeroAttn"].as<bool>();
+      const mha::AttentionConfig c = config_of(config);
       layer_ = std::make_unique<mha::MultiheadAttention>(c);
       // Room for any rank up front, so the planned shapes never reallocate: the heap a handle
       // holds stays the same from call to call (tests/js/soak.test.js).
@@ -329,61 +396,13 @@ class LayerHandle {
   int lastErrorKind() const { return error_kind_; }
   std::string lastError() const { return error_; }
 
-  val config() const {
-    const mha::ResolvedConfig& c = layer_->config();
-    val o = val::object();
-    o.set("embedDim", static_cast<double>(c.embed_dim));
-    o.set("numHeads", static_cast<double>(c.num_heads));
-    o.set("kdim", static_cast<double>(c.kdim));
-    o.set("vdim", static_cast<double>(c.vdim));
-    o.set("bias", c.bias);
-    o.set("numKvHeads", static_cast<double>(c.num_kv_heads));
-    o.set("headDim", static_cast<double>(c.head_dim));
-    o.set("scale", c.scale);
-    o.set("valueHeadDim", static_cast<double>(c.value_head_dim));
-    o.set("outputDim", static_cast<double>(c.output_dim));
-    // The variants appear only when the layer has them.
-    if (c.rotary.dim > 0) {
-      val rotary = val::object();
-      rotary.set("dim", static_cast<double>(c.rotary.dim));
-      rotary.set("base", c.rotary.base);
-      rotary.set("interleaved", c.rotary.interleaved);
-      o.set("rotary", rotary);
-    }
-    if (c.sliding_window > 0) o.set("slidingWindow", static_cast<double>(c.sliding_window));
-    if (!c.alibi_slopes.empty()) {
-      val slopes = val::array();
-      for (float s : c.alibi_slopes) slopes.call<void>("push", s);
-      o.set("alibiSlopes", slopes);
-    }
-    if (c.softcap > 0) o.set("softcap", c.softcap);
-    if (c.sinks) o.set("sinks", true);
-    if (c.gate) o.set("gate", true);
-    if (c.dropout > 0) o.set("dropout", c.dropout);
-    if (c.weight_dtype != mha::WeightDtype::kF32) o.set("weightDtype", std::string(mha::weight_dtype_name(c.weight_dtype)));
-    if (!c.batch_first) o.set("batchFirst", false);
-    if (c.add_bias_kv) o.set("addBiasKv", true);
-    if (c.add_zero_attn) o.set("addZeroAttn", true);
-    return o;
-  }
+  val config() const { return config_object(layer_->config()); }
 
-  val stateDictShapes() const {
-    val o = val::object();
-    for (const auto& [key, shape] : mha::state_dict_layout(layer_->config())) o.set(key, array_of(shape));
-    return o;
-  }
+  val stateDictShapes() const { return state_dict_shapes(layer_->config()); }
 
   // entries: [{ name, ptr, length }]
   bool loadStateDict(val entries) {
-    return guard([&] {
-      mha::StateDict sd;
-      const int n = entries[keys_.length].as<int>();
-      for (int i = 0; i < n; ++i) {
-        val e = entries[i];
-        sd[e["name"].as<std::string>()] = {pointer_of<float>(keys_, e), static_cast<int64_t>(e[keys_.length].as<double>())};
-      }
-      layer_->load_state_dict(sd);
-    });
+    return guard([&] { layer_->load_state_dict(state_dict_of<float>(keys_, entries)); });
   }
 
   // One projection in the canonical quantized layout (src/mha/kernels/weight_formats.hpp), from
@@ -696,6 +715,148 @@ class LayerHandle {
   std::string error_;
 };
 
+// A dtype 'float64' layer (src/mha/float64_attention.hpp): LayerHandle's methods that such a layer
+// has, on doubles (bindings/js/core/layer.js picks this handle for dtype 'float64'). The JS
+// wrapper refuses what it lacks (caches, capture / patch, quantized weights) before calling.
+class Float64SavedHandle {
+ public:
+  explicit Float64SavedHandle(std::unique_ptr<mha::Float64SavedForward> saved) : saved_(std::move(saved)) {}
+  const mha::Float64SavedForward& saved() const { return *saved_; }
+
+ private:
+  std::unique_ptr<mha::Float64SavedForward> saved_;
+};
+
+class Float64LayerHandle {
+ public:
+  explicit Float64LayerHandle(val config) {
+    guard([&] { layer_ = std::make_unique<mha::Float64Attention>(config_of(config)); });
+  }
+
+  int lastErrorKind() const { return error_kind_; }
+  std::string lastError() const { return error_; }
+  val config() const { return config_object(layer_->config()); }
+
+  val stateDictShapes() const { return state_dict_shapes(layer_->config()); }
+
+  // Before the JS wrapper copies a state dict of `count` doubles in: does loading fit?
+  bool checkLoadStateDict(double count) {
+    return guard([&] {
+      const uint64_t weights = mha::total_bytes(mha::float64_weight_memory(layer_->config()));
+      mha::check_fits("the weights",
+                      {{"state dict copied in", mha::saturating_bytes({static_cast<int64_t>(count)}, sizeof(double))},
+                       {"checked copy", weights},
+                       {"parameters", weights}},
+                      heap_in_use(), mha::addressable_bytes());
+    });
+  }
+
+  // entries: [{ name, ptr, length }], ptr addressing doubles.
+  bool loadStateDict(val entries) {
+    return guard([&] { layer_->load_state_dict(state_dict_of<double>(keys_, entries)); });
+  }
+
+  val stateDict() {
+    if (!layer_->has_weights()) return val::null();
+    state_dict_ = mha::state_dict_from_parameters(layer_->config(), layer_->parameters());
+    return entries_of(state_dict_);
+  }
+  void releaseStateDict() { NamedDoubles().swap(state_dict_); }
+  double weightBytes() const { return static_cast<double>(layer_->weight_bytes()); }
+  bool quantized() const { return false; }
+
+  // The shapes (the float32 layer's plan and errors) and the wasm memory the call needs; the
+  // request's tensors carry shapes only.
+  bool checkForward(val request, bool /*steps*/) {
+    return guard([&] {
+      static const double kPlaceholder[1] = {};
+      const Call call(keys_, request, kPlaceholder);
+      const mha::ForwardPlan plan = layer_->plan(call.call);
+      const std::vector<mha::MemoryItem> need = layer_->forward_memory(plan, call.call.options.grad);
+      mha::check_fits("the inputs and buffers", need, heap_in_use_unless_fits(need), mha::addressable_bytes());
+      planned_output_shape_ = plan.output_shape;
+      planned_weights_shape_ = plan.weights_shape;
+    });
+  }
+  val plannedOutputShape() const { return array_of(planned_output_shape_); }
+  val plannedWeightsShape() const { return planned_weights_shape_.empty() ? val::null() : array_of(planned_weights_shape_); }
+
+  bool forward(val request, bool /*steps*/) {
+    releaseResult();
+    return guard([&] { result_ = layer_->forward(Call(keys_, request).call); });
+  }
+
+  Float64SavedHandle* forwardForTraining(val request, bool /*steps*/) {
+    releaseResult();
+    Float64SavedHandle* made = nullptr;
+    guard([&] {
+      std::unique_ptr<mha::Float64SavedForward> saved;
+      result_ = layer_->forward_for_training(Call(keys_, request).call, saved);
+      made = new Float64SavedHandle(std::move(saved));
+    });
+    return made;
+  }
+
+  // The gradients for dLoss/dOutput at d_output (doubles), kept until releaseGradients().
+  bool backward(const Float64SavedHandle& saved, double d_output) {
+    releaseGradients();
+    return guard([&] {
+      mha::Float64Gradients g = layer_->backward(saved.saved(), reinterpret_cast<const double*>(static_cast<uintptr_t>(d_output)));
+      gradients_.push_back({"query", std::move(g.query)});
+      gradients_.push_back({"key", std::move(g.key)});
+      gradients_.push_back({"value", std::move(g.value)});
+      for (auto& entry : mha::state_dict_from_parameters(layer_->config(), g.params)) gradients_.push_back(std::move(entry));
+    });
+  }
+  val gradientEntries() const { return entries_of(gradients_); }
+  void releaseGradients() { NamedDoubles().swap(gradients_); }
+
+  uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(result_.output.data()); }
+  val outputShape() const { return array_of(result_.output_shape); }
+  uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(result_.weights.data()); }
+  val weightsShape() const { return result_.weights.empty() ? val::null() : array_of(result_.weights_shape); }
+  void releaseResult() { result_ = mha::Float64Result{}; }
+
+ private:
+  // A request's tensors and masks as doubles in the heap (float masks too; bool masks are bytes).
+  // `placeholder`: plan only (every tensor gets that address; planning never reads data).
+  struct Call {
+    mha::Float64Call call;
+    Call(const RequestKeys& keys, const val& request, const double* placeholder = nullptr) {
+      const auto tensor = [&](const val& t) -> mha::Float64TensorRef {
+        if (t.isUndefined() || t.isNull()) return {};
+        return {placeholder ? placeholder : pointer_of<double>(keys, t), shape_of(keys, t[keys.shape])};
+      };
+      const auto mask = [&](const val& m) -> mha::MaskRef {
+        if (m.isUndefined() || m.isNull()) return {};
+        return {m[keys.isBool].as<bool>() ? mha::MaskType::kBool : mha::MaskType::kFloat,
+                placeholder ? static_cast<const void*>(placeholder) : pointer_of<void>(keys, m), shape_of(keys, m[keys.shape])};
+      };
+      call.query = tensor(request[keys.query]);
+      call.key = tensor(request[keys.key]);
+      call.value = tensor(request[keys.value]);
+      call.static_k = tensor(request[keys.staticK]);
+      call.static_v = tensor(request[keys.staticV]);
+      read_options(keys, request, call.options);
+      call.options.key_padding_mask = mask(request[keys.keyPaddingMask]);
+      call.options.attn_mask = mask(request[keys.attnMask]);
+    }
+  };
+
+  template <typename F>
+  bool guard(F&& f) {
+    return guarded(error_kind_, error_, f);
+  }
+
+  RequestKeys keys_;
+  std::unique_ptr<mha::Float64Attention> layer_;
+  mha::Float64Result result_;
+  NamedDoubles gradients_, state_dict_;
+  mha::Shape planned_output_shape_, planned_weights_shape_;
+  int error_kind_ = kNone;
+  std::string error_;
+};
+
 // nn.Linear's forward and backward on heap addresses the JS wrapper (bindings/js/core/linear.js)
 // allocated, filled and checked; 0 for an absent bias / gradient.
 template <typename T>
@@ -968,6 +1129,32 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("load", &LinearHandle::load)
       .function("checkForward", &LinearHandle::checkForward)
       .function("forward", &LinearHandle::forward);
+  emscripten::class_<Float64SavedHandle>("Float64SavedHandle");
+  emscripten::class_<Float64LayerHandle>("Float64LayerHandle")
+      .constructor<val>()
+      .function("lastErrorKind", &Float64LayerHandle::lastErrorKind)
+      .function("lastError", &Float64LayerHandle::lastError)
+      .function("config", &Float64LayerHandle::config)
+      .function("stateDictShapes", &Float64LayerHandle::stateDictShapes)
+      .function("checkLoadStateDict", &Float64LayerHandle::checkLoadStateDict)
+      .function("loadStateDict", &Float64LayerHandle::loadStateDict)
+      .function("stateDict", &Float64LayerHandle::stateDict)
+      .function("releaseStateDict", &Float64LayerHandle::releaseStateDict)
+      .function("weightBytes", &Float64LayerHandle::weightBytes)
+      .function("quantized", &Float64LayerHandle::quantized)
+      .function("checkForward", &Float64LayerHandle::checkForward)
+      .function("plannedOutputShape", &Float64LayerHandle::plannedOutputShape)
+      .function("plannedWeightsShape", &Float64LayerHandle::plannedWeightsShape)
+      .function("forward", &Float64LayerHandle::forward)
+      .function("forwardForTraining", &Float64LayerHandle::forwardForTraining, emscripten::allow_raw_pointers())
+      .function("backward", &Float64LayerHandle::backward)
+      .function("gradientEntries", &Float64LayerHandle::gradientEntries)
+      .function("releaseGradients", &Float64LayerHandle::releaseGradients)
+      .function("outputPtr", &Float64LayerHandle::outputPtr)
+      .function("outputShape", &Float64LayerHandle::outputShape)
+      .function("weightsPtr", &Float64LayerHandle::weightsPtr)
+      .function("weightsShape", &Float64LayerHandle::weightsShape)
+      .function("releaseResult", &Float64LayerHandle::releaseResult);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
   emscripten::function("linearForward", &linearForward);
   emscripten::function("linearBackward", &linearBackward);

@@ -49,6 +49,12 @@ class Blob:
         a = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
         if a.dtype == np.bool_:
             a, dtype = a.astype(np.uint8), "uint8"
+        elif a.dtype == np.float64:  # (the float64 cases: doubles, 8-byte aligned)
+            a, dtype = a.astype("<f8"), "float64"
+            pad = (-self.size) % 8
+            if pad:
+                self.parts.append(b"\0" * pad)
+                self.size += pad
         else:
             a, dtype = a.astype("<f4"), "float32"
         raw = np.ascontiguousarray(a).tobytes()
@@ -73,11 +79,15 @@ def seeded_floats(shape, seed, scale=0.5):
 
 
 class Seeded:
-    """A tensor the JS test regenerates with seededFloats(n, seed, scale) instead of reading it."""
+    """A tensor the JS test regenerates with seededFloats(n, seed, scale) instead of reading it
+    (float64: its float32 values widened, entry dtype 'float64'; float16: rounded to half, entry
+    dtype 'float16', which the JS test rounds with Float16Array where the runtime has it)."""
 
-    def __init__(self, shape, seed, scale):
-        self.tensor, self.entry = seeded_floats(shape, seed, scale), {"seeded": seed, "scale": scale,
-                                                                     "shape": list(shape)}
+    def __init__(self, shape, seed, scale, dtype=torch.float32):
+        self.tensor = seeded_floats(shape, seed, scale).to(dtype)
+        self.entry = {"seeded": seed, "scale": scale, "shape": list(shape)}
+        if dtype != torch.float32:
+            self.entry["dtype"] = str(dtype).replace("torch.", "")
 
 
 def load_seeded_weights(module, seed):
@@ -86,7 +96,7 @@ def load_seeded_weights(module, seed):
     with torch.no_grad():
         for i, (name, p) in enumerate(module.state_dict().items()):
             fan_in = p.shape[-1] if p.dim() > 1 else 1
-            w = Seeded(tuple(p.shape), seed + i, float(np.sqrt(3.0 / fan_in)))
+            w = Seeded(tuple(p.shape), seed + i, float(np.sqrt(3.0 / fan_in)), p.dtype)
             p.copy_(w.tensor)
             entries[name] = w.entry
     return entries
@@ -109,17 +119,21 @@ def js_config(module):
         c["addBiasKv"] = True
     if module.add_zero_attn:
         c["addZeroAttn"] = True
+    if module.out_proj.weight.dtype == torch.float64:
+        c["dtype"] = "float64"
     return c
 
 
 def run_draw(blob, module, query, key, value, *, self_attention=False, key_padding_mask=None, attn_mask=None,
              need_weights=True, average_attn_weights=True, static_k=None, static_v=None, grad=True, gen=None,
-             seeded=None, weights_rows=None):
-    """One call of `module` (train mode, dropout 0: PyTorch's math path) and what it gave.
+             seeded=None, weights_rows=None, train=True, round_to_half=False):
+    """One call of `module` (train mode, dropout 0: PyTorch's math path; train False: eval, as the
+    fast-path tests call it) and what it gave.
     seeded: {name: Seeded} for inputs and {'stateDict': entries} the JS test regenerates;
-    weights_rows: keep the attention weights of the first batch rows only (the largest cases)."""
+    weights_rows: keep the attention weights of the first batch rows only (the largest cases);
+    round_to_half: keep the results rounded to half (float16_cases)."""
     seeded = seeded or {}
-    module.train()
+    module.train(train)
     inputs = [query] if self_attention else [query, key, value]
     leaves = [t.detach().clone().requires_grad_(grad) for t in inputs]
     q = leaves[0]
@@ -144,7 +158,7 @@ def run_draw(blob, module, query, key, value, *, self_attention=False, key_paddi
         bsz, src_len = key_padding_mask.shape
         tgt_len = query.shape[-2] if module.batch_first else query.shape[0]
         heads = module.num_heads
-        base = torch.zeros(bsz * heads, tgt_len, src_len) if attn_mask is None else attn_mask.float()
+        base = torch.zeros(bsz * heads, tgt_len, src_len, dtype=query.dtype) if attn_mask is None else attn_mask.to(query.dtype)
         kpm = key_padding_mask.repeat_interleave(heads, dim=0).view(bsz * heads, 1, src_len)
         attn_mask, key_padding_mask = base + kpm, None
     try:
@@ -163,13 +177,15 @@ def run_draw(blob, module, query, key, value, *, self_attention=False, key_paddi
     except AssertionError as e:  # PyTorch refuses the call: the JS layer must refuse it with the same words
         draw["error"] = str(e)
         return draw
+    if round_to_half:
+        out, weights = out.half().float(), weights if weights is None else weights.half().float()
     draw["expected"] = {"output": blob.add(out)}
     if need_weights:
         draw["expected"]["weights"] = blob.add(weights if weights_rows is None else weights[:weights_rows])
     nan_rows = bool(torch.isnan(out).any())
     draw["fullyMaskedRows"] = nan_rows
     if grad and not nan_rows:  # (a fully masked row makes every gradient NaN in torch)
-        d_out = torch.randn(out.shape, generator=gen)
+        d_out = torch.randn(out.shape, generator=gen, dtype=out.dtype)
         module.zero_grad()
         (out * d_out).sum().backward()
         draw["tensors"]["dOut"] = blob.add(d_out)
@@ -182,7 +198,7 @@ def run_draw(blob, module, query, key, value, *, self_attention=False, key_paddi
 
 
 def make_mha(gen, *args, **kwargs):
-    module = torch.nn.MultiheadAttention(*args, dropout=0.0, **kwargs)
+    module = torch.nn.MultiheadAttention(*args, dropout=0.0, **kwargs)  # (dtype=torch.float64: the float64 cases)
     randomize_biases(module, gen)
     return module
 
@@ -206,8 +222,9 @@ HELPER_CASES = {  # test_multihead_attention's inner tests: their _multihead_att
 
 
 def helper_draw(blob, rng, gen, average_attn_weights, add_key_padding_mask=False, add_bias_kv=False,
-                add_zero_attn=False, saved_kv=False, same_embed_dim=False):
-    """One iteration of _multihead_attn_test_helper: a one-token decoder query against a source."""
+                add_zero_attn=False, saved_kv=False, same_embed_dim=False, dtype=torch.float32):
+    """One iteration of _multihead_attn_test_helper: a one-token decoder query against a source
+    (its tensors and weights in `dtype`)."""
     batch_sz, seq_len = rng.randint(2, 11), rng.randint(2, 11)
     d_head = rng.randint(3, 11)
     nheads = rng.randint(2, 6) * 2
@@ -215,19 +232,19 @@ def helper_draw(blob, rng, gen, average_attn_weights, add_key_padding_mask=False
     kv_dim = d_model if same_embed_dim else rng.randint(5, 21)
     saved_k = saved_v = None
     if saved_kv:
-        saved_k = torch.from_numpy(rng.rand(batch_sz * nheads, seq_len, d_head)).float()
-        saved_v = torch.from_numpy(rng.rand(batch_sz * nheads, seq_len, d_head)).float()
+        saved_k = torch.from_numpy(rng.rand(batch_sz * nheads, seq_len, d_head)).float().to(dtype)
+        saved_v = torch.from_numpy(rng.rand(batch_sz * nheads, seq_len, d_head)).float().to(dtype)
     key_padding_mask = None
     if add_key_padding_mask:
         seq_mask = rng.randint(0, 2, (1, seq_len))
         key_padding_mask = torch.from_numpy(np.repeat(seq_mask, batch_sz, axis=0) == 1)
-    decoder_state = torch.from_numpy(rng.rand(batch_sz, d_model)).float()
-    source = torch.from_numpy(rng.rand(batch_sz, seq_len, kv_dim)).float().transpose(0, 1).contiguous()
-    attn_mask = torch.from_numpy(rng.randint(0, 2, size=(1, seq_len))).float()
+    decoder_state = torch.from_numpy(rng.rand(batch_sz, d_model)).float().to(dtype)
+    source = torch.from_numpy(rng.rand(batch_sz, seq_len, kv_dim)).float().transpose(0, 1).contiguous().to(dtype)
+    attn_mask = torch.from_numpy(rng.randint(0, 2, size=(1, seq_len))).float().to(dtype)
     attn_mask.masked_fill_(attn_mask == 0, float("-inf"))
     attn_mask.masked_fill_(attn_mask > 0, 0.0)
     module = make_mha(gen, d_model, nheads, add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn, kdim=kv_dim,
-                      vdim=kv_dim)
+                      vdim=kv_dim, dtype=dtype)
     seeded = {"stateDict": load_seeded_weights(module, rng.randint(0, 2 ** 31))}
     query = decoder_state.unsqueeze(0)  # [1, B, E]: sequence-first, as the helper calls
     return run_draw(blob, module, query, source, source, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
@@ -314,6 +331,130 @@ def nested_tensor_case(blob, seed):
              "draws": draws}]
 
 
+# --- test/nn/test_multihead_attention.py: the float64 tests -----------------------------------------
+
+def float64_cases(blob, seed):
+    """PyTorch's tests that run in float64 (@dtypes(torch.double), and the [float64] instances of
+    test_multihead_attention_dtype[_batch_first]), on their own configurations. PyTorch checks the
+    result's shape and dtype; the fixtures also keep torch's numbers, and the gradients where the
+    layer trains (PyTorch's no_grad tests run the same call; its gradients are cheap here)."""
+    f64 = torch.float64
+    cases = []
+    gen = torch.Generator().manual_seed(seed)
+    for batch_first in (False, True):  # test_multihead_attention_dtype[_batch_first][float64]
+        embed_dim, num_heads, sl, bs = 128, 8, 10, 8
+        module = make_mha(gen, embed_dim, num_heads, batch_first=batch_first, dtype=f64)
+        seeded = {"stateDict": load_seeded_weights(module, seed + 10 * batch_first)}
+        shape = (bs, sl, embed_dim) if batch_first else (sl, bs, embed_dim)
+        for i, name in enumerate(("query", "key", "value")):
+            seeded[name] = Seeded(shape, seed + 10 * batch_first + 5 + i, 1.0, f64)
+        q, k, v = (seeded[n].tensor for n in ("query", "key", "value"))
+        name = "test_multihead_attention_dtype" + ("_batch_first" if batch_first else "") + "[float64]"
+        cases.append({"name": name, "source": "test/nn/test_multihead_attention.py",
+                      "draws": [run_draw(blob, module, q, k, v, need_weights=not batch_first, grad=False,
+                                         seeded=seeded)]})
+
+    draws = []  # test_multihead_attn_fast_path_query_and_bias_have_different_dtypes[float64]
+    for _ in range(DRAWS):
+        module = make_mha(gen, 4, 4, batch_first=True, dtype=f64).eval()
+        module.in_proj_bias = torch.nn.Parameter(module.in_proj_bias.to(torch.half))
+        query = torch.randn(3, 3, 4, generator=gen, dtype=f64)
+        # The JS layer takes one dtype: the half bias's values, widened to float64 (torch adds them so).
+        state = {name: blob.add(p.double()) for name, p in module.state_dict().items()}
+        with torch.no_grad():
+            draws.append(run_draw(blob, module, query, None, None, self_attention=True, grad=False,
+                                  seeded={"stateDict": state}, train=False))
+    cases.append({"name": "test_multihead_attn_fast_path_query_and_bias_have_different_dtypes[float64]",
+                  "source": "test/nn/test_multihead_attention.py", "draws": draws})
+
+    draws = []  # test_multihead_attn_fast_path_small_test[float64]: eval, no_grad (torch's fast path)
+    for _ in range(DRAWS):
+        module = make_mha(gen, 4, 4, batch_first=True, dtype=f64).eval()
+        query = torch.randn(3, 3, 4, generator=gen, dtype=f64)
+        with torch.no_grad():
+            draw = run_draw(blob, module, query, None, None, self_attention=True, grad=False, train=False)
+        draws.append(draw)
+    cases.append({"name": "test_multihead_attn_fast_path_small_test[float64]",
+                  "source": "test/nn/test_multihead_attention.py", "draws": draws})
+
+    draws = []  # test_multihead_attn_in_proj_bias_none[float64]: bias=False, sequence-first
+    for _ in range(DRAWS):
+        module = make_mha(gen, 2, 2, bias=False, dtype=f64)
+        query = torch.rand(2, 2, 2, generator=gen, dtype=f64)
+        draws.append(run_draw(blob, module, query, None, None, self_attention=True, gen=gen))
+    cases.append({"name": "test_multihead_attn_in_proj_bias_none[float64]",
+                  "source": "test/nn/test_multihead_attention.py", "draws": draws})
+
+    draws = []  # test_multihead_attn_in_proj_weight_none[float64]: kdim = vdim = 2, separate projections
+    for _ in range(DRAWS):
+        module = make_mha(gen, 4, 4, kdim=2, vdim=2, dtype=f64)
+        query = torch.rand(4, 4, 4, generator=gen, dtype=f64)
+        key = torch.rand(4, 4, 2, generator=gen, dtype=f64)
+        draws.append(run_draw(blob, module, query, key, key, gen=gen))
+    cases.append({"name": "test_multihead_attn_in_proj_weight_none[float64]",
+                  "source": "test/nn/test_multihead_attention.py", "draws": draws})
+    return cases
+
+
+def float16_cases(blob, seed):
+    """test_multihead_attention_dtype[_batch_first][float16]: PyTorch's configuration with half
+    weights and inputs. Torch 1.13 on the CPU has no half matmul ("addmm_impl_cpu_" not implemented
+    for 'Half'; PyTorch runs these on CUDA), so the expected results are torch's float32 call on
+    the same half values, rounded to half: what a half call computes with float32 accumulation, up
+    to one rounding of the result. The JS side runs them with Float16Array tensors in Chromium
+    (tests/browser/pytorch-mha-float16.test.js); Node 20 has no Float16Array."""
+    f16 = torch.float16
+    cases = []
+    gen = torch.Generator().manual_seed(seed)
+    for batch_first in (False, True):
+        embed_dim, num_heads, sl, bs = 128, 8, 10, 8
+        module = make_mha(gen, embed_dim, num_heads, batch_first=batch_first)
+        seeded = {"stateDict": load_seeded_weights(module, seed + 10 * batch_first)}
+        with torch.no_grad():  # the half model's weights (float32 values that half holds exactly)
+            for p in module.parameters():
+                p.copy_(p.half().float())
+        for entry in seeded["stateDict"].values():
+            entry["dtype"] = "float16"
+        shape = (bs, sl, embed_dim) if batch_first else (sl, bs, embed_dim)
+        for i, name in enumerate(("query", "key", "value")):
+            seeded[name] = Seeded(shape, seed + 10 * batch_first + 5 + i, 1.0, f16)
+        q, k, v = (seeded[n].tensor.float() for n in ("query", "key", "value"))
+        name = "test_multihead_attention_dtype" + ("_batch_first" if batch_first else "") + "[float16]"
+        draw = run_draw(blob, module, q, k, v, need_weights=not batch_first, grad=False, seeded=seeded,
+                        round_to_half=True)
+        cases.append({"name": name, "source": "test/nn/test_multihead_attention.py, float16 (Chromium)", "draws": [draw]})
+    return cases
+
+
+def float64_runs_of_float32_cases(blob, seed):
+    """Not PyTorch's own tests: PyTorch's configurations of float32 cases run in float64, for the
+    options PyTorch's float64 tests leave out (its test helper's appended keys, static keys and
+    values and masks; test_transformers' float masks)."""
+    f64 = torch.float64
+    cases = []
+    for inner in ("test_multihead_attn_add_bias_kv_zero_attn", "test_multihead_attn_all_arguments1"):
+        rng = np.random.RandomState(seed)
+        gen = torch.Generator().manual_seed(seed)
+        seed += 1
+        cases.append({"name": f"test_multihead_attention[average_attn_weights=False] {inner}, in float64",
+                      "source": "float64 runs", "draws": [helper_draw(blob, rng, gen, False, dtype=f64,
+                                                                      **HELPER_CASES[inner]) for _ in range(DRAWS)]})
+    gen = torch.Generator().manual_seed(seed)
+    B, L, D, H = 2, 4, 8, 4
+    draws = []
+    for _ in range(DRAWS):
+        attn_mask = (torch.rand((B, 1, L, L), generator=gen, dtype=f64) * 18 - 9).expand(B, H, L, L).reshape(B * H, L, L)
+        key_padding_mask = torch.randint(0, 2, (B, L), generator=gen).bool()
+        module = make_mha(gen, D, H, batch_first=True, dtype=f64)
+        x = torch.randn(B, L, D, generator=gen, dtype=f64)
+        draws.append(run_draw(blob, module, x, None, None, self_attention=True, attn_mask=attn_mask,
+                              key_padding_mask=key_padding_mask, gen=gen))
+    cases.append({"name": "test_multiheadattention_fastpath_attn_mask[attn_mask_dim=3, key_padding_mask_dim=2, "
+                          "mask_dtype=float], attn_mask float, key_padding_mask bool, in float64",
+                  "source": "float64 runs", "draws": draws})
+    return cases
+
+
 # --- common_modules.py: module_inputs_torch_nn_MultiheadAttention (test/test_modules.py) -------------
 
 def module_samples(blob, seed):
@@ -389,12 +530,14 @@ def main():
     blob = Blob()
     cases = multihead_attention_file(blob, 1000) + module_samples(blob, 2000) + transformers_file(blob, 3000)
     cases += nested_tensor_case(blob, 4000)  # (last: the earlier cases' offsets stay as they were)
+    cases += float64_cases(blob, 5000) + float64_runs_of_float32_cases(blob, 6000) + float16_cases(blob, 7000)
     os.makedirs(OUT_DIR, exist_ok=True)
     with open(os.path.join(OUT_DIR, "cases.bin"), "wb") as f:
         for part in blob.parts:
             f.write(part)
     index = {"generator": "tools/make_pytorch_mha_fixtures.py", "torch": torch.__version__,
-             "tolerance": {"absolute": 1e-5, "relative": 1e-4}, "binary": "cases.bin", "cases": cases}
+             "tolerance": {"absolute": 1e-5, "relative": 1e-4}, "float64Tolerance": {"absolute": 1e-12, "relative": 1e-12},
+             "binary": "cases.bin", "cases": cases}
     with open(os.path.join(OUT_DIR, "index.json"), "w") as f:
         json.dump(index, f, separators=(",", ":"))
     print(f"{len(cases)} cases, {sum(len(c['draws']) for c in cases)} draws, {blob.size} bytes")

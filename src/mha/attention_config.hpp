@@ -50,7 +50,7 @@ struct AttentionConfig {
   int64_t vdim = 0;          // value feature size; 0 means E
   bool bias = true;          // in_proj_bias and out_proj.bias
   int64_t num_kv_heads = 0;  // Hkv for grouped-query attention, divides H; 0 means H
-  std::optional<float> scale;  // softmax scale; default 1/sqrt(head_dim)
+  std::optional<double> scale;  // softmax scale; default 1/sqrt(head_dim)
   int64_t head_dim = 0;        // q/k head size; 0 means E / H (then H must divide E)
   int64_t value_head_dim = 0;  // v head size; 0 means head_dim
   int64_t output_dim = 0;      // out_proj rows (the output's feature size); 0 means E
@@ -73,6 +73,9 @@ struct AttentionConfig {
   // the given keys and are padded with "attend" for these (as PyTorch pads them).
   bool add_bias_kv = false;
   bool add_zero_attn = false;
+  // 'float32' | 'float64': what the layer computes in and takes and returns (PyTorch's dtype). A
+  // float64 layer is a Float64Attention (float64_attention.hpp), with nn.MultiheadAttention's options.
+  std::string dtype = "float32";
 };
 
 // A config with every default filled in and every rule checked.
@@ -90,6 +93,8 @@ struct ResolvedConfig {
   WeightDtype weight_dtype;        // the projections' storage
   bool batch_first;                // false: batched inputs and outputs are sequence-first [L, B, features]
   bool add_bias_kv, add_zero_attn;  // keys (and values) appended after the given ones
+  bool float64;                    // dtype 'float64': a Float64Attention's config
+  double scale64;                  // the scale as given, or 1/sqrt(head_dim), in float64 (a float64 layer's)
 
   int64_t q_dim() const { return num_heads * head_dim; }               // rows of the q projection
   int64_t kv_dim() const { return num_kv_heads * head_dim; }           // rows of the k projection
@@ -149,7 +154,8 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
   positive("valueHeadDim", r.value_head_dim);
   positive("outputDim", r.output_dim);
   r.bias = c.bias;
-  r.scale = c.scale ? *c.scale : 1.0f / std::sqrt(static_cast<float>(r.head_dim));
+  r.scale = c.scale ? static_cast<float>(*c.scale) : 1.0f / std::sqrt(static_cast<float>(r.head_dim));
+  r.scale64 = c.scale ? *c.scale : 1.0 / std::sqrt(static_cast<double>(r.head_dim));
   if (!std::isfinite(r.scale))
     throw range_error("scale must be a finite number, got " + number_text(r.scale));
 
@@ -194,6 +200,26 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
     throw type_error(std::string(c.add_bias_kv ? "addBiasKv" : "addZeroAttn") +
                      ": not with rotary, slidingWindow or alibi (they place keys by position, and the appended "
                      "keys have none)");
+  }
+  if (c.dtype != "float32" && c.dtype != "float64")
+    throw type_error("dtype must be 'float32' or 'float64', got '" + c.dtype + "'");
+  r.float64 = c.dtype == "float64";
+  if (r.float64) {
+    // The float64 path computes nn.MultiheadAttention's own options (float64_attention.cpp); the
+    // variants of today's models, quantized weights and dropout are the float32 layer's only.
+    const char* refused = r.rotary.dim > 0               ? "rotary"
+                          : r.sliding_window > 0         ? "slidingWindow"
+                          : !r.alibi_slopes.empty()      ? (c.alibi_slopes.empty() ? "alibi" : "alibiSlopes")
+                          : r.softcap > 0                ? "softcap"
+                          : r.sinks                      ? "sinks"
+                          : r.gate                       ? "gate"
+                          : r.dropout > 0                ? "dropout"
+                          : r.weight_dtype != WeightDtype::kF32 ? "weightDtype"
+                                                         : nullptr;
+    if (refused)
+      throw type_error(std::string(refused) + ": not with dtype 'float64' (a float64 layer computes "
+                       "nn.MultiheadAttention's own options: masks, causal, kdim/vdim, bias, batchFirst, addBiasKv, "
+                       "addZeroAttn, static keys and values, grouped-query heads and head sizes)");
   }
   return r;
 }

@@ -19,6 +19,7 @@
 namespace mha {
 
 MultiheadAttention::MultiheadAttention(const AttentionConfig& config) : config_(resolve(config)) {
+  if (config_.float64) throw type_error("dtype 'float64': a float64 layer is a Float64Attention (float64_attention.hpp)");
   check_fits("the weights", weight_memory(config_), 0, addressable_bytes());
 }
 

@@ -10,6 +10,7 @@
 
 #include "attention_config.hpp"
 #include "forward_plan.hpp"
+#include "forward_result.hpp"
 #include "kernels/packed_linear.hpp"
 #include "kv_cache.hpp"
 #include "parameters.hpp"
@@ -36,13 +37,6 @@ struct Gradients {
   std::vector<float> key, value;  // key's and value's shapes; empty when forward got none
   Shape query_shape, key_shape, value_shape;
   AttentionParameters params;  // the parameters' layout; biases / sinks empty where the layer has none
-};
-
-struct ForwardResult {
-  std::vector<float> output;   // output_shape
-  Shape output_shape;
-  std::vector<float> weights;  // weights_shape; empty unless need_weights
-  Shape weights_shape;
 };
 
 class MultiheadAttention {

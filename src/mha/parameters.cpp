@@ -48,8 +48,9 @@ std::vector<std::pair<std::string, Shape>> state_dict_layout(const ResolvedConfi
   return layout;
 }
 
-AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const StateDict& state,
-                                               const std::set<std::string>& held) {
+template <typename T>
+BasicParameters<T> parameters_from_state_dict(const ResolvedConfig& c, const BasicStateDict<T>& state,
+                                              const std::set<std::string>& held) {
   auto layout = state_dict_layout(c);
   // Where PyTorch fuses q/k/v we also take the separate form, if that is what was given.
   const bool held_qkv = held.count("q_proj_weight") || held.count("k_proj_weight") || held.count("v_proj_weight");
@@ -70,26 +71,26 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
       throw type_error("stateDict: unexpected key '" + key + "'" + why + "; expected exactly " + quoted_keys(layout));
     }
   }
-  auto get = [&](const std::string& key, const Shape& shape) -> std::vector<float> {
+  auto get = [&](const std::string& key, const Shape& shape) -> std::vector<T> {
     auto it = state.find(key);
     const int64_t want = element_count(shape);
     if (it == state.end())
       throw type_error("stateDict: missing key '" + key + "' (expected " + std::to_string(want) +
                        " floats, shape " + format_shape(shape) + ")");
-    const StateDictEntry& e = it->second;
+    const BasicStateDictEntry<T>& e = it->second;
     if (e.length != want)
       throw range_error("stateDict['" + key + "']: expected " + std::to_string(want) + " floats (shape " +
                         format_shape(shape) + "), got " + std::to_string(e.length));
     if (e.data == nullptr && want > 0) throw type_error("stateDict['" + key + "']: data is missing");
-    return std::vector<float>(e.data, e.data + want);
+    return std::vector<T>(e.data, e.data + want);
   };
 
   // Check every entry before keeping any, so a failed load changes nothing.
-  std::map<std::string, std::vector<float>> tensors;
+  std::map<std::string, std::vector<T>> tensors;
   for (const auto& [key, shape] : layout)
     if (!held.count(key) || state.count(key)) tensors[key] = get(key, shape);
 
-  AttentionParameters p;
+  BasicParameters<T> p;
   const int64_t E = c.embed_dim, qd = c.q_dim(), kd = c.kv_dim();
   if (tensors.count("in_proj_weight")) {
     const auto& w = tensors["in_proj_weight"];
@@ -121,14 +122,15 @@ AttentionParameters parameters_from_state_dict(const ResolvedConfig& c, const St
   return p;
 }
 
-std::vector<std::pair<std::string, std::vector<float>>> state_dict_from_parameters(const ResolvedConfig& c,
-                                                                                   const AttentionParameters& p) {
-  const auto joined = [](std::initializer_list<const std::vector<float>*> parts) {
-    std::vector<float> all;
+template <typename T>
+std::vector<std::pair<std::string, std::vector<T>>> state_dict_from_parameters(const ResolvedConfig& c,
+                                                                               const BasicParameters<T>& p) {
+  const auto joined = [](std::initializer_list<const std::vector<T>*> parts) {
+    std::vector<T> all;
     for (const auto* part : parts) all.insert(all.end(), part->begin(), part->end());
     return all;
   };
-  std::vector<std::pair<std::string, std::vector<float>>> entries;
+  std::vector<std::pair<std::string, std::vector<T>>> entries;
   for (const auto& [key, shape] : state_dict_layout(c)) {
     if (key == "in_proj_weight") entries.push_back({key, joined({&p.q_weight, &p.k_weight, &p.v_weight})});
     else if (key == "q_proj_weight") entries.push_back({key, p.q_weight});
@@ -145,5 +147,14 @@ std::vector<std::pair<std::string, std::vector<float>>> state_dict_from_paramete
   }
   return entries;
 }
+
+template AttentionParameters parameters_from_state_dict(const ResolvedConfig&, const StateDict&,
+                                                        const std::set<std::string>&);
+template Float64Parameters parameters_from_state_dict(const ResolvedConfig&, const Float64StateDict&,
+                                                      const std::set<std::string>&);
+template std::vector<std::pair<std::string, std::vector<float>>> state_dict_from_parameters(const ResolvedConfig&,
+                                                                                           const AttentionParameters&);
+template std::vector<std::pair<std::string, std::vector<double>>> state_dict_from_parameters(const ResolvedConfig&,
+                                                                                            const Float64Parameters&);
 
 }  // namespace mha

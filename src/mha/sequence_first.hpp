@@ -13,15 +13,17 @@
 
 namespace mha {
 
-// [d0, d1, inner] -> [d1, d0, inner].
-inline void swap_leading_axes(const float* in, float* out, int64_t d0, int64_t d1, int64_t inner) {
+// [d0, d1, inner] -> [d1, d0, inner] (floats, or a float64 layer's doubles).
+template <typename T>
+void swap_leading_axes(const T* in, T* out, int64_t d0, int64_t d1, int64_t inner) {
   for (int64_t i0 = 0; i0 < d0; ++i0)
     for (int64_t i1 = 0; i1 < d1; ++i1) std::copy_n(in + (i0 * d1 + i1) * inner, inner, out + (i1 * d0 + i0) * inner);
 }
 
 // A sequence-first [L, B, F] tensor's batch-first copy [B, L, F] (`from_sequence_first`), or back.
-inline std::vector<float> to_batch_first(const float* data, const Shape& sequence_first) {
-  std::vector<float> out(static_cast<size_t>(element_count(sequence_first)));
+template <typename T>
+std::vector<T> to_batch_first(const T* data, const Shape& sequence_first) {
+  std::vector<T> out(static_cast<size_t>(element_count(sequence_first)));
   swap_leading_axes(data, out.data(), sequence_first[0], sequence_first[1], sequence_first[2]);
   return out;
 }

@@ -45,9 +45,19 @@ const rg = (lengths, change = {}) => {
   return { data: f32(total * E), shape: [total, E], lengths, ...change };
 };
 
-/** Runs use(r, layer) on a forward result with grad: true, then releases it (a failed backward keeps it). */
-function withGrad(layer, use) {
-  const r = layer.forward(x(1, 2), null, null, { grad: true });
+/** A dtype 'float64' layer's state dict and tensors (Float64Array). */
+const f64Config = { embedDim: E, numHeads: H, dtype: 'float64' };
+const f64StateDict = () => Object.fromEntries(Object.entries(stateDict()).map(([k, v]) => [k, Float64Array.from(v)]));
+const x64 = (B, L) => ({ data: new Float64Array(B * L * E).fill(0.1), shape: [B, L, E] });
+const float64Layer = (t) => t.make(f64Config).loadStateDict(f64StateDict());
+const WHY_FLOAT64 = "(a layer of dtype 'float64' takes and returns Float64Array)";
+
+/**
+ * Runs use(r, layer) on a forward result with grad: true (of `query`), then releases it (a failed
+ * backward keeps it).
+ */
+function withGrad(layer, use, query = x(1, 2)) {
+  const r = layer.forward(query, null, null, { grad: true });
   try {
     use(r, layer);
   } finally {
@@ -71,7 +81,7 @@ export const ROWS = [
   { input: 'vdim NaN', call: (t) => t.make({ embedDim: 8, numHeads: 2, vdim: NaN }), error: RangeError, message: 'MultiHeadAttention: vdim must be an integer >= 1, got NaN' },
   { input: 'numKvHeads does not divide numHeads', call: (t) => t.make({ embedDim: 16, numHeads: 4, numKvHeads: 3 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (3) must divide numHeads (4)' },
   { input: 'numKvHeads larger than numHeads', call: (t) => t.make({ embedDim: 8, numHeads: 2, numKvHeads: 4 }), error: RangeError, message: 'MultiHeadAttention: numKvHeads (4) must divide numHeads (2)' },
-  { input: 'unknown config key', call: (t) => t.make({ embedDim: 8, numHeads: 2, heads: 2 }), error: TypeError, message: 'MultiHeadAttention: config: unknown option \'heads\'; known options: embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale, headDim, valueHeadDim, outputDim, rotary, slidingWindow, alibi, alibiSlopes, softcap, sinks, gate, dropout, seed, weightDtype, batchFirst, addBiasKv, addZeroAttn' },
+  { input: 'unknown config key', call: (t) => t.make({ embedDim: 8, numHeads: 2, heads: 2 }), error: TypeError, message: 'MultiHeadAttention: config: unknown option \'heads\'; known options: embedDim, numHeads, kdim, vdim, bias, numKvHeads, scale, headDim, valueHeadDim, outputDim, rotary, slidingWindow, alibi, alibiSlopes, softcap, sinks, gate, dropout, seed, weightDtype, batchFirst, addBiasKv, addZeroAttn, dtype' },
   { input: 'bias not a boolean', call: (t) => t.make({ embedDim: 8, numHeads: 2, bias: 1 }), error: TypeError, message: 'MultiHeadAttention: bias must be a boolean, got number 1' },
   { input: 'scale Infinity', call: (t) => t.make({ embedDim: 8, numHeads: 2, scale: Infinity }), error: RangeError, message: 'MultiHeadAttention: scale must be a finite number, got number Infinity' },
   // ---- the variants of today's models (free head sizes, rotary, window, ALiBi, softcap, sinks) ----
@@ -118,6 +128,20 @@ export const ROWS = [
   { input: 'patch: two steps', call: (t) => t.layer.forward(x(1, 2), null, null, { patch: { q: { data: f32(16), shape: [1, 2, 2, 4] }, z: { data: f32(16), shape: [1, 2, 2, 4] } } }), error: TypeError, message: 'forward: patch: give exactly one step to patch (q, k, v, pattern, z or gate) beside heads, got q, z' },
   { input: 'patch: not the step\'s shape', call: (t) => t.layer.forward(x(1, 2), null, null, { patch: { z: { data: f32(16), shape: [1, 2, 8] } } }), error: RangeError, message: "forward: patch.z: expected the step's shape [B, L, H, Dv] = [1, 2, 2, 4], got [1, 2, 8]" },
   { input: 'patch: a head out of range', call: (t) => t.layer.forward(x(1, 2), null, null, { patch: { pattern: { data: f32(8), shape: [1, 2, 2, 2] }, heads: [2] } }), error: RangeError, message: 'forward: patch.heads[0]: head 2 is out of range: pattern has 2 heads (0 to 1)' },
+  // ---- dtype 'float64' (PyTorch's dtype=torch.float64; docs/api.md, "float64 layers") ----
+  { input: 'dtype float16', call: (t) => t.make({ embedDim: E, numHeads: H, dtype: 'float16' }), error: TypeError, message: "MultiHeadAttention: dtype must be 'float32' or 'float64', got 'float16'" },
+  { input: 'dtype a number', call: (t) => t.make({ embedDim: E, numHeads: H, dtype: 64 }), error: TypeError, message: "MultiHeadAttention: dtype must be 'float32' or 'float64', got number 64" },
+  { input: 'float64 layer with rotary', call: (t) => t.make({ ...f64Config, rotary: true }), error: TypeError, message: "MultiHeadAttention: rotary: not with dtype 'float64' (a float64 layer computes nn.MultiheadAttention's own options: masks, causal, kdim/vdim, bias, batchFirst, addBiasKv, addZeroAttn, static keys and values, grouped-query heads and head sizes)" },
+  { input: 'float64 layer with dropout', call: (t) => t.make({ ...f64Config, dropout: 0.1 }), error: TypeError, message: "MultiHeadAttention: dropout: not with dtype 'float64' (a float64 layer computes nn.MultiheadAttention's own options: masks, causal, kdim/vdim, bias, batchFirst, addBiasKv, addZeroAttn, static keys and values, grouped-query heads and head sizes)" },
+  { input: 'float64 layer: a Float32Array state dict', call: (t) => t.make(f64Config).loadStateDict(stateDict()), error: TypeError, message: `loadStateDict: stateDict['in_proj_weight'] must be a Float64Array, got a Float32Array ${WHY_FLOAT64}` },
+  { input: 'float64 layer: a Float32Array query', call: (t) => float64Layer(t).forward(x(1, 2)), error: TypeError, message: `forward: query.data must be a Float64Array, got a Float32Array ${WHY_FLOAT64}` },
+  { input: 'float64 layer: a Float32Array staticK', call: (t) => float64Layer(t).forward(x64(1, 2), null, null, { staticK: { data: f32(16), shape: [2, 2, 4] } }), error: TypeError, message: `forward: staticK.data must be a Float64Array, got a Float32Array ${WHY_FLOAT64}` },
+  { input: 'float64 layer: a Float32Array out', call: (t) => float64Layer(t).forward(x64(1, 2), null, null, { out: f32(16) }), error: TypeError, message: 'forward: out must be a Float64Array, got a Float32Array' },
+  { input: 'float64 layer: dOut a Float32Array', call: (t) => withGrad(float64Layer(t), (r) => r.backward(x(1, 2)), x64(1, 2)), error: TypeError, message: 'backward: dOut must be { data: Float64Array, shape: [1, 2, 8] } (dLoss/dOutput), got data a Float32Array' },
+  { input: 'float64 layer: a cache', call: (t) => float64Layer(t).createCache({ capacity: 4 }), error: TypeError, message: "createCache: not with dtype 'float64' (a float64 layer has no KV cache)" },
+  { input: 'float64 layer: capture', call: (t) => float64Layer(t).forward(x64(1, 2), null, null, { capture: true }), error: TypeError, message: "forward: capture: not with dtype 'float64' (the steps are captured and patched by float32 layers only)" },
+  { input: 'float64 layer: a ragged batch', call: (t) => float64Layer(t).forward({ data: new Float64Array(3 * E), shape: [3, E], lengths: [1, 2] }), error: TypeError, message: "forward: query: not with dtype 'float64' (ragged batches ({ data, shape, lengths }) are a float32 layer's)" },
+  { input: 'float64 layer: loadQuantized', call: (t) => t.make(f64Config).loadQuantized(q4InProj()), error: TypeError, message: "loadQuantized: not with dtype 'float64' (quantized weights are a float32 layer's)" },
   // ---- forward into caller-owned buffers (out, weightsOut) ----
   { input: 'out a plain array', call: (t) => t.layer.forward(x(1, 2), null, null, { out: [0, 0] }), error: TypeError, message: 'forward: out must be a Float32Array, got an Array' },
   { input: 'out one float short', call: (t) => t.layer.forward(x(1, 2), null, null, { out: f32(15) }), error: RangeError, message: 'forward: out: expected a Float32Array of 16 floats for shape [1, 2, 8], got 15' },
@@ -271,6 +295,7 @@ export const ROWS = [
   { input: 'safetensors: offsets past the end', call: () => readSafetensors(withHeader({ w: { dtype: 'F32', shape: [8], data_offsets: [0, 32] } })), error: RangeError, message: 'readSafetensors: tensor \'w\': data_offsets [0,32] must satisfy 0 <= begin <= end <= 16 (the size of the data section)' },
   { input: 'safetensors: offsets disagree with dtype and shape', call: () => readSafetensors(withHeader({ w: { dtype: 'F16', shape: [4], data_offsets: [0, 16] } })), error: RangeError, message: 'readSafetensors: tensor \'w\': dtype F16 and shape [4] need 8 bytes, but data_offsets [0,16] span 16' },
   { input: 'safetensors: overlapping tensors', call: () => readSafetensors(withHeader({ a: { dtype: 'F32', shape: [4], data_offsets: [0, 16] }, b: { dtype: 'F32', shape: [2], data_offsets: [8, 16] } })), error: RangeError, message: 'readSafetensors: tensor \'b\' (bytes 8..16) overlaps tensor \'a\' (bytes 0..16)' },
+  { input: 'safetensors: a dtype no layer has', call: () => stateDictFromSafetensors(safetensors(), { dtype: 'f64' }), error: TypeError, message: "stateDictFromSafetensors: dtype must be 'float32' or 'float64' (the layer's), got string f64" },
   { input: 'safetensors: weights stored as integers', call: () => stateDictFromSafetensors(withHeader({ w: { dtype: 'I32', shape: [4], data_offsets: [0, 16] } })), error: TypeError, message: 'stateDictFromSafetensors: tensor \'w\' has dtype I32; weights must be one of F32, F16, BF16, F64' },
   // ---- training: grad, dropout, backward, initialize, stateDict ----
   { input: 'grad not a boolean', call: (t) => t.layer.forward(x(1, 2), null, null, { grad: 1 }), error: TypeError, message: 'forward: grad must be a boolean, got number 1' },

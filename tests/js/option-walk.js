@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 
 export const BASE_CONFIG = Object.freeze({ embedDim: 8, numHeads: 2, dropout: 0.5, seed: 1 });
 const B = 1, L = 3;
-const input = (features, phase = 1) => ({ data: Float32Array.from({ length: B * L * features }, (_, i) => Math.sin(i + phase)), shape: [B, L, features] });
+const input = (features, phase = 1, Type = Float32Array) => ({ data: Type.from({ length: B * L * features }, (_, i) => Math.sin(i + phase)), shape: [B, L, features] });
 
 /** Each config key's sentinel (a value other than its default), merged into BASE_CONFIG. */
 export const CONFIG_SENTINELS = {
@@ -21,7 +21,12 @@ export const CONFIG_SENTINELS = {
   dropout: { dropout: 0.25 }, seed: { seed: 2 }, weightDtype: { weightDtype: 'int8' },
   // PyTorch's (issue 40): [1, 3, 8] read sequence-first is 3 sequences of 1 token; the appended key rows.
   batchFirst: { batchFirst: false }, addBiasKv: { addBiasKv: true }, addZeroAttn: { addZeroAttn: true },
+  // PyTorch's dtype: a float64 layer (Float64Array in and out; its walk's base has no dropout, which it lacks).
+  dtype: { dtype: 'float64' },
 };
+
+/** Config both signatures of a key's walk share: what the sentinel needs beside it (BASE_CONFIG's dropout off for dtype). */
+const CONFIG_CONTEXT = { dtype: { dropout: 0 } };
 
 /**
  * Each forward option's sentinel: { with: prerequisites (in both calls), value: the option's
@@ -71,17 +76,19 @@ async function signature(make, options = {}, { nan = false } = {}) {
     layer = make();
     parts.push(JSON.stringify(layer.config), JSON.stringify(layer.stateDictShapes()));
     layer.initialize({ seed: 3 });
-    // The inputs the layer takes: its query size; key and value of their own sizes where they differ.
+    // The inputs the layer takes: its query size; key and value of their own sizes where they
+    // differ; Float64Array for a float64 layer.
     const { embedDim: E, kdim, vdim } = layer.config;
-    const x = input(E);
+    const Type = layer.config.dtype === 'float64' ? Float64Array : Float32Array;
+    const x = input(E, 1, Type);
     if (nan) x.data[5] = NaN;
     const cross = kdim !== E || vdim !== E;
-    const [k, v] = cross ? [input(kdim, 2), input(vdim, 3)] : [null, null];
+    const [k, v] = cross ? [input(kdim, 2, Type), input(vdim, 3, Type)] : [null, null];
     const resolved = Object.fromEntries(Object.entries(options).map(([key, o]) => [key, typeof o === 'function' ? o(layer) : o]));
     const r = await (layer.forwardAsync ? layer.forwardAsync(x, k, v, resolved) : layer.forward(x, k, v, resolved));
     // (A GPU-resident output, WebGPU's outputLocation 'gpu', is read back; its kind is part of the signature.)
     const data = r.output.data ?? (await r.output.read());
-    parts.push(r.output.data ? 'cpu' : 'gpu', JSON.stringify(round(data)), JSON.stringify(round(r.weights?.data)),
+    parts.push(r.output.data ? `cpu ${r.output.data.constructor.name}` : 'gpu', JSON.stringify(round(data)), JSON.stringify(round(r.weights?.data)),
       JSON.stringify(Object.keys(r.captured ?? {})), typeof r.backward, typeof r.backwardAsync, String(r.output.data === resolved.out),
       String(r.weights?.data === resolved.weightsOut));
     for (const v of Object.values(resolved)) v?.dispose?.();
@@ -112,8 +119,10 @@ export async function walkConfig(MultiHeadAttention) {
   const base = await signature(() => new MultiHeadAttention(BASE_CONFIG), { training: true });
   const outcome = {};
   for (const key of keys) {
-    const changed = await signature(() => new MultiHeadAttention({ ...BASE_CONFIG, ...CONFIG_SENTINELS[key] }), { training: true });
-    outcome[key] = assertWorksOrRefused(key, base, changed);
+    const context = { ...BASE_CONFIG, ...CONFIG_CONTEXT[key] };
+    const keyBase = CONFIG_CONTEXT[key] ? await signature(() => new MultiHeadAttention(context), { training: true }) : base;
+    const changed = await signature(() => new MultiHeadAttention({ ...context, ...CONFIG_SENTINELS[key] }), { training: true });
+    outcome[key] = assertWorksOrRefused(key, keyBase, changed);
   }
   return outcome;
 }

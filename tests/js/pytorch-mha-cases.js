@@ -8,28 +8,11 @@
 // documented rule is zero weights and zero attended values (the output row is then
 // out_proj.bias), and the checks hold us to it.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 
 import { worstError } from './fixtures.js';
-import { seededFloats } from './seeded.js';
+import { arrays, count, index, tensor, tensors } from './pytorch-mha-fixtures.js';
 
-// --- the fixtures ---------------------------------------------------------------------------------
-
-const DIR = new URL('../fixtures/pytorch-mha/', import.meta.url);
-export const index = JSON.parse(readFileSync(new URL('index.json', DIR), 'utf8'));
-const blob = readFileSync(new URL(index.binary, DIR));
-const KINDS = { float32: Float32Array, uint8: Uint8Array };
-export const count = (shape) => shape.reduce((n, d) => n * d, 1);
-
-/** A fixture tensor { data, shape }: read from cases.bin, or regenerated (seededFloats) where the generator says. */
-export function tensor(entry) {
-  if ('seeded' in entry) return { data: seededFloats(count(entry.shape), entry.seeded, entry.scale), shape: entry.shape };
-  const Kind = KINDS[entry.dtype];
-  const bytes = blob.subarray(entry.offset, entry.offset + entry.length * Kind.BYTES_PER_ELEMENT);
-  return { data: new Kind(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)), shape: entry.shape };
-}
-export const tensors = (entries = {}) => Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, tensor(v)]));
-export const arrays = (entries = {}) => Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, tensor(v).data]));
+export { arrays, casesOf, count, tensor, tensors } from './pytorch-mha-fixtures.js';
 
 /** The features of NOT_YET a draw needs. */
 export function featuresOf(draw) {
@@ -41,20 +24,27 @@ export function featuresOf(draw) {
   return needs;
 }
 
-const tolerance = index.tolerance;
+/** The bound of a float32 draw's numbers, and of a float64 draw's (its tensors are Float64Array). */
+const toleranceOf = (want) => (want instanceof Float64Array ? index.float64Tolerance : index.tolerance);
 /** Gradients sum over rows and heads: the same relative bound, with an absolute floor scaled by their size. */
 function gradientTolerance(want) {
   const largest = want.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
-  return { absolute: tolerance.absolute * Math.max(1, largest), relative: tolerance.relative };
+  const bound = toleranceOf(want);
+  return { absolute: bound.absolute * Math.max(1, largest), relative: bound.relative };
 }
 
-let largestError = 0;
-/** The largest absolute error expectClose saw so far. */
-export const largestErrorSeen = () => largestError;
-export function expectClose(got, want, what, bound = tolerance) {
+const largestError = { float32: 0, float64: 0 };
+/** The largest absolute errors expectClose saw so far: { float32, float64 }. */
+export const largestErrorSeen = () => ({ ...largestError });
+/** A formatted largestErrorSeen(), for a test file's summary line. */
+export const largestErrorLine = () => `${largestError.float32.toExponential(3)} (float32), ${largestError.float64.toExponential(3)} (float64)`;
+export function expectClose(got, want, what, bound = toleranceOf(want)) {
   assert.equal(got.length, want.length, `${what}: length`);
+  // A float64 layer returns Float64Array, as torch returns float64 tensors (PyTorch's dtype tests' check).
+  assert.equal(got.constructor, want.constructor, `${what}: ${want.constructor.name} expected`);
   const e = worstError(got, want, bound);
-  largestError = Math.max(largestError, e.absolute);
+  const dtype = want instanceof Float64Array ? 'float64' : 'float32';
+  largestError[dtype] = Math.max(largestError[dtype], e.absolute);
   assert.ok(e.ratio <= 1, `${what}[${e.index}] = ${got[e.index]}, torch ${want[e.index]} (off by ${e.absolute})`);
 }
 
@@ -63,7 +53,7 @@ export function expectClose(got, want, what, bound = tolerance) {
  * zero attended values, so the row is out_proj.bias (zeros without bias).
  */
 function withMaskedRows(want, outBias, width) {
-  const fixed = Float32Array.from(want);
+  const fixed = want.slice();
   for (let row = 0; row < fixed.length / width; row++) {
     if (!Number.isNaN(fixed[row * width])) continue;
     for (let i = 0; i < width; i++) fixed[row * width + i] = outBias ? outBias[i] : 0;
@@ -180,6 +170,3 @@ export async function threeDMaskRowByRow(c, backend) {
   }
 }
 
-
-/** The cases taken from one of PyTorch's test files. */
-export const casesOf = (source) => index.cases.filter((c) => c.source === source);

@@ -11,7 +11,9 @@ import { checkFinite } from './finite.js';
 import { isHalf, narrowResult, widenTensor } from './float16-io.js';
 import { checkMask } from './masks.js';
 import { checkCapture, checkPatch, patchForCore } from './steps.js';
-import { checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe } from './validate.js';
+import {
+  checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe, withArticle,
+} from './validate.js';
 
 export { readRaggedCall } from './ragged.js';
 
@@ -33,6 +35,19 @@ export function checkSeed(name, value) {
 }
 
 /**
+ * What a dtype 'float64' layer's forward does not take, by option, and why: it computes
+ * nn.MultiheadAttention's own options in float64 (src/mha/float64_attention.hpp).
+ */
+const NOT_WITH_FLOAT64 = {
+  cache: 'a float64 layer has no KV cache',
+  capture: 'the steps are captured and patched by float32 layers only',
+  patch: 'the steps are captured and patched by float32 layers only',
+};
+
+/** The typed array a layer of `dtype` takes and returns ('float32': Float32Array, 'float64': Float64Array). */
+export const arrayOfDtype = (dtype) => (dtype === 'float64' ? Float64Array : Float32Array);
+
+/**
  * How a backend differs in reading a call. Every member is optional but `readCache`:
  * - `call`: the method's name, for 'forward: options must be ...' (default 'forward');
  * - `readTensor(name, tensor, { expected, optional })`: a checked input (default: a CPU tensor);
@@ -40,9 +55,12 @@ export function checkSeed(name, value) {
  * - `readCache(cache, call)`: the backend's checks of its own cache object (its class, alive, its
  *   layer's); returns `{ handle }` with the core's CacheHandle, plus what the backend keeps;
  * - `optionKeys`: the backend's own options, after the shared ones;
- * - `nextSeed()`: the layer's seed for a training call that gives none.
+ * - `nextSeed()`: the layer's seed for a training call that gives none;
+ * - `dtype`: the layer's, 'float32' (default) or 'float64' (Float64Array tensors, masks and `out`
+ *   buffers; the options of NOT_WITH_FLOAT64 refused by name).
  */
 const CPU_BACKEND = {
+  dtype: 'float32',
   call: 'forward',
   readTensor: checkTensor,
   readPatch: checkPatch,
@@ -104,9 +122,10 @@ export class ForwardCall {
     if (this.grad && (out != null || weightsOut != null)) {
       throw new TypeError(`${out != null ? 'out' : 'weightsOut'}: not with grad: true (the result keeps its own buffers)`);
     }
-    this.out = checkOutBuffer('out', out, outputShape, isHeapView);
+    const Type = arrayOfDtype(this.dtype);
+    this.out = checkOutBuffer('out', out, outputShape, isHeapView, Type);
     if (weightsOut != null && !this.needWeights) throw new TypeError('weightsOut: given without needWeights: true');
-    this.weightsOut = weightsOut == null ? null : checkOutBuffer('weightsOut', weightsOut, weightsShape, isHeapView);
+    this.weightsOut = weightsOut == null ? null : checkOutBuffer('weightsOut', weightsOut, weightsShape, isHeapView, Type);
   }
 }
 
@@ -128,20 +147,35 @@ function checkOneDtype(query, key, value) {
 }
 
 /**
- * A caller-owned output buffer: a Float32Array of exactly the planned size, not a view of wasm
- * memory. Returns it, or null when not given.
+ * A caller-owned output buffer: a Float32Array (a float64 layer's: Float64Array) of exactly the
+ * planned size, not a view of wasm memory. Returns it, or null when not given.
  */
-function checkOutBuffer(name, buffer, shape, isHeapView) {
+function checkOutBuffer(name, buffer, shape, isHeapView, Type = Float32Array) {
   if (buffer === undefined || buffer === null) return null;
-  if (!(buffer instanceof Float32Array)) throw new TypeError(`${name} must be a Float32Array, got ${describe(buffer)}`);
+  if (!(buffer instanceof Type)) throw new TypeError(`${name} must be ${withArticle(Type.name)}, got ${describe(buffer)}`);
   if (isHeapView(buffer)) {
-    throw new TypeError(`${name} must be the caller's own Float32Array, not a view of the module's WebAssembly memory`);
+    throw new TypeError(`${name} must be the caller's own ${Type.name}, not a view of the module's WebAssembly memory`);
   }
   const count = shape.reduce((n, d) => n * d, 1);
   if (buffer.length !== count) {
-    throw new RangeError(`${name}: expected a Float32Array of ${count} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
+    throw new RangeError(`${name}: expected ${withArticle(Type.name)} of ${count} floats for shape [${shape.join(', ')}], got ${buffer.length}`);
   }
   return buffer;
+}
+
+/**
+ * A float64 layer's tensor: checkTensor's checks with Float64Array data, and a message that says
+ * why a Float32Array (or Float16Array) is refused.
+ */
+function checkFloat64Tensor(name, tensor, options) {
+  try {
+    return checkTensor(name, tensor, { ...options, kinds: [Float64Array] });
+  } catch (error) {
+    if (ArrayBuffer.isView(tensor?.data) && !(tensor.data instanceof Float64Array)) {
+      error.message += " (a layer of dtype 'float64' takes and returns Float64Array)";
+    }
+    throw error;
+  }
 }
 
 /**
@@ -150,9 +184,11 @@ function checkOutBuffer(name, buffer, shape, isHeapView) {
  */
 export function readForwardCall(query, key, value, options, backend) {
   const b = { ...CPU_BACKEND, ...backend };
-  const float16 = checkOneDtype(query, key, value);
+  const float64 = b.dtype === 'float64';
+  if (float64) b.readTensor = checkFloat64Tensor;
+  const float16 = !float64 && checkOneDtype(query, key, value);
   const q = b.readTensor('query', widenTensor(query), { expected: '[B, L, embedDim] or [L, embedDim]' });
-  const gpuTensors = b.readTensor !== checkTensor;  // (the WebGPU backend's readTensor also takes { buffer, shape })
+  const gpuTensors = b.readTensor !== checkTensor && !float64;  // (the WebGPU backend's readTensor also takes { buffer, shape })
   if (key !== null && key !== undefined && !('data' in Object(key)) && !(gpuTensors && 'buffer' in Object(key)) && value == null) {
     const forms = gpuTensors ? '{ data, shape }, { buffer, shape }' : '{ data, shape }';
     throw new TypeError(`key must be ${forms} or null; to pass options for self-attention call `
@@ -164,6 +200,11 @@ export function readForwardCall(query, key, value, options, backend) {
   checkKnownKeys('options', options, [...FORWARD_OPTION_KEYS, ...b.optionKeys]);
   for (const flag of FLAGS) checkBoolean(flag, options[flag]);
   checkSeed('seed', options.seed);
+  if (float64) {
+    for (const [name, why] of Object.entries(NOT_WITH_FLOAT64)) {
+      if (options[name] != null) throw new TypeError(`${name}: not with dtype 'float64' (${why})`);
+    }
+  }
   const training = options.training ?? false;
   if (float16) {
     for (const name of ['grad', 'out', 'weightsOut']) {
@@ -173,18 +214,22 @@ export function readForwardCall(query, key, value, options, backend) {
       }
     }
   }
+  const floatMask = float64 ? Float64Array : Float32Array;
   const call = new ForwardCall({
     options,
     float16,
+    dtype: b.dtype,
     query: q,
     key: k,
     value: v,
-    keyPaddingMask: checkMask('keyPaddingMask', options.keyPaddingMask),
-    attnMask: checkMask('attnMask', options.attnMask),
+    keyPaddingMask: checkMask('keyPaddingMask', options.keyPaddingMask, { float: floatMask }),
+    attnMask: checkMask('attnMask', options.attnMask, { float: floatMask }),
     positions: checkTensor('positions', options.positions, { kinds: [Int32Array], expected: '[B, L]', optional: true }),
     // PyTorch's static_k / static_v: per-head keys / values replacing the projections (shapes: the plan's).
-    staticK: checkTensor('staticK', options.staticK, { expected: '[B*numKvHeads, S, headDim]', optional: true }),
-    staticV: checkTensor('staticV', options.staticV, { expected: '[B*numKvHeads, S, valueHeadDim]', optional: true }),
+    staticK: (float64 ? checkFloat64Tensor : checkTensor)('staticK', options.staticK,
+      { expected: '[B*numKvHeads, S, headDim]', optional: true }),
+    staticV: (float64 ? checkFloat64Tensor : checkTensor)('staticV', options.staticV,
+      { expected: '[B*numKvHeads, S, valueHeadDim]', optional: true }),
     causal: options.causal,
     needWeights: options.needWeights ?? false,
     averageWeights: options.averageWeights ?? true,

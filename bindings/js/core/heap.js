@@ -10,6 +10,7 @@ import { describeGrowthRefusal } from './memory-growth.js';
 function heapView(module, Type) {
   const current = module.wasmMemory?.buffer;
   if (current && module.HEAPU8.buffer !== current) return new Type(current);
+  if (Type === Float64Array) return new Float64Array(module.HEAPU8.buffer);  // (a float64 layer's; a view costs nothing)
   return Type === Float32Array ? module.HEAPF32 : module.HEAPU8;
 }
 
@@ -50,19 +51,23 @@ export class HeapScope {
 }
 
 /**
- * A caller-owned copy of `length` floats at `ptr` (never a view of shared memory). Through
- * set(), not slice(): in isolation Node 20's Float32Array slice copied 256 KB in 0.7 ms and this
- * in 0.015 ms (inside forward() the fresh array's first-touch page faults cost about as much).
+ * A caller-owned copy of `length` floats at `ptr` (never a view of shared memory): a Float32Array,
+ * or of doubles with `Type` Float64Array. Through set(), not slice(): in isolation Node 20's
+ * Float32Array slice copied 256 KB in 0.7 ms and this in 0.015 ms (inside forward() the fresh
+ * array's first-touch page faults cost about as much).
  */
-export function copyOutFloats(module, ptr, length) {
-  const copy = new Float32Array(length);
-  copy.set(heapView(module, Float32Array).subarray(ptr >>> 2, (ptr >>> 2) + length));
+export function copyOutFloats(module, ptr, length, Type = Float32Array) {
+  const copy = new Type(length);
+  const index = ptr / Type.BYTES_PER_ELEMENT;  // (aligned: an exact integer)
+  copy.set(heapView(module, Type).subarray(index, index + length));
   return copy;
 }
 
-/** Copies `target.length` floats at `ptr` into the caller's Float32Array `target`. */
+/** Copies `target.length` floats at `ptr` into the caller's Float32Array (or Float64Array) `target`. */
 export function copyOutFloatsInto(module, ptr, target) {
-  target.set(heapView(module, Float32Array).subarray(ptr >>> 2, (ptr >>> 2) + target.length));
+  const Type = target.constructor;
+  const index = ptr / Type.BYTES_PER_ELEMENT;
+  target.set(heapView(module, Type).subarray(index, index + target.length));
   return target;
 }
 

@@ -21,16 +21,19 @@ export function uniformSource(seed) {
   };
 }
 
-/** A state dict of fresh weights for the layer's stateDictShapes(), from `seed`. */
-export function initialStateDict(shapes, seed) {
+/**
+ * A state dict of fresh weights for the layer's stateDictShapes(), from `seed`: Float32Arrays, or
+ * with `Type` Float64Array a float64 layer's (the same draws, not rounded to float32).
+ */
+export function initialStateDict(shapes, seed, Type = Float32Array) {
   const next = uniformSource(seed);
   const uniform = (count, bound) => {
-    const data = new Float32Array(count);
+    const data = new Type(count);
     for (let i = 0; i < count; i++) data[i] = (2 * next() - 1) * bound;
     return data;
   };
   const normal = (count, std) => {  // Box-Muller
-    const data = new Float32Array(count);
+    const data = new Type(count);
     for (let i = 0; i < count; i++) data[i] = std * Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
     return data;
   };
@@ -45,7 +48,7 @@ export function initialStateDict(shapes, seed) {
     } else if (key === 'out_proj.weight') {
       stateDict[key] = uniform(count, 1 / Math.sqrt(shape[1]));
     } else {  // biases and sinks
-      stateDict[key] = new Float32Array(count);
+      stateDict[key] = new Type(count);
     }
   }
   return stateDict;

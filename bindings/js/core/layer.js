@@ -1,6 +1,6 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
-import { checkSeed, readForwardCall, readRaggedCall } from './call-reader.js';
+import { arrayOfDtype, checkSeed, readForwardCall, readRaggedCall } from './call-reader.js';
 import { constructedHandle, nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { initialStateDict } from './initialize.js';
@@ -10,14 +10,15 @@ import { checkQuantizedTensor, checkWeightDtype, QUANTIZED_PROJECTION } from './
 import { copyOutCaptured } from './steps.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
 import {
-  checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
+  checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe, withArticle,
 } from './validate.js';
 
 const CONFIG_KEYS = [
   'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
   'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
-  'gate', 'dropout', 'seed', 'weightDtype', 'batchFirst', 'addBiasKv', 'addZeroAttn',
+  'gate', 'dropout', 'seed', 'weightDtype', 'batchFirst', 'addBiasKv', 'addZeroAttn', 'dtype',
 ];
+const DTYPES = ['float32', 'float64'];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 
@@ -103,6 +104,8 @@ class WasmMultiHeadAttention {
   #trainingRecords = new Set();  // saved states of forward results with grad not yet freed; dispose() frees them
   #nextSeed;  // dropout's seed for the next training call that gives none
   #weightDtype;  // how loadStateDict stores the projections ('f32', 'f16', 'int8', 'q4')
+  #dtype;  // what the layer computes in, takes and returns: 'float32', or 'float64' (Float64Array)
+  #Array;  // Float32Array, or a float64 layer's Float64Array
 
   constructor(config, module) {
     this.#module = module;
@@ -124,13 +127,26 @@ class WasmMultiHeadAttention {
       throw new TypeError(`dropout must be a number in [0, 1), got ${describe(config.dropout)}`);
     }
     checkSeed('seed', config.seed);
+    if (config.dtype !== undefined && typeof config.dtype !== 'string') {
+      throw new TypeError(`dtype must be ${DTYPES.map((d) => `'${d}'`).join(' or ')}, got ${describe(config.dtype)}`);
+    }
+    this.#dtype = config.dtype ?? 'float32';
+    this.#Array = arrayOfDtype(this.#dtype);
     this.#weightDtype = checkWeightDtype(config.weightDtype);
     // Unseeded layers draw a different dropout sequence each run, as PyTorch's do.
     this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
     const { seed, ...coreConfig } = config;
-    const handle = constructedHandle(new this.#module.LayerHandle(checkVariants(coreConfig)), 'MultiHeadAttention');
+    // A float64 layer is the core's Float64Attention (src/mha/float64_attention.hpp); the core checks
+    // the dtype's value and what a float64 layer refuses.
+    const Handle = this.#dtype === 'float64' ? this.#module.Float64LayerHandle : this.#module.LayerHandle;
+    const handle = constructedHandle(new Handle(checkVariants(coreConfig)), 'MultiHeadAttention');
     this.#handle = handle;
     leakedLayers.register(this, handle, this);
+  }
+
+  /** A method a float64 layer lacks: refused by name, saying why. */
+  #refuseFloat64(method, why) {
+    if (this.#dtype === 'float64') throw new TypeError(`${method}: not with dtype 'float64' (${why})`);
   }
 
   #live(method) {
@@ -170,7 +186,7 @@ class WasmMultiHeadAttention {
     if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0 || options.seed > 0xffffffff)) {
       throw new RangeError(`initialize: seed must be an integer from 0 to 2^32 - 1, got ${describe(options.seed)}`);
     }
-    return this.loadStateDict(initialStateDict(this.stateDictShapes(), options.seed ?? 0));
+    return this.loadStateDict(initialStateDict(this.stateDictShapes(), options.seed ?? 0, this.#Array));
   }
 
   /** Copies of the current weights, keyed as stateDictShapes() (what loadStateDict takes). */
@@ -179,7 +195,7 @@ class WasmMultiHeadAttention {
     const entries = handle.stateDict();
     if (entries === null) throw new TypeError('stateDict: the layer has no weights yet; call loadStateDict() or initialize() first');
     try {
-      return Object.fromEntries(entries.map((e) => [e.name, copyOutFloats(this.#module, e.ptr, e.length)]));
+      return Object.fromEntries(entries.map((e) => [e.name, copyOutFloats(this.#module, e.ptr, e.length, this.#Array)]));
     } finally {
       handle.releaseStateDict();
     }
@@ -194,8 +210,9 @@ class WasmMultiHeadAttention {
     const handle = this.#live('loadStateDict');
     const entries = stateDictEntries(stateDict);
     for (const [key, value] of entries) {
-      if (!(value instanceof Float32Array)) {
-        throw new TypeError(`loadStateDict: stateDict['${key}'] must be a Float32Array, got ${describe(value)}`);
+      if (!(value instanceof this.#Array)) {
+        const why = this.#dtype === 'float64' ? " (a layer of dtype 'float64' takes and returns Float64Array)" : '';
+        throw new TypeError(`loadStateDict: stateDict['${key}'] must be ${withArticle(this.#Array.name)}, got ${describe(value)}${why}`);
       }
     }
     // The memory budget first, so a state dict that cannot fit allocates nothing.
@@ -222,6 +239,7 @@ class WasmMultiHeadAttention {
    */
   loadQuantized(weights) {
     const handle = this.#live('loadQuantized');
+    this.#refuseFloat64('loadQuantized', 'quantized weights are a float32 layer\'s');
     const entries = stateDictEntries(weights, 'loadQuantized: weights');
     const shapes = this.stateDictShapes();
     // The separate q/k/v form is accepted where the layer fuses them (as loadStateDict does).
@@ -293,6 +311,7 @@ class WasmMultiHeadAttention {
    */
   createCache(options) {
     const handle = this.#live('createCache');
+    this.#refuseFloat64('createCache', 'a float64 layer has no KV cache');
     checkPlainObject('createCache: options', options);
     checkKnownKeys('options', options, CACHE_KEYS);
     checkInteger('batch', options.batch, { optional: true });
@@ -333,10 +352,14 @@ class WasmMultiHeadAttention {
   forward(query, key = null, value = null, options = {}) {
     const handle = this.#live('forward');
     const ragged = readRaggedCall(query, key, value, options);  // (sequences of their own lengths: core/ragged.js)
-    if (ragged) return ragged.run((...args) => this.forward(...args));
+    if (ragged) {
+      this.#refuseFloat64('query', 'ragged batches ({ data, shape, lengths }) are a float32 layer\'s');
+      return ragged.run((...args) => this.forward(...args));
+    }
     const call = readForwardCall(query, key, value, options, {
       readCache: (cache) => this.#readCache(cache),
       nextSeed: () => this.#nextSeed++,
+      dtype: this.#dtype,
     });
     // Shapes and the memory budget first, so a request that cannot fit allocates nothing.
     if (!handle.checkForward(call.request(shapeForCore), call.steps)) throwHandleError(handle, 'forward');
@@ -348,7 +371,7 @@ class WasmMultiHeadAttention {
       if (!ok) throwHandleError(handle, 'forward');
       const outputShape = handle.outputShape();
       const copyOut = (ptr, shape, target) => (target ? copyOutFloatsInto(this.#module, ptr, target)
-        : copyOutFloats(this.#module, ptr, shape.reduce((n, d) => n * d, 1)));
+        : copyOutFloats(this.#module, ptr, shape.reduce((n, d) => n * d, 1), this.#Array));
       const output = { data: copyOut(handle.outputPtr(), outputShape, call.out), shape: outputShape };
       const weightsShape = handle.weightsShape();
       const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape, call.weightsOut), shape: weightsShape };
@@ -382,14 +405,16 @@ class WasmMultiHeadAttention {
       if (!saved) throwHandleError(handle, 'forward');
       const outputShape = handle.outputShape();
       const count = (shape) => shape.reduce((n, d) => n * d, 1);
-      const output = { data: copyOutFloats(this.#module, handle.outputPtr(), count(outputShape)), shape: outputShape };
+      const copyOut = (ptr, shape) => copyOutFloats(this.#module, ptr, count(shape), this.#Array);
+      const output = { data: copyOut(handle.outputPtr(), outputShape), shape: outputShape };
       const weightsShape = handle.weightsShape();
-      const weights = weightsShape && { data: copyOutFloats(this.#module, handle.weightsPtr(), count(weightsShape)), shape: weightsShape };
+      const weights = weightsShape && { data: copyOut(handle.weightsPtr(), weightsShape), shape: weightsShape };
       const owner = {
         module: this.#module,
         handle: (method) => this.#live(method),
         onFree: (r) => this.#trainingRecords.delete(r),
         inputShapes: { query: call.query.shape, key: call.key?.shape, value: call.value?.shape },
+        Array: this.#Array,  // dOut's and the gradients' type
         // A quantized layer has no parameter gradients (result.params says why).
         quantized: handle.quantized() ? (this.#weightDtype === 'f32' ? 'loadQuantized' : `weightDtype '${this.#weightDtype}'`) : null,
       };

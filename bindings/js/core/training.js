@@ -39,11 +39,11 @@ export function freeRecord(record, state) {
  * { buffer, shape }, whose buffer the caller checks. Returns whether dOut is on the GPU. Its
  * errors are unnamed: the caller names them by its call (backward, backwardAsync).
  */
-export function checkDOut(dOut, shape, count, { gpu = false } = {}) {
+export function checkDOut(dOut, shape, count, { gpu = false, Type = Float32Array } = {}) {
   const onGpu = gpu && dOut !== null && typeof dOut === 'object' && 'buffer' in dOut && !ArrayBuffer.isView(dOut);
-  if (!onGpu && (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Float32Array))) {
+  if (!onGpu && (dOut === null || typeof dOut !== 'object' || !(dOut.data instanceof Type))) {
     const got = dOut !== null && typeof dOut === 'object' && !ArrayBuffer.isView(dOut) ? `data ${describe(dOut.data)}` : describe(dOut);
-    throw new TypeError(`dOut must be { data: Float32Array, shape: [${shape.join(', ')}] } (dLoss/dOutput), got ${got}`);
+    throw new TypeError(`dOut must be { data: ${Type.name}, shape: [${shape.join(', ')}] } (dLoss/dOutput), got ${got}`);
   }
   if ((onGpu || dOut.shape !== undefined) && !sameShape(dOut.shape, shape)) {
     throw new RangeError(`dOut: expected the output's shape [${shape.join(', ')}], got ${Array.isArray(dOut.shape) ? `[${dOut.shape.join(', ')}]` : describe(dOut.shape)}`);
@@ -57,7 +57,8 @@ export function checkDOut(dOut, shape, count, { gpu = false } = {}) {
 /**
  * forward's result with grad: { output, weights, backward(dOut), release() }. The record's
  * owner is the layer's private side: { module, handle(method), onFree(record), inputShapes,
- * quantized (null, or how the layer's weights are quantized, for params' message) }.
+ * quantized (null, or how the layer's weights are quantized, for params' message), Array
+ * (Float32Array, or a float64 layer's Float64Array: dOut's and the gradients' type) }.
  */
 export class TrainingResult {
   #record;
@@ -71,7 +72,7 @@ export class TrainingResult {
 
   /**
    * dLoss/d(inputs and parameters) for dLoss/dOutput = dOut ({ data: Float32Array, shape } of
-   * the output's shape). Call once. A layer with quantized weights gives the inputs' gradients
+   * the output's shape; a float64 layer's: Float64Array). Call once. A layer with quantized weights gives the inputs' gradients
    * only: reading `params` throws a TypeError saying why.
    */
   backward(dOut) {
@@ -84,7 +85,7 @@ export class TrainingResult {
     const { shape } = this.output;
     const count = this.output.data.length;
     try {
-      checkDOut(dOut, shape, count);
+      checkDOut(dOut, shape, count, { Type: owner.Array });
     } catch (error) {
       throw withCallName(error, 'backward');
     }
@@ -92,7 +93,7 @@ export class TrainingResult {
     const scope = new HeapScope(module);
     try {
       if (!handle.backward(record.saved, scope.copyIn(dOut.data))) throwHandleError(handle, 'backward');
-      const copy = (e) => copyOutFloats(module, e.ptr, e.length);
+      const copy = (e) => copyOutFloats(module, e.ptr, e.length, owner.Array);
       const [query, key, value, ...params] = handle.gradientEntries();
       const result = {
         query: { data: copy(query), shape: [...owner.inputShapes.query] },

@@ -11,12 +11,34 @@ export interface Tensor<T extends ArrayLike<number | bigint | boolean> = Float32
   shape: number[];
 }
 
+/**
+ * The typed array a layer computes in, takes and returns: Float32Array, or Float64Array for a layer
+ * of `dtype: 'float64'` ({@link AttentionConfig.dtype}).
+ */
+export type LayerArray = Float32Array | Float64Array;
+
+/**
+ * `Float16Array` where the TypeScript lib declares it (`lib: ["esnext"]`), else `never`: a float32
+ * layer takes Float16Array query, key and value where the runtime has them (Chromium), computes in
+ * float32 and returns Float16Array results (docs/api.md, "Float16Array inputs").
+ */
+export type HalfArray = typeof globalThis extends {
+  /** The runtime's Float16Array constructor, where the lib declares one. */
+  Float16Array: {
+    /** Its instances' type. */
+    prototype: infer A;
+  };
+} ? A : never;
+
 /** The data of a bool mask: any integer typed array (nonzero = true) or a plain `boolean[]`. */
 export type BoolMaskData =
   | Uint8Array | Uint8ClampedArray | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
   | BigInt64Array | BigUint64Array | boolean[];
 
-/** The data of a float mask, added to the scores: `Float32Array`, or `Float64Array` (rounded to float32). */
+/**
+ * The data of a float mask, added to the scores: `Float32Array`, or `Float64Array` (rounded to
+ * float32; a float64 layer keeps it, and widens a Float32Array), or a Float16Array where the runtime has one.
+ */
 export type FloatMaskData = Float32Array | Float64Array;
 
 /**
@@ -119,7 +141,17 @@ export interface AttentionConfig {
   addBiasKv?: boolean;
   /** PyTorch's add_zero_attn: a zero key and value row appended (after bias_k / bias_v). Both backends. */
   addZeroAttn?: boolean;
+  /**
+   * PyTorch's dtype: 'float32' (the default) or 'float64', a layer that takes, computes in and
+   * returns Float64Array (weights, tensors, masks, results and gradients), with nn.MultiheadAttention's
+   * own options only: the variants, weightDtype, dropout, caches, capture / patch and ragged
+   * batches are refused by name. wasm only: WebGPU refuses it (WGSL has no f64). docs/api.md, "float64 layers".
+   */
+  dtype?: Dtype;
 }
+
+/** What a layer computes in: {@link AttentionConfig.dtype}. */
+export type Dtype = 'float32' | 'float64';
 
 /** The configuration with every default filled in; the variants appear only when the layer has them. */
 export interface ResolvedConfig {
@@ -165,6 +197,8 @@ export interface ResolvedConfig {
   addBiasKv?: true;
   /** Present (true) with PyTorch's add_zero_attn. */
   addZeroAttn?: true;
+  /** Present ('float64') for a float64 layer. */
+  dtype?: 'float64';
 }
 
 /** Options of {@link MultiHeadAttention.forward}; every one is optional. */
@@ -188,13 +222,14 @@ export interface ForwardOptions {
    */
   positions?: Tensor<Int32Array>;
   /**
-   * Write the output into this caller-owned Float32Array (exactly the output's element count)
-   * instead of a fresh one: a loop that reuses its buffers allocates nothing per call and, in
-   * Node, pays no page faults for a new array. The result's `output.data` is this array.
+   * Write the output into this caller-owned Float32Array (a float64 layer's: Float64Array; exactly
+   * the output's element count) instead of a fresh one: a loop that reuses its buffers allocates
+   * nothing per call and, in Node, pays no page faults for a new array. The result's `output.data`
+   * is this array.
    */
-  out?: Float32Array;
+  out?: LayerArray;
   /** The same for the weights (with needWeights: true). */
-  weightsOut?: Float32Array;
+  weightsOut?: LayerArray;
   /**
    * A KV cache of this layer (decoding). Self-attention cache: pass key = value = null; the call's
    * L tokens are appended and query i (at position cache.length + i) attends to every cached key
@@ -223,11 +258,11 @@ export interface ForwardOptions {
   weightsBeforeDropout?: boolean;
   /**
    * PyTorch's static_k: per-head keys [B*numKvHeads, S, headDim] replacing the key projection
-   * (key is still given, S long). Constants for backward. Both backends.
+   * (key is still given, S long). Constants for backward. A float64 layer's are Float64Array. Both backends.
    */
-  staticK?: Tensor;
+  staticK?: Tensor<LayerArray>;
   /** PyTorch's static_v: per-head values [B*numKvHeads, S, valueHeadDim] replacing the value projection. Both backends. */
-  staticV?: Tensor;
+  staticV?: Tensor<LayerArray>;
   /**
    * Record the attention's intermediate steps (docs/steps.md): `true` for all of them, or a list
    * of step names. The result's `captured` then holds each as a tensor. The call takes a slower,
@@ -307,35 +342,35 @@ export interface GradForwardOptions extends ForwardOptions {
   weightsOut?: undefined;
 }
 
-/** Gradients of a loss, from {@link TrainingResult.backward}. */
-export interface Gradients {
+/** Gradients of a loss, from {@link TrainingResult.backward}: `A` Float32Array, or a float64 layer's Float64Array. */
+export interface Gradients<A extends LayerArray = Float32Array> {
   /** dLoss/dQuery, the query's shape. In self-attention (key = value = null) the sum of its three uses. */
-  query: Tensor<Float32Array>;
+  query: Tensor<A>;
   /** dLoss/dKey, or null when forward got key = null. */
-  key: Tensor<Float32Array> | null;
+  key: Tensor<A> | null;
   /** dLoss/dValue, or null when forward got value = null. */
-  value: Tensor<Float32Array> | null;
+  value: Tensor<A> | null;
   /**
    * dLoss/d each parameter, keyed and sized exactly as the layer's stateDictShapes() (sinks included).
    * @throws {TypeError} on reading it, for a layer with quantized weights (they have no parameter
    *   gradients: train a weightDtype 'f32' layer and quantize its state dict).
    */
-  params: Record<string, Float32Array>;
+  params: Record<string, A>;
 }
 
-/** What {@link MultiHeadAttention.forward} returns with `grad: true`. */
-export interface TrainingResult<O extends ForwardOptions = ForwardOptions> extends ForwardResult<O> {
+/** What {@link MultiHeadAttention.forward} returns with `grad: true` (`A`: the layer's {@link LayerArray}). */
+export interface TrainingResult<O extends ForwardOptions = ForwardOptions, A extends LayerArray = Float32Array> extends ForwardResult<O, A> {
   /**
    * dLoss/d(inputs, parameters) given dLoss/dOutput (`dOut`, the output's shape). Call once.
    * @throws {Error} when called twice, after release() or after the layer's dispose();
    *   {TypeError | RangeError} for a dOut of the wrong kind or size.
    */
-  backward(dOut: Tensor<Float32Array>): Gradients;
+  backward(dOut: Tensor<A>): Gradients<A>;
   /**
    * {@link TrainingResult.backward} as a promise, for code written once for every backend: the same
    * gradients, or a rejection with backward's error named 'backwardAsync: ...'.
    */
-  backwardAsync(dOut: Tensor<Float32Array>): Promise<Gradients>;
+  backwardAsync(dOut: Tensor<A>): Promise<Gradients<A>>;
   /** Frees what forward kept, without a backward (a no-op after backward). */
   release(): void;
   /** True once backward() or release() ran. */
@@ -475,33 +510,35 @@ export interface KvCache {
  * `Flag` to true, null when it sets it false or leaves it out, either when that is only known at
  * run time (a boolean variable).
  */
-export type TensorIf<O, Flag extends string> = O extends { [K in Flag]: true } ? Tensor<Float32Array>
+export type TensorIf<O, Flag extends string, A extends ArrayLike<number> = Float32Array> = O extends { [K in Flag]: true } ? Tensor<A>
   // (the index signature keeps the second test from failing TypeScript's weak-type check on
   // options that leave the flag out, e.g. { causal: true })
-  : O extends { [K in Flag]?: false } & Record<string, unknown> ? null : Tensor<Float32Array> | null;
+  : O extends { [K in Flag]?: false } & Record<string, unknown> ? null : Tensor<A> | null;
 
 /**
  * What {@link MultiHeadAttention.forward} returns; `O` is the options' type, so that a call with
- * `needWeights: true` has non-null `weights`.
+ * `needWeights: true` has non-null `weights`; `A` the results' array: Float32Array, a float64
+ * layer's Float64Array, or {@link HalfArray} for Float16Array inputs.
  */
-export interface ForwardResult<O extends ForwardOptions = ForwardOptions> {
+export interface ForwardResult<O extends ForwardOptions = ForwardOptions, A extends ArrayLike<number> = Float32Array> {
   /** [B, L, outputDim], or [L, outputDim] for unbatched input. A copy the caller owns. */
-  output: Tensor<Float32Array>;
+  output: Tensor<A>;
   /**
    * The softmax probabilities, [B, H, L, S] or averaged [B, L, S] (no B for unbatched input);
    * null unless needWeights. A query row whose every key is masked gets zero weights (PyTorch: NaN).
    */
-  weights: TensorIf<O, 'needWeights'>;
+  weights: TensorIf<O, 'needWeights', A>;
   /** With {@link ForwardOptions.capture}: each captured step (docs/steps.md); absent otherwise. */
   captured: CapturedIf<O>;
 }
 
 /**
- * A PyTorch `nn.MultiheadAttention` state dict with Float32Array values: `in_proj_weight` or
- * `q_proj_weight`/`k_proj_weight`/`v_proj_weight`, `in_proj_bias`, `out_proj.weight`, `out_proj.bias`
- * (and `sinks` for a layer with sinks). `stateDictShapes()` lists the keys and shapes a layer takes.
+ * A PyTorch `nn.MultiheadAttention` state dict with Float32Array values (a float64 layer's:
+ * Float64Array): `in_proj_weight` or `q_proj_weight`/`k_proj_weight`/`v_proj_weight`,
+ * `in_proj_bias`, `out_proj.weight`, `out_proj.bias` (and `sinks` for a layer with sinks).
+ * `stateDictShapes()` lists the keys and shapes a layer takes.
  */
-export type StateDict = Record<string, Float32Array> | Map<string, Float32Array>;
+export type StateDict<A extends LayerArray = Float32Array> = Record<string, A> | Map<string, A>;
 
 /**
  * A projection matrix [out, in] already quantized, in the canonical layout of its dtype
@@ -532,9 +569,10 @@ export type QuantizedStateDict = Record<string, QuantizedTensor | Float32Array> 
 /**
  * One attention layer that owns wasm memory (free it with dispose()). Layers are made by the class
  * of a loaded module, `new (await init()).MultiHeadAttention(config)`: the package exports this name
- * as a type only, since each wasm build has its own class.
+ * as a type only, since each wasm build has its own class. `A` is the layer's {@link LayerArray}:
+ * Float32Array, or Float64Array for `dtype: 'float64'` (its weights, inputs and results).
  */
-export interface MultiHeadAttention {
+export interface MultiHeadAttention<A extends LayerArray = Float32Array> {
   /** The resolved configuration. */
   readonly config: ResolvedConfig;
   /** False once dispose() was called. */
@@ -545,7 +583,7 @@ export interface MultiHeadAttention {
    * Copies weights into the layer, all or nothing.
    * @throws {TypeError} for a missing or unknown key; {RangeError} for a mis-sized entry.
    */
-  loadStateDict(stateDict: StateDict): this;
+  loadStateDict(stateDict: StateDict<A>): this;
   /**
    * Fresh weights as PyTorch initializes nn.MultiheadAttention: xavier_uniform_ in_proj weights,
    * zero biases (and sinks), out_proj.weight as nn.Linear's U(-1/sqrt(in), 1/sqrt(in)); seeded.
@@ -555,7 +593,7 @@ export interface MultiHeadAttention {
    * Copies of the current weights, keyed as stateDictShapes() (quantized projections dequantized
    * to float32). @throws {TypeError} before any weights.
    */
-  stateDict(): Record<string, Float32Array>;
+  stateDict(): Record<string, A>;
   /**
    * Weights already quantized, loaded as they are (no float32 detour): projection keys
    * (in_proj_weight or q/k/v_proj_weight, out_proj.weight) map to {@link QuantizedTensor}s, the
@@ -587,13 +625,18 @@ export interface MultiHeadAttention {
    * With `grad: true` the result also has backward() and release().
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
-  forward<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): TrainingResult<O>;
+  forward<O extends GradForwardOptions>(query: Tensor<A>, key: Tensor<A> | null | undefined, value: Tensor<A> | null | undefined, options: O): TrainingResult<O, A>;
   /**
    * query [B, L, E] or [L, E]; key [B, S, kdim] and value [B, S, vdim], or null for self-attention.
    * `weights` is typed by the options: a tensor with `needWeights: true`, null without.
    * @throws {TypeError | RangeError} naming the argument and the expected shape.
    */
-  forward<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): ForwardResult<O>;
+  forward<O extends ForwardOptions = {}>(query: Tensor<A>, key?: Tensor<A> | null, value?: Tensor<A> | null, options?: O): ForwardResult<O, A>;
+  /**
+   * A float32 layer's call on Float16Array query, key and value (where the runtime has
+   * Float16Array): computed in float32, results as Float16Array. Not with grad, out or weightsOut.
+   */
+  forward<O extends ForwardOptions = {}>(query: Tensor<HalfArray>, key?: Tensor<HalfArray> | null, value?: Tensor<HalfArray> | null, options?: O): ForwardResult<O, HalfArray>;
   /** A ragged batch as a promise (see forward's ragged overloads). */
   forwardAsync(query: RaggedTensor, key: RaggedTensor | null | undefined, value: RaggedTensor | null | undefined,
     options: RaggedForwardOptions & { grad: true }): Promise<RaggedTrainingResult>;
@@ -605,9 +648,11 @@ export interface MultiHeadAttention {
    * backend. On the wasm builds the work runs at the call, on the calling thread.
    * @throws (rejects with) forward's errors, named 'forwardAsync: ...'.
    */
-  forwardAsync<O extends GradForwardOptions>(query: Tensor, key: Tensor | null | undefined, value: Tensor | null | undefined, options: O): Promise<TrainingResult<O>>;
+  forwardAsync<O extends GradForwardOptions>(query: Tensor<A>, key: Tensor<A> | null | undefined, value: Tensor<A> | null | undefined, options: O): Promise<TrainingResult<O, A>>;
   /** {@link MultiHeadAttention.forward} as a promise (see the overload above). */
-  forwardAsync<O extends ForwardOptions = {}>(query: Tensor, key?: Tensor | null, value?: Tensor | null, options?: O): Promise<ForwardResult<O>>;
+  forwardAsync<O extends ForwardOptions = {}>(query: Tensor<A>, key?: Tensor<A> | null, value?: Tensor<A> | null, options?: O): Promise<ForwardResult<O, A>>;
+  /** Float16Array inputs as a promise (see forward's Float16Array overload). */
+  forwardAsync<O extends ForwardOptions = {}>(query: Tensor<HalfArray>, key?: Tensor<HalfArray> | null, value?: Tensor<HalfArray> | null, options?: O): Promise<ForwardResult<O, HalfArray>>;
   /**
    * A KV cache for decoding with this layer (memory checked against the budget and taken now).
    * @throws {TypeError | RangeError} for bad options, or a RangeError naming the bytes when it cannot fit.
@@ -636,6 +681,8 @@ export interface BuildInfo {
 
 /** The layer class of a loaded build, `mha.MultiHeadAttention`. */
 export interface MultiHeadAttentionConstructor {
+  /** A float64 layer (`dtype: 'float64'`): Float64Array weights, inputs and results. */
+  new (config: AttentionConfig & { dtype: 'float64' }): MultiHeadAttention<Float64Array>;
   /** @throws {TypeError | RangeError} for a bad config, e.g. numHeads not dividing embedDim. */
   new (config: AttentionConfig): MultiHeadAttention;
   /** The layers' prototype (for `instanceof`). */

@@ -152,12 +152,13 @@ export function readSafetensors(bytes) {
   return { tensors, metadata };
 }
 
-function toFloat32(name, { dtype, data }) {
+/** A float tensor's data as `Float` (Float32Array, or a float64 layer's Float64Array). */
+function toFloats(name, { dtype, data }, Float) {
   switch (dtype) {
-    case 'F32': return data;
-    case 'F64': return Float32Array.from(data);
-    case 'F16': return Float32Array.from(data, halfToFloat);
-    case 'BF16': return Float32Array.from(data, bfloat16ToFloat);
+    case 'F32': return Float === Float32Array ? data : Float.from(data);
+    case 'F64': return Float === Float64Array ? data : Float.from(data);
+    case 'F16': return Float.from(data, halfToFloat);
+    case 'BF16': return Float.from(data, bfloat16ToFloat);
     default:
       throw new TypeError(`stateDictFromSafetensors: tensor '${name}' has dtype ${dtype}; `
         + `weights must be one of ${FLOAT_DTYPES.join(', ')}`);
@@ -167,19 +168,24 @@ function toFloat32(name, { dtype, data }) {
 /**
  * A state dict (name -> Float32Array) from a .safetensors file: F32 as stored, F16/BF16/F64 converted.
  * With `prefix`, keeps only tensors whose names start with it and strips it
- * (e.g. 'encoder.layers.0.self_attn.').
+ * (e.g. 'encoder.layers.0.self_attn.'). With `dtype: 'float64'`, a float64 layer's: Float64Arrays
+ * (F64 as stored, the others widened).
  */
-export function stateDictFromSafetensors(bytes, { prefix = '' } = {}) {
+export function stateDictFromSafetensors(bytes, { prefix = '', dtype = 'float32' } = {}) {
   if (typeof prefix !== 'string') {
     throw new TypeError(`stateDictFromSafetensors: prefix must be a string, got ${describe(prefix)}`);
   }
+  if (dtype !== 'float32' && dtype !== 'float64') {
+    throw new TypeError(`stateDictFromSafetensors: dtype must be 'float32' or 'float64' (the layer's), got ${describe(dtype)}`);
+  }
+  const Float = dtype === 'float64' ? Float64Array : Float32Array;
   const { tensors } = readSafetensors(bytes);
   const picked = Object.entries(tensors).filter(([name]) => name.startsWith(prefix));
   if (prefix && picked.length === 0) {
     throw new TypeError(`stateDictFromSafetensors: no tensor name starts with '${prefix}'; names: `
       + Object.keys(tensors).slice(0, 10).join(', '));
   }
-  return Object.fromEntries(picked.map(([name, tensor]) => [name.slice(prefix.length), toFloat32(name, tensor)]));
+  return Object.fromEntries(picked.map(([name, tensor]) => [name.slice(prefix.length), toFloats(name, tensor, Float)]));
 }
 
 /** The dtype a typed array is written as when none is given (Uint16Array is ambiguous: F16, BF16 or U16). */

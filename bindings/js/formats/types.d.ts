@@ -1,6 +1,6 @@
 // Types of the formats room (bindings/js/formats/): .safetensors files, ONNX models, and state
 // dicts from Keras' and onnxruntime's weights. index.d.ts re-exports them all.
-import type { AttentionConfig, QuantizedTensor, Tensor } from '../core/types.js';
+import type { AttentionConfig, Dtype, QuantizedTensor, Tensor } from '../core/types.js';
 
 /** The element types of the .safetensors format. */
 export type SafetensorsDtype =
@@ -50,6 +50,11 @@ export interface StateDictFromSafetensorsOptions {
    * e.g. `'encoder.layers.0.self_attn.'` to take one layer out of a whole model.
    */
   prefix?: string;
+  /**
+   * The layer's dtype (default 'float32'): 'float64' gives Float64Arrays for a float64 layer
+   * (F64 tensors as stored, the others widened).
+   */
+  dtype?: Dtype;
 }
 
 /**
@@ -57,6 +62,9 @@ export interface StateDictFromSafetensorsOptions {
  * F32 tensors as stored, F16, BF16 and F64 converted to Float32Array.
  * @throws {TypeError} for a non-float tensor, or when no name starts with `prefix`; and as {@link readSafetensors}.
  */
+export declare function stateDictFromSafetensors(
+  bytes: Uint8Array | ArrayBuffer, options: StateDictFromSafetensorsOptions & { dtype: 'float64' }): Record<string, Float64Array>;
+/** {@link stateDictFromSafetensors} for a float32 layer (see the overload above). */
 export declare function stateDictFromSafetensors(
   bytes: Uint8Array | ArrayBuffer, options?: StateDictFromSafetensorsOptions): Record<string, Float32Array>;
 

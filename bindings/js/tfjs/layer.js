@@ -68,6 +68,10 @@ function splitArgs(args) {
   }
   const unknown = Object.keys(args).find((key) => !ARGS.includes(key));
   if (unknown !== undefined) throw new TypeError(`MultiHeadAttention: unknown argument '${unknown}'; known: ${ARGS.join(', ')}`);
+  if (args.dtype === 'float64') {  // (tf.layers.Layer's own dtype would take it, and compute in float32)
+    throw new TypeError("MultiHeadAttention: dtype 'float64': the tfjs layer computes in float32 (tfjs has no float64 "
+      + "tensors); a float64 layer is the wasm module's: new mha.MultiHeadAttention({ ..., dtype: 'float64' })");
+  }
   const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
     kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
     activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,

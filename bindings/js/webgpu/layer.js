@@ -33,6 +33,14 @@ const count = (shape) => shape.reduce((n, d) => n * d, 1);
 export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
+/** dtype 'float64' is the wasm backend's: WGSL has no 64-bit float type. */
+function refuseFloat64(config) {
+  if (config?.dtype === 'float64') {
+    throw new TypeError("MultiHeadAttention: dtype 'float64' is not supported by the WebGPU backend (WGSL has no "
+      + "64-bit floats: f64 is not a WebGPU shader type); use the wasm backend, whose float64 layer computes in float64");
+  }
+}
+
 /**
  * The layer, given its device (`gpu`: { device, adapterInfo, lost, ... } from openDevice) and the
  * wasm module at construction; defineWebGpuMultiHeadAttention binds both for the public class.
@@ -51,6 +59,7 @@ export class GpuMultiHeadAttention {
   #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
   constructor(gpu, wasm, config) {
+    refuseFloat64(config);
     this.#gpu = gpu;
     this.#device = gpu.device;
     this.#limits = limitChecks(gpu.device.limits);
