@@ -2,23 +2,29 @@
 // PyTorch code calls mha-wasm: test/nn/test_multihead_attention.py (in torch 1.13: inside
 // test/test_nn.py), the module's samples in common_modules.py (run by test/test_modules.py), and
 // the MHA tests of test/test_transformers.py. Titles keep PyTorch's test names. The numbers come
-// from torch itself (tools/make_pytorch_mha_fixtures.py -> tests/fixtures/pytorch-mha/): outputs,
-// attention weights, and the gradients torch autograd gives for loss = sum(output * dOut).
+// from torch itself (tools/make_pytorch_mha_fixtures.py -> tests/fixtures/pytorch-mha/); the
+// cases and their checks are pytorch-mha-cases.js's, shared with the WebGPU backend's port
+// (tests/webgpu/pytorch-mha.test.js).
 //
 // A case that needs what mha-wasm does not do yet is listed in NOT_YET with the reason, and its
 // test asserts that the layer refuses it by that name (so it fails, and must move out of the list,
-// once the feature lands). PyTorch's math path gives NaN for a query row whose keys are all
-// masked; our documented rule is zero weights and zero attended values (the output row is then
-// out_proj.bias), and the tests hold us to it.
+// once the feature lands).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 
 import { init } from '../../bindings/js/index.js';
-import { worstError } from './fixtures.js';
+import {
+  arrays, casesOf, checkDraw, count, drawOptions, featuresOf, largestErrorSeen, tensors, threeDMaskRowByRow,
+} from './pytorch-mha-cases.js';
 import { seededFloats } from './seeded.js';
 
 const mha = await init();
+/** The wasm layer, called as pytorch-mha-cases.js calls a backend. */
+const WASM = {
+  MultiHeadAttention: mha.MultiHeadAttention,
+  forward: (layer, ...args) => layer.forward(...args),
+  backward: (result, dOut) => result.backward(dOut),
+};
 
 /**
  * Features some fixture cases need and mha-wasm lacks yet: name -> why (the refusal must name it).
@@ -41,140 +47,6 @@ const NOT_RUN = {
   'test_multihead_attn_in_proj_bias_none[float64]': 'float64 tensors: not supported yet',
   'test_multihead_attn_in_proj_weight_none[float64]': 'float64 tensors: not supported yet',
 };
-
-// --- the fixtures ---------------------------------------------------------------------------------
-
-const DIR = new URL('../fixtures/pytorch-mha/', import.meta.url);
-const index = JSON.parse(readFileSync(new URL('index.json', DIR), 'utf8'));
-const blob = readFileSync(new URL(index.binary, DIR));
-const KINDS = { float32: Float32Array, uint8: Uint8Array };
-const count = (shape) => shape.reduce((n, d) => n * d, 1);
-
-/** A fixture tensor { data, shape }: read from cases.bin, or regenerated (seededFloats) where the generator says. */
-function tensor(entry) {
-  if ('seeded' in entry) return { data: seededFloats(count(entry.shape), entry.seeded, entry.scale), shape: entry.shape };
-  const Kind = KINDS[entry.dtype];
-  const bytes = blob.subarray(entry.offset, entry.offset + entry.length * Kind.BYTES_PER_ELEMENT);
-  return { data: new Kind(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)), shape: entry.shape };
-}
-const tensors = (entries = {}) => Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, tensor(v)]));
-const arrays = (entries = {}) => Object.fromEntries(Object.entries(entries).map(([k, v]) => [k, tensor(v).data]));
-
-/** The features of NOT_YET a draw needs. */
-function featuresOf(draw) {
-  const needs = [];
-  if (draw.config.batchFirst === false) needs.push('batchFirst');
-  if (draw.config.addBiasKv) needs.push('addBiasKv');
-  if (draw.config.addZeroAttn) needs.push('addZeroAttn');
-  if (draw.tensors.staticK || draw.tensors.staticV) needs.push('staticK');
-  return needs;
-}
-
-const tolerance = index.tolerance;
-/** Gradients sum over rows and heads: the same relative bound, with an absolute floor scaled by their size. */
-function gradientTolerance(want) {
-  const largest = want.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
-  return { absolute: tolerance.absolute * Math.max(1, largest), relative: tolerance.relative };
-}
-
-let largestError = 0;
-function expectClose(got, want, what, bound = tolerance) {
-  assert.equal(got.length, want.length, `${what}: length`);
-  const e = worstError(got, want, bound);
-  largestError = Math.max(largestError, e.absolute);
-  assert.ok(e.ratio <= 1, `${what}[${e.index}] = ${got[e.index]}, torch ${want[e.index]} (off by ${e.absolute})`);
-}
-
-/**
- * Torch's output with each fully masked row (NaN in torch) replaced by what our rule gives there:
- * zero attended values, so the row is out_proj.bias (zeros without bias).
- */
-function withMaskedRows(want, outBias, width) {
-  const fixed = Float32Array.from(want);
-  for (let row = 0; row < fixed.length / width; row++) {
-    if (!Number.isNaN(fixed[row * width])) continue;
-    for (let i = 0; i < width; i++) fixed[row * width + i] = outBias ? outBias[i] : 0;
-  }
-  return fixed;
-}
-
-/** The forward options of a draw (its masks and static keys/values included), plus `extra`. */
-function drawOptions(draw, t, extra = {}) {
-  const options = { ...draw.options, ...extra };
-  for (const name of ['keyPaddingMask', 'attnMask', 'staticK', 'staticV']) if (t[name]) options[name] = t[name];
-  return options;
-}
-
-/**
- * A nested-tensor draw (torch's fast path, no_grad), called as a ragged batch: the packed output,
- * and each sequence's weights (torch pads them to [B, max, max]; the fixture keeps [L_i, L_i]).
- * Torch refuses nested tensors where grad is enabled; mha-wasm's ragged calls take grad
- * (tests/js/ragged.test.js checks those gradients against per-sequence calls).
- */
-function checkNestedDraw(draw) {
-  const query = { ...tensor(draw.tensors.query), lengths: draw.lengths };
-  const layer = new mha.MultiHeadAttention(draw.config);
-  try {
-    layer.loadStateDict(arrays(draw.stateDict));
-    const r = layer.forward(query, null, null, drawOptions(draw, {}));
-    const want = tensor(draw.expected.output);
-    assert.deepEqual(r.output.shape, want.shape);
-    assert.deepEqual([...r.output.lengths], draw.lengths);
-    expectClose(r.output.data, want.data, 'output');
-    assert.equal(r.weights.length, draw.lengths.length);
-    draw.expected.weights.forEach((entry, i) => {
-      const w = tensor(entry);
-      assert.deepEqual(r.weights[i].shape, w.shape);
-      expectClose(r.weights[i].data, w.data, `weights of sequence ${i}`);
-    });
-  } finally {
-    layer.dispose();
-  }
-}
-
-/** Runs one draw through a new layer: output, weights and gradients against torch's. */
-function checkDraw(draw) {
-  if (draw.lengths) return checkNestedDraw(draw);
-  const t = tensors(draw.tensors);
-  const stateDict = arrays(draw.stateDict);
-  const layer = new mha.MultiHeadAttention(draw.config);
-  try {
-    layer.loadStateDict(stateDict);
-    const [key, value] = draw.selfAttention ? [null, null] : [t.key, t.value];
-    if (draw.error) {  // PyTorch refuses the call: so do we, in its words
-      assert.throws(() => layer.forward(t.query, key, value, drawOptions(draw, t)), (e) => e.message.includes(draw.error));
-      return;
-    }
-    const expected = tensors(draw.expected);
-    const grad = Boolean(draw.gradients);
-    const r = layer.forward(t.query, key, value, drawOptions(draw, t, grad ? { grad: true } : {}));
-    assert.deepEqual(r.output.shape, expected.output.shape);
-    const width = expected.output.shape.at(-1);
-    expectClose(r.output.data, withMaskedRows(expected.output.data, stateDict['out_proj.bias'], width), 'output');
-    if (draw.options.needWeights) {
-      // (The largest cases keep the weights of their first batch rows only.)
-      assert.equal(count(r.weights.shape), count(r.weights.shape.slice(1)) * r.weights.shape[0]);
-      const want = expected.weights.data.map((w) => (Number.isNaN(w) ? 0 : w));
-      expectClose(r.weights.data.subarray(0, want.length), want, 'weights');
-      assert.deepEqual(r.weights.shape.slice(1), expected.weights.shape.slice(1));
-    } else {
-      assert.equal(r.weights, null);
-    }
-    if (!grad) return;
-    const g = r.backward(t.dOut);
-    const wantGrads = tensors(draw.gradients);
-    for (const [name, want] of Object.entries(wantGrads)) {
-      assert.deepEqual(g[name].shape, want.shape, `d${name}: shape`);
-      expectClose(g[name].data, want.data, `d${name}`, gradientTolerance(want.data));
-    }
-    for (const [name, want] of Object.entries(arrays(draw.paramGradients))) {
-      assert.ok(g.params[name], `d${name}: missing (got ${Object.keys(g.params).join(', ')})`);
-      expectClose(g.params[name], want, `d${name}`, gradientTolerance(want));
-    }
-  } finally {
-    layer.dispose();
-  }
-}
 
 /** A case needing a feature of NOT_YET: the layer must refuse it, naming that feature. */
 function checkRefused(draw, feature) {
@@ -200,44 +72,14 @@ function fixtureTest(c, extraCheck) {
     test(`${c.name} (not yet: ${missing.join(', ')})`, () => checkRefused(c.draws[0], missing[0]));
     return;
   }
-  test(c.name, () => {
-    c.draws.forEach((draw) => checkDraw(draw));
-    extraCheck?.(c);
+  test(c.name, async () => {
+    for (const draw of c.draws) await checkDraw(draw, WASM);
+    await extraCheck?.(c, WASM);
     tally.passing++;
   });
 }
 
-const casesOf = (source) => index.cases.filter((c) => c.source === source);
-
 // --- test/nn/test_multihead_attention.py ------------------------------------------------------------
-
-/** Batch row b of a sequence-first [L, B, E] tensor, as [L, 1, E]. */
-function batchRow({ data, shape: [L, B, E] }, b) {
-  const out = new Float32Array(L * E);
-  for (let l = 0; l < L; l++) out.set(data.subarray((l * B + b) * E, (l * B + b + 1) * E), l * E);
-  return { data: out, shape: [L, 1, E] };
-}
-
-/** test_multihead_attn_3d_attn_mask's own check: the [N*H, T, S] mask's result, batch row by batch row with [T, S] masks. */
-function threeDMaskRowByRow(c) {
-  for (const draw of c.draws) {
-    const t = tensors(draw.tensors);
-    const masks = tensor(draw.perRowMasks);
-    const [N, T, S] = masks.shape;
-    const layer = new mha.MultiHeadAttention(draw.config);
-    try {
-      layer.loadStateDict(arrays(draw.stateDict));
-      const all = layer.forward(t.query, t.key, t.value, { attnMask: t.attnMask }).output;
-      for (let i = 0; i < N; i++) {
-        const attnMask = { data: masks.data.subarray(i * T * S, (i + 1) * T * S), shape: [T, S] };
-        const one = layer.forward(batchRow(t.query, i), batchRow(t.key, i), batchRow(t.value, i), { attnMask }).output;
-        expectClose(one.data, batchRow(all, i).data, `batch row ${i}`);  // (PyTorch's assertEqual: within float32 tolerance)
-      }
-    } finally {
-      layer.dispose();
-    }
-  }
-}
 
 /** Runs `check(layer)` on a new layer of `config`, or (a feature of NOT_YET in it) asserts the refusal. */
 function layerTest(name, config, check) {
@@ -310,5 +152,5 @@ after(() => {
   const notYet = Object.entries(byFeature).map(([f, n]) => `${f} ${n}`).join(', ');
   console.log(`# PyTorch's MHA tests: ${tally.passing} of ${total} pass; not yet: ${tally.notYet.size}`
     + `${notYet ? ` (${notYet})` : ''}; not run: ${tally.notRun} (NOT_RUN says why)`);
-  console.log(`# largest absolute error: ${largestError.toExponential(3)}`);
+  console.log(`# largest absolute error: ${largestErrorSeen().toExponential(3)}`);
 });

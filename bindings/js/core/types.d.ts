@@ -109,15 +109,15 @@ export interface AttentionConfig {
   /**
    * Batched tensors are [B, L, features] (the default, true), or with false PyTorch's default
    * batch_first=False layout: query, key, value, output and dOut [L, B, features] (masks and
-   * attention weights keep their shapes). The wasm backend only; WebGPU refuses it.
+   * attention weights keep their shapes). Both backends.
    */
   batchFirst?: boolean;
   /**
    * PyTorch's add_bias_kv: learned rows bias_k / bias_v ([1, 1, E] state-dict entries) appended
-   * to every sequence's keys and values. Not with causal, a cache or capture. wasm only.
+   * to every sequence's keys and values. Not with causal, a cache or capture. Both backends.
    */
   addBiasKv?: boolean;
-  /** PyTorch's add_zero_attn: a zero key and value row appended (after bias_k / bias_v). wasm only. */
+  /** PyTorch's add_zero_attn: a zero key and value row appended (after bias_k / bias_v). Both backends. */
   addZeroAttn?: boolean;
 }
 
@@ -223,10 +223,10 @@ export interface ForwardOptions {
   weightsBeforeDropout?: boolean;
   /**
    * PyTorch's static_k: per-head keys [B*numKvHeads, S, headDim] replacing the key projection
-   * (key is still given, S long). Constants for backward. wasm only.
+   * (key is still given, S long). Constants for backward. Both backends.
    */
   staticK?: Tensor;
-  /** PyTorch's static_v: per-head values [B*numKvHeads, S, valueHeadDim] replacing the value projection. wasm only. */
+  /** PyTorch's static_v: per-head values [B*numKvHeads, S, valueHeadDim] replacing the value projection. Both backends. */
   staticV?: Tensor;
   /**
    * Record the attention's intermediate steps (docs/steps.md): `true` for all of them, or a list

@@ -189,349 +189,394 @@ function attendOverAxes(tf, { query, value, key, attentionMask }, { batch, atten
 }
 
 /**
- * Makes the MultiHeadAttention layer class for one tfjs namespace and one loaded mha-wasm module;
- * `gpu`: an mha-wasm WebGPU module on tfjs' webgpu device (gpu-attention.js runs the attention
- * there while tfjs is on that backend), or null. The class extends the user's tf.layers.Layer,
- * which exists only once mhaTfjs is given their tf, so its statement stays in this function; what
- * needs no Layer is at module level (the arguments, (de)serialization) or in its own module (the
- * attention itself: wasm-attention.js, gpu-attention.js; Keras' layouts: keras/layout.js).
+ * The logic of one MultiHeadAttention tfjs layer: Keras' arguments, its weights, build, call,
+ * masks and config, and the attention it runs through mha-wasm (wasm-attention.js, or
+ * gpu-attention.js on tfjs' WebGPU device). `layer` is the tf.layers.Layer it serves (the class
+ * defineTfjsMultiHeadAttention makes for one tf, whose methods each hand over to this one): Keras'
+ * arguments are its public fields (numHeads, ..., kernelInitializer as an object, savedShapes,
+ * inputSizes), its weights its tfjs variables. `tf`, `mha` (a loaded mha-wasm module) and `gpu`
+ * (an mha-wasm WebGPU module on tfjs' webgpu device, or null) are those mhaTfjs was given.
+ */
+class MultiHeadAttentionLogic {
+  #tf;
+  #mha;
+  #gpu;
+  #layer;
+  #core = null;           // the attention on mha-wasm's wasm module (wasm-attention.js), made at build (input sizes known)
+  #gpuCore = null;        // its twin on tfjs' WebGPU device (gpu-attention.js), when mhaTfjs was given one
+  #pending = new Set();   // forward results kept for a backward that never came (freed next call)
+  #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
+  #callRoles = null;      // the roles of the inputs of the apply() under way (build() gets only their shapes)
+  #weightNames = [];      // Keras' names of layer.weights, in order
+  #returnsScores = false; // whether the apply() under way returns the attention scores too (computeMask's outputs)
+
+  /**
+   * `kerasArgs`: the Keras arguments of the layer's constructor (splitArgs), checked and set as
+   * `layer`'s fields: { numHeads, keyDim, valueDim = keyDim, dropout = 0, useBias = true,
+   * outputShape, attentionAxes, kernelInitializer = 'glorotUniform', biasInitializer = 'zeros',
+   * kernelRegularizer, biasRegularizer, kernelConstraint, biasConstraint, useGate, slidingWindow,
+   * weightDtype, queryShape, keyShape, valueShape }.
+   */
+  constructor(layer, kerasArgs, { tf, mha, gpu }) {
+    this.#tf = tf;
+    this.#mha = mha;
+    this.#gpu = gpu;
+    this.#layer = layer;
+    Object.assign(layer, readKerasArgs(tf, kerasArgs));
+    // Keras' supports_masking: the inputs' implicit masks (Embedding(maskZero), Masking) are
+    // combined as Keras' _compute_attention_mask combines them; the output carries the query's.
+    layer.supportsMasking = true;
+    layer.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
+  }
+
+  /**
+   * Keras' call: apply(query, { value, key = value, attentionMask, useCausalMask,
+   * returnAttentionScores, training }). value/key/attentionMask join the layer's inputs (so a
+   * functional model sees them); the list form apply([query, value, key?]) is also accepted.
+   * `applyLayer(list, kwargs)`: tf.layers.Layer's own apply, which builds and calls the layer.
+   */
+  apply(inputs, kwargs = {}, applyLayer) {
+    const { list, roles, options } = this.#arrange(inputs, kwargs);
+    this.#callRoles = roles;
+    this.#returnsScores = options.returnAttentionScores ?? this.#symbolicCall?.returnAttentionScores ?? false;
+    try {
+      return applyLayer(list, { ...options, attentionInputs: roles });
+    } finally {
+      this.#callRoles = null;
+    }
+  }
+
+  // apply()'s arguments as the layer's input list and each input's role (query, value, key, mask).
+  #arrange(inputs, kwargs) {
+    if (kwargs === null || typeof kwargs !== 'object') throw new TypeError('MultiHeadAttention.apply: the second argument must be an object { value, key, attentionMask, ... }');
+    for (const key of Object.keys(kwargs)) {
+      if (!CALL_KEYS.includes(key)) throw new TypeError(`MultiHeadAttention.apply: unknown argument '${key}'; known: ${CALL_KEYS.slice(0, 6).join(', ')}`);
+    }
+    const { attentionInputs, ...rest } = kwargs;
+    const { value, key, attentionMask, ...options } = this.#resolveReferences(inputs, rest);
+    let list, roles;
+    if (!Array.isArray(inputs) && attentionInputs?.length === 1) {
+      list = [inputs];  // self-attention loaded from a model.json: the query is the value
+      roles = ['query'];
+    } else if (Array.isArray(inputs)) {
+      list = inputs;
+      roles = attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, Math.min(inputs.length, 3));
+      if (value !== undefined || key !== undefined) throw new TypeError('MultiHeadAttention.apply: give value/key either in the input list or as arguments, not both');
+    } else {
+      if (value == null) throw new TypeError('MultiHeadAttention.apply: value is required: apply(query, { value }) (self-attention: { value: query })');
+      // A converted model's self-attention names the query itself as the value: one input, as in Keras' graph.
+      const selfReference = value === inputs && isNodeReference(kwargs.value);
+      list = selfReference ? [inputs] : [inputs, value];
+      roles = selfReference ? ['query'] : ['query', 'value'];
+      if (key != null) { list.push(key); roles.push('key'); }
+      if (attentionMask != null) { list.push(attentionMask); roles.push('mask'); }
+    }
+    if (list.length !== roles.length || list.some((t) => !isTensorLike(t))) {
+      throw new TypeError(`MultiHeadAttention.apply: expected tensors for ${roles.join(', ')}, got ${list.length} inputs`);
+    }
+    const symbolic = list.map((t) => t instanceof this.#tf.SymbolicTensor);
+    if (symbolic.some(Boolean)) {
+      if (!symbolic.every(Boolean)) throw new TypeError('MultiHeadAttention.apply: query, value, key and attentionMask must be all symbolic (tf.input) or all tensors');
+      // tfjs-layers' model execution passes a layer only { training }: remember this call's layout and options.
+      const call = { roles, useCausalMask: options.useCausalMask ?? false, returnAttentionScores: options.returnAttentionScores ?? false };
+      if (this.#symbolicCall && JSON.stringify(this.#symbolicCall) !== JSON.stringify(call)) {
+        throw new Error(`MultiHeadAttention.apply: this layer was already applied in a model as ${JSON.stringify(this.#symbolicCall)}; `
+          + 'tfjs-layers runs a model without per-call arguments, so one layer takes one form: create another layer (or share weights with setWeights)');
+      }
+      this.#symbolicCall = call;
+    }
+    return { list, roles, options };
+  }
+
+  // A converted model's kwargs name tensors by node reference ([layer, node, tensor]; see
+  // node-references.js): each becomes the SymbolicTensor it names, found upstream of the query.
+  #resolveReferences(query, kwargs) {
+    const resolved = { ...kwargs };
+    for (const role of ['value', 'key', 'attentionMask']) {
+      if (!isNodeReference(kwargs[role])) continue;
+      if (!(query instanceof this.#tf.SymbolicTensor)) {
+        throw new TypeError(`MultiHeadAttention.apply: ${role} is a node reference ${JSON.stringify(kwargs[role])}, which only a model being loaded passes (with a symbolic query)`);
+      }
+      resolved[role] = resolveNodeReference(kwargs[role], query);
+      if (!resolved[role]) {
+        throw new Error(`MultiHeadAttention.apply: the model's ${role} is the output of layer '${kwargs[role][0]}' (node ${kwargs[role][1]}, tensor ${kwargs[role][2]}; tfjs' loader camelCases the name), `
+          + 'which is not upstream of the query: a converted Keras model gives the layer only its first argument as an input, and tfjs cannot '
+          + 'wire another branch (another model input, say) into it. Build the model in tfjs with the same layer names and load the weights '
+          + 'into it (docs/tfjs.md, "Bring your Keras model")');
+      }
+    }
+    return resolved;
+  }
+
+  // The roles of the inputs whose shapes build() and computeOutputShape() get.
+  #roles(count) {
+    return this.#callRoles ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, count);
+  }
+
+  /** tf.layers.Layer's build: the weights (their shapes from the inputs' features) and the attention. */
+  build(inputShape) {
+    const layer = this.#layer;
+    const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
+    const roles = this.#roles(shapes.length);
+    const shapeOf = (role) => shapes[roles.indexOf(role)] ?? null;
+    const feature = (role) => shapeOf(role)?.[shapeOf(role).length - 1];
+    const query = feature('query'), value = feature('value') ?? query, key = feature('key') ?? value;
+    // A converted model's config states the sizes Keras built with: the inputs must agree.
+    for (const [role, size] of Object.entries({ query, value, key })) {
+      const saved = layer.savedShapes?.[role];
+      if (saved && saved[saved.length - 1] !== size) {
+        throw new RangeError(`MultiHeadAttention.build: the config's ${role}Shape ${JSON.stringify(saved)} has ${saved[saved.length - 1]} features, but the ${role} has ${size}`);
+      }
+    }
+    for (const [role, size] of Object.entries({ query, value, key })) {
+      if (!Number.isInteger(size)) throw new TypeError(`MultiHeadAttention.build: ${role}'s last dimension (its features) must be known, got shape [${shapeOf(role)}]`);
+    }
+    layer.inputSizes = { query, key, value };
+    const weightShapes = kerasWeightShapes(this.#sizes());
+    this.#weightNames = Object.keys(weightShapes);
+    // A quantized layer's weights take no gradients (the core's quantized projections have none):
+    // they are not trainable, as Keras' quantized kernels are not.
+    const trainable = layer.weightDtype === 'f32';
+    for (const name of this.#weightNames) {
+      const kernel = name.endsWith('kernel');
+      layer.addWeight(name, weightShapes[name], 'float32',
+        kernel ? layer.kernelInitializer : layer.biasInitializer, kernel ? layer.kernelRegularizer : layer.biasRegularizer,
+        trainable, kernel ? layer.kernelConstraint : layer.biasConstraint);
+    }
+    this.#core?.dispose();
+    this.#gpuCore?.dispose();
+    const config = { ...coreConfigFromKeras(this.#sizes()), ...(layer.dropout > 0 ? { dropout: layer.dropout } : {}) };
+    // weightDtype: the tfjs variables keep the float32 weights (getWeights, setWeights); the wasm
+    // layer stores the projections quantized each time it loads them, and computes with those.
+    this.#core = new TfjsWasmAttention(this.#tf, this.#mha, { ...config, ...(trainable ? {} : { weightDtype: layer.weightDtype }) });
+    // (After a device loss: the wasm module only. The gate's weights and quantized projections are
+    // not in gpu-attention.js's GPU layout yet: a gated or quantized layer computes on the wasm module.)
+    const gpu = this.#gpu;
+    this.#gpuCore = gpu && !gpu.lost && !layer.useGate && trainable ? new TfjsGpuAttention(this.#tf, gpu, config) : null;
+    layer.built = true;
+  }
+
+  computeOutputShape(inputShape) {
+    const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
+    const roles = this.#roles(shapes.length);
+    const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query, key = shapes[roles.indexOf('key')] ?? value;
+    checkKeyValue(value, key, 'MultiHeadAttention.computeOutputShape');
+    const layer = this.#layer;
+    const output = [...query.slice(0, -1), ...(layer.outputDims ?? [layer.outputShapeArg ?? query[query.length - 1]])];
+    if (!this.#symbolicCall?.returnAttentionScores) return output;
+    const { batch, attended } = this.#axes(query.length);
+    const scores = [...batch.map((a) => query[a]), layer.numHeads, ...attended.map((a) => query[a]), ...attended.map((a) => value[a])];
+    return [output, scores];
+  }
+
+  // Keras' attention axes for an input of `rank`: the attended axes and the other (batch-like) ones.
+  #axes(rank) {
+    return attentionLayout(rank, this.#layer.attentionAxes, 'MultiHeadAttention.apply');
+  }
+
+  /**
+   * Keras' compute_mask: the output carries the query's implicit mask (null without one); the
+   * attention scores (returnAttentionScores), none.
+   */
+  computeMask(inputs, mask) {
+    const queryMask = [mask].flat()[0] ?? null;
+    return this.#returnsScores ? [queryMask, null] : queryMask;
+  }
+
+  call(inputs, kwargs = {}) {
+    const list = Array.isArray(inputs) ? inputs : [inputs];
+    const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
+    // The inputs' implicit masks (Embedding maskZero, Masking): the `mask` list tfjs' model
+    // execution passes (one per input), or an eager tensor's kerasMask.
+    const maskList = [kwargs.mask].flat();
+    const implicit = (role) => {
+      const i = roles.indexOf(role);
+      return i < 0 ? null : maskList[i] ?? list[i]?.kerasMask ?? null;
+    };
+    const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
+    const options = {
+      useCausalMask: kwargs.useCausalMask ?? this.#symbolicCall?.useCausalMask ?? false,
+      returnAttentionScores: kwargs.returnAttentionScores ?? this.#symbolicCall?.returnAttentionScores ?? false,
+      training: kwargs.training === true,
+      implicitMasks: { queryMask: implicit('query'), valueMask: implicit('value'), keyMask: implicit('key') },
+    };
+    this.#releasePending();
+    const result = this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.mask ?? null, options);
+    const { outputDims } = this.#layer;
+    if (!outputDims) return result;
+    // A tuple outputShape: the output's last axis unfolded into its axes, as Keras' output dense gives them.
+    const unfold = (t) => this.#tf.reshape(t, [...t.shape.slice(0, -1), ...outputDims]);
+    return Array.isArray(result) ? [unfold(result[0]), result[1]] : unfold(result);
+  }
+
+  // Attention over Keras' attention axes: the other axes fold into the batch, the attended ones
+  // into the sequence, and mha-wasm attends [B', T, features] tensors.
+  #attend(query, value, key, attentionMask, options) {
+    const rank = query.shape.length;
+    if (rank < 3) throw new RangeError(`MultiHeadAttention.call: query must have rank >= 3 ([batch, ..., features]), got shape [${query.shape}]`);
+    if (key) checkKeyValue(value.shape, key.shape, 'MultiHeadAttention.call');
+    for (const [role, t] of Object.entries({ value, key })) {
+      if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
+    }
+    const layout = this.#axes(rank);  // (checks attentionAxes against the rank)
+    if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
+    const implicit = Object.entries(options.implicitMasks).find(([, m]) => m != null);
+    if (implicit) throw new Error(`MultiHeadAttention.call: an implicit ${implicit[0]} is not supported on inputs of rank > 3 yet`);
+    // Keras' causal mask is [1, T, S] from axis 1 of query and value, broadcast over the scores'
+    // last axes: a causal mask over one attended axis when that axis is axis 1 (or as long).
+    const a = layout.attended[0];
+    if (options.useCausalMask && (layout.attended.length !== 1 || query.shape[1] !== query.shape[a] || value.shape[1] !== value.shape[a])) {
+      throw new RangeError(`MultiHeadAttention.call: useCausalMask on a rank-${rank} input needs one attention axis as long as axis 1 `
+        + `(Keras' causal mask is [1, T, S] from axis 1, broadcast over the attended axes), got attentionAxes [${layout.attended}]`);
+    }
+    return attendOverAxes(this.#tf, { query, value, key, attentionMask }, layout, this.#layer.numHeads,
+      (q, v, k, mask) => this.#attend3d(q, v, k, mask, options));
+  }
+
+  // [B, T, E] attention through mha-wasm, on tfjs' WebGPU device while tfjs runs there (gpu-attention.js),
+  // else on the wasm module (wasm-attention.js); differentiable for the inputs and the weights.
+  #attend3d(query, value, key, attentionMask, options) {
+    const layer = this.#layer, tf = this.#tf;
+    const self = key === null && value === query;
+    const inputs = self ? [query] : key === null ? [query, value] : [query, value, key];
+    const variables = layer.weights.map((w) => w.read());
+    const masks = this.#masks({ attentionMask, ...options.implicitMasks }, query, value);
+    const wantGradient = tf.engine().isTapeOn();
+    // A quantized layer gives its inputs' gradients only: one of its variables made trainable
+    // again would silently get none, so it is refused by name.
+    const quantized = layer.weightDtype !== 'f32';
+    if (wantGradient && quantized && layer.weights.some((w) => w.trainable)) {
+      throw new Error(`MultiHeadAttention: a layer with weightDtype '${layer.weightDtype}' cannot train its weights (its projections are `
+        + "quantized and take no gradients); train a weightDtype 'f32' layer, then copy its getWeights() into the quantized one");
+    }
+    const core = this.#gpuCore?.active ? this.#gpuCore : this.#core;
+    let scores = null;
+    const attend = tf.customGrad((...args) => {
+      args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm (or on the GPU)
+      core.loadWeights(variables, this.#weightNames);
+      const forward = core.forward(query, self ? null : value, key, {
+        ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
+        ...(wantGradient ? { grad: true } : {}),
+        // Keras' scores are before dropout (its dropout layer follows the softmax).
+        ...(options.training && layer.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
+      });
+      if (wantGradient) this.#pending.add(forward.result);
+      scores = forward.scores;
+      return {
+        value: forward.output,
+        gradFunc: (dy) => {
+          this.#pending.delete(forward.result);
+          const g = forward.backward(dy);
+          return quantized ? g.inputs : [...g.inputs, ...this.#weightNames.map((name) => g.params[name])];
+        },
+      };
+    });
+    // (A quantized layer's variables are not the attention's inputs: no gradient goes to them.)
+    const output = attend(...inputs, ...(quantized ? [] : variables));
+    if (!options.returnAttentionScores) return output;
+    return [output, scores()];
+  }
+
+  // The built layer's sizes, as keras/layout.js takes them.
+  #sizes() {
+    const layer = this.#layer;
+    const { query, key, value } = layer.inputSizes;
+    return {
+      numHeads: layer.numHeads, keyDim: layer.keyDim, valueDim: layer.valueDim, useBias: layer.useBias,
+      queryDim: query, keyInputDim: key, valueInputDim: value, outputShape: layer.outputShapeArg ?? query,
+      outputDims: layer.outputDims, useGate: layer.useGate, slidingWindow: layer.slidingWindow,
+    };
+  }
+
+  // Keras' attention_mask and the implicit masks (1 = attend) as mha-wasm's blocking mask (keras/layout.js).
+  #masks(tensors, query, value) {
+    const [B, T] = query.shape, S = value.shape[1], H = this.#layer.numHeads;
+    const given = {};
+    for (const [name, t] of Object.entries(tensors)) if (t) given[name] = { data: t.dataSync(), shape: t.shape };
+    const { error, ...masks } = coreMasksFromKeras(given, { B, T, S, H });
+    if (error) throw new RangeError(`MultiHeadAttention.call: ${error.startsWith('expected') ? `attentionMask: ${error}` : error}`);
+    return masks;
+  }
+
+  #releasePending() {
+    for (const result of this.#pending) result.release();
+    this.#pending.clear();
+  }
+
+  /** Keras' part of the layer's config (tf.layers.Layer's own comes before it). */
+  getConfig() {
+    const layer = this.#layer;
+    return {
+      numHeads: layer.numHeads, keyDim: layer.keyDim, valueDim: layer.valueDim, dropout: layer.dropout,
+      useBias: layer.useBias, outputShape: layer.outputDims ?? layer.outputShapeArg, attentionAxes: layer.attentionAxes,
+      useGate: layer.useGate, slidingWindow: layer.slidingWindow,
+      ...(layer.weightDtype !== 'f32' ? { weightDtype: layer.weightDtype } : {}),
+      ...(layer.savedShapes ? { queryShape: layer.savedShapes.query, keyShape: layer.savedShapes.key, valueShape: layer.savedShapes.value } : {}),
+      kernelInitializer: serialize(layer.kernelInitializer),
+      biasInitializer: serialize(layer.biasInitializer),
+      kernelRegularizer: serialize(layer.kernelRegularizer), biasRegularizer: serialize(layer.biasRegularizer),
+      kernelConstraint: serialize(layer.kernelConstraint), biasConstraint: serialize(layer.biasConstraint),
+    };
+  }
+
+  /**
+   * Keras' set_weights' check, before tf.layers.Layer's setWeights: one tensor per weight, in
+   * getWeights()' order, each of its weight's shape; a mismatch names the weight (tfjs' own check
+   * gives only the two shapes).
+   */
+  checkWeights(weights) {
+    const layer = this.#layer;
+    if (!layer.built) throw new Error(`MultiHeadAttention.setWeights: layer '${layer.name}' has no weights yet: apply it first (its input sizes decide their shapes)`);
+    if (!Array.isArray(weights) || weights.length !== layer.weights.length) {
+      throw new RangeError(`MultiHeadAttention.setWeights: layer '${layer.name}' expects ${layer.weights.length} weights (${this.#weightNames.join(', ')}), got ${
+        Array.isArray(weights) ? weights.length : typeof weights}`);
+    }
+    layer.weights.forEach((variable, i) => {
+      const shape = weights[i]?.shape;
+      if (!Array.isArray(shape) || shape.length !== variable.shape.length || shape.some((d, j) => d !== variable.shape[j])) {
+        throw new RangeError(`MultiHeadAttention.setWeights: weight ${i} '${variable.originalName}' has shape [${variable.shape}], got ${Array.isArray(shape) ? `[${shape}]` : typeof weights[i]}`);
+      }
+    });
+  }
+
+  /** Frees the mha-wasm layer's memory (the tfjs variables are the model's: model.dispose()). */
+  dispose() {
+    this.#releasePending();
+    this.#core?.dispose();
+    this.#core = null;
+    this.#gpuCore?.dispose();
+    this.#gpuCore = null;
+  }
+}
+
+/**
+ * The MultiHeadAttention layer class for one tfjs namespace (registered with it for
+ * serialization as 'MultiHeadAttention'), computing with `mha`, a loaded mha-wasm module, and
+ * `gpu`, an mha-wasm WebGPU module on tfjs' webgpu device (or null). The class must extend the
+ * user's own tf.layers.Layer, which exists only once mhaTfjs is given their tf, so it is made
+ * here; each of its methods hands over to MultiHeadAttentionLogic above.
  */
 export function defineTfjsMultiHeadAttention(tf, mha, gpu = null) {
+  const binding = { tf, mha, gpu };
   class MultiHeadAttention extends tf.layers.Layer {
     static className = 'MultiHeadAttention';
+    #logic;
 
-    #core = null;           // the attention on mha-wasm's wasm module (wasm-attention.js), made at build (input sizes known)
-    #gpuCore = null;        // its twin on tfjs' WebGPU device (gpu-attention.js), when mhaTfjs was given one
-    #pending = new Set();   // forward results kept for a backward that never came (freed next call)
-    #symbolicCall = null;   // how the layer was applied in a model: the layout of its inputs and its options
-    #callRoles = null;      // the roles of the inputs of the apply() under way (build() gets only their shapes)
-    #weightNames = [];      // Keras' names of this.weights, in order
-    #returnsScores = false; // whether the apply() under way returns the attention scores too (computeMask's outputs)
-
-    /**
-     * { numHeads, keyDim, valueDim = keyDim, dropout = 0, useBias = true, outputShape, attentionAxes,
-     *   kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer,
-     *   biasRegularizer, activityRegularizer, kernelConstraint, biasConstraint, ...tf.layers args }
-     */
+    /** `args`: MultiHeadAttentionLogic's constructor's and tf.layers.Layer's (splitArgs). */
     constructor(args) {
       const { layerArgs, kerasArgs } = splitArgs(args);
       super(layerArgs);
-      Object.assign(this, readKerasArgs(tf, kerasArgs));
-      // Keras' supports_masking: the inputs' implicit masks (Embedding(maskZero), Masking) are
-      // combined as Keras' _compute_attention_mask combines them; the output carries the query's.
-      this.supportsMasking = true;
-      this.inputSizes = null;  // { query, key, value } feature sizes, inferred at build
+      this.#logic = new MultiHeadAttentionLogic(this, kerasArgs, binding);
     }
 
-    /**
-     * Keras' call: apply(query, { value, key = value, attentionMask, useCausalMask,
-     * returnAttentionScores, training }). value/key/attentionMask join the layer's inputs (so a
-     * functional model sees them); the list form apply([query, value, key?]) is also accepted.
-     */
-    apply(inputs, kwargs = {}) {
-      const { list, roles, options } = this.#arrange(inputs, kwargs);
-      this.#callRoles = roles;
-      this.#returnsScores = options.returnAttentionScores ?? this.#symbolicCall?.returnAttentionScores ?? false;
-      try {
-        return super.apply(list, { ...options, attentionInputs: roles });
-      } finally {
-        this.#callRoles = null;
-      }
-    }
-
-    // apply()'s arguments as the layer's input list and each input's role (query, value, key, mask).
-    #arrange(inputs, kwargs) {
-      if (kwargs === null || typeof kwargs !== 'object') throw new TypeError('MultiHeadAttention.apply: the second argument must be an object { value, key, attentionMask, ... }');
-      for (const key of Object.keys(kwargs)) {
-        if (!CALL_KEYS.includes(key)) throw new TypeError(`MultiHeadAttention.apply: unknown argument '${key}'; known: ${CALL_KEYS.slice(0, 6).join(', ')}`);
-      }
-      const { attentionInputs, ...rest } = kwargs;
-      const { value, key, attentionMask, ...options } = this.#resolveReferences(inputs, rest);
-      let list, roles;
-      if (!Array.isArray(inputs) && attentionInputs?.length === 1) {
-        list = [inputs];  // self-attention loaded from a model.json: the query is the value
-        roles = ['query'];
-      } else if (Array.isArray(inputs)) {
-        list = inputs;
-        roles = attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, Math.min(inputs.length, 3));
-        if (value !== undefined || key !== undefined) throw new TypeError('MultiHeadAttention.apply: give value/key either in the input list or as arguments, not both');
-      } else {
-        if (value == null) throw new TypeError('MultiHeadAttention.apply: value is required: apply(query, { value }) (self-attention: { value: query })');
-        // A converted model's self-attention names the query itself as the value: one input, as in Keras' graph.
-        const selfReference = value === inputs && isNodeReference(kwargs.value);
-        list = selfReference ? [inputs] : [inputs, value];
-        roles = selfReference ? ['query'] : ['query', 'value'];
-        if (key != null) { list.push(key); roles.push('key'); }
-        if (attentionMask != null) { list.push(attentionMask); roles.push('mask'); }
-      }
-      if (list.length !== roles.length || list.some((t) => !isTensorLike(t))) {
-        throw new TypeError(`MultiHeadAttention.apply: expected tensors for ${roles.join(', ')}, got ${list.length} inputs`);
-      }
-      const symbolic = list.map((t) => t instanceof tf.SymbolicTensor);
-      if (symbolic.some(Boolean)) {
-        if (!symbolic.every(Boolean)) throw new TypeError('MultiHeadAttention.apply: query, value, key and attentionMask must be all symbolic (tf.input) or all tensors');
-        // tfjs-layers' model execution passes a layer only { training }: remember this call's layout and options.
-        const call = { roles, useCausalMask: options.useCausalMask ?? false, returnAttentionScores: options.returnAttentionScores ?? false };
-        if (this.#symbolicCall && JSON.stringify(this.#symbolicCall) !== JSON.stringify(call)) {
-          throw new Error(`MultiHeadAttention.apply: this layer was already applied in a model as ${JSON.stringify(this.#symbolicCall)}; `
-            + 'tfjs-layers runs a model without per-call arguments, so one layer takes one form: create another layer (or share weights with setWeights)');
-        }
-        this.#symbolicCall = call;
-      }
-      return { list, roles, options };
-    }
-
-    // A converted model's kwargs name tensors by node reference ([layer, node, tensor]; see
-    // node-references.js): each becomes the SymbolicTensor it names, found upstream of the query.
-    #resolveReferences(query, kwargs) {
-      const resolved = { ...kwargs };
-      for (const role of ['value', 'key', 'attentionMask']) {
-        if (!isNodeReference(kwargs[role])) continue;
-        if (!(query instanceof tf.SymbolicTensor)) {
-          throw new TypeError(`MultiHeadAttention.apply: ${role} is a node reference ${JSON.stringify(kwargs[role])}, which only a model being loaded passes (with a symbolic query)`);
-        }
-        resolved[role] = resolveNodeReference(kwargs[role], query);
-        if (!resolved[role]) {
-          throw new Error(`MultiHeadAttention.apply: the model's ${role} is the output of layer '${kwargs[role][0]}' (node ${kwargs[role][1]}, tensor ${kwargs[role][2]}; tfjs' loader camelCases the name), `
-            + 'which is not upstream of the query: a converted Keras model gives the layer only its first argument as an input, and tfjs cannot '
-            + 'wire another branch (another model input, say) into it. Build the model in tfjs with the same layer names and load the weights '
-            + 'into it (docs/tfjs.md, "Bring your Keras model")');
-        }
-      }
-      return resolved;
-    }
-
-    // The roles of the inputs whose shapes build() and computeOutputShape() get.
-    #roles(count) {
-      return this.#callRoles ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, count);
-    }
-
-    build(inputShape) {
-      const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
-      const roles = this.#roles(shapes.length);
-      const shapeOf = (role) => shapes[roles.indexOf(role)] ?? null;
-      const feature = (role) => shapeOf(role)?.[shapeOf(role).length - 1];
-      const query = feature('query'), value = feature('value') ?? query, key = feature('key') ?? value;
-      // A converted model's config states the sizes Keras built with: the inputs must agree.
-      for (const [role, size] of Object.entries({ query, value, key })) {
-        const saved = this.savedShapes?.[role];
-        if (saved && saved[saved.length - 1] !== size) {
-          throw new RangeError(`MultiHeadAttention.build: the config's ${role}Shape ${JSON.stringify(saved)} has ${saved[saved.length - 1]} features, but the ${role} has ${size}`);
-        }
-      }
-      for (const [role, size] of Object.entries({ query, value, key })) {
-        if (!Number.isInteger(size)) throw new TypeError(`MultiHeadAttention.build: ${role}'s last dimension (its features) must be known, got shape [${shapeOf(role)}]`);
-      }
-      this.inputSizes = { query, key, value };
-      const weightShapes = kerasWeightShapes(this.#sizes());
-      this.#weightNames = Object.keys(weightShapes);
-      // A quantized layer's weights take no gradients (the core's quantized projections have none):
-      // they are not trainable, as Keras' quantized kernels are not.
-      const trainable = this.weightDtype === 'f32';
-      for (const name of this.#weightNames) {
-        const kernel = name.endsWith('kernel');
-        this.addWeight(name, weightShapes[name], 'float32',
-          kernel ? this.kernelInitializer : this.biasInitializer, kernel ? this.kernelRegularizer : this.biasRegularizer,
-          trainable, kernel ? this.kernelConstraint : this.biasConstraint);
-      }
-      this.#core?.dispose();
-      this.#gpuCore?.dispose();
-      const config = { ...coreConfigFromKeras(this.#sizes()), ...(this.dropout > 0 ? { dropout: this.dropout } : {}) };
-      // weightDtype: the tfjs variables keep the float32 weights (getWeights, setWeights); the wasm
-      // layer stores the projections quantized each time it loads them, and computes with those.
-      this.#core = new TfjsWasmAttention(tf, mha, { ...config, ...(trainable ? {} : { weightDtype: this.weightDtype }) });
-      // (After a device loss: the wasm module only. The gate's weights and quantized projections are
-      // not in gpu-attention.js's GPU layout yet: a gated or quantized layer computes on the wasm module.)
-      this.#gpuCore = gpu && !gpu.lost && !this.useGate && trainable ? new TfjsGpuAttention(tf, gpu, config) : null;
-      this.built = true;
-    }
-
-    computeOutputShape(inputShape) {
-      const shapes = Array.isArray(inputShape[0]) ? inputShape : [inputShape];
-      const roles = this.#roles(shapes.length);
-      const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query, key = shapes[roles.indexOf('key')] ?? value;
-      checkKeyValue(value, key, 'MultiHeadAttention.computeOutputShape');
-      const output = [...query.slice(0, -1), ...(this.outputDims ?? [this.outputShapeArg ?? query[query.length - 1]])];
-      if (!this.#symbolicCall?.returnAttentionScores) return output;
-      const { batch, attended } = this.#axes(query.length);
-      const scores = [...batch.map((a) => query[a]), this.numHeads, ...attended.map((a) => query[a]), ...attended.map((a) => value[a])];
-      return [output, scores];
-    }
-
-    // Keras' attention axes for an input of `rank`: the attended axes and the other (batch-like) ones.
-    #axes(rank) {
-      return attentionLayout(rank, this.attentionAxes, 'MultiHeadAttention.apply');
-    }
-
-    /**
-     * Keras' compute_mask: the output carries the query's implicit mask (null without one); the
-     * attention scores (returnAttentionScores), none.
-     */
-    computeMask(inputs, mask) {
-      const queryMask = [mask].flat()[0] ?? null;
-      return this.#returnsScores ? [queryMask, null] : queryMask;
-    }
-
-    call(inputs, kwargs = {}) {
-      const list = Array.isArray(inputs) ? inputs : [inputs];
-      const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
-      // The inputs' implicit masks (Embedding maskZero, Masking): the `mask` list tfjs' model
-      // execution passes (one per input), or an eager tensor's kerasMask.
-      const maskList = [kwargs.mask].flat();
-      const implicit = (role) => {
-        const i = roles.indexOf(role);
-        return i < 0 ? null : maskList[i] ?? list[i]?.kerasMask ?? null;
-      };
-      const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
-      const options = {
-        useCausalMask: kwargs.useCausalMask ?? this.#symbolicCall?.useCausalMask ?? false,
-        returnAttentionScores: kwargs.returnAttentionScores ?? this.#symbolicCall?.returnAttentionScores ?? false,
-        training: kwargs.training === true,
-        implicitMasks: { queryMask: implicit('query'), valueMask: implicit('value'), keyMask: implicit('key') },
-      };
-      this.#releasePending();
-      const result = this.#attend(byRole.query, byRole.value ?? byRole.query, byRole.key ?? null, byRole.mask ?? null, options);
-      if (!this.outputDims) return result;
-      // A tuple outputShape: the output's last axis unfolded into its axes, as Keras' output dense gives them.
-      const unfold = (t) => tf.reshape(t, [...t.shape.slice(0, -1), ...this.outputDims]);
-      return Array.isArray(result) ? [unfold(result[0]), result[1]] : unfold(result);
-    }
-
-    // Attention over Keras' attention axes: the other axes fold into the batch, the attended ones
-    // into the sequence, and mha-wasm attends [B', T, features] tensors.
-    #attend(query, value, key, attentionMask, options) {
-      const rank = query.shape.length;
-      if (rank < 3) throw new RangeError(`MultiHeadAttention.call: query must have rank >= 3 ([batch, ..., features]), got shape [${query.shape}]`);
-      if (key) checkKeyValue(value.shape, key.shape, 'MultiHeadAttention.call');
-      for (const [role, t] of Object.entries({ value, key })) {
-        if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
-      }
-      const layout = this.#axes(rank);  // (checks attentionAxes against the rank)
-      if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
-      const implicit = Object.entries(options.implicitMasks).find(([, m]) => m != null);
-      if (implicit) throw new Error(`MultiHeadAttention.call: an implicit ${implicit[0]} is not supported on inputs of rank > 3 yet`);
-      // Keras' causal mask is [1, T, S] from axis 1 of query and value, broadcast over the scores'
-      // last axes: a causal mask over one attended axis when that axis is axis 1 (or as long).
-      const a = layout.attended[0];
-      if (options.useCausalMask && (layout.attended.length !== 1 || query.shape[1] !== query.shape[a] || value.shape[1] !== value.shape[a])) {
-        throw new RangeError(`MultiHeadAttention.call: useCausalMask on a rank-${rank} input needs one attention axis as long as axis 1 `
-          + `(Keras' causal mask is [1, T, S] from axis 1, broadcast over the attended axes), got attentionAxes [${layout.attended}]`);
-      }
-      return attendOverAxes(tf, { query, value, key, attentionMask }, layout, this.numHeads,
-        (q, v, k, mask) => this.#attend3d(q, v, k, mask, options));
-    }
-
-    // [B, T, E] attention through mha-wasm, on tfjs' WebGPU device while tfjs runs there (gpu-attention.js),
-    // else on the wasm module (wasm-attention.js); differentiable for the inputs and the weights.
-    #attend3d(query, value, key, attentionMask, options) {
-      const self = key === null && value === query;
-      const inputs = self ? [query] : key === null ? [query, value] : [query, value, key];
-      const variables = this.weights.map((w) => w.read());
-      const masks = this.#masks({ attentionMask, ...options.implicitMasks }, query, value);
-      const wantGradient = tf.engine().isTapeOn();
-      // A quantized layer gives its inputs' gradients only: one of its variables made trainable
-      // again would silently get none, so it is refused by name.
-      const quantized = this.weightDtype !== 'f32';
-      if (wantGradient && quantized && this.weights.some((w) => w.trainable)) {
-        throw new Error(`MultiHeadAttention: a layer with weightDtype '${this.weightDtype}' cannot train its weights (its projections are `
-          + "quantized and take no gradients); train a weightDtype 'f32' layer, then copy its getWeights() into the quantized one");
-      }
-      const core = this.#gpuCore?.active ? this.#gpuCore : this.#core;
-      let scores = null;
-      const attend = tf.customGrad((...args) => {
-        args.pop();  // customGrad's save(), unused: the saved state lives in mha-wasm (or on the GPU)
-        core.loadWeights(variables, this.#weightNames);
-        const forward = core.forward(query, self ? null : value, key, {
-          ...masks, causal: options.useCausalMask, needWeights: options.returnAttentionScores, averageWeights: false,
-          ...(wantGradient ? { grad: true } : {}),
-          // Keras' scores are before dropout (its dropout layer follows the softmax).
-          ...(options.training && this.dropout > 0 ? { training: true, weightsBeforeDropout: true } : {}),
-        });
-        if (wantGradient) this.#pending.add(forward.result);
-        scores = forward.scores;
-        return {
-          value: forward.output,
-          gradFunc: (dy) => {
-            this.#pending.delete(forward.result);
-            const g = forward.backward(dy);
-            return quantized ? g.inputs : [...g.inputs, ...this.#weightNames.map((name) => g.params[name])];
-          },
-        };
-      });
-      // (A quantized layer's variables are not the attention's inputs: no gradient goes to them.)
-      const output = attend(...inputs, ...(quantized ? [] : variables));
-      if (!options.returnAttentionScores) return output;
-      return [output, scores()];
-    }
-
-    // The built layer's sizes, as keras/layout.js takes them.
-    #sizes() {
-      const { query, key, value } = this.inputSizes;
-      return {
-        numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, useBias: this.useBias,
-        queryDim: query, keyInputDim: key, valueInputDim: value, outputShape: this.outputShapeArg ?? query,
-        outputDims: this.outputDims, useGate: this.useGate, slidingWindow: this.slidingWindow,
-      };
-    }
-
-    // Keras' attention_mask and the implicit masks (1 = attend) as mha-wasm's blocking mask (keras/layout.js).
-    #masks(tensors, query, value) {
-      const [B, T] = query.shape, S = value.shape[1], H = this.numHeads;
-      const given = {};
-      for (const [name, t] of Object.entries(tensors)) if (t) given[name] = { data: t.dataSync(), shape: t.shape };
-      const { error, ...masks } = coreMasksFromKeras(given, { B, T, S, H });
-      if (error) throw new RangeError(`MultiHeadAttention.call: ${error.startsWith('expected') ? `attentionMask: ${error}` : error}`);
-      return masks;
-    }
-
-    #releasePending() {
-      for (const result of this.#pending) result.release();
-      this.#pending.clear();
-    }
-
-    getConfig() {
-      return {
-        ...super.getConfig(),
-        numHeads: this.numHeads, keyDim: this.keyDim, valueDim: this.valueDim, dropout: this.dropout,
-        useBias: this.useBias, outputShape: this.outputDims ?? this.outputShapeArg, attentionAxes: this.attentionAxes,
-        useGate: this.useGate, slidingWindow: this.slidingWindow,
-        ...(this.weightDtype !== 'f32' ? { weightDtype: this.weightDtype } : {}),
-        ...(this.savedShapes ? { queryShape: this.savedShapes.query, keyShape: this.savedShapes.key, valueShape: this.savedShapes.value } : {}),
-        kernelInitializer: serialize(this.kernelInitializer),
-        biasInitializer: serialize(this.biasInitializer),
-        kernelRegularizer: serialize(this.kernelRegularizer), biasRegularizer: serialize(this.biasRegularizer),
-        kernelConstraint: serialize(this.kernelConstraint), biasConstraint: serialize(this.biasConstraint),
-      };
-    }
-
-    /**
-     * Keras' set_weights: one tensor per weight, in getWeights()' order, each of its weight's shape;
-     * a mismatch names the weight (tfjs' own check gives only the two shapes).
-     */
-    setWeights(weights) {
-      if (!this.built) throw new Error(`MultiHeadAttention.setWeights: layer '${this.name}' has no weights yet: apply it first (its input sizes decide their shapes)`);
-      if (!Array.isArray(weights) || weights.length !== this.weights.length) {
-        throw new RangeError(`MultiHeadAttention.setWeights: layer '${this.name}' expects ${this.weights.length} weights (${this.#weightNames.join(', ')}), got ${
-          Array.isArray(weights) ? weights.length : typeof weights}`);
-      }
-      this.weights.forEach((variable, i) => {
-        const shape = weights[i]?.shape;
-        if (!Array.isArray(shape) || shape.length !== variable.shape.length || shape.some((d, j) => d !== variable.shape[j])) {
-          throw new RangeError(`MultiHeadAttention.setWeights: weight ${i} '${variable.originalName}' has shape [${variable.shape}], got ${Array.isArray(shape) ? `[${shape}]` : typeof weights[i]}`);
-        }
-      });
-      super.setWeights(weights);
-    }
-
-    /** Frees the mha-wasm layer's memory (the tfjs variables are the model's: model.dispose()). */
-    dispose() {
-      this.#releasePending();
-      this.#core?.dispose();
-      this.#core = null;
-      this.#gpuCore?.dispose();
-      this.#gpuCore = null;
-      return super.dispose();
-    }
+    apply(inputs, kwargs) { return this.#logic.apply(inputs, kwargs, (list, options) => super.apply(list, options)); }
+    build(inputShape) { this.#logic.build(inputShape); }
+    computeOutputShape(inputShape) { return this.#logic.computeOutputShape(inputShape); }
+    computeMask(inputs, mask) { return this.#logic.computeMask(inputs, mask); }
+    call(inputs, kwargs) { return this.#logic.call(inputs, kwargs); }
+    getConfig() { return { ...super.getConfig(), ...this.#logic.getConfig() }; }
+    setWeights(weights) { this.#logic.checkWeights(weights); super.setWeights(weights); }
+    dispose() { this.#logic.dispose(); return super.dispose(); }
   }
 
   tf.serialization.registerClass(MultiHeadAttention);

@@ -8,16 +8,22 @@
 //             attention_backward_dq and attention_backward_dkdv (FlashAttention-2's backward,
 //             the probabilities recomputed from the saved q, k and log-sum-exps), and the sinks'
 //   rotate'   the inverse rotation of dQ and dK (rotary.wgsl with the sines negated)
+//   append'   (addBiasKv, addZeroAttn, staticK/V) bias_k's and bias_v's gradients, the given keys' rows
+//             (appended-keys.js)
 //   project'  dX = dQ W_q (and the key's, the value's; self-attention sums the three), dW_q =
 //             dQᵀ X, db_q = column sums of dQ
 //
-// `saved` is what forwardAsync({ grad: true }) kept on the GPU (see layer.js).
+// A sequence-first call (batchFirst: false) swaps dOut into batch-first rows first and the inputs'
+// gradients back last (sequence-first.js). `saved` is what forwardAsync({ grad: true }) kept on the
+// GPU (see layer.js).
+import { encodeAppendedKeysBackward } from './appended-keys.js';
 import { paramsBlock } from './attention.js';
 import { failWithLoss, runChecked, submitChecked } from './gpu-work.js';
 import { packedRowVec4s } from './kernel-plan.js';
 import { encodeOutputGateBackward } from './output-gate.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
+import { encodeSwapLeadingAxes } from './sequence-first.js';
 import { CallBuffers, gpuTensor, readBack } from './tensors.js';
 
 /** gemm_*_grad.wgsl's template: vec4 loads when both row lengths are multiples of 4. */
@@ -142,8 +148,9 @@ export function encodeAttentionBackward(device, pass, buffers, c, attention, t) 
  * names, in its order). With `onGpu` it returns instead `tensors`: the same gradients as GPU
  * tensors ({ buffer, shape, read, dispose }, kept out of `buffers`: the caller's), nothing read back.
  */
-export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGpu = false } = {}) {
-  const { c, B, L, S, self, w, attention } = saved;
+export function submitBackward(device, buffers, saved, dOutGiven, paramShapes, { onGpu = false } = {}) {
+  const { c, B, L, S, self, w, attention, appended, sequenceFirst } = saved;
+  const G = appended?.given ?? S;  // the given keys per sequence (S less the appended ones)
   const H = c.numHeads, Hkv = c.numKvHeads, E = c.embedDim;
   const QD = H * c.headDim, KV = Hkv * c.headDim, VKV = Hkv * c.valueHeadDim, AD = H * c.valueHeadDim, OD = c.outputDim;
   const bias = !!w.qBias;
@@ -157,12 +164,14 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
     gateW: c.gate ? store(AD * E, 'd gate_proj') : null, gateB: c.gate && w.gateBias ? store(AD, 'd gate bias') : null,
     qW: store(QD * E, 'd q_proj'), kW: store(KV * c.kdim, 'd k_proj'), vW: store(VKV * c.vdim, 'd v_proj'),
     qB: bias ? store(QD, 'd q bias') : null, kB: bias ? store(KV, 'd k bias') : null, vB: bias ? store(VKV, 'd v bias') : null,
+    biasK: c.addBiasKv ? store(KV, 'd bias_k') : null, biasV: c.addBiasKv ? store(VKV, 'd bias_v') : null,
     query: store(B * L * E, 'd query'),
-    key: self ? null : store(B * S * c.kdim, 'd key'), value: self ? null : store(B * S * c.vdim, 'd value'),
+    key: self ? null : store(B * G * c.kdim, 'd key'), value: self ? null : store(B * G * c.vdim, 'd value'),
   };
 
   const encoder = device.createCommandEncoder();
   const pass = encoder.beginComputePass();
+  const dOut = sequenceFirst ? encodeSwapLeadingAxes(device, pass, buffers, dOutGiven, [L, B, OD], 'd output batch-first') : dOutGiven;
   // combine'
   encodeInputGrad(device, pass, buffers, { dy: dOut, w: w.out, dx: g.dAttended, M: B * L, N: OD, K: AD });
   encodeWeightGrad(device, pass, buffers, { dy: dOut, x: saved.gated ?? saved.attended, dw: g.outW, db: g.outB, M: B * L, N: OD, K: AD });
@@ -187,18 +196,26 @@ export function submitBackward(device, buffers, saved, dOut, paramShapes, { onGp
     encodeRotary(device, pass, buffers, { x: g.dk, table: inverse(rotaryTable(c.rotary, B, S, self ? positions : null)), rows: B * S,
       rowStride: KV, heads: Hkv, headDim: c.headDim, rotary: c.rotary });
   }
+  // append': the given keys' rows of dK and dV (zeros for static ones), and bias_k's and bias_v's
+  const { dk, dv } = appended
+    ? encodeAppendedKeysBackward(device, pass, buffers, c, appended, { B, dk: g.dk, dv: g.dv, dBiasK: g.biasK, dBiasV: g.biasV })
+    : g;
   // project'
   const { x, xk, xv } = saved;
   encodeWeightGrad(device, pass, buffers, { dy: g.dq, x, dw: g.qW, db: g.qB, M: B * L, N: QD, K: E });
-  encodeWeightGrad(device, pass, buffers, { dy: g.dk, x: xk, dw: g.kW, db: g.kB, M: B * S, N: KV, K: c.kdim });
-  encodeWeightGrad(device, pass, buffers, { dy: g.dv, x: xv, dw: g.vW, db: g.vB, M: B * S, N: VKV, K: c.vdim });
+  encodeWeightGrad(device, pass, buffers, { dy: dk, x: xk, dw: g.kW, db: g.kB, M: B * G, N: KV, K: c.kdim });
+  encodeWeightGrad(device, pass, buffers, { dy: dv, x: xv, dw: g.vW, db: g.vB, M: B * G, N: VKV, K: c.vdim });
   encodeInputGrad(device, pass, buffers, { dy: g.dq, w: w.q, dx: g.query, M: B * L, N: QD, K: E });
   if (dGate) {  // the query's use by the gate's projection
     encodeWeightGrad(device, pass, buffers, { dy: dGate, x, dw: g.gateW, db: g.gateB, M: B * L, N: AD, K: E });
     encodeInputGrad(device, pass, buffers, { dy: dGate, w: w.gate, dx: g.query, M: B * L, N: AD, K: E, accumulate: true });
   }
-  encodeInputGrad(device, pass, buffers, { dy: g.dk, w: w.k, dx: g.key ?? g.query, M: B * S, N: KV, K: c.kdim, accumulate: self });
-  encodeInputGrad(device, pass, buffers, { dy: g.dv, w: w.v, dx: g.value ?? g.query, M: B * S, N: VKV, K: c.vdim, accumulate: self });
+  encodeInputGrad(device, pass, buffers, { dy: dk, w: w.k, dx: g.key ?? g.query, M: B * G, N: KV, K: c.kdim, accumulate: self });
+  encodeInputGrad(device, pass, buffers, { dy: dv, w: w.v, dx: g.value ?? g.query, M: B * G, N: VKV, K: c.vdim, accumulate: self });
+  if (sequenceFirst) {  // the inputs' gradients in the inputs' layout, [L, B, ·]
+    const swap = (d, rows, features, label) => d && encodeSwapLeadingAxes(device, pass, buffers, d, [B, rows, features], label);
+    [g.query, g.key, g.value] = [swap(g.query, L, E, 'd query'), swap(g.key, G, c.kdim, 'd key'), swap(g.value, G, c.vdim, 'd value')];
+  }
   pass.end();
   const tensors = onGpu ? gradientTensors(device, encoder, buffers, g, saved, paramShapes) : null;
   device.queue.submit([encoder.finish()]);
@@ -228,7 +245,7 @@ function gradientTensors(device, encoder, buffers, g, saved, paramShapes) {
     in_proj_weight: () => concat(['qW', 'kW', 'vW'], 'd in_proj_weight'), q_proj_weight: () => g.qW, k_proj_weight: () => g.kW,
     v_proj_weight: () => g.vW, in_proj_bias: () => concat(['qB', 'kB', 'vB'], 'd in_proj_bias'),
     'out_proj.weight': () => g.outW, 'out_proj.bias': () => g.outB, sinks: () => g.sinks,
-    'gate_proj.weight': () => g.gateW, 'gate_proj.bias': () => g.gateB,
+    'gate_proj.weight': () => g.gateW, 'gate_proj.bias': () => g.gateB, bias_k: () => g.biasK, bias_v: () => g.biasV,
   };
   const tensor = (buffer, shape) => gpuTensor(device, buffers.keep(buffer), [...shape]);
   const params = {};
@@ -246,15 +263,17 @@ function gradientTensors(device, encoder, buffers, g, saved, paramShapes) {
 
 /** The gradients' buffers `g` read back, the parameters' named and concatenated as the state dict's. */
 async function readGradients(device, g, saved, paramShapes) {
-  const { c, B, L, S } = saved;
+  const { c, B, L } = saved;
+  const G = saved.appended?.given ?? saved.S;  // (the key's and value's rows)
   const H = c.numHeads, E = c.embedDim;
   const QD = H * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
   const AD = H * c.valueHeadDim, OD = c.outputDim;
   const read = (buffer, floats) => (buffer ? readBack(device, buffer, floats) : null);
-  const [query, key, value, outW, outB, qW, kW, vW, qB, kB, vB, sinks, gateW, gateB] = await Promise.all([
-    read(g.query, B * L * E), read(g.key, B * S * c.kdim), read(g.value, B * S * c.vdim),
+  const [query, key, value, outW, outB, qW, kW, vW, qB, kB, vB, sinks, gateW, gateB, biasK, biasV] = await Promise.all([
+    read(g.query, B * L * E), read(g.key, B * G * c.kdim), read(g.value, B * G * c.vdim),
     read(g.outW, OD * AD), read(g.outB, OD), read(g.qW, QD * E), read(g.kW, KV * c.kdim), read(g.vW, VKV * c.vdim),
-    read(g.qB, QD), read(g.kB, KV), read(g.vB, VKV), read(g.sinks, H), read(g.gateW, AD * E), read(g.gateB, AD)]);
+    read(g.qB, QD), read(g.kB, KV), read(g.vB, VKV), read(g.sinks, H), read(g.gateW, AD * E), read(g.gateB, AD),
+    read(g.biasK, KV), read(g.biasV, VKV)]);
   const concat = (...parts) => {
     const all = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;
@@ -264,7 +283,7 @@ async function readGradients(device, g, saved, paramShapes) {
   const byName = {
     in_proj_weight: () => concat(qW, kW, vW), q_proj_weight: () => qW, k_proj_weight: () => kW, v_proj_weight: () => vW,
     in_proj_bias: () => concat(qB, kB, vB), 'out_proj.weight': () => outW, 'out_proj.bias': () => outB, sinks: () => sinks,
-    'gate_proj.weight': () => gateW, 'gate_proj.bias': () => gateB,
+    'gate_proj.weight': () => gateW, 'gate_proj.bias': () => gateB, bias_k: () => biasK, bias_v: () => biasV,
   };
   const params = {};
   for (const name of Object.keys(paramShapes)) {

@@ -5,11 +5,13 @@
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
 import { KvCacheBase, liveHandle } from '../core/cache.js';
+import { throwHandleError } from '../core/errors.js';
 import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { halfBufferBytes } from './cache-f16.js';
 import { submitChecked } from './gpu-work.js';
 import { encodeKeyValue } from './key-value.js';
-import { CallBuffers } from './tensors.js';
+import { encodeSwapPass, isSequenceFirst } from './sequence-first.js';
+import { CallBuffers, checkInput } from './tensors.js';
 
 const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 
@@ -63,6 +65,7 @@ export function createGpuCache(layer, options) {
   layer.checkSize('the cache\'s keys', rows * c.numKvHeads * c.headDim);
   layer.checkSize('the cache\'s values', rows * c.numKvHeads * c.valueHeadDim);
   const handle = layer.planner.createPlannedCache(batch, options.capacity);
+  if (!handle) throwHandleError(layer.planner, 'createCache');  // (the wasm layer's checks: batch, capacity, appended keys)
   const make = (floats, label) => layer.device.createBuffer({
     label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04,
   });
@@ -96,14 +99,18 @@ export function checkCache(cache) {
  * next call with the cache awaits it (state.pending; the handle reset if it failed). A later
  * setKeyValue replaces the contents, and with them an earlier one's verdict.
  */
-export function submitKeyValue(device, state, c, w, k, v, kernels) {
+function submitKeyValue(device, state, c, w, k, v, kernels) {
   const B = state.handle.batch(), S = state.handle.length();
   const buffers = new CallBuffers(device);
-  const input = (t, label) => (t.onGpu ? t.buffer : buffers.upload(t.data, label));
   let submitted;
   try {
     submitted = submitChecked(device, () => {
       const encoder = device.createCommandEncoder();
+      // (Sequence-first [S, B, ·] tensors are swapped into batch-first rows: sequence-first.js.)
+      const input = (t, label) => {
+        const given = t.onGpu ? t.buffer : buffers.upload(t.data, label);
+        return isSequenceFirst(c, t.shape) ? encodeSwapPass(device, encoder, buffers, given, t.shape, `${label} batch-first`) : given;
+      };
       encodeKeyValue(device, encoder, buffers, c, w, {
         B, S, xk: input(k, 'key'), xv: input(v, 'value'), kernels,
         cache: { keys: state.keys, values: state.values, capacity: state.handle.capacity(), dtype: state.dtype },
@@ -121,6 +128,21 @@ export function submitKeyValue(device, state, c, w, k, v, kernels) {
     state.handle.reset();
     return failed;
   });
+}
+
+/**
+ * cache.setKeyValue on the GPU for `layer` ({ device, config, planner, weights (its LayerWeights),
+ * kernels(sizes) (its kernel plan) }): checked by the planner (the wasm layer's checks), then
+ * submitted (submitKeyValue).
+ */
+export function setKeyValueOnGpu(layer, cache, key, value) {
+  const state = checkCache(cache);
+  if (!layer.weights.loaded) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+  const k = checkInput('key', key, { expected: '[B, S, kdim]' });
+  const v = checkInput('value', value, { expected: '[B, S, vdim]' });
+  if (!layer.planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) throwHandleError(layer.planner, 'setKeyValue');
+  const B = state.handle.batch(), S = state.handle.length();
+  submitKeyValue(layer.device, state, layer.config, layer.weights.current(), k, v, layer.kernels({ B, L: 0, S, newKeys: S }));
 }
 
 /**

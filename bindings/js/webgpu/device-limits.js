@@ -42,12 +42,13 @@ export function checkCallLimits(checks, c, call, { B, L, S, newKeys }, kernels) 
   }
   for (const [name, floats] of [['query', B * L * c.embedDim], ['the projected queries', B * L * QD],
     ['the projected keys', B * newKeys * KV], ['the projected values', B * newKeys * VKV], ['the attended values', B * L * AD],
+    ['the keys with the appended ones', call.appended ? B * S * KV : 0], ['the values with the appended ones', call.appended ? B * S * VKV : 0],
     ['the output gate', c.gate ? B * L * AD : 0], ['the output', count(call.outputShape)], ['the weights', call.weightsShape ? count(call.weightsShape) : 0]]) {
     checkSize(name, floats);
   }
   checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim, c.gate ? AD : 0) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
   checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
-  if (call.request.grad) checkBackwardLimits(c, { B, L, S }, kernels, checks);
+  if (call.grad) checkBackwardLimits(c, { B, L, S }, kernels, checks);
   if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
   if (call.planned) {  // (the step path keeps [B, H, L, S] scores, logits and pattern, whatever it captures)
     checkSize('the step path\'s scores', B * c.numHeads * L * S);

@@ -1,13 +1,18 @@
-// One forward call's GPU work, encoded into a command encoder: the projections (gemm), rotary,
+// One forward call's GPU work, encoded into a command encoder: its inputs as the kernels read them
+// (callInputs), the projections (gemm), rotary, the appended or static keys (appended-keys.js),
 // with a KV cache the new keys and values appended to it, attention (flash_attention, or
 // flash-decoding for a few tokens against a cache), the output gate (config gate) and the output
-// projection. The caller
-// (layer.js) has checked the call, made the output buffers and owns the error scopes.
+// projection. The caller (layer.js) has checked the call, made the output buffers and owns the
+// error scopes.
+import { encodeAppendedKeys, padMask } from './appended-keys.js';
 import { encodeAttention } from './attention.js';
 import { encodePackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
 import { encodeOutputGate } from './output-gate.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
+import { encodeSwapPass } from './sequence-first.js';
+
+const count = (shape) => shape.reduce((n, d) => n * d, 1);
 
 /** A mask as the kernels read it: additive floats (a bool mask's true = blocked becomes -inf), or null. */
 function additiveMask(mask) {
@@ -17,22 +22,43 @@ function additiveMask(mask) {
 }
 
 /**
- * encodeForward's `call` (and encodeSteps') for a call the layer checked: `call` its prepared call
- * (request, cache, masks, positions), `sizes` its { B, L, S, newKeys, cached, cross, self },
+ * The call's inputs as the kernels read them, encoded into `encoder`: { x, xk, xv } batch-first
+ * buffers (xk, xv: x itself for self-attention). CPU tensors are uploaded; the caller's GPU tensors
+ * read in place, or copied with grad (the backward reads them after the call returns); a
+ * sequence-first call's swapped into batch-first rows (sequence-first.js), a copy either way.
+ */
+export function callInputs(device, encoder, buffers, call) {
+  const input = (t, label) => {
+    const given = t.onGpu ? t.buffer : buffers.upload(t.data, label);
+    if (call.sequenceFirst) return encodeSwapPass(device, encoder, buffers, given, t.shape, `${label} batch-first`);
+    if (!t.onGpu || !call.grad) return given;
+    const copy = buffers.storage(count(t.shape), label);
+    if (count(t.shape) > 0) encoder.copyBufferToBuffer(t.buffer, 0, copy, 0, count(t.shape) * 4);
+    return copy;
+  };
+  const x = input(call.query, 'query');
+  if (call.sizes.self) return { x, xk: x, xv: x };
+  return { x, xk: input(call.key, 'key'), xv: input(call.value, 'value') };
+}
+
+/**
+ * encodeForward's `call` (and encodeSteps') for a call the layer checked: `call` its ForwardCall
+ * (core/call-reader.js, with the layer's cache, appended), `sizes` its { B, L, S, newKeys, cached, cross, self },
  * `kernels` its plan, `io` its buffers { x, xk, xv, output, weights }; the log-sum-exps' buffer
  * made in `buffers` when the call keeps them for backward (grad).
  */
 export function forwardCallOf(c, call, { B, L, S, newKeys, cached, cross, self }, kernels, io, buffers) {
-  const { request, cache } = call;
-  const dropout = request.training && c.dropout > 0;
+  const { cache, appended } = call;
+  const dropout = call.training && c.dropout > 0;
+  const mask = (m) => (appended ? padMask(additiveMask(m), appended.given, S) : additiveMask(m));
   return {
-    B, L, S, newKeys, cached, self, ...io, cache, crossCache: cross, kernels,
+    B, L, S, newKeys, cached, self, ...io, cache, crossCache: cross, kernels, appended,
     positions: call.positions?.data,
-    keyPadding: additiveMask(call.keyPaddingMask), attnMask: additiveMask(call.attnMask),
+    keyPadding: mask(call.keyPaddingMask), attnMask: mask(call.attnMask),
     attnMaskPerHead: call.attnMask?.shape.length === 3,
-    causal: request.causal || (Boolean(cache) && !cross), averageWeights: request.averageWeights,
-    dropout: dropout ? { p: c.dropout, seed: request.seed, weightsBeforeDropout: request.weightsBeforeDropout } : null,
-    lse: request.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
+    causal: call.causal || (Boolean(cache) && !cross), averageWeights: call.averageWeights,
+    dropout: dropout ? { p: c.dropout, seed: call.seed, weightsBeforeDropout: call.weightsBeforeDropout } : null,
+    lse: call.grad ? buffers.storage(B * c.numHeads * L, 'lse') : null,
   };
 }
 
@@ -78,18 +104,20 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
  * ('f16' when keys and values are an f16 cache's packed halves, else 'f32'), kvRows, pass }.
  */
 export function encodeProjections(device, encoder, buffers, c, w, call) {
-  const { B, L, S, newKeys, cached, cache } = call;
+  const { B, L, S, newKeys, cached, cache, appended } = call;
   const QD = c.numHeads * c.headDim, KV = c.numKvHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim;
-  const qp = buffers.storage(B * L * QD, 'q'), kp = buffers.storage(B * newKeys * KV, 'k');
-  const vp = buffers.storage(B * newKeys * VKV, 'v');
+  // (Static keys or values replace their projection, which then does not run.)
+  const projectK = newKeys > 0 && !appended?.staticK, projectV = newKeys > 0 && !appended?.staticV;
+  const qp = buffers.storage(B * L * QD, 'q');
+  const kp = projectK ? buffers.storage(B * newKeys * KV, 'k') : null;
+  const vp = projectV ? buffers.storage(B * newKeys * VKV, 'v') : null;
   const { projections } = call.kernels;
 
   let pass = encoder.beginComputePass();
   encodeGemm(device, pass, buffers, { x: call.x, w: w.q, bias: w.qBias, y: qp, M: B * L, N: QD, K: c.embedDim, kernel: projections.query });
-  if (newKeys > 0) {  // (a cross-attention cache holds its keys and values already)
-    encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim, kernel: projections.keyValue });
-    encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim, kernel: projections.keyValue });
-  }
+  // (a cross-attention cache holds its keys and values already)
+  if (projectK) encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim, kernel: projections.keyValue });
+  if (projectV) encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim, kernel: projections.keyValue });
   if (c.rotary) {  // (self-attention keys share the queries' positions; a cache's come after what it holds)
     encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, call.positions, cached), rows: B * L,
       rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });
@@ -97,7 +125,9 @@ export function encodeProjections(device, encoder, buffers, c, w, call) {
       rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });
   }
   let keys = kp, values = vp, kvRows = S;
-  if (cache?.dtype === 'f16') {  // halves: append rounded (self); the attention kernels read them as they are
+  if (appended) {  // addBiasKv / addZeroAttn rows after the given ones, or static rows (appended-keys.js)
+    ({ keys, values } = encodeAppendedKeys(device, pass, buffers, c, w, appended, { B, kp, vp }));
+  } else if (cache?.dtype === 'f16') {  // halves: append rounded (self); the attention kernels read them as they are
     const capacity = cache.handle.capacity();
     if (!call.crossCache) {
       encodePackHalves(device, pass, buffers, { src: kp, cache: cache.keys, B, rows: L, first: cached, features: KV, capacity });

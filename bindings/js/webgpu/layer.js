@@ -10,16 +10,18 @@ import { throwHandleError, withCallName } from '../core/errors.js';
 import { readForwardCall, readRaggedCall } from '../core/call-reader.js';
 import { PLANNER } from '../core/planner.js';
 import { describe } from '../core/validate.js';
+import { appendedKeysOf } from './appended-keys.js';
 import { runBackward, submitBackwardNow } from './backward.js';
-import { checkCache, createGpuCache, runWithCache, submitKeyValue } from './cache.js';
+import { checkCache, createGpuCache, runWithCache, setKeyValueOnGpu } from './cache.js';
 import { checkCallLimits, limitChecks } from './device-limits.js';
 import { lostError } from './device.js';
-import { encodeForward, forwardCallOf } from './forward-pass.js';
+import { callInputs, encodeForward, forwardCallOf } from './forward-pass.js';
 import { failWithLoss, submitChecked } from './gpu-work.js';
 import { gemmChoiceOf, planKernels } from './kernel-plan.js';
-import { checkWebGpuPatch, encodeSteps } from './steps.js';
-import { CallBuffers, checkFiniteOnGpu, checkGpuInputs, checkInput, gpuTensor, resultTensors } from './tensors.js';
-import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult } from './training.js';
+import { checkWebGpuPatch, encodeCallSteps } from './steps.js';
+import { encodeSwapPass, isSequenceFirst } from './sequence-first.js';
+import { CallBuffers, callResults, checkFiniteOnGpu, checkGpuInputs, checkInput, gpuTensor } from './tensors.js';
+import { freeGpuRecord, gpuTrainingRecord, GpuTrainingResult, savedForward } from './training.js';
 import { LayerWeights } from './weights.js';
 
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
@@ -30,23 +32,6 @@ const count = (shape) => shape.reduce((n, d) => n * d, 1);
  */
 export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
-
-/**
- * PyTorch's options whose kernels the WebGPU backend lacks yet: refused by name, never ignored
- * (docs/webgpu.md). The wasm backend has them.
- */
-function refuseWasmOnlyOptions(config) {
-  if (config?.batchFirst === false) {
-    throw new TypeError('MultiHeadAttention: batchFirst: false is not supported by the WebGPU backend yet (its kernels '
-      + 'read batch-first [B, L, E] tensors); pass batch-first tensors, or use the wasm backend');
-  }
-  for (const name of ['addBiasKv', 'addZeroAttn']) {
-    if (config?.[name] === true) {
-      throw new TypeError(`MultiHeadAttention: ${name} is not supported by the WebGPU backend yet (its kernels do not `
-        + 'append keys); use the wasm backend');
-    }
-  }
-}
 
 /**
  * The layer, given its device (`gpu`: { device, adapterInfo, lost, ... } from openDevice) and the
@@ -66,7 +51,6 @@ export class GpuMultiHeadAttention {
   #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
   constructor(gpu, wasm, config) {
-    refuseWasmOnlyOptions(config);
     this.#gpu = gpu;
     this.#device = gpu.device;
     this.#limits = limitChecks(gpu.device.limits);
@@ -89,33 +73,20 @@ export class GpuMultiHeadAttention {
   /** True while the device works; false once it was lost (the layer is unusable then). */
   get usable() { return !this.#disposed && !this.#gpu.lost; }
   stateDictShapes() { return this.#layer.stateDictShapes(); }
-  stateDict() {
-    if (this.#weights.gpuOnly) {
-      throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
-        + 'and live only on the GPU; read the tensors it was loaded from');
-    }
-    return this.#layer.stateDict();
-  }
+  stateDict() { return this.#weights.stateDict(); }
 
   /**
    * The wasm layer's loadStateDict; or, when the values are { buffer, shape } GPU tensors, their
-   * contents copied on the GPU into the layer's weights (nothing read back; weights.js's
-   * copyWeights), the GPU's verdict awaited by the next call.
+   * contents copied on the GPU into the layer's weights (weights.js), the GPU's verdict awaited by
+   * the next call.
    */
   loadStateDict(stateDict) {
     this.#live('loadStateDict');
-    const onGpu = stateDict !== null && typeof stateDict === 'object'
-      && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
-    if (onGpu) {
-      try {
-        this.#weights.copyFrom(stateDict);
-      } catch (error) {
-        throw withCallName(error, 'loadStateDict');
-      }
-      return this;
+    try {
+      this.#weights.load(stateDict);
+    } catch (error) {
+      throw withCallName(error, 'loadStateDict');
     }
-    this.#layer.loadStateDict(stateDict);
-    this.#weights.changed();
     return this;
   }
 
@@ -160,19 +131,12 @@ export class GpuMultiHeadAttention {
     }
   }
 
-  /** cache.setKeyValue on the GPU: checked by the planner (the wasm layer's checks), then submitted (cache.js). */
+  /** cache.setKeyValue on the GPU (cache.js). */
   #setKeyValue(cache, key, value) {
     try {
       this.#live('setKeyValue');
-      const state = checkCache(cache);
-      if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
-      const k = checkInput('key', key, { expected: '[B, S, kdim]' });
-      const v = checkInput('value', value, { expected: '[B, S, vdim]' });
-      if (!this.#planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) {
-        throwHandleError(this.#planner, 'setKeyValue');
-      }
-      const B = state.handle.batch(), S = state.handle.length();
-      submitKeyValue(this.#device, state, this.#config, this.#weights.current(), k, v, this.#kernels({ B, L: 0, S, newKeys: S }));
+      setKeyValueOnGpu({ device: this.#device, config: this.#config, planner: this.#planner, weights: this.#weights,
+        kernels: (sizes) => this.#kernels(sizes) }, cache, key, value);
     } catch (error) {
       throw withCallName(error, 'setKeyValue');
     }
@@ -205,9 +169,11 @@ export class GpuMultiHeadAttention {
 
   /**
    * forwardAsync's checks and plan, synchronous: the call read as every backend reads it
-   * (core/call-reader.js), with this backend's GPU tensors, caches and outputLocation; planned by
-   * the C++ plan (shapes, sizes, steps) without the wasm-memory budget: the buffers are the GPU's,
-   * bounded by the device's limits (device-limits.js).
+   * (core/call-reader.js's ForwardCall), with this backend's GPU tensors, caches and
+   * outputLocation; planned by the C++ plan (shapes, sizes, steps) without the wasm-memory budget:
+   * the buffers are the GPU's, bounded by the device's limits (device-limits.js). Returns the
+   * ForwardCall with what the plan gave: sizes, outputShape, weightsShape, planned (the steps to
+   * capture / patch), and gpuOutput, sequenceFirst, appended (appended-keys.js).
    */
   #prepare(query, key, value, options) {
     this.#live('forwardAsync');
@@ -219,12 +185,6 @@ export class GpuMultiHeadAttention {
       optionKeys: ['outputLocation'],
       nextSeed: () => this.#nextSeed++,
     });
-    for (const name of ['staticK', 'staticV']) {  // (PyTorch's static_k / static_v: the wasm backend's)
-      if (call[name]) {
-        throw new TypeError(`${name} is not supported by the WebGPU backend yet (its kernels read the projected keys `
-          + 'and values); use the wasm backend');
-      }
-    }
     if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {
       throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(options.outputLocation)}`);
     }
@@ -236,37 +196,32 @@ export class GpuMultiHeadAttention {
     if (!this.#planner.planForward(request, call.steps)) throwHandleError(this.#planner, 'forwardAsync');
     // The sizes and the steps to capture / patch, as the C++ plan checked them (steps.js runs them).
     const sizes = this.#planner.plannedSizes();
-    const planned = call.steps ? this.#planner.plannedSteps() : null;
+    call.planned = call.steps ? this.#planner.plannedSteps() : null;
     if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
-    const outputShape = this.#planner.plannedOutputShape();
-    const weightsShape = call.needWeights ? this.#planner.plannedWeightsShape() : null;
-    call.readOutBuffers(outputShape, weightsShape);
-    if ((call.out || call.weightsOut) && options.outputLocation === 'gpu') {
+    call.outputShape = this.#planner.plannedOutputShape();
+    call.weightsShape = call.needWeights ? this.#planner.plannedWeightsShape() : null;
+    call.readOutBuffers(call.outputShape, call.weightsShape);
+    call.gpuOutput = options.outputLocation === 'gpu';
+    if ((call.out || call.weightsOut) && call.gpuOutput) {
       throw new TypeError(`${call.out ? 'out' : 'weightsOut'}: a Float32Array destination is for outputLocation 'cpu' `
         + "(with 'gpu' the results are new GPUBuffers the caller owns)");
     }
-    return { call, q: call.query, k: call.key, v: call.value, keyPaddingMask: call.keyPaddingMask, attnMask: call.attnMask,
-      positions: call.positions, request, sizes, outputShape, weightsShape, out: call.out, weightsOut: call.weightsOut,
-      cache: call.cache, checkFinite: call.checkFinite, gpuOutput: options.outputLocation === 'gpu', planned,
-      patchTensor: call.patch?.tensor, patchName: call.patch && `patch.${call.patch.steps[0]}` };
-  }
-
-  /**
-   * The call's sizes, as the plan gave them: batch B, query rows L, keys S (newKeys of them
-   * projected now, after the `cached` a self cache held; none from a cross cache).
-   */
-  #sizes({ sizes, k }) {
-    return { B: sizes.batch, L: sizes.queryLen, S: sizes.keyLen, newKeys: sizes.projectedKeys, cached: sizes.firstPosition,
-      cross: sizes.crossCache, self: !k };
+    // Batch B, query rows L, keys S (newKeys of them projected now, after the `cached` a self
+    // cache held; none from a cross cache; S counts the keys addBiasKv / addZeroAttn append).
+    call.sizes = { B: sizes.batch, L: sizes.queryLen, S: sizes.keyLen, newKeys: sizes.projectedKeys, cached: sizes.firstPosition,
+      cross: sizes.crossCache, self: !call.key };
+    call.sequenceFirst = isSequenceFirst(this.#config, call.outputShape);
+    call.appended = appendedKeysOf(this.#config, call, sizes.keyLen);
+    return call;
   }
 
   /** The call's sizes and kernels, checked against the device's limits before anything is made. */
   #plan(call) {
-    const sizes = this.#sizes(call);
+    const { sizes } = call;
     const kernels = this.#kernels({ ...sizes, cache: Boolean(call.cache), weights: Boolean(call.weightsShape),
-      dropout: call.request.training && this.#config.dropout > 0 });
+      dropout: call.training && this.#config.dropout > 0 });
     checkCallLimits(this.#limits, this.#config, call, sizes, kernels);
-    return { sizes, kernels };
+    return kernels;
   }
 
   /**
@@ -274,54 +229,32 @@ export class GpuMultiHeadAttention {
    * buffers made in `buffers`. Returns the output buffers, what backward needs, the captured
    * steps' buffers and `verdict`: a promise of the GPU's Error or null.
    */
-  #submit(call, sizes, kernels, buffers) {
+  #submit(call, kernels, buffers) {
     const c = this.#config, device = this.#device;
-    const { q, request, cache } = call;
+    const { sizes, cache } = call;
     const w = this.#weights.current();
-    // (With grad, the caller's GPU inputs are copied: the backward reads them after the call.)
-    const copies = [];
-    const input = (t, label) => {
-      if (!t.onGpu) return buffers.upload(t.data, label);
-      if (!request.grad) return t.buffer;
-      const copy = buffers.storage(count(t.shape), label);
-      copies.push([t.buffer, copy, count(t.shape) * 4]);
-      return copy;
-    };
-    const x = input(q, 'query');
-    const xk = sizes.self ? x : input(call.k, 'key');
-    const xv = sizes.self ? x : input(call.v, 'value');
-    const output = buffers.storage(count(call.outputShape), 'output');
-    const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
     const { result, verdict } = submitChecked(device, () => {
       const encoder = device.createCommandEncoder();
-      for (const [from, to, bytes] of copies) if (bytes > 0) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
+      const { x, xk, xv } = callInputs(device, encoder, buffers, call);
+      // (A sequence-first call's output is made batch-first, then swapped: sequence-first.js.)
+      const output = buffers.storage(count(call.outputShape), 'output');
+      const weights = call.weightsShape && buffers.storage(count(call.weightsShape), 'weights');
       const forwardCall = forwardCallOf(c, call, sizes, kernels, { x, xk, xv, output, weights }, buffers);
-      let made = null, captured = null;
-      if (call.planned) {  // capture or patch: the step path (steps.js)
-        // (result reads out_proj as float32: a quantized one dequantized by the wasm layer, as its step path does)
-        const wantsResult = call.planned.captured.some((step) => step.name === 'result');
-        const outWeight = w.out.dtype && wantsResult ? buffers.upload(this.#layer.stateDict()['out_proj.weight'], 'out_proj as float32') : w.out;
-        // With grad (capture only): the fused pass makes the output and what backward reads; the
-        // step path, run beside it on the same inputs, gives the steps (its output unused).
-        const stepsCall = request.grad ? { ...forwardCall, output: buffers.storage(count(call.outputShape), 'unused output'), weights: null }
-          : forwardCall;
-        captured = encodeSteps(device, encoder, buffers, c, w, { ...stepsCall, outWeight, patchTensor: call.patchTensor }, call.planned);
-      }
-      if (!call.planned || request.grad) made = encodeForward(device, encoder, buffers, c, w, forwardCall);
+      const captured = call.planned ? encodeCallSteps(device, encoder, buffers, c, w,
+        { call, forwardCall, float32OutWeight: () => this.#layer.stateDict()['out_proj.weight'] }) : null;
+      const made = !call.planned || call.grad ? encodeForward(device, encoder, buffers, c, w, forwardCall) : null;
+      const shown = call.sequenceFirst
+        ? encodeSwapPass(device, encoder, buffers, output, [sizes.B, sizes.L, c.outputDim], 'output sequence-first') : output;
       device.queue.submit([encoder.finish()]);
       if (cache && !sizes.cross) cache.handle.advance(sizes.L);
-      return { made, captured };
+      return { made, captured, x, xk, xv, output: shown, weights };
     }, { call: 'forwardAsync' });
-    return { w, x, xk, xv, output, weights, ...result, verdict };
+    return { w, ...result, verdict };
   }
 
   /** The result of a call with grad: its saved state (the call's buffers, kept) and a training result. */
-  #trainingResult(call, { B, L, S, self }, buffers, submitted, outputResult, weightsResult) {
-    const { q } = call;
-    const { w, made, x, xk, xv } = submitted;
-    const saved = { buffers, c: this.#config, B, L, S, self, w, ...made, x, xk, xv, positions: call.positions && Int32Array.from(call.positions.data),
-      inputShapes: { query: [...q.shape], key: call.k && [...call.k.shape], value: call.v && [...call.v.shape] } };
-    const record = gpuTrainingRecord(saved, {
+  #trainingResult(call, buffers, submitted, outputResult, weightsResult) {
+    const record = gpuTrainingRecord(savedForward(this.#config, call, buffers, submitted), {
       backward: (s, dOut, how) => this.#backward(s, dOut, how),
       backwardNow: (s, dOut) => this.#backwardNow(s, dOut),
       onFree: (r) => this.#trainingRecords.delete(r),
@@ -331,8 +264,8 @@ export class GpuMultiHeadAttention {
   }
 
   async #run(call) {
-    const { request, cache } = call;
-    const { sizes, kernels } = this.#plan(call);
+    const { sizes, cache } = call;
+    const kernels = this.#plan(call);
     const device = this.#device;
     const buffers = new CallBuffers(device);
     let kept = false;  // true when a training result holds the buffers for its backward pass
@@ -340,29 +273,21 @@ export class GpuMultiHeadAttention {
       return await failWithLoss(device, 'forwardAsync', async () => {
         const weightsFailed = await this.#weights.ready;  // (a GPU-to-GPU weight load's verdict)
         if (weightsFailed) throw weightsFailed;
-        const inputs = [['query', call.q], ['key', call.k], ['value', call.v]];
-        await checkGpuInputs(device, [...inputs, [call.patchName, call.patchTensor]]);
+        const inputs = [['query', call.query], ['key', call.key], ['value', call.value]];
+        await checkGpuInputs(device, [...inputs, [call.patch && `patch.${call.patch.steps[0]}`, call.patch?.tensor]]);
         if (call.checkFinite) await checkFiniteOnGpu(device, inputs);
-        const submitted = this.#submit(call, sizes, kernels, buffers);
+        const submitted = this.#submit(call, kernels, buffers);
         const failed = await submitted.verdict;
         if (failed && cache && !sizes.cross) cache.handle.truncate(sizes.cached);  // (the append did not happen)
         if (failed) throw failed;
-        // Captured steps (when asked) go where the output goes: GPU tensors with outputLocation 'gpu'.
-        const steps = Object.fromEntries((call.planned?.captured ?? []).map(({ name, shape }) => [name, { buffer: submitted.captured[name], shape }]));
-        const [{ output, weights }, captured] = await Promise.all([
-          resultTensors(device, buffers, {
-            output: { buffer: submitted.output, shape: call.outputShape, target: call.out },
-            weights: submitted.weights && { buffer: submitted.weights, shape: call.weightsShape, target: call.weightsOut },
-          }, call.gpuOutput),
-          request.capture ? resultTensors(device, buffers, steps, call.gpuOutput) : undefined,
-        ]);
-        if (request.grad) {
+        const { output, weights, captured } = await callResults(device, buffers, call, submitted);
+        if (call.grad) {
           kept = true;
-          const result = this.#trainingResult(call, sizes, buffers, submitted, output, weights);
+          const result = this.#trainingResult(call, buffers, submitted, output, weights);
           if (captured) result.captured = captured;
           return result;
         }
-        return call.call.result(captured ? { output, weights, captured } : { output, weights });
+        return call.result(captured ? { output, weights, captured } : { output, weights });
       });
     } finally {
       if (!kept) buffers.free();
@@ -382,12 +307,12 @@ export class GpuMultiHeadAttention {
         if (options[name] != null && options[name] !== false) throw new TypeError(`${name}: not with a synchronous submit`);
       }
       const call = this.#prepare(query, key, value, { ...options, outputLocation: 'gpu' });
-      for (const t of [call.q, call.k, call.v]) if (t && !t.onGpu) throw new TypeError('a synchronous submit takes GPU inputs only');
-      const { sizes, kernels } = this.#plan(call);
+      for (const t of [call.query, call.key, call.value]) if (t && !t.onGpu) throw new TypeError('a synchronous submit takes GPU inputs only');
+      const kernels = this.#plan(call);
       const buffers = new CallBuffers(this.#device);
       let submitted;
       try {
-        submitted = this.#submit(call, sizes, kernels, buffers);
+        submitted = this.#submit(call, kernels, buffers);
       } catch (error) {
         buffers.free();
         throw error;
@@ -396,7 +321,7 @@ export class GpuMultiHeadAttention {
       const verdict = Promise.all([this.#weights.ready, submitted.verdict]).then(([weightsFailed, failed]) => weightsFailed ?? failed);
       const output = gpuTensor(this.#device, buffers.keep(submitted.output), call.outputShape);
       const weights = submitted.weights ? gpuTensor(this.#device, buffers.keep(submitted.weights), call.weightsShape) : null;
-      if (call.request.grad) return { result: this.#trainingResult(call, sizes, buffers, submitted, output, weights), verdict };
+      if (call.grad) return { result: this.#trainingResult(call, buffers, submitted, output, weights), verdict };
       buffers.free();  // (destroyed once the submitted work that reads them is done)
       return { result: { output, weights }, verdict };
     } catch (error) {

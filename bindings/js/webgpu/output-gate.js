@@ -3,16 +3,7 @@
 // gate's projection on the GEMM kernels, then output_gate.wgsl; its backward on
 // output_gate_backward.wgsl and the GEMM gradient kernels (backward.js).
 import { encodeGemm } from './gemm.js';
-import { dispatch, pipeline } from './pipelines.js';
-
-const MAX_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
-
-/** Workgroups of 64 for `count` invocations of a flat kernel: x up to the limit, the rest over y. */
-export function flatGroups(count) {
-  const groups = Math.ceil(count / 64);
-  const x = Math.min(groups, MAX_GROUPS);
-  return [x, x === 0 ? 0 : Math.ceil(groups / x), 1];
-}
+import { dispatch, flatGroups, pipeline } from './pipelines.js';
 
 /**
  * Encodes gate = sigmoid(x W_gate^T + b_gate) and gated = z * gate over `rows` rows of the layer's

@@ -35,3 +35,12 @@ export function dispatch(device, pass, made, bindings, workgroups) {
   pass.setBindGroup(0, group);
   pass.dispatchWorkgroups(...workgroups);
 }
+
+const MAX_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
+
+/** Workgroups of 64 for `count` invocations of a flat kernel: x up to the limit, the rest over y. */
+export function flatGroups(count) {
+  const groups = Math.ceil(count / 64);
+  const x = Math.min(groups, MAX_GROUPS);
+  return [x, x === 0 ? 0 : Math.ceil(groups / x), 1];
+}

@@ -11,8 +11,8 @@ import { paramsBlock } from './attention.js';
 import { encodeUnpackHalves } from './cache-f16.js';
 import { encodeProjections } from './forward-pass.js';
 import { encodeGemm } from './gemm.js';
-import { encodeGateProduct, encodeOutputGate, flatGroups } from './output-gate.js';
-import { dispatch, pipeline } from './pipelines.js';
+import { encodeGateProduct, encodeOutputGate } from './output-gate.js';
+import { dispatch, flatGroups, pipeline } from './pipelines.js';
 import { checkInput } from './tensors.js';
 
 
@@ -72,6 +72,20 @@ export function encodeScoreSteps(device, pass, buffers, c, params, { B, L, S, q,
   dispatch(device, pass, pipeline(device, 'steps_softmax'),
     { 5: headParams, 6: params, 7: steps.logits, 8: steps.pattern }, groups['the step path\'s softmax']);
   return steps;
+}
+
+/**
+ * A capture or patch call's step path (encodeSteps), for the layer's prepared call `call` (its
+ * `planned` steps, patch and grad) and `forwardCall` (forward-pass.js's forwardCallOf). With grad
+ * (capture only) it runs beside the fused pass, which makes the output and what backward reads:
+ * its own output goes to an unused buffer. The captured `result` reads out_proj as float32:
+ * `float32OutWeight()` gives a quantized one dequantized (as the wasm layer's step path reads it).
+ */
+export function encodeCallSteps(device, encoder, buffers, c, w, { call, forwardCall, float32OutWeight }) {
+  const wantsResult = call.planned.captured.some((step) => step.name === 'result');
+  const outWeight = w.out.dtype && wantsResult ? buffers.upload(float32OutWeight(), 'out_proj as float32') : w.out;
+  const outputs = call.grad ? { output: buffers.storage(call.outputShape.reduce((n, d) => n * d, 1), 'unused output'), weights: null } : {};
+  return encodeSteps(device, encoder, buffers, c, w, { ...forwardCall, ...outputs, outWeight, patchTensor: call.patch?.tensor }, call.planned);
 }
 
 /**

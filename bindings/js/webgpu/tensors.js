@@ -168,3 +168,20 @@ export async function resultTensors(device, buffers, tensors, onGpu) {
   }));
   return Object.fromEntries(entries.map(([name], i) => [name, shaped[i]]));
 }
+
+/**
+ * A forward call's results as the caller gets them (resultTensors): { output, weights, captured }
+ * from what it submitted ({ output, weights, captured: GPUBuffers by step name }); captured steps
+ * go where the output goes (GPU tensors with outputLocation 'gpu'), undefined when none were asked.
+ */
+export async function callResults(device, buffers, call, submitted) {
+  const steps = Object.fromEntries((call.planned?.captured ?? []).map(({ name, shape }) => [name, { buffer: submitted.captured[name], shape }]));
+  const [{ output, weights }, captured] = await Promise.all([
+    resultTensors(device, buffers, {
+      output: { buffer: submitted.output, shape: call.outputShape, target: call.out },
+      weights: submitted.weights && { buffer: submitted.weights, shape: call.weightsShape, target: call.weightsOut },
+    }, call.gpuOutput),
+    call.capture ? resultTensors(device, buffers, steps, call.gpuOutput) : undefined,
+  ]);
+  return { output, weights, captured };
+}

@@ -27,6 +27,20 @@ export function gpuTrainingRecord(saved, owner) {
   return { saved, owner, state: 'ready' };
 }
 
+/**
+ * What a forward call with grad keeps for its backward pass (backward.js reads it): `call` the
+ * layer's prepared call, `c` the resolved config, `buffers` its CallBuffers (kept), `submitted`
+ * what it encoded (weights w, inputs x, xk, xv and encodeForward's buffers in `made`).
+ */
+export function savedForward(c, call, buffers, { w, made, x, xk, xv }) {
+  const { B, L, S, self } = call.sizes;
+  return {
+    buffers, c, B, L, S, self, w, ...made, x, xk, xv, appended: call.appended, sequenceFirst: call.sequenceFirst,
+    positions: call.positions && Int32Array.from(call.positions.data),
+    inputShapes: { query: [...call.query.shape], key: call.key && [...call.key.shape], value: call.value && [...call.value.shape] },
+  };
+}
+
 /** Frees a record's GPU buffers once; `state` says why. */
 export function freeGpuRecord(record, state) {
   if (record.state !== 'ready' && record.state !== 'running') return;

@@ -68,6 +68,8 @@ export function uploadWeights(device, c, stateDict, quantized = () => null) {
     outBias: stateDict['out_proj.bias'] && upload(device, stateDict['out_proj.bias'], 'out_proj bias'),
     gate: c.gate ? projection('g', stateDict['gate_proj.weight'], E, 'gate_proj') : null,
     gateBias: stateDict['gate_proj.bias'] && upload(device, stateDict['gate_proj.bias'], 'gate_proj bias'),
+    biasK: stateDict.bias_k && upload(device, stateDict.bias_k, 'bias_k'),  // (addBiasKv: appended-keys.js)
+    biasV: stateDict.bias_v && upload(device, stateDict.bias_v, 'bias_v'),
     headParams: upload(device, headParams, 'sinks and ALiBi slopes'),
   };
   return {
@@ -139,6 +141,8 @@ export function copyWeights(device, c, shapes, stateDict, weightDtype) {
       outBias: 'out_proj.bias' in shapes ? part('out_proj.bias', 0, c.outputDim, 'out_proj bias') : null,
       gate: c.gate ? part('gate_proj.weight', 0, c.numHeads * c.valueHeadDim * c.embedDim, 'gate_proj') : null,
       gateBias: 'gate_proj.bias' in shapes ? part('gate_proj.bias', 0, c.numHeads * c.valueHeadDim, 'gate_proj bias') : null,
+      biasK: 'bias_k' in shapes ? part('bias_k', 0, KV, 'bias_k') : null,
+      biasV: 'bias_v' in shapes ? part('bias_v', 0, VKV, 'bias_v') : null,
       headParams: make(2 * c.numHeads, 'sinks and ALiBi slopes'),
     };
     device.queue.writeBuffer(made.headParams, 0, headParams);
@@ -178,8 +182,6 @@ export class LayerWeights {
 
   /** Whether there are weights (in the wasm layer, or copied from GPU tensors). */
   get loaded() { return this.#gpuOnly || this.#layer.byteSize > 0; }
-  /** True while the weights live only on the GPU (the wasm layer's stateDict does not hold them). */
-  get gpuOnly() { return this.#gpuOnly; }
   /** A GPU-to-GPU copy's verdict (a promise of an Error or null); undefined for an upload. */
   get ready() { return this.#uploaded?.ready; }
 
@@ -194,6 +196,30 @@ export class LayerWeights {
 
   /** Whether `w` (a call's current()) are still the weights: a backward pass runs on its forward's. */
   isCurrent(w) { return w === this.#uploaded; }
+
+  /**
+   * A state dict loaded: into the wasm layer (loadStateDict); or, when its values are { buffer,
+   * shape } GPU tensors, their contents copied on the GPU (copyFrom: nothing read back).
+   */
+  load(stateDict) {
+    const onGpu = stateDict !== null && typeof stateDict === 'object'
+      && Object.values(stateDict).some((t) => t !== null && typeof t === 'object' && 'buffer' in t && !ArrayBuffer.isView(t));
+    if (onGpu) {
+      this.copyFrom(stateDict);
+    } else {
+      this.#layer.loadStateDict(stateDict);
+      this.changed();
+    }
+  }
+
+  /** The weights as a state dict of Float32Arrays: the wasm layer's (none for weights that live on the GPU only). */
+  stateDict() {
+    if (this.#gpuOnly) {
+      throw new TypeError('stateDict: this layer\'s weights were loaded from GPU tensors (loadStateDict with { buffer, shape }) '
+        + 'and live only on the GPU; read the tensors it was loaded from');
+    }
+    return this.#layer.stateDict();
+  }
 
   /** GPU tensors' contents copied into new weights (copyWeights: checked first; the GPU's verdict in `ready`). */
   copyFrom(stateDict) {

@@ -1,0 +1,44 @@
+// Instructions per forward call, counted by callgrind, for A/B comparisons on a machine too busy
+// for wall-clock timing (the counts do not move with the load). Each checkout must have its own
+// dist/ built (the mha-simd build is the one counted).
+//
+//   node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5]
+//
+// For each shape and checkout it runs a forward script twice under callgrind, with 1 call and
+// with 1 + calls: the difference divided by calls is one call, start-up and compilation excluded.
+// V8 runs with --no-liftoff --single-threaded, so the wasm is compiled once by TurboFan on the
+// main thread and the counts repeat (to within about 1% of one call: give more --calls for less).
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+import { label, SHAPES } from './shapes.mjs';
+
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
+if (positional.length !== 2) {
+  console.error('usage: node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5]');
+  process.exit(2);
+}
+const checkouts = positional.map((p) => path.resolve(p));
+const shapes = (args.shapes ?? '0,3,5').split(',').map((i) => SHAPES[Number(i)]);
+const CALLS = Number(args.calls ?? 5);
+
+/** Instructions callgrind counts for a process making `calls` forward calls in `checkout`. */
+function instructions(checkout, s, calls) {
+  const script = new URL('instructions-forward.mjs', import.meta.url).pathname;
+  const run = spawnSync('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--callgrind-out-file=/dev/null',
+    process.execPath, '--no-liftoff', '--single-threaded', script, checkout, ...[s.B, s.L, s.S, s.E, s.H, calls].map(String)],
+  { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const found = /Collected : (\d+)/.exec(run.stderr ?? '');  // valgrind's summary, on stderr
+  if (run.status !== 0 || !found) throw new Error(`callgrind failed on ${checkout} ${label(s)}: ${run.error?.message ?? run.stderr}`);
+  return Number(found[1]);
+}
+
+console.log(`instructions per forward call (callgrind, mha-simd, 1 thread; calls=${CALLS}) — ${new Date().toISOString().slice(0, 10)}`);
+console.log(`A: ${checkouts[0]}\nB: ${checkouts[1]}\n`);
+console.log('| shape | A (M instr.) | B (M instr.) | B / A |');
+console.log('| --- | ---: | ---: | ---: |');
+for (const s of shapes) {
+  const perCall = checkouts.map((c) => (instructions(c, s, 1 + CALLS) - instructions(c, s, 1)) / CALLS / 1e6);
+  console.log(`| ${label(s)} | ${perCall[0].toFixed(2)} | ${perCall[1].toFixed(2)} | ${(perCall[1] / perCall[0]).toFixed(3)} |`);
+}
