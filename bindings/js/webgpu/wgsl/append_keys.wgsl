@@ -3,7 +3,7 @@
 // sequence's `given` keys, then (add_bias_kv) the learned row bias [F], then (add_zero_attn) a zero
 // row. The given keys are the projection's rows [B, given, F], or PyTorch's static_k / static_v
 // per-head rows [B * heads, given, head_size] (per_head = 1). One float per invocation.
-// Dispatch: ceil(B * S * F / 64) workgroups, folded into (x, y) past 65535.
+// Dispatch: flat (flat_main.wgsl) over B * S * F.
 
 struct Params { batch: u32, given: u32, keys: u32, heads: u32, head_size: u32, per_head: u32, bias_row: u32, pad: u32 }
 
@@ -12,9 +12,10 @@ struct Params { batch: u32, given: u32, keys: u32, heads: u32, head_size: u32, p
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let n = id.x + id.y * groups.x * 64u;
+#include "flat_main.wgsl"
+
+// Float n = (b * S + s) * F + f of out.
+fn element(n: u32, _z: u32) {
   let features = params.heads * params.head_size;
   let f = n % features;
   let s = (n / features) % params.keys;

@@ -3,7 +3,7 @@
 // [B, given, F] for the projection's backward (zeros when they were static_k / static_v: constants,
 // constant = 1), and with add_bias_kv (bias_row = 1) d_bias [F], the bias row's gradient summed
 // over the batch. One float of d_given per invocation; the first F also sum d_bias.
-// Dispatch: ceil(B * given * F / 64) workgroups, folded into (x, y) past 65535.
+// Dispatch: flat (flat_main.wgsl) over B * given * F.
 
 struct Params { batch: u32, given: u32, keys: u32, features: u32, constant: u32, bias_row: u32, pad0: u32, pad1: u32 }
 
@@ -12,9 +12,10 @@ struct Params { batch: u32, given: u32, keys: u32, features: u32, constant: u32,
 @group(0) @binding(2) var<storage, read_write> d_bias: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let n = id.x + id.y * groups.x * 64u;
+#include "flat_main.wgsl"
+
+// Float n = (b * given + s) * F + f of d_given.
+fn element(n: u32, _z: u32) {
   let F = params.features;
   let f = n % F;
   let s = (n / F) % params.given;

@@ -1,7 +1,7 @@
 // PyTorch's sequence-first layout (config batchFirst: false): y [d1, d0, F] from x [d0, d1, F],
 // one float per invocation. Run once on each input ([L, B, F] -> [B, L, F], the layout every other
 // kernel reads) and once on the output (back), as src/mha/sequence_first.hpp's swap_leading_axes.
-// Dispatch: ceil(d0 * d1 * F / 64) workgroups, folded into (x, y) past 65535.
+// Dispatch: flat (flat_main.wgsl) over d0 * d1 * F.
 
 struct Dims { d0: u32, d1: u32, features: u32, pad: u32 }
 
@@ -9,9 +9,10 @@ struct Dims { d0: u32, d1: u32, features: u32, pad: u32 }
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<uniform> dims: Dims;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let n = id.x + id.y * groups.x * 64u;
+#include "flat_main.wgsl"
+
+// Float n of y.
+fn element(n: u32, _z: u32) {
   let f = n % dims.features;
   let row = n / dims.features;  // y's row: i1 * d0 + i0
   if (row >= dims.d0 * dims.d1) { return; }
