@@ -13,6 +13,7 @@ import { WorkerClient } from './worker-client.js';
 import { BackendSwitch } from './backend-switch.js';
 import { bindExport } from './export.js';
 import { download } from './files.js';
+import { LatestOnly } from './latest-only.js';
 import { testHook } from './test-hook.js';
 import { CustomLayerMode } from './modes/custom-layer.js';
 import { GenerateMode } from './modes/generate.js';
@@ -348,9 +349,19 @@ function selectTab(ids, chosen) {
 // ---- computing ----
 
 const renderWaiters = [];
-let running = false;
-let pendingRun = null;
 let runsIssued = 0;  // runText calls so far: a result keeps the number of the latest call it answers (setText waits for its own)
+// The default model's runs (runText's): the latest text only while one is in flight.
+const textRuns = new LatestOnly(async (args) => {
+  try {
+    const result = await worker.request('run', args);
+    if (state.source === 'default') {
+      accept({ ...result, run: args.run });
+      showMessage(null);
+    }
+  } catch (error) {
+    runFailed(`Could not run the model: ${error.message}`);
+  }
+});
 
 function showMessage(text, kind = 'error') {
   const box = $('message');
@@ -401,30 +412,12 @@ async function redrawOn(backends) {
 
 /** Runs the default model on the text box's text; while a run is in flight only the latest waits. */
 async function runText() {
-  pendingRun = {
+  await textRuns.run({
     text: $('text').value, padding: Math.max(0, Math.min(64, Number($('padding').value) || 0)), steps: stepsMode.runOptions(),
     run: ++runsIssued,
-  };
-  if (running) return;
-  running = true;
-  try {
-    while (pendingRun) {
-      const args = pendingRun;
-      pendingRun = null;
-      try {
-        const result = await worker.request('run', args);
-        if (state.source === 'default') {
-          accept({ ...result, run: args.run });
-          showMessage(null);
-        }
-      } catch (error) {
-        runFailed(`Could not run the model: ${error.message}`);
-      }
-    }
-  } finally {
-    running = false;
-  }
+  });
 }
+
 
 // ---- the sources: the text box and the source tabs ----
 

@@ -96,8 +96,7 @@ struct AttentionGradients {
   float* d_query = nullptr;
   float* d_key = nullptr;
   float* d_value = nullptr;
-  float* d_past_key = nullptr;
-  float* d_past_value = nullptr;
+  float *d_past_key = nullptr, *d_past_value = nullptr;  // the pasts' (null without a past)
 };
 
 // The backward pass of a run_attention call with `lse` (the same inputs and options: dropout

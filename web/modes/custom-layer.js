@@ -6,22 +6,19 @@ import { FAMILY_PRESETS } from '../custom-layer.js';
 import { readFile } from '../files.js';
 
 export class CustomLayerMode {
-  #worker;
   #$;
-  #show;      // (result) => main.js shows it (the page's source becomes 'custom')
-  #message;   // (text | null, kind) => main.js's message line
-  #failed;    // (text) => main.js reports a failed run
-  #wantsSteps;    // () => whether the Steps view is open (then the run captures the steps)
-  #stepsOptions;  // () => the Steps view's ablations and patches (web/modes/steps.js), or null
+  /**
+   * main.js's side: { worker, show(result) (main.js shows it; the page's source becomes 'custom'),
+   * message(text | null, kind) (the message line), failed(text) (reports a failed run),
+   * wantsSteps() (whether the Steps view is open: the run then captures the steps), stepsOptions()
+   * (the Steps view's ablations and patches, web/modes/steps.js, or null) }.
+   */
+  #page;
 
-  constructor({ worker, $, show, message, failed, wantsSteps = () => false, stepsOptions = () => null }) {
-    this.#worker = worker;
+  constructor(page) {
+    const { $ } = page;
     this.#$ = $;
-    this.#show = show;
-    this.#message = message;
-    this.#failed = failed;
-    this.#wantsSteps = wantsSteps;
-    this.#stepsOptions = stepsOptions;
+    this.#page = { wantsSteps: () => false, stepsOptions: () => null, ...page };
     $('byo-family').addEventListener('change', () => this.#applyFamily($('byo-family').value));
     $('custom-panel').addEventListener('submit', (event) => {
       event.preventDefault();
@@ -61,23 +58,23 @@ export class CustomLayerMode {
     try {
       const embeddingsFile = await readFile($('byo-embeddings'), 'token embeddings (.json or .npy)');
       const weightsFile = await readFile($('byo-weights'), 'state dict (.safetensors)');
-      const result = await this.#worker.request('custom', {
+      const result = await this.#page.worker.request('custom', {
         embeddingsFile, weightsFile,
         numHeads: Number($('byo-heads').value),
         prefix: $('byo-prefix').value,
         causal: $('byo-causal').checked,
         variants: this.#variants(),
-        capture: this.#wantsSteps(),  // the Steps view reads the steps
-        steps: this.#stepsOptions(),
+        capture: this.#page.wantsSteps(),  // the Steps view reads the steps
+        steps: this.#page.stepsOptions(),
       });
       const select = $('byo-prefix');
       select.replaceChildren(...result.prefixes.map((p) => new Option(p || '(top level)', p, false, p === result.prefix)));
-      this.#show(result);
+      this.#page.show(result);
       const { embedDim, numHeads, numKvHeads } = result.config;
-      this.#message(`Loaded ${weightsFile.name}${result.prefix ? ` (layer '${result.prefix}')` : ''}: embedDim ${embedDim}, `
+      this.#page.message(`Loaded ${weightsFile.name}${result.prefix ? ` (layer '${result.prefix}')` : ''}: embedDim ${embedDim}, `
         + `${numHeads} heads${numKvHeads < numHeads ? `, ${numKvHeads} key/value heads` : ''}, ${result.labels.length} tokens.`, 'info');
     } catch (error) {
-      this.#failed(error.message);
+      this.#page.failed(error.message);
     }
   }
 }

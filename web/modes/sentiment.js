@@ -3,6 +3,7 @@
 // layer on mha-wasm's KerasMultiHeadAttention, on the wasm or the WebGPU module) and returns the result in the shape every view
 // reads, so the grid, the large heatmap and the line view show its 4 heads over the words.
 // "Train in this browser" (sentiment-training.js) trains a new one; the box then classifies with it.
+import { LatestOnly } from '../latest-only.js';
 import { SentimentTraining } from './sentiment-training.js';
 
 export class SentimentMode {
@@ -10,8 +11,7 @@ export class SentimentMode {
   #$;
   #show;     // (result) => main.js shows it
   #message;  // (text | null) => main.js's message line
-  #running = false;
-  #pending = null;
+  #classify = new LatestOnly((text) => this.#classifyOne(text));
   /** Whether the Sentiment tab is the page's source (results of a request that outlives it are dropped). */
   active = false;
 
@@ -39,29 +39,22 @@ export class SentimentMode {
 
   /** Classifies the box's sentence; while a request is in flight only the latest text waits. */
   async run() {
-    this.#pending = this.#$('sentiment-text').value;
-    if (this.#running) return;
-    this.#running = true;
+    await this.#classify.run(this.#$('sentiment-text').value);
+  }
+
+  async #classifyOne(text) {
     try {
-      while (this.#pending !== null) {
-        const text = this.#pending;
-        this.#pending = null;
-        try {
-          const steps = this.#stepsOptions();  // the Steps view is open: it reads the captured steps
-          const result = await this.#worker.request('sentiment', { text, capture: Boolean(steps), steps });
-          if (!this.active) continue;
-          this.training.noteInput();
-          const { label, probability } = result.sentiment;
-          this.#$('sentiment-result').textContent = `${label} · p(positive) = ${probability.toFixed(3)}`;
-          this.#$('sentiment-result').className = label;
-          this.#show(result);
-          this.#message(null);
-        } catch (error) {
-          this.#message(`Could not classify the sentence: ${error.message}`);
-        }
-      }
-    } finally {
-      this.#running = false;
+      const steps = this.#stepsOptions();  // the Steps view is open: it reads the captured steps
+      const result = await this.#worker.request('sentiment', { text, capture: Boolean(steps), steps });
+      if (!this.active) return;
+      this.training.noteInput();
+      const { label, probability } = result.sentiment;
+      this.#$('sentiment-result').textContent = `${label} · p(positive) = ${probability.toFixed(3)}`;
+      this.#$('sentiment-result').className = label;
+      this.#show(result);
+      this.#message(null);
+    } catch (error) {
+      this.#message(`Could not classify the sentence: ${error.message}`);
     }
   }
 }

@@ -10,11 +10,13 @@ const samePair = ([l, h]) => ([a, b]) => a === l && b === h;
 
 export class StepsMode {
   #$;
-  #shown;    // () => what the page shows: { source, result, selected: { layer, head } }
-  #isOpen;   // () => whether the Steps view is the page's view
-  #rerun;    // () => main.js runs the source shown again (with this view's changes)
-  #redraw;   // () => main.js redraws the selected head's view
-  #message;  // (text | null) => main.js's message line
+  /**
+   * main.js's side: { shown() (what the page shows: { source, result, selected: { layer, head } }),
+   * isOpen() (whether the Steps view is the page's view), rerun() (runs the source shown again,
+   * with this view's changes), redraw() (redraws the selected head's view), message(text | null)
+   * (the message line) }.
+   */
+  #page;
   #view;             // the StepsView drawing the chain
   #requestedFor = null;  // the result a steps run was requested for (one request per result)
   /** The query token followed (null: the last one). */
@@ -28,22 +30,19 @@ export class StepsMode {
   patchText = '';
   patchFile = null;
 
-  constructor({ $, shown, isOpen, rerun, redraw, message }) {
+  constructor(page) {
+    const { $ } = page;
     this.#$ = $;
-    this.#shown = shown;
-    this.#isOpen = isOpen;
-    this.#rerun = rerun;
-    this.#redraw = redraw;
-    this.#message = message;
+    this.#page = page;
     this.#view = new StepsView($, { onSelectQuery: (i) => this.#follow(i) });
     $('steps-query').addEventListener('change', () => this.#follow(Number($('steps-query').value)));
     $('steps-ablate').addEventListener('change', () => this.#toggleHead('ablated', $('steps-ablate').checked));
     $('steps-patch').addEventListener('click', async () => {
-      if (this.#shown().source === 'custom') {
+      if (this.#page.shown().source === 'custom') {
         try {
           this.patchFile = await readFile($('steps-patch-file'), 'second embeddings (.json or .npy, the shape of the first)');
         } catch (error) {
-          this.#message(error.message);
+          this.#page.message(error.message);
           return;
         }
       } else {
@@ -53,7 +52,7 @@ export class StepsMode {
     });
     $('steps-clear').addEventListener('click', () => {
       this.clearChanges();
-      this.#rerun();
+      this.#page.rerun();
     });
   }
 
@@ -62,8 +61,8 @@ export class StepsMode {
 
   /** The run options for the Steps view (capture, and its ablations and patches), or null when it is closed. */
   runOptions() {
-    if (!this.#isOpen()) return null;
-    const custom = this.#shown().source === 'custom';
+    if (!this.#page.isOpen()) return null;
+    const custom = this.#page.shown().source === 'custom';
     return { ablated: this.ablated, patched: this.patched, patchText: this.patchText, ...(custom && { patchFile: this.patchFile }) };
   }
 
@@ -75,22 +74,22 @@ export class StepsMode {
 
   #follow(query) {
     this.query = query;
-    this.#redraw();
+    this.#page.redraw();
   }
 
   /** Adds or removes the selected [layer, head] in list, then runs the source again with the change. */
   #toggleHead(list, on) {
-    const { selected } = this.#shown();
+    const { selected } = this.#page.shown();
     const pair = [selected.layer, selected.head];
     const kept = this[list].filter((p) => !samePair(pair)(p));
     this[list] = on ? [...kept, pair] : kept;
-    this.#rerun();
+    this.#page.rerun();
   }
 
   /** Draws the selected head's steps for the result shown (or asks for a run that captures them). */
   render() {
     const $ = this.#$;
-    const { source, result, selected: { layer, head } } = this.#shown();
+    const { source, result, selected: { layer, head } } = this.#page.shown();
     const layerResult = result.layers[layer];
     const changeable = ['default', 'sentiment', 'custom', 'model'].includes(source);  // (runs it can repeat)
     $('steps-patch-row').hidden = !changeable;  // (a second input to patch from: a text, or Your layer's second embeddings)
@@ -112,7 +111,7 @@ export class StepsMode {
         : generating ? 'The steps are drawn for the text shown once generation stops.' : 'Computing the steps…';
       if (changeable && !generating && this.#requestedFor !== result) {
         this.#requestedFor = result;
-        this.#rerun();
+        this.#page.rerun();
       }
       return;
     }
@@ -141,7 +140,7 @@ export class StepsMode {
   /** Generate: the newest token's step, its one query row against everything the cache holds. */
   #renderCacheSteps() {
     const $ = this.#$;
-    const { result, selected: { layer, head } } = this.#shown();
+    const { result, selected: { layer, head } } = this.#page.shown();
     const cache = result.cacheSteps;
     $('steps-ablate').checked = this.ablated.some(samePair([layer, head]));  // (a change applies to the next Generate)
     if (!cache) {

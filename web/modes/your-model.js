@@ -6,6 +6,7 @@
 // panel adds the logit lens per layer, token-by-token generation through every layer's KV cache,
 // and export of the heads as SVG / PNG and of the whole state as JSON. The panel builds its own
 // DOM, so index.html is unchanged.
+import { LatestOnly } from '../latest-only.js';
 
 const PANEL_HTML = `
   <p class="hint">A Hugging Face checkpoint folder's files: <code>config.json</code>, <code>model.safetensors</code>
@@ -86,8 +87,7 @@ export function headsSvg(result, cell = 6) {
 
 export class YourModelMode {
   #page;      // main.js's pieces: { $, worker, state, accept, showMessage, nextRender, download, leaveOthers }
-  #running = false;
-  #pendingText = null;
+  #modelRuns = new LatestOnly((request) => this.#runOne(request));  // { text, run } requests
   #runs = 0;
   #loadRequest = null;
   /** { family, numLayers, numHeads, numKvHeads, dtype } of the loaded model, or null. */
@@ -231,28 +231,18 @@ export class YourModelMode {
   /** Runs the text box's text (the latest only, while a run is in flight); resolves once drawn. */
   async run() {
     if (!this.model) return;
-    const { $, worker, showMessage } = this.#page;
-    this.#pendingText = $('model-text').value;
-    const run = ++this.#runs;
-    if (this.#running) {
-      while (this.#running || this.#pendingText !== null) await this.#page.nextRender();
-      return;
-    }
-    this.#running = true;
+    const joining = this.#modelRuns.busy;  // (then the running call runs this text; wait for it to be drawn)
+    await this.#modelRuns.run({ text: this.#page.$('model-text').value, run: ++this.#runs });
+    if (joining) while (this.#modelRuns.busy) await this.#page.nextRender();
+  }
+
+  async #runOne({ text, run }) {
     try {
-      while (this.#pendingText !== null) {
-        const text = this.#pendingText;
-        this.#pendingText = null;
-        try {
-          const result = await worker.request('modelRun', { text, steps: this.#steps() });
-          this.#show({ ...result, run });
-          showMessage(null);
-        } catch (error) {
-          this.#page.runFailed(`Could not run the model: ${error.message}`);
-        }
-      }
-    } finally {
-      this.#running = false;
+      const result = await this.#page.worker.request('modelRun', { text, steps: this.#steps() });
+      this.#show({ ...result, run });
+      this.#page.showMessage(null);
+    } catch (error) {
+      this.#page.runFailed(`Could not run the model: ${error.message}`);
     }
   }
 

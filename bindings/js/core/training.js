@@ -60,14 +60,34 @@ export function checkDOut(dOut, shape, count, { gpu = false, Type = Float32Array
  * quantized (null, or how the layer's weights are quantized, for params' message), Array
  * (Float32Array, or a float64 layer's Float64Array: dOut's and the gradients' type) }.
  */
-export class TrainingResult {
+/**
+ * What a forward result with grad holds on either backend: the output and weights (as a call
+ * without grad returns them) and the record it shares with its layer, watched by `leaks` (the
+ * backend's leakRegistry: a result garbage-collected while its record is 'ready' frees it late and
+ * says so). TrainingResult and the WebGPU layer's GpuTrainingResult extend it.
+ */
+export class TrainingResultBase {
   #record;
 
-  constructor(record, output, weights) {
+  constructor(record, output, weights, leaks) {
     this.#record = record;
     this.output = output;
     this.weights = weights;
-    leakedResults.register(this, record, this);
+    leaks.register(this, record, this);
+  }
+
+  /** True once the backward or release() ran (or the layer was disposed). */
+  get released() {
+    return this.#record.state !== 'ready';
+  }
+}
+
+export class TrainingResult extends TrainingResultBase {
+  #record;
+
+  constructor(record, output, weights) {
+    super(record, output, weights, leakedResults);
+    this.#record = record;
   }
 
   /**
@@ -132,10 +152,5 @@ export class TrainingResult {
   release() {
     leakedResults.unregister(this);
     freeRecord(this.#record, 'released');
-  }
-
-  /** True once backward() or release() ran (or the layer was disposed). */
-  get released() {
-    return this.#record.state !== 'ready';
   }
 }

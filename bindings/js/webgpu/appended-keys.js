@@ -39,12 +39,12 @@ export function padMask(mask, given, keys) {
 
 /** One tensor's rows (keys or values) laid out [B, S, heads * headSize] (append_keys.wgsl). */
 function encodeAppend(device, pass, buffers, { B, appended, projected, rows, bias, heads, headSize, label }) {
-  const count = B * appended.keys * heads * headSize;
-  const out = buffers.storage(count, label);
+  const out = buffers.storage(B * appended.keys * heads * headSize, label);
   const src = rows ? buffers.upload(rows, `static ${label}`) : projected;
-  const params = buffers.uniform(new Uint32Array([count, appended.given, appended.keys, heads, headSize, rows ? 1 : 0,
+  const params = buffers.uniform(new Uint32Array([B, appended.given, appended.keys, heads, headSize, rows ? 1 : 0,
     appended.biasRow ? 1 : 0, 0]), 'append keys');
-  dispatch(device, pass, pipeline(device, 'append_keys'), { 0: src, 1: bias ?? src, 2: out, 3: params }, flatGroups(count));
+  dispatch(device, pass, pipeline(device, 'append_keys'), { 0: src, 1: bias ?? src, 2: out, 3: params },
+    flatGroups(B * appended.keys * heads * headSize));
   return out;
 }
 
@@ -63,12 +63,11 @@ export function encodeAppendedKeys(device, pass, buffers, c, w, appended, { B, k
 }
 
 function encodeGrad(device, pass, buffers, { B, appended, d, constant, dBias, features, label }) {
-  const count = B * appended.given * features;
-  const dGiven = buffers.storage(count, label);
-  const params = buffers.uniform(new Uint32Array([count, B, appended.given, appended.keys, features, constant ? 1 : 0,
-    dBias ? 1 : 0, 0]), 'appended keys grad');
+  const dGiven = buffers.storage(B * appended.given * features, label);
+  const params = buffers.uniform(new Uint32Array([B, appended.given, appended.keys, features, constant ? 1 : 0,
+    dBias ? 1 : 0, 0, 0]), 'appended keys grad');
   dispatch(device, pass, pipeline(device, 'appended_keys_grad'), { 0: d, 1: dGiven, 2: dBias ?? buffers.storage(1, 'unused'), 3: params },
-    flatGroups(count));
+    flatGroups(B * appended.given * features));
   return dGiven;
 }
 

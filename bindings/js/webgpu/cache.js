@@ -4,7 +4,7 @@
 // kind, so each call with the cache is checked by the C++ plan as the wasm layer's are. Also the
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
-import { truncateHandle } from '../core/cache.js';
+import { KvCacheBase, liveHandle } from '../core/cache.js';
 import { throwHandleError } from '../core/errors.js';
 import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { halfBufferBytes } from './cache-f16.js';
@@ -13,79 +13,38 @@ import { encodeKeyValue } from './key-value.js';
 import { encodeSwapPass, isSequenceFirst } from './sequence-first.js';
 import { CallBuffers, checkInput } from './tensors.js';
 
-const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
-const KINDS = ['none', 'self', 'cross'];
 const CROSS = 2;  // a cache handle's kind(): 0 none, 1 self, 2 cross
 
 /** Internal: the layer side of a cache (its planner handle and GPU buffers). */
 export const cacheStateOf = new WeakMap();
 
-export class GpuKvCache {
+export class GpuKvCache extends KvCacheBase {
   #state;
-  #onDispose;
 
   /** @internal Use layer.createCache(). */
   constructor(state, onDispose) {
+    super(state.handle, onDispose, () => {
+      state.keys.destroy();
+      state.values.destroy();
+      this.#state = null;
+    });
     this.#state = state;
-    this.#onDispose = onDispose;
     cacheStateOf.set(this, state);
   }
 
-  #live(method) {
-    if (!this.#state) throw new TypeError(`KvCache.${method}: this cache was disposed`);
-    return this.#state;
-  }
-
-  /** Tokens held (per batch row). */
-  get length() { return this.#live('length').handle.length(); }
-  /** The most tokens it can hold, fixed at creation. */
-  get capacity() { return this.#live('capacity').handle.capacity(); }
-  /** Batch rows. */
-  get batch() { return this.#live('batch').handle.batch(); }
   /** 'f32' or 'f16' (packed halves on the GPU). */
-  get dtype() { return this.#live('dtype').dtype; }
+  get dtype() { liveHandle(this, 'dtype'); return this.#state.dtype; }
   /** Bytes of GPU memory its keys and values hold. */
-  get byteSize() { const s = this.#live('byteSize'); return s.keys.size + s.values.size; }
-  /** 'none' (empty), 'self' (forwardAsync appends) or 'cross' (setKeyValue filled it). */
-  get kind() { return KINDS[this.#live('kind').handle.kind()]; }
-  /** False once disposed (directly or by its layer's dispose()). */
-  get alive() { return this.#state !== null; }
-
-  /** Keeps the first n tokens. */
-  truncate(n) {
-    truncateHandle(this.#live('truncate').handle, n);
-    return this;
-  }
-
-  /** Length 0 and no kind; the memory stays. */
-  reset() {
-    this.#live('reset').handle.reset();
-    return this;
-  }
+  get byteSize() { liveHandle(this, 'byteSize'); return this.#state.keys.size + this.#state.values.size; }
 
   /**
    * Cross-attention: projects key [B, S, kdim] and value [B, S, vdim] (an encoder's states) into
    * the cache once, on the GPU; forwardAsync(query, null, null, { cache }) then attends to them.
    */
   setKeyValue(key, value) {
-    const state = this.#live('setKeyValue');
-    state.setKeyValue(this, key, value);
+    liveHandle(this, 'setKeyValue');
+    this.#state.setKeyValue(this, key, value);
     return this;
-  }
-
-  /** Frees its GPU memory. Safe to call more than once. */
-  dispose() {
-    if (this.#state) {
-      this.#onDispose(this);
-      this.#state.keys.destroy();
-      this.#state.values.destroy();
-      this.#state.handle.delete();
-      this.#state = null;
-    }
-  }
-
-  [disposeSymbol]() {
-    this.dispose();
   }
 }
 

@@ -20,8 +20,8 @@ export function encodeSwapLeadingAxes(device, pass, buffers, x, [d0, d1, feature
   const floats = d0 * d1 * features;
   const y = buffers.storage(floats, label);
   if (floats === 0) return y;
-  const params = buffers.uniform(new Uint32Array([floats, d0, d1, features]), 'swap params');
-  dispatch(device, pass, pipeline(device, 'swap_leading_axes'), { 0: x, 1: y, 2: params }, flatGroups(floats));
+  const dims = buffers.uniform(new Uint32Array([d0, d1, features, 0]), 'swap dims');
+  dispatch(device, pass, pipeline(device, 'swap_leading_axes'), { 0: x, 1: y, 2: dims }, flatGroups(floats));
   return y;
 }
 

@@ -4,7 +4,7 @@
 // TrainingResult (core/training.js), asynchronous only.
 import { withCallName } from '../core/errors.js';
 import { leakRegistry } from '../core/leak-warning.js';
-import { checkDOut } from '../core/training.js';
+import { checkDOut, TrainingResultBase } from '../core/training.js';
 import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { checkInput } from './tensors.js';
 
@@ -50,14 +50,12 @@ export function freeGpuRecord(record, state) {
   record.owner.onFree(record);
 }
 
-export class GpuTrainingResult {
+export class GpuTrainingResult extends TrainingResultBase {
   #record;
 
   constructor(record, output, weights) {
+    super(record, output, weights, leakedResults);
     this.#record = record;
-    this.output = output;
-    this.weights = weights;
-    leakedResults.register(this, record, this);
   }
 
   /**
@@ -133,10 +131,5 @@ export class GpuTrainingResult {
     if (this.#record.state === 'running') return;  // the running backward frees it when it ends
     leakedResults.unregister(this);
     freeGpuRecord(this.#record, 'released');
-  }
-
-  /** True once backwardAsync() or release() ran (or the layer was disposed). */
-  get released() {
-    return this.#record.state !== 'ready';
   }
 }

@@ -29,8 +29,10 @@
 // of 8 or 32 micro-tile rows, key blocks of 32) moved the wasm rate by less than the noise.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "attention_kernel.hpp"
@@ -78,6 +80,16 @@ struct Layout {
   int64_t floats() const { return query_floats() + key_floats() + tile_floats(); }
 };
 
+// Points each region at rows x its width floats of the scratch from `next`, one after another;
+// returns the end.
+inline float* carve(float* next, int64_t rows, std::initializer_list<std::pair<float**, int64_t>> regions) {
+  for (const auto& [region, width] : regions) {
+    *region = next;
+    next += rows * width;
+  }
+  return next;
+}
+
 // acc[r][0..1] = sum_d a[d][r] * panel[d][0..kCols): a kRows x kCols tile of a product whose
 // operands are packed with the reduced dimension outermost.
 inline void dot_tile(const float* a, const float* panel, int64_t depth, Vec (&acc)[kRows][2]) {
@@ -88,6 +100,20 @@ inline void dot_tile(const float* a, const float* panel, int64_t depth, Vec (&ac
       const Vec ar = simd::splat(a[r]);
       acc[r][0] = simd::fmadd(ar, b0, acc[r][0]);
       acc[r][1] = simd::fmadd(ar, b1, acc[r][1]);
+    }
+  }
+}
+
+// For each kRows x kCols register tile (rows t.., keys jc..) of a query block's product with the
+// key block: `tiles` the block's rows packed as dot_tile's a (kRows rows of `depth` features a
+// tile), `panels` the key block's; visit(t, jc, acc) with the tile's sums.
+template <typename Visit>
+inline void for_each_tile(const float* tiles, const float* panels, int64_t depth, Visit&& visit) {
+  for (int64_t t = 0; t < kQueryBlock; t += kRows) {
+    for (int64_t jc = 0; jc < kKeyBlock; jc += kCols) {
+      Vec acc[kRows][2];
+      dot_tile(tiles + t * depth, panels + jc * depth, depth, acc);
+      visit(t, jc, acc);
     }
   }
 }
@@ -126,25 +152,12 @@ class FlashBackward {
       own_.resize(static_cast<size_t>(n_.floats()));
       base = own_.data();
     }
-    const int64_t Lp = n_.Lp;
-    q_tiles_ = base;
-    do_tiles_ = q_tiles_ + Lp * n_.Dh;
-    q_rows_ = do_tiles_ + Lp * n_.Dv;
-    do_rows_ = q_rows_ + Lp * n_.Dhp;
-    dq_ = do_rows_ + Lp * n_.Dvp;
-    shift_ = dq_ + Lp * n_.Dhp;
-    delta_ = shift_ + Lp;
-    kt_ = delta_ + Lp;
-    vt_ = kt_ + kKeyBlock * n_.Dh;
-    k_rows_ = vt_ + kKeyBlock * n_.Dv;
-    dk_ = k_rows_ + kKeyBlock * n_.Dhp;
-    dv_ = dk_ + kKeyBlock * n_.Dhp;
-    key_bias_ = dv_ + kKeyBlock * n_.Dvp;
-    p_ = key_bias_ + kKeyBlock;
-    ds_ = p_ + kQueryBlock * kKeyBlock;
-    z_ = ds_ + kQueryBlock * kKeyBlock;
-    pz_ = z_ + kQueryBlock * kKeyBlock;
-    g_ = pz_ + kQueryBlock * kKeyBlock;
+    // The layout above, region by region: per query row, per key of a block, per pair of blocks.
+    float* next = carve(base, n_.Lp, {{&q_tiles_, n_.Dh}, {&do_tiles_, n_.Dv}, {&q_rows_, n_.Dhp}, {&do_rows_, n_.Dvp},
+                                      {&dq_, n_.Dhp}, {&shift_, 1}, {&delta_, 1}});
+    next = carve(next, kKeyBlock, {{&kt_, n_.Dh}, {&vt_, n_.Dv}, {&k_rows_, n_.Dhp}, {&dk_, n_.Dhp}, {&dv_, n_.Dvp},
+                                   {&key_bias_, 1}});
+    carve(next, kQueryBlock * kKeyBlock, {{&p_, 1}, {&ds_, 1}, {&z_, 1}, {&pz_, 1}, {&g_, 1}});
   }
 
   void run() {
@@ -259,17 +272,12 @@ class FlashBackward {
     const Vec scale(a_.scale);
 
     // S = scale Q K^T, a kRows x kCols register tile at a time.
-    for (int64_t t = 0; t < kQueryBlock; t += kRows) {
-      const float* qt = q_tiles_ + (i0 + t) * Dh;
-      for (int64_t jc = 0; jc < B; jc += kCols) {
-        Vec acc[kRows][2];
-        dot_tile(qt, kt_ + jc * Dh, Dh, acc);
-        for (int r = 0; r < kRows; ++r) {
-          simd::store(p_ + (t + r) * B + jc, acc[r][0] * scale);
-          simd::store(p_ + (t + r) * B + jc + kW, acc[r][1] * scale);
-        }
+    for_each_tile(q_tiles_ + i0 * Dh, kt_, Dh, [&](int64_t t, int64_t jc, const Vec (&acc)[kRows][2]) {
+      for (int r = 0; r < kRows; ++r) {
+        simd::store(p_ + (t + r) * B + jc, acc[r][0] * scale);
+        simd::store(p_ + (t + r) * B + jc + kW, acc[r][1] * scale);
       }
-    }
+    });
     // The score step, then P = exp(S - lse) (0 for blocked pairs and fully blocked rows).
     for (int64_t r = 0; r < kQueryBlock; ++r) {
       float* sr = p_ + r * B;
@@ -291,25 +299,20 @@ class FlashBackward {
     // dP = dO V^T, and at once dS = P (Z dP - D) softcap' scale; 0 where P = 0, so a NaN in a
     // blocked value reaches nothing.
     const Vec zero(0.0f);
-    for (int64_t t = 0; t < kQueryBlock; t += kRows) {
-      const float* dot = do_tiles_ + (i0 + t) * Dv;
-      for (int64_t jc = 0; jc < B; jc += kCols) {
-        Vec acc[kRows][2];
-        dot_tile(dot, vt_ + jc * Dv, Dv, acc);
-        for (int r = 0; r < kRows; ++r) {
-          const int64_t at = (t + r) * B + jc;
-          const Vec D(delta_[i0 + t + r]);
-          for (int h = 0; h < 2; ++h) {
-            const Vec p = simd::load(p_ + at + h * kW);
-            Vec dp = acc[r][h];
-            if (dropout) dp = dp * simd::load(z_ + at + h * kW);
-            Vec ds = p * (dp - D);
-            if (softcap) ds = ds * simd::load(g_ + at + h * kW);
-            simd::store(ds_ + at + h * kW, simd::select_eq(p, zero, zero, ds * scale));
-          }
+    for_each_tile(do_tiles_ + i0 * Dv, vt_, Dv, [&](int64_t t, int64_t jc, const Vec (&acc)[kRows][2]) {
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t at = (t + r) * B + jc;
+        const Vec D(delta_[i0 + t + r]);
+        for (int h = 0; h < 2; ++h) {
+          const Vec p = simd::load(p_ + at + h * kW);
+          Vec dp = acc[r][h];
+          if (dropout) dp = dp * simd::load(z_ + at + h * kW);
+          Vec ds = p * (dp - D);
+          if (softcap) ds = ds * simd::load(g_ + at + h * kW);
+          simd::store(ds_ + at + h * kW, simd::select_eq(p, zero, zero, ds * scale));
         }
       }
-    }
+    });
     // dV += (P Z)^T dO and dK += dS^T Q: kRows keys x kCols columns, summed over the block's rows.
     const float* pz = dropout ? pz_ : p_;
     for (int64_t jr = 0; jr < B; jr += kRows) {

@@ -1,8 +1,8 @@
 // Appends float32 rows to an f16 KV cache: per batch row b, `count` values of src (from b *
 // count) become halves at elements first + b * batch_stride .. + count of the cache, 2 per u32
 // (element e in the low half of word e / 2 when e is even). One invocation per word, which keeps
-// the halves of that word outside the range (a row need not start on a word). Dispatch: (x, y)
-// with x * y * 64 >= words per batch row + 1, z = B.
+// the halves of that word outside the range (a row need not start on a word). Dispatch: flat
+// (flat_main.wgsl) over the words per batch row + 1, z = B.
 
 struct Params { first: u32, count: u32, batch_stride: u32, pad0: u32 }
 
@@ -12,12 +12,13 @@ struct Params { first: u32, count: u32, batch_stride: u32, pad0: u32 }
 
 #include "half_bits.wgsl"
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let b = id.z;
+#include "flat_main.wgsl"
+
+// Word w (from the first word holding batch row b's range) of batch row b.
+fn element(w: u32, b: u32) {
   let begin = params.first + b * params.batch_stride;
   let end = begin + params.count;
-  let word = begin / 2u + id.x + id.y * groups.x * 64u;
+  let word = begin / 2u + w;
   if (params.count == 0u || word * 2u >= end) { return; }
   var bits = cache[word];
   for (var i = 0u; i < 2u; i++) {

@@ -15,6 +15,7 @@ struct Params { count: u32, batch_stride: u32, pad0: u32, pad1: u32 }
 
 // Value j of batch row b.
 fn element(j: u32, b: u32) {
+  if (j >= params.count) { return; }
   let e = b * params.batch_stride + j;
   out[b * params.count + j] = half_to_float((cache[e / 2u] >> ((e % 2u) * 16u)) & 0xffffu);
 }

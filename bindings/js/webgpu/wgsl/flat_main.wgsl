@@ -1,11 +1,10 @@
-// The entry point of the element-wise kernels (output_gate.wgsl, output_gate_backward.wgsl,
-// cache_f16_unpack.wgsl, swap_leading_axes.wgsl, append_keys.wgsl, appended_keys_grad.wgsl): one invocation per element i < params.count, 64 per workgroup, the
-// workgroups dispatched flat (x up to the device's limit, the rest over y). z: the dispatch's
-// z (cache_f16_unpack's batch row; 0 for the others). The including kernel defines params (with
-// count) and element(i, z).
+// The entry point of the element-wise kernels: 64 invocations per workgroup, the workgroups
+// dispatched flat (x up to the device's limit, the rest over y: pipelines.js flatGroups), each
+// invocation's flat index i handed to the including kernel's element(i, z), which leaves alone
+// the indices past its end (the last workgroup's, and the fold's). z: the dispatch's z (a batch
+// row for the cache kernels; 0 for the others).
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let i = id.x + id.y * groups.x * 64u;
-  if (i < params.count) { element(i, id.z); }
+  element(id.x + id.y * groups.x * 64u, id.z);
 }

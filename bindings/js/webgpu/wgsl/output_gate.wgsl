@@ -14,6 +14,7 @@ struct Params { count: u32, sigmoid: u32, _a: u32, _b: u32 }
 #include "flat_main.wgsl"
 
 fn element(i: u32, _z: u32) {
+  if (i >= params.count) { return; }
   var s = gate[i];
   if (params.sigmoid != 0u) {
     let e = exp(-abs(s));

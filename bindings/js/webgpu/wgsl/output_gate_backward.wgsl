@@ -14,6 +14,7 @@ struct Params { count: u32, _a: u32, _b: u32, _c: u32 }
 #include "flat_main.wgsl"
 
 fn element(i: u32, _z: u32) {
+  if (i >= params.count) { return; }
   let s = gate[i];
   let g = d[i];
   d_logits[i] = g * z[i] * s * (1.0 - s);

@@ -1,6 +1,7 @@
 // Rotary position embedding in place on projected rows (src/mha/rotary.hpp states the math):
 // pair t of each head is rotated by the angle whose cos and sin the host computed in float64 for
 // the row's position (table [rows, half, 2]), so positions far from 0 rotate as exactly as the CPU's.
+// Dispatch: flat (flat_main.wgsl) over rows * heads * half.
 
 struct Params { rows: u32, row_stride: u32, heads: u32, head_dim: u32, half: u32, interleaved: u32, pad0: u32, pad1: u32 }
 
@@ -8,9 +9,10 @@ struct Params { rows: u32, row_stride: u32, heads: u32, head_dim: u32, half: u32
 @group(0) @binding(1) var<storage, read> table: array<f32>;
 @group(0) @binding(2) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let n = id.x + id.y * groups.x * 64u;
+#include "flat_main.wgsl"
+
+// Pair t of head h of row r, n = (r * heads + h) * half + t.
+fn element(n: u32, _z: u32) {
   let t = n % params.half;
   let h = (n / params.half) % params.heads;
   let r = n / (params.half * params.heads);

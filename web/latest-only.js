@@ -1,0 +1,39 @@
+// The text boxes' runs (the default model, Sentiment, Your model): a keystroke while a run is in
+// flight must not queue a run per keystroke, only the latest text. LatestOnly runs an async job
+// on the latest value handed to it: values handed over while a job runs replace each other, and
+// the last one runs next.
+
+export class LatestOnly {
+  #job;
+  #running = false;
+  #pending = null;
+
+  /** `job(value)`: the run of one value (its errors its own business: it should not throw). */
+  constructor(job) {
+    this.#job = job;
+  }
+
+  /** Whether a job runs or a value waits. */
+  get busy() {
+    return this.#running || this.#pending !== null;
+  }
+
+  /**
+   * Hands `value` over (non-null). The call that finds no job running runs jobs until no value
+   * waits, and resolves then; a call made while one runs resolves at once (that one runs `value`).
+   */
+  async run(value) {
+    this.#pending = value;
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      while (this.#pending !== null) {
+        const next = this.#pending;
+        this.#pending = null;
+        await this.#job(next);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+}
