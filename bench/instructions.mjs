@@ -5,7 +5,7 @@
 //   node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5]
 //                               [--config-a=JSON] [--config-b=JSON]
 // The configs are added to each side's layer: the same checkout twice with --config-b='{"batchFirst":false}'
-// counts what the sequence-first layout costs.
+// counts what the sequence-first layout costs, with --config-b='{"dtype":"float64"}' a float64 layer's.
 //
 // For each shape and checkout it runs a forward script twice under callgrind, with 1 call and
 // with 1 + calls: the difference divided by calls is one call, start-up and compilation excluded.

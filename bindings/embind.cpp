@@ -840,6 +840,11 @@ class Float64LayerHandle {
       read_options(keys, request, call.options);
       call.options.key_padding_mask = mask(request[keys.keyPaddingMask]);
       call.options.attn_mask = mask(request[keys.attnMask]);
+      const val positions = request[keys.positions];  // (the plan refuses them: a float64 layer has no rotary)
+      if (!positions.isUndefined() && !positions.isNull()) {
+        call.options.positions = placeholder ? reinterpret_cast<const int32_t*>(placeholder) : pointer_of<int32_t>(keys, positions);
+        call.options.positions_shape = shape_of(keys, positions[keys.shape]);
+      }
     }
   };
 

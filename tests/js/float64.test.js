@@ -66,6 +66,21 @@ test('causal is its mask; forwardAsync, out buffers and unbatched calls take Flo
   }
 });
 
+test('checkFinite reads Float64Array inputs and masks', () => {
+  const layer = float64Layer();
+  try {
+    const x = tensor([1, 2, E], 1);
+    x.data[9] = NaN;
+    assert.throws(() => layer.forward(x, null, null, { checkFinite: true }),
+      { name: 'RangeError', message: 'forward: checkFinite: query.data[9] is NaN (index [0, 1, 1] of shape [1, 2, 8])' });
+    const attnMask = { data: Float64Array.from([0, -Infinity, Infinity, 0]), shape: [2, 2] };
+    assert.throws(() => layer.forward(tensor([1, 2, E], 1), null, null, { checkFinite: true, attnMask }),
+      { name: 'RangeError', message: 'forward: checkFinite: attnMask.data[2] is Infinity (index [1, 0] of shape [2, 2])' });
+  } finally {
+    layer.dispose();
+  }
+});
+
 test('float64 and float32 layers agree to float32 rounding (kdim/vdim, float masks, per-head weights)', () => {
   const config = { kdim: 5, vdim: 3 };
   const layer = float64Layer(config);

@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { init } from '../../bindings/js/index.js';
-import { BASE_CONFIG, knownOptions, walkCall, walkConfig, walkOption } from './option-walk.js';
+import {
+  BASE_CONFIG, CALL_SENTINELS, knownOptions, walkCall, walkConfig, walkOption,
+} from './option-walk.js';
 
 const mha = await init({ threads: 1 });
 
@@ -21,6 +23,28 @@ test('every forward option works or is refused by name', async () => {
   layer.dispose();
   const outcome = await walkCall(mha.MultiHeadAttention, known);
   assert.deepEqual(Object.values(outcome).filter((o) => o !== 'works'), [], JSON.stringify(outcome));
+});
+
+test('every forward option of a float64 layer works or is refused by name', async () => {
+  // A float64 layer (no dropout: it has none), its sentinels' float tensors as Float64Array.
+  class Float64Layer extends mha.MultiHeadAttention {
+    constructor(config) { super({ ...config, dropout: 0, dtype: 'float64' }); }
+  }
+  const widen = (v) => (v instanceof Float32Array ? Float64Array.from(v)
+    : typeof v === 'function' ? (layer) => widen(v(layer))
+      : v && typeof v === 'object' && !ArrayBuffer.isView(v) && !Array.isArray(v)
+        ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, widen(x)])) : v);
+  // training, seed and weightsBeforeDropout act on dropout, which a float64 layer lacks: they change
+  // nothing there, as on any layer without dropout. positions: the plan's refusal (no rotary), not rotary's.
+  const skipped = ['training', 'seed', 'weightsBeforeDropout'];
+  const outcome = {};
+  for (const [key, sentinel] of Object.entries(CALL_SENTINELS)) {
+    if (skipped.includes(key)) continue;
+    const s = widen(key === 'positions' ? { ...sentinel, layer: {} } : sentinel);
+    outcome[key] = await walkOption(Float64Layer, key, s);
+  }
+  assert.deepEqual(Object.entries(outcome).filter(([, o]) => o !== 'works').map(([k]) => k).sort(),
+    ['cache', 'capture', 'patch', 'positions'], JSON.stringify(outcome));
 });
 
 test('the walk fails an option that is accepted and ignored', async () => {

@@ -19,7 +19,8 @@ function indexOf(flat, shape) {
  */
 export function checkFinite(tensors, masks = {}) {
   const check = (name, tensor, allowMinusInfinity) => {
-    if (!tensor || !(tensor.data instanceof Float32Array)) return;
+    // (Float32Array, or a float64 layer's Float64Array; bool masks hold no floats)
+    if (!tensor || !(tensor.data instanceof Float32Array || tensor.data instanceof Float64Array)) return;
     const { data, shape } = tensor;
     for (let i = 0; i < data.length; i++) {
       const x = data[i];

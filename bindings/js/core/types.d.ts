@@ -323,16 +323,20 @@ export interface StepPatch {
   heads?: readonly number[];
 }
 
-/** The captured steps of a call: `capture: true` gives all of them, a list just those. */
-export type CapturedSteps<N extends StepName = StepName> = { [S in N]: Tensor<Float32Array> };
+/**
+ * The captured steps of a call: `capture: true` gives all of them, a list just those. `A`: their
+ * array, Float32Array, or {@link HalfArray} for a call on Float16Array inputs.
+ */
+export type CapturedSteps<N extends StepName = StepName, A extends ArrayLike<number> = Float32Array> = { [S in N]: Tensor<A> };
 
 /** What `capture: true` gives: every step, `gate` only in a layer with the output gate. */
-export type AllCapturedSteps = CapturedSteps<Exclude<StepName, 'gate'>> & Partial<CapturedSteps<'gate'>>;
+export type AllCapturedSteps<A extends ArrayLike<number> = Float32Array> =
+  CapturedSteps<Exclude<StepName, 'gate'>, A> & Partial<CapturedSteps<'gate', A>>;
 
-/** The type of {@link ForwardResult.captured} for options `O`. */
-export type CapturedIf<O> = O extends Record<'capture', true> ? AllCapturedSteps
-  : O extends Record<'capture', readonly (infer N extends StepName)[]> ? CapturedSteps<N>
-  : Partial<CapturedSteps> | undefined;
+/** The type of {@link ForwardResult.captured} for options `O` (and results of array `A`). */
+export type CapturedIf<O, A extends ArrayLike<number> = Float32Array> = O extends Record<'capture', true> ? AllCapturedSteps<A>
+  : O extends Record<'capture', readonly (infer N extends StepName)[]> ? CapturedSteps<N, A>
+  : Partial<CapturedSteps<StepName, A>> | undefined;
 
 /** {@link ForwardOptions} of a call that keeps its state for a backward pass. */
 export interface GradForwardOptions extends ForwardOptions {
@@ -529,7 +533,7 @@ export interface ForwardResult<O extends ForwardOptions = ForwardOptions, A exte
    */
   weights: TensorIf<O, 'needWeights', A>;
   /** With {@link ForwardOptions.capture}: each captured step (docs/steps.md); absent otherwise. */
-  captured: CapturedIf<O>;
+  captured: CapturedIf<O, A>;
 }
 
 /**
