@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 for stage in tests/stages/*.sh; do
   echo "=== test stage: $(basename "$stage" .sh)"
+  start=$SECONDS
   bash "$stage"
+  echo "=== test stage: $(basename "$stage" .sh) passed in $((SECONDS - start)) s"
 done
