@@ -7,15 +7,11 @@ export class LatestOnly {
   #job;
   #running = false;
   #pending = null;
+  #idle = Promise.resolve();  // resolves when the jobs under way end (idle())
 
   /** `job(value)`: the run of one value (its errors its own business: it should not throw). */
   constructor(job) {
     this.#job = job;
-  }
-
-  /** Whether a job runs or a value waits. */
-  get busy() {
-    return this.#running || this.#pending !== null;
   }
 
   /**
@@ -26,6 +22,8 @@ export class LatestOnly {
     this.#pending = value;
     if (this.#running) return;
     this.#running = true;
+    let ended;
+    this.#idle = new Promise((resolve) => { ended = resolve; });
     try {
       while (this.#pending !== null) {
         const next = this.#pending;
@@ -34,6 +32,16 @@ export class LatestOnly {
       }
     } finally {
       this.#running = false;
+      ended();
     }
+  }
+
+  /**
+   * Resolves once no job runs and no value waits (at once when idle). A caller that handed a value
+   * to a running call waits here, not for a redraw: the last job's redraw can come before the
+   * running call has seen that no value waits, and no redraw follows it.
+   */
+  idle() {
+    return this.#idle;
   }
 }

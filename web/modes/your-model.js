@@ -231,9 +231,9 @@ export class YourModelMode {
   /** Runs the text box's text (the latest only, while a run is in flight); resolves once drawn. */
   async run() {
     if (!this.model) return;
-    const joining = this.#modelRuns.busy;  // (then the running call runs this text; wait for it to be drawn)
+    // (Handed to a running call, this text is run by it: wait until that call has drawn it.)
     await this.#modelRuns.run({ text: this.#page.$('model-text').value, run: ++this.#runs });
-    if (joining) while (this.#modelRuns.busy) await this.#page.nextRender();
+    await this.#modelRuns.idle();
   }
 
   async #runOne({ text, run }) {
