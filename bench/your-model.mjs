@@ -14,8 +14,8 @@ import { join } from 'node:path';
 import { writeSafetensors } from '../bindings/js/formats/safetensors.js';  // (not index.js: no npm packages needed)
 import { floatToHalf } from '../bindings/js/formats/float16.js';
 import { loadBuild } from '../tools/load-wasm-build.mjs';
-import { readCheckpoint } from '../web/your-model/checkpoint.js';
-import { CheckpointModel } from '../web/your-model/transformer.js';
+import { readCheckpoint } from '../bindings/js/models/checkpoint.js';
+import { CheckpointModel } from '../bindings/js/models/transformer.js';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const DTYPES = (args.dtypes ?? 'f32,f16').split(',');

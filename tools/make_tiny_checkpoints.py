@@ -10,6 +10,18 @@ architecture's published definition (Hugging Face's modeling_gpt2.py / modeling_
 modeling_mistral.py / modeling_qwen2.py). No `transformers` or `tokenizers` library is needed: the
 tokenizer.json files and the token ids of the test texts come from the small BPE below.
 
+hooks.safetensors / hooks.json (float32; names and batch-first shapes as TransformerLens'
+transformer_lens/, TransformerLensOrg/TransformerLens @4cd36aae), from the same forwards:
+- every hook of the clean run on TEXT under its TL name (components/transformer_block.py,
+  abstract_attention.py, layer_norm.py, rms_norm.py, mlps/mlp.py, mlps/gated_mlp.py), batch 1;
+- `replaced.<case>`: the logits with one hook replaced (hook_points.py, run_with_hooks);
+- `patching.*`: patching.py's get_act_patch_{resid_pre,attn_out,mlp_out,attn_head_out_all_pos,
+  attn_head_out_by_pos} (generic_activation_patch), OTHER_TEXT corrupted, the normalised logit diff;
+- `dla.*`: ActivationCache.py's stack_head_results / apply_ln_to_stack / logit_attrs /
+  accumulated_resid(apply_ln=True), as on TL's default loading (weight_processing.py process_weights:
+  fold_ln, center_writing_weights, center_unembed, fold_value_biases) while the forward runs raw weights;
+- `scores.*`: head_detector.py detect_head (error_measure="mul") for its three named patterns.
+
 Output: tests/fixtures/your-model/<name>/. Run: /usr/bin/python3 tools/make_tiny_checkpoints.py
 """
 import json
@@ -207,8 +219,34 @@ def save_weights(folder, tensors, dtype, shards):
 
 # ---------------------------------------------------------------- reference forwards (float64)
 
-def attention(q, k, v, causal_window=None):
-    """q [H, L, D], k/v [H, L, D]: causal softmax(q kᵀ / sqrt(D)) v; a window W keeps keys i-W+1..i."""
+class Hooks:
+    """TransformerLens-style hook points for one run: every activation is recorded under TL's name
+    with TL's batch-first shape (batch 1), and `fns` maps a name to a function that takes that
+    activation and returns a replacement of the same shape, which the rest of the forward then uses
+    (`run_with_hooks`). Without a replacement the forward's own tensor goes on untouched, so the
+    arithmetic (and every expected value) is the same as with no hooks at all."""
+
+    def __init__(self, fns=None):
+        self.fns, self.cache, self.names = dict(fns or {}), {}, []
+
+    def replaces(self, *names):
+        return any(n in self.fns for n in names)
+
+    def __call__(self, name, value, to_tl=lambda t: t[None], from_tl=lambda t: t[0]):
+        tl = to_tl(value)
+        if name in self.fns:
+            new = self.fns[name](tl.clone())
+            assert new.shape == tl.shape, (name, new.shape, tl.shape)
+            self.cache[name], value = new, from_tl(new)
+        else:
+            self.cache[name] = tl
+        self.names.append(name)
+        return value
+
+
+def attention(q, k, v, hk, a, causal_window=None):
+    """q [H, L, D], k/v [H, L, D]: causal softmax(q kᵀ / sqrt(D)) v; a window W keeps keys i-W+1..i.
+    Hooks (prefix a = "blocks.l.attn."): hook_attn_scores (masked with -inf), hook_pattern, hook_z."""
     L, D = q.shape[1], q.shape[2]
     scores = q @ k.transpose(1, 2) / math.sqrt(D)
     i = torch.arange(L)[:, None]
@@ -216,54 +254,84 @@ def attention(q, k, v, causal_window=None):
     blocked = j > i
     if causal_window is not None:
         blocked |= j <= i - causal_window
-    pattern = torch.softmax(scores.masked_fill(blocked, -math.inf), dim=-1)
-    return pattern, pattern @ v  # z [H, L, D]
+    scores = hk(a + "hook_attn_scores", scores.masked_fill(blocked, -math.inf))
+    pattern = torch.softmax(scores, dim=-1)
+    pattern = hk(a + "hook_pattern", torch.where(torch.isnan(pattern), torch.zeros_like(pattern), pattern))
+    z = hk(a + "hook_z", pattern @ v, lambda t: t.transpose(0, 1)[None], lambda t: t[0].transpose(0, 1))
+    return z  # [H, L, D]
 
 
-def edit_z(z, layer, edits):
-    """Head ablation (zeros) or patching (another run's z) of one layer's z [H, L, D], as TransformerLens' hook_z."""
-    for (l, h), replacement in edits.items():
-        if l == layer:
-            z = z.clone()
-            z[h] = 0 if replacement is None else replacement
-    return z
+def attention_out(z, W_O, b_O, plain, hk, p):
+    """hook_result [1, L, H, E] = z_h · W_O[h] (W_O [H, D, E], no b_O), then hook_attn_out. The output
+    is the forward's own projection `plain` unless hook_result is replaced (then Σ_h result + b_O)."""
+    result = hk(p + "attn.hook_result", torch.einsum("hld,hde->lhe", z, W_O))
+    out = result.sum(1) + b_O if hk.replaces(p + "attn.hook_result") else plain
+    return hk(p + "hook_attn_out", out)
 
 
-def gpt2_forward(w, cfg, ids, edits=None):
-    """modeling_gpt2.py: pre-LayerNorm blocks, Conv1D weights [in, out], GELU-tanh ("gelu_new"), tied lm_head."""
+def gpt2_forward(w, cfg, ids, hooks=None):
+    """modeling_gpt2.py: pre-LayerNorm blocks, Conv1D weights [in, out], GELU-tanh ("gelu_new"), tied lm_head.
+    Returns the logits [L, V], the Hooks (cache and names) and the logit lens of each layer's last position."""
     E, H, eps = cfg["n_embd"], cfg["n_head"], cfg["layer_norm_epsilon"]
     D = E // H
     L = len(ids)
-    ln = lambda x, p: torch.nn.functional.layer_norm(x, (E,), w[p + ".weight"], w[p + ".bias"], eps)
+    hk = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
+
+    def ln(x, p, name=None):
+        plain = lambda: torch.nn.functional.layer_norm(x, (E,), w[p + ".weight"], w[p + ".bias"], eps)
+        if name is None:
+            return plain()
+        x_c = x - x.mean(-1, keepdim=True)
+        scale = hk(name + ".hook_scale", (x_c.pow(2).mean(-1, keepdim=True) + eps).sqrt())
+        normalized = hk(name + ".hook_normalized", x_c / scale)
+        if not hk.replaces(name + ".hook_scale", name + ".hook_normalized"):
+            return plain()
+        return normalized * w[p + ".weight"] + w[p + ".bias"]
+
     conv1d = lambda x, p: x @ w[p + ".weight"] + w[p + ".bias"]
     gelu = lambda x: 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
-    x = w["transformer.wte.weight"][ids] + w["transformer.wpe.weight"][:L]
-    patterns, zs, residuals = [], [], []
+    by_head = lambda t: t.view(L, H, D)[None]
+    x = hk("hook_embed", w["transformer.wte.weight"][ids]) + hk("hook_pos_embed", w["transformer.wpe.weight"][:L])
+    residuals = []
     for l in range(cfg["n_layer"]):
-        p = f"transformer.h.{l}."
-        q, k, v = conv1d(ln(x, p + "ln_1"), p + "attn.c_attn").split(E, dim=-1)
+        p, b = f"transformer.h.{l}.", f"blocks.{l}."
+        x = hk(b + "hook_resid_pre", x)
+        q, k, v = conv1d(ln(x, p + "ln_1", b + "ln1"), p + "attn.c_attn").split(E, dim=-1)
+        q, k, v = (hk(b + "attn.hook_" + n, t, by_head, lambda t: t[0].reshape(L, E))
+                   for n, t in zip("qkv", (q, k, v)))
         heads = lambda t: t.view(L, H, D).transpose(0, 1)
-        pattern, z = attention(heads(q), heads(k), heads(v))
-        z = edit_z(z, l, edits or {})
-        patterns.append(pattern)
-        zs.append(z)
-        x = x + conv1d(z.transpose(0, 1).reshape(L, E), p + "attn.c_proj")
-        x = x + conv1d(gelu(conv1d(ln(x, p + "ln_2"), p + "mlp.c_fc")), p + "mlp.c_proj")
+        z = attention(heads(q), heads(k), heads(v), hk, b + "attn.")
+        plain = conv1d(z.transpose(0, 1).reshape(L, E), p + "attn.c_proj")
+        x = hk(b + "hook_resid_mid", x + attention_out(z, w[p + "attn.c_proj.weight"].view(H, D, E),
+                                                        w[p + "attn.c_proj.bias"], plain, hk, b))
+        pre = hk(b + "mlp.hook_pre", conv1d(ln(x, p + "ln_2", b + "ln2"), p + "mlp.c_fc"))
+        post = hk(b + "mlp.hook_post", gelu(pre))
+        x = hk(b + "hook_resid_post", x + hk(b + "hook_mlp_out", conv1d(post, p + "mlp.c_proj")))
         residuals.append(x)
-    final = lambda r: ln(r, "transformer.ln_f") @ w["transformer.wte.weight"].T
-    return final(x), patterns, zs, [final(r[-1]) for r in residuals]
+    unembed = w["transformer.wte.weight"].T
+    lens = [ln(r[-1], "transformer.ln_f") @ unembed for r in residuals]
+    return ln(x, "transformer.ln_f", "ln_final") @ unembed, hk, lens
 
 
-def llama_forward(w, cfg, ids, edits=None):
+def llama_forward(w, cfg, ids, hooks=None):
     """modeling_llama.py (and Mistral's sliding window, Qwen2's q/k/v biases): RMSNorm, rotary with
-    rotate_half, grouped-query heads (repeat_kv), SwiGLU MLP, lm_head or the tied embedding."""
+    rotate_half, grouped-query heads (repeat_kv), SwiGLU MLP, lm_head or the tied embedding.
+    Returns the logits [L, V], the Hooks (cache and names) and the logit lens of each layer's last position."""
     E, H, Hkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim") or E // H
     eps, theta, L = cfg["rms_norm_eps"], cfg["rope_theta"], len(ids)
     window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
+    hk = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
 
-    def rms(x, p):
-        return w[p + ".weight"] * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+    def rms(x, p, name=None):
+        plain = lambda: w[p + ".weight"] * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+        if name is None:
+            return plain()
+        scale = hk(name + ".hook_scale", (x.pow(2).mean(-1, keepdim=True) + eps).sqrt())
+        normalized = hk(name + ".hook_normalized", x / scale)
+        if not hk.replaces(name + ".hook_scale", name + ".hook_normalized"):
+            return plain()
+        return w[p + ".weight"] * normalized
 
     def linear(x, p):
         return x @ w[p + ".weight"].T + (w[p + ".bias"] if p + ".bias" in w else 0)
@@ -274,27 +342,33 @@ def llama_forward(w, cfg, ids, edits=None):
     cos, sin = emb.cos(), emb.sin()
     rotate_half = lambda t: torch.cat((-t[..., D // 2:], t[..., :D // 2]), dim=-1)
     rope = lambda t: t * cos + rotate_half(t) * sin
-    x = w["model.embed_tokens.weight"][ids]
-    patterns, zs, residuals = [], [], []
+    to_tl, from_tl = (lambda t: t.transpose(0, 1)[None]), (lambda t: t[0].transpose(0, 1))
+    x = hk("hook_embed", w["model.embed_tokens.weight"][ids])
+    residuals = []
     for l in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{l}."
-        h = rms(x, p + "input_layernorm")
-        q = linear(h, p + "self_attn.q_proj").view(L, H, D).transpose(0, 1)
-        k = linear(h, p + "self_attn.k_proj").view(L, Hkv, D).transpose(0, 1)
-        v = linear(h, p + "self_attn.v_proj").view(L, Hkv, D).transpose(0, 1)
-        q, k = rope(q), rope(k)
+        p, b = f"model.layers.{l}.", f"blocks.{l}."
+        x = hk(b + "hook_resid_pre", x)
+        h = rms(x, p + "input_layernorm", b + "ln1")
+        q = hk(b + "attn.hook_q", linear(h, p + "self_attn.q_proj").view(L, H, D), lambda t: t[None]).transpose(0, 1)
+        k = hk(b + "attn.hook_k", linear(h, p + "self_attn.k_proj").view(L, Hkv, D), lambda t: t[None]).transpose(0, 1)
+        v = hk(b + "attn.hook_v", linear(h, p + "self_attn.v_proj").view(L, Hkv, D), lambda t: t[None]).transpose(0, 1)
+        q = hk(b + "attn.hook_rot_q", rope(q), to_tl, from_tl)
+        k = hk(b + "attn.hook_rot_k", rope(k), to_tl, from_tl)
         k, v = (t.repeat_interleave(H // Hkv, dim=0) for t in (k, v))
-        pattern, z = attention(q, k, v, window)
-        z = edit_z(z, l, edits or {})
-        patterns.append(pattern)
-        zs.append(z)
-        x = x + linear(z.transpose(0, 1).reshape(L, H * D), p + "self_attn.o_proj")
-        h = rms(x, p + "post_attention_layernorm")
-        x = x + linear(torch.nn.functional.silu(linear(h, p + "mlp.gate_proj")) * linear(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+        z = attention(q, k, v, hk, b + "attn.", window)
+        o = p + "self_attn.o_proj"
+        plain = linear(z.transpose(0, 1).reshape(L, H * D), o)
+        b_O = w.get(o + ".bias", torch.zeros(E, dtype=torch.float64))
+        x = hk(b + "hook_resid_mid", x + attention_out(z, w[o + ".weight"].T.reshape(H, D, E), b_O, plain, hk, b))
+        h = rms(x, p + "post_attention_layernorm", b + "ln2")
+        gate = hk(b + "mlp.hook_pre", linear(h, p + "mlp.gate_proj"))
+        up = hk(b + "mlp.hook_pre_linear", linear(h, p + "mlp.up_proj"))
+        post = hk(b + "mlp.hook_post", torch.nn.functional.silu(gate) * up)
+        x = hk(b + "hook_resid_post", x + hk(b + "hook_mlp_out", linear(post, p + "mlp.down_proj")))
         residuals.append(x)
-    unembed = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
-    final = lambda r: rms(r, "model.norm") @ unembed.T
-    return final(x), patterns, zs, [final(r[-1]) for r in residuals]
+    unembed = (w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]).T
+    lens = [rms(r[-1], "model.norm") @ unembed for r in residuals]
+    return rms(x, "model.norm", "ln_final") @ unembed, hk, lens
 
 
 # ---------------------------------------------------------------- random weights in HF key names
@@ -367,9 +441,167 @@ CHECKPOINTS = {
         "torch_dtype": "float16"}),
 }
 
-# The edits checked: (layer, head) -> None (ablate) or "other" (patch from OTHER_TEXT's run).
+# ---------------------------------------------------------------- hooks.safetensors: TransformerLens' workflows
+
+# Runs with one replacing hook: case -> (hook, what, function of the activation).
+REPLACED = {
+    "mlp_post_zero": ("blocks.0.mlp.hook_post", "replaced by zeros", torch.zeros_like),
+    "q_double": ("blocks.1.attn.hook_q", "multiplied by 2 (q before rotary)", lambda t: t * 2),
+    "ln1_scale_double": ("blocks.0.ln1.hook_scale", "multiplied by 2 (hook_normalized is then x_c / the new scale)",
+                         lambda t: t * 2),
+    "scores_half": ("blocks.1.attn.hook_attn_scores",
+                    "multiplied by 0.5 (-inf stays -inf); the pattern is the softmax of the replaced scores",
+                    lambda t: t * 0.5),
+    "resid_mid_half": ("blocks.0.hook_resid_mid", "multiplied by 0.5", lambda t: t * 0.5),
+}
+
+
+def copy_in(clean, index):
+    """patching.py's patch setters: the corrupted activation with clean[index] copied in."""
+    def fn(t):
+        t[index] = clean[index]
+        return t
+    return fn
+
+
+def folded_view(w, cfg, gpt2):
+    """What TransformerLens' default loading (weight_processing.py: fold_ln, center_writing_weights,
+    center_unembed, fold_value_biases) makes of the value/output path, per layer: W_O [H, D, E], the
+    folded W_V [E, H, D] (the norm's weight folded in, rows per query head), the folded value bias
+    b_V' [H, D] (fold_ln first adds ln1.b · W_V to b_V; fold_value_biases then moves b_V'·W_O into b_O)
+    and that b_O, plus the final norm's weight and bias and the unembedding rows U [V, E]."""
+    layers = []
+    if gpt2:
+        E, H = cfg["n_embd"], cfg["n_head"]
+        D = E // H
+        for l in range(cfg["n_layer"]):
+            p = f"transformer.h.{l}."
+            W_V = w[p + "attn.c_attn.weight"][:, 2 * E:]
+            b_V = w[p + "attn.c_attn.bias"][2 * E:] + w[p + "ln_1.bias"] @ W_V
+            layers.append(dict(W_O=w[p + "attn.c_proj.weight"].view(H, D, E), b_O=w[p + "attn.c_proj.bias"],
+                               W_V=(w[p + "ln_1.weight"][:, None] * W_V).view(E, H, D), b_V=b_V.view(H, D)))
+        U, w_f, b_f = w["transformer.wte.weight"], w["transformer.ln_f.weight"], w["transformer.ln_f.bias"]
+    else:
+        E, H, K = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+        D = cfg.get("head_dim") or E // H
+        for l in range(cfg["num_hidden_layers"]):
+            p = f"model.layers.{l}."
+            W_V = w[p + "input_layernorm.weight"][:, None] * w[p + "self_attn.v_proj.weight"].T
+            b_V = w.get(p + "self_attn.v_proj.bias", torch.zeros(K * D, dtype=torch.float64))
+            rep = lambda t: t.repeat_interleave(H // K, dim=-2)  # query head h reads kv head h // (H / K)
+            layers.append(dict(W_O=w[p + "self_attn.o_proj.weight"].T.reshape(H, D, E),
+                               b_O=w.get(p + "self_attn.o_proj.bias", torch.zeros(E, dtype=torch.float64)),
+                               W_V=rep(W_V.view(E, K, D)), b_V=rep(b_V.view(K, D))))
+        U = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
+        w_f, b_f = w["model.norm.weight"], None
+    for t in layers:
+        t["b_O_folded"] = t["b_O"] + torch.einsum("hd,hde->e", t["b_V"], t["W_O"])
+    return layers, U, w_f, b_f
+
+
+def hook_values(w, cfg, gpt2, forward, ids, other_ids):
+    """hooks.safetensors and hooks.json: the clean run's hooks, the replaced-hook runs, activation
+    patching, direct logit attribution and head detection, all from this reference's own hooks."""
+    n_layers = cfg["n_layer"] if gpt2 else cfg["num_hidden_layers"]
+    n_heads = cfg["n_head"] if gpt2 else cfg["num_attention_heads"]
+    eps = cfg["layer_norm_epsilon"] if gpt2 else cfg["rms_norm_eps"]
+    P, last = len(ids), len(ids) - 1
+    logits, clean, _ = forward(w, cfg, ids)
+    corrupted_logits, _, _ = forward(w, cfg, other_ids)
+    cache = clean.cache
+    out = dict(cache)
+    names = clean.names
+    assert len(names) == len(set(names))
+
+    for case, (hook, _, fn) in REPLACED.items():
+        out[f"replaced.{case}"] = forward(w, cfg, ids, {hook: fn})[0][None]
+
+    # The answer and the wrong token, and the logit difference at the last position.
+    answer = int(logits[-1].argmax())
+    wrong = int(corrupted_logits[-1].argmax())
+    if wrong == answer:
+        wrong = int(logits[-1].topk(2).indices[1])
+    ld = lambda lg: float(lg[-1, answer] - lg[-1, wrong])
+    ld_clean, ld_corrupted = ld(logits), ld(corrupted_logits)
+    assert abs(ld_clean - ld_corrupted) > 0.1, (ld_clean, ld_corrupted)
+    metric = lambda lg: (ld(lg) - ld_corrupted) / (ld_clean - ld_corrupted)
+
+    # Activation patching (patching.py generic_activation_patch): the corrupted run, one clean slice copied in.
+    patch = lambda hook, index: metric(forward(w, cfg, other_ids, {hook: copy_in(cache[hook], index)})[0])
+    for key, hook in (("resid_pre", "hook_resid_pre"), ("attn_out", "hook_attn_out"), ("mlp_out", "hook_mlp_out")):
+        out[f"patching.{key}"] = torch.tensor([[patch(f"blocks.{l}.{hook}", (slice(None), pos)) for pos in range(P)]
+                                               for l in range(n_layers)])
+    z = lambda l: f"blocks.{l}.attn.hook_z"
+    out["patching.head_out"] = torch.tensor([[patch(z(l), (slice(None), slice(None), h)) for h in range(n_heads)]
+                                             for l in range(n_layers)])
+    out["patching.head_out_by_pos"] = torch.tensor([[[patch(z(l), (slice(None), pos, h)) for h in range(n_heads)]
+                                                     for pos in range(P)] for l in range(n_layers)])
+
+    # Direct logit attribution at the last position along answer - wrong, as TL's numbers on its default
+    # loading: logit_attrs / apply_ln_to_stack (centre each component over d for LN, divide by the cached
+    # ln_final.hook_scale), the final norm's weight folded into the direction, b_V' moved out of the heads.
+    layers, U, w_f, b_f = folded_view(w, cfg, gpt2)
+    direction = w_f * (U[answer] - U[wrong])
+    scale = cache["ln_final.hook_scale"][0, last, 0]
+    centre = (lambda v: v - v.mean(-1, keepdim=True)) if gpt2 else (lambda v: v)
+    attribute = lambda v: centre(v) / scale @ direction
+    heads = []
+    for l, t in enumerate(layers):
+        result = cache[f"blocks.{l}.attn.hook_result"][0]  # [P, H, E]
+        heads.append(result - torch.einsum("hd,hde->he", t["b_V"], t["W_O"]))
+        # The folded view's head results (v from the folded W_V, no bias) are the same thing.
+        v = torch.einsum("pe,ehd->hpd", cache[f"blocks.{l}.ln1.hook_normalized"][0], t["W_V"])
+        folded = torch.einsum("hqk,hkd,hde->qhe", cache[f"blocks.{l}.attn.hook_pattern"][0], v, t["W_O"])
+        assert torch.allclose(folded, heads[-1], atol=1e-10), (l, (folded - heads[-1]).abs().max())
+    out["dla.heads"] = torch.stack([attribute(hr[last]) for hr in heads])  # [L, H]
+    out["dla.mlps"] = torch.stack([attribute(cache[f"blocks.{l}.hook_mlp_out"][0, last]) for l in range(n_layers)])
+    # accumulated_resid(layer=None, apply_ln=True): layer == n_layers, so recompute_ln: each item goes through
+    # ln_final (LayerNormPre / RMSNormPre after fold_ln) with its own statistics, then · direction.
+    own_norm = lambda v: centre(v) / (centre(v).pow(2).mean(-1, keepdim=True) + eps).sqrt()
+    stack = [cache[f"blocks.{l}.hook_resid_pre"][0, last] for l in range(n_layers)]
+    stack.append(cache[f"blocks.{n_layers - 1}.hook_resid_post"][0, last])
+    out["dla.accumulated"] = torch.stack([own_norm(v) @ direction for v in stack])  # [L + 1]
+    # Self-check on the folded view: embeddings + every head + every folded b_O + every MLP is the final
+    # residual, and their attributions add up to the logit difference less the final norm bias's term.
+    parts = [cache["hook_embed"][0, last]] + ([cache["hook_pos_embed"][0, last]] if gpt2 else [])
+    parts += [t["b_O_folded"] for t in layers] + [head for hr in heads for head in hr[last]]
+    parts += [cache[f"blocks.{l}.hook_mlp_out"][0, last] for l in range(n_layers)]
+    final = cache[f"blocks.{n_layers - 1}.hook_resid_post"][0, last]
+    assert torch.allclose(sum(parts), final, atol=1e-10), (sum(parts) - final).abs().max()
+    bias_term = float((U[answer] - U[wrong]) @ b_f) if gpt2 else 0.0
+    total = sum(float(attribute(v)) for v in parts)
+    assert abs(total - (ld_clean - bias_term)) < 1e-9, (total, ld_clean, bias_term)
+    assert abs(float(out["dla.accumulated"][-1]) - (ld_clean - bias_term)) < 1e-9
+
+    # Head detection (head_detector.py detect_head, error_measure="mul", no exclusions): Σ(A∘P) / ΣA.
+    tok = torch.tensor(ids)
+    duplicate = torch.tril((tok[:, None] == tok[None, :]).double(), diagonal=-1)  # k < q, tok[k] == tok[q]
+    detection = {
+        "previous_token": torch.diag(torch.ones(P - 1, dtype=torch.float64), -1),  # k == q - 1
+        "duplicate_token": duplicate,
+        "induction": torch.tril(torch.cat((torch.zeros(P, 1, dtype=torch.float64), duplicate[:, :-1]), 1)),
+    }
+    for key, pattern in detection.items():
+        out[f"scores.{key}"] = torch.tensor([[float((A * pattern).sum() / A.sum()) for A in
+                                              cache[f"blocks.{l}.attn.hook_pattern"][0]] for l in range(n_layers)])
+
+    info = {"answer": answer, "wrong": wrong, "position": last,
+            "logitDiff": {"clean": ld_clean, "corrupted": ld_corrupted}, "hookNames": names,
+            "replaced": {case: {"hook": hook, "what": what} for case, (hook, what, _) in REPLACED.items()}}
+    return {k: v.to(torch.float32) for k, v in out.items()}, info
+
+
+# The edits checked in expected.safetensors, on hook_z: (layer, head) ablated, and patched from OTHER_TEXT's run.
 ABLATE = (1, 2)
 PATCH = (0, 1)
+
+
+def set_head(head, value):
+    """A hook_z [1, L, H, D] replacement: one head's z set to `value` (0 ablates it)."""
+    def fn(z):
+        z[0, :, head] = value
+        return z
+    return fn
 
 
 def make(name, spec, seed):
@@ -393,22 +625,30 @@ def make(name, spec, seed):
     forward = gpt2_forward if gpt2 else llama_forward
     ids, other_ids = encode(TEXT), encode(OTHER_TEXT)
     assert len(ids) == len(other_ids), (name, len(ids), len(other_ids))
-    logits, patterns, _, lens = forward(w, cfg, ids)
-    _, _, other_zs, _ = forward(w, cfg, other_ids)
-    ablated, _, _, _ = forward(w, cfg, ids, {ABLATE: None})
-    patched, _, _, _ = forward(w, cfg, ids, {PATCH: other_zs[PATCH[0]][PATCH[1]]})
+    logits, clean, lens = forward(w, cfg, ids)
+    _, other, _ = forward(w, cfg, other_ids)
+    z = lambda l: f"blocks.{l}.attn.hook_z"
+    ablated, _, _ = forward(w, cfg, ids, {z(ABLATE[0]): set_head(ABLATE[1], 0)})
+    patched, _, _ = forward(w, cfg, ids, {z(PATCH[0]): set_head(PATCH[1], other.cache[z(PATCH[0])][0, :, PATCH[1]])})
     f32 = lambda t: t.to(torch.float32)
     expected = {"logits": f32(logits), "lens": f32(torch.stack(lens)), "ablated_logits": f32(ablated),
                 "patched_logits": f32(patched)}
-    for l, pattern in enumerate(patterns):
-        expected[f"pattern.{l}"] = f32(pattern)
+    for l in range(len(lens)):
+        expected[f"pattern.{l}"] = f32(clean.cache[f"blocks.{l}.attn.hook_pattern"][0])
     write_safetensors(os.path.join(folder, "expected.safetensors"), expected)
     with open(os.path.join(folder, "expected.json"), "w") as f:
         json.dump({"text": TEXT, "ids": ids, "otherText": OTHER_TEXT, "otherIds": other_ids,
                    "ablate": {"layer": ABLATE[0], "head": ABLATE[1]},
                    "patch": {"layer": PATCH[0], "head": PATCH[1]},
                    "dtype": str(spec["dtype"]).replace("torch.", ""), "family": spec["family"]}, f, indent=2)
-    print(f"{name}: vocab {vocab_size}, ids {ids}, top next token {int(logits[-1].argmax())}")
+
+    # Computed after everything above, from the same stored weights (the random stream is untouched).
+    hooks, info = hook_values(w, cfg, gpt2, forward, ids, other_ids)
+    write_safetensors(os.path.join(folder, "hooks.safetensors"), hooks)
+    with open(os.path.join(folder, "hooks.json"), "w") as f:
+        json.dump(info, f, indent=2)
+    print(f"{name}: vocab {vocab_size}, ids {ids}, top next token {int(logits[-1].argmax())}, "
+          f"answer {info['answer']} wrong {info['wrong']}")
 
 
 def main():

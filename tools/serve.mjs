@@ -20,7 +20,7 @@ export const MOUNTS = [
   ['/dist/', join(ROOT, 'dist')],
   ['/node_modules/wasm-feature-detect/', join(ROOT, 'node_modules', 'wasm-feature-detect')],
   ['/node_modules/uplot/dist/', join(ROOT, 'node_modules', 'uplot', 'dist')],  // the Train mode's charts
-  // The Your model mode's tokenizer.json (web/your-model/tokenizer.js).
+  // The Your model mode's tokenizer.json (bindings/js/models/tokenizer.js).
   ['/node_modules/@huggingface/tokenizers/dist/', join(ROOT, 'node_modules', '@huggingface', 'tokenizers', 'dist')],
   // The Sentiment tab's training worker (loaded when the user presses Train): tfjs and its wasm backend.
   ['/node_modules/@tensorflow/tfjs/dist/', join(ROOT, 'node_modules', '@tensorflow', 'tfjs', 'dist')],

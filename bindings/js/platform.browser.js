@@ -48,3 +48,8 @@ import(${JSON.stringify(url.href)}).then(
     stopListening: () => channel.close(),
   };
 }
+
+/** A page has no folder paths: loadModel takes the File objects a drop or a picker gives. */
+export async function readCheckpointFolder() {
+  throw new TypeError('loadModelFromFolder: a folder path needs Node; in a browser, pass the File objects of a drop or a file picker to loadModel');
+}

@@ -40,3 +40,25 @@ export async function workerScriptUrl(url) {
   await access(url);
   return { href: url.href, stopListening: () => {} };
 }
+
+/**
+ * A checkpoint folder's files as { name, bytes } (mha-wasm/models' loadModelFromFolder): config.json,
+ * tokenizer.json and the weights (model.safetensors, or the index and the shards it names).
+ */
+export async function readCheckpointFolder(path) {
+  const { readdir } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  let present;
+  try {
+    present = new Set(await readdir(path));
+  } catch (error) {
+    throw new TypeError(`loadModelFromFolder: cannot read the folder ${path}: ${error.message}`);
+  }
+  const names = ['config.json', 'tokenizer.json', 'model.safetensors', 'model.safetensors.index.json'].filter((name) => present.has(name));
+  if (!present.has('model.safetensors') && present.has('model.safetensors.index.json')) {
+    const index = JSON.parse(await readFile(join(path, 'model.safetensors.index.json'), 'utf8'));
+    // (shards the index names but the folder lacks are left for loadModel to name)
+    names.push(...new Set(Object.values(index?.weight_map ?? {}).filter((name) => present.has(name))));
+  }
+  return Promise.all(names.map(async (name) => ({ name, bytes: new Uint8Array(await readFile(join(path, name))) })));
+}

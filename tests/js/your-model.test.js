@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { init } from '../../bindings/js/index.js';
-import { architectureOf } from '../../web/your-model/architecture.js';
-import { readCheckpoint } from '../../web/your-model/checkpoint.js';
-import { CheckpointTokenizer } from '../../web/your-model/tokenizer.js';
-import { CheckpointModel } from '../../web/your-model/transformer.js';
+import { architectureOf } from '../../bindings/js/models/architecture.js';
+import { readCheckpoint } from '../../bindings/js/models/checkpoint.js';
+import { CheckpointTokenizer } from '../../bindings/js/models/tokenizer.js';
+import { CheckpointModel } from '../../bindings/js/models/transformer.js';
 import { assertClose, checkAgainstTorch, checkpointFiles, expectedValues, FIXTURES } from './your-model-fixtures.js';
 
 const mha = await init({ threads: 1 });
@@ -30,10 +30,17 @@ for (const name of FIXTURES) {
 
   test(`${name}: tokenizer.json gives the fixture's token ids and decodes them back`, () => {
     const { text, ids } = expectedValues(name);
-    const tokenizer = new CheckpointTokenizer(readCheckpoint(checkpointFiles(name)).tokenizerJson);
-    const encoded = tokenizer.encode(text);
+    const { tokenizerJson, config } = readCheckpoint(checkpointFiles(name));
+    const tokenizer = new CheckpointTokenizer(tokenizerJson, config);
+    const encoded = tokenizer.encodeWithTemplate(text);
     assert.deepEqual(encoded.ids, ids);
     assert.equal(encoded.labels.length, ids.length);
+    // TransformerLens' prepend_bos: by hand, whatever the post-processor adds (default: off for Qwen2).
+    const withoutTemplate = ids[0] === config.bos_token_id && name !== 'gpt2' ? ids.slice(1) : ids;
+    assert.deepEqual(tokenizer.encode(text, { prependBos: false }), withoutTemplate);
+    assert.deepEqual(tokenizer.encode(text, { prependBos: true }), [config.bos_token_id, ...withoutTemplate]);
+    assert.equal(tokenizer.prependBos, name !== 'qwen2');
+    assert.deepEqual(tokenizer.toStrTokens(ids), encoded.labels);
     assert.equal(tokenizer.decode(ids).replace(/^<s> ?/, ''), text);
   });
 }

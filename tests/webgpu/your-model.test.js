@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { init } from '../../bindings/js/index.js';
-import { readCheckpoint } from '../../web/your-model/checkpoint.js';
-import { CheckpointModel } from '../../web/your-model/transformer.js';
+import { readCheckpoint } from '../../bindings/js/models/checkpoint.js';
+import { CheckpointModel } from '../../bindings/js/models/transformer.js';
 import { assertClose, checkAgainstTorch, checkpointFiles, expectedValues, FIXTURES } from '../js/your-model-fixtures.js';
 import { openDevice } from './devices.js';
 

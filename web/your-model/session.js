@@ -4,9 +4,7 @@
 // views draw (as web/worker.js's run). Loading and generating pause between steps so that a
 // cancel message can stop them. No DOM.
 import { zPatch } from '../z-patch.js';
-import { readCheckpoint } from './checkpoint.js';
-import { CheckpointTokenizer } from './tokenizer.js';
-import { CheckpointModel } from './transformer.js';
+import { modelFromCheckpoint, readCheckpoint } from '../../bindings/js/models/index.js';
 
 const TOP = 5;
 
@@ -68,7 +66,6 @@ export class YourModelSession {
     this.dispose();
     const checkpoint = readCheckpoint(files, { onProgress: (done, total, name) => progress({ phase: 'weights', done, total, name }) });
     if (!checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
-    this.tokenizer = new CheckpointTokenizer(checkpoint.tokenizerJson);
     await this.#checkpointPoint();
     this.#checkpoint = checkpoint;
     try {
@@ -80,19 +77,35 @@ export class YourModelSession {
       this.#checkpoint = null;
       throw error;
     }
-    return { model: this.#model.summary, config: this.#config(), backend: this.#modelBackend };
+    return { model: this.#model.transformer.summary, config: this.#config(), backend: this.#modelBackend };
   }
 
+  /** The loaded model (mha-wasm/models' HookedModel) on the backend it was last run on, or null. */
+  get model() { return this.#model; }
+
   /** The model on the page's backend now (rebuilt from the kept tensors after a switch). */
-  async #modelOnBackend(afterLayer = null) {
+  async #hookedOnBackend(afterLayer = null) {
     if (!this.#checkpoint) throw new Error('no model loaded: drop its files first');
     const { wasm, attention, backend } = this.#context();
     if (this.#model && this.#modelBackend === backend) return this.#model;
     this.#model?.dispose();
     this.#model = null;
-    this.#model = await CheckpointModel.create(attention, wasm, this.#checkpoint, { afterLayer });
+    this.#model = await modelFromCheckpoint(attention, this.#checkpoint, {
+      wasm, onProgress: afterLayer && (({ done, total }) => afterLayer(done, total)),
+    });
+    this.tokenizer = this.#model.tokenizer;
     this.#modelBackend = backend;
     return this.#model;
+  }
+
+  /** The page's forward (every head's steps, the logit lens): the HookedModel's CheckpointModel. */
+  async #modelOnBackend(afterLayer = null) {
+    return (await this.#hookedOnBackend(afterLayer)).transformer;
+  }
+
+  /** The HookedModel on the page's backend now (the Patching view's workflows run on it). */
+  async hookedModel() {
+    return this.#hookedOnBackend();
   }
 
   #config() {
@@ -101,7 +114,7 @@ export class YourModelSession {
   }
 
   #encode(text) {
-    const { ids, labels } = this.tokenizer.encode(text);
+    const { ids, labels } = this.tokenizer.encodeWithTemplate(text);
     if (ids.length === 0) throw new RangeError('the text gives no tokens');
     const max = this.#checkpoint.architecture.maxPositions;
     if (ids.length > max) throw new RangeError(`the text is ${ids.length} tokens; the model takes at most ${max}`);

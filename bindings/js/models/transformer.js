@@ -5,6 +5,7 @@
 // are JavaScript loops. Weights stored in 16 bits stay 16-bit: attention layers and Linears with
 // weightDtype 'f16' (F16 bits passed as they are; BF16 widened once at load, then rounded to f16
 // as the attention layers' are). No DOM: worker and Node.
+import { addInto, concat, geluTanh, layerNorm, rmsNorm, swiglu } from './elementwise.js';
 import { transposed, widen } from './tensors.js';
 
 /** A weight matrix [out, in] as stored (and its bias or null) as an mha.Linear of `wasm`, loaded. */
@@ -20,17 +21,6 @@ function linearLayer(wasm, tensor, bias = null) {
   }
 }
 
-/** Float32Arrays end to end. */
-function concat(arrays) {
-  const out = new Float32Array(arrays.reduce((sum, a) => sum + a.length, 0));
-  let offset = 0;
-  for (const a of arrays) {
-    out.set(a, offset);
-    offset += a.length;
-  }
-  return out;
-}
-
 /** Rows [rows of out, ...] stacked: Llama's gate and up projections become one product. */
 function stacked(tensors) {
   const { dtype } = tensors[0];
@@ -43,57 +33,6 @@ function stacked(tensors) {
     offset += t.data.length;
   }
   return { dtype, shape: [rows, cols], data };
-}
-
-function layerNorm(x, E, weight, bias, eps) {
-  const y = new Float32Array(x.length);
-  for (let r = 0; r < x.length / E; r++) {
-    let mean = 0;
-    for (let i = 0; i < E; i++) mean += x[r * E + i];
-    mean /= E;
-    let variance = 0;
-    for (let i = 0; i < E; i++) variance += (x[r * E + i] - mean) ** 2;
-    const inv = 1 / Math.sqrt(variance / E + eps);
-    for (let i = 0; i < E; i++) y[r * E + i] = (x[r * E + i] - mean) * inv * weight[i] + bias[i];
-  }
-  return y;
-}
-
-function rmsNorm(x, E, weight, eps) {
-  const y = new Float32Array(x.length);
-  for (let r = 0; r < x.length / E; r++) {
-    let squares = 0;
-    for (let i = 0; i < E; i++) squares += x[r * E + i] ** 2;
-    const inv = 1 / Math.sqrt(squares / E + eps);
-    for (let i = 0; i < E; i++) y[r * E + i] = weight[i] * (x[r * E + i] * inv);
-  }
-  return y;
-}
-
-/** GPT-2's "gelu_new": the tanh approximation, in place. */
-function geluTanh(a) {
-  const c = Math.sqrt(2 / Math.PI);
-  for (let i = 0; i < a.length; i++) {
-    const v = a[i];
-    a[i] = 0.5 * v * (1 + Math.tanh(c * (v + 0.044715 * v * v * v)));
-  }
-  return a;
-}
-
-/** SwiGLU: silu(gate) * up, from the stacked [rows, 2I] product. */
-function swiglu(gateUp, rows, I) {
-  const out = new Float32Array(rows * I);
-  for (let r = 0; r < rows; r++) {
-    for (let i = 0; i < I; i++) {
-      const g = gateUp[r * 2 * I + i];
-      out[r * I + i] = (g / (1 + Math.exp(-g))) * gateUp[r * 2 * I + I + i];
-    }
-  }
-  return out;
-}
-
-function addInto(x, y) {
-  for (let i = 0; i < x.length; i++) x[i] += y[i];
 }
 
 /** create()'s constructor call: the layers are added one at a time after it. */
@@ -146,6 +85,7 @@ export class CheckpointModel {
     const f32 = (key, shape) => widen(get(key, shape));
     const E = a.embedDim, V = a.vocabSize;
     this.#build = { attention, wasm, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
+    this.tensor = get;
     try {
       if (a.family === 'gpt2') {
         this.embedding = get('transformer.wte.weight', [V, E]);
@@ -155,7 +95,9 @@ export class CheckpointModel {
         this.embedding = get('model.embed_tokens.weight', [V, E]);
         this.finalNorm = { weight: f32('model.norm.weight', [E]) };
       }
-      this.unembedding = linearLayer(wasm, a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]));
+      // The stored [V, E] matrix stays beside its Linear: directions read two of its rows.
+      this.unembeddingTensor = a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]);
+      this.unembedding = linearLayer(wasm, this.unembeddingTensor);
       if (deferLayers !== DEFER_LAYERS) for (let l = 0; l < a.numLayers; l++) this.#addLayer(l);
     } catch (error) {
       this.dispose();
@@ -207,7 +149,7 @@ export class CheckpointModel {
       made.push(up);
       const down = linearLayer(wasm, transposed(get(p + 'mlp.c_proj.weight', [I, E])), f32(p + 'mlp.c_proj.bias', [E]));
       made.push(down);
-      return { attention: layer, norm1, norm2, up, down };
+      return { attention: layer, norm1, norm2, up, down, outBias: f32(p + 'attn.c_proj.bias', [E]) };
     });
   }
 
@@ -242,11 +184,29 @@ export class CheckpointModel {
       made.push(up);
       const down = linearLayer(wasm, get(p + 'mlp.down_proj.weight', [E, I]));
       made.push(down);
-      return { attention: layer, norm1, norm2, up, down };
+      return { attention: layer, norm1, norm2, up, down, outBias: null }; // o_proj has no bias
     });
   }
 
   get numLayers() { return this.architecture.numLayers; }
+
+  /** Layer l's parts: { attention, norm1, norm2, up, down } (read by hooked-forward.js). */
+  layer(l) { return this.#layers[l]; }
+
+  /** A stored tensor by its Hugging Face key, widened to float32. */
+  weight(key) { return widen(this.tensor(key)); }
+
+  /** Row `id` of the unembedding [V, E] as float32: the direction of token id's logit. */
+  unembeddingRow(id) {
+    const E = this.architecture.embedDim;
+    return widen(this.unembeddingTensor, id * E, (id + 1) * E);
+  }
+
+  /** A norm's output for rows [rows, E] (LayerNorm with bias, RMSNorm without). */
+  normalize(x, norm) { return this.#norm(x, norm); }
+
+  /** x [rows, in] through one of the model's mha.Linears: [rows, out]. */
+  product(x, rows, linear) { return this.#product(x, rows, linear); }
 
   /** What the page reports: { family, numLayers, numHeads, numKvHeads, dtype }. */
   get summary() {
@@ -264,8 +224,8 @@ export class CheckpointModel {
     return linear.forward({ data: x, shape: [rows, linear.config.inFeatures] }).data;
   }
 
-  /** Token embeddings (plus GPT-2's learned positions from `start`), [L, E]. */
-  embed(ids, start = 0) {
+  /** Token embeddings (plus GPT-2's learned positions from `start`, unless `positions: false`), [L, E]. */
+  embed(ids, start = 0, { positions = true } = {}) {
     const { embedDim: E, vocabSize: V, maxPositions } = this.architecture;
     const x = new Float32Array(ids.length * E);
     ids.forEach((id, i) => {
@@ -276,9 +236,15 @@ export class CheckpointModel {
       if (start + ids.length > maxPositions) {
         throw new RangeError(`forward: ${start + ids.length} tokens exceed the model's ${maxPositions} positions (n_positions)`);
       }
-      addInto(x, widen(this.positions, start * E, (start + ids.length) * E));
+      if (positions) addInto(x, this.positionRows(start, ids.length));
     }
     return x;
+  }
+
+  /** GPT-2's learned position rows [count, E] from `start`. */
+  positionRows(start, count) {
+    const E = this.architecture.embedDim;
+    return widen(this.positions, start * E, (start + count) * E);
   }
 
   /** The unembedding of residual rows [rows, E] after the final norm: logits [rows, V]. */
@@ -287,7 +253,8 @@ export class CheckpointModel {
     return this.#product(this.#norm(x, this.finalNorm), rows, this.unembedding);
   }
 
-  #mlp(layer, h, rows) {
+  /** The MLP's output [rows, E] for its normalized input rows. */
+  mlp(layer, h, rows) {
     const { family, hiddenDim: I } = this.architecture;
     if (family === 'gpt2') {
       return this.#product(geluTanh(this.#product(h, rows, layer.up)), rows, layer.down);
@@ -333,7 +300,7 @@ export class CheckpointModel {
       });
       attentionMs += performance.now() - started;
       addInto(x, result.output.data);
-      addInto(x, this.#mlp(layer, this.#norm(x, layer.norm2), L));
+      addInto(x, this.mlp(layer, this.#norm(x, layer.norm2), L));
       layers.push({
         weights: result.weights.data, keys: result.weights.shape.at(-1), output: result.output.data,
         ...(capture === true ? { input, captured: result.captured } : {}),

@@ -2,7 +2,7 @@
 // patterns (Uint16Array), so a half-precision model holds half the memory. Each is widened to
 // float32 where a kernel needs it: whole for a matrix product (then dropped), a row for an
 // embedding lookup. No DOM: runs in the page's worker and in Node.
-import { halfToFloat } from '../../bindings/js/formats/float16.js';
+import { halfToFloat } from '../formats/float16.js';
 
 export const FLOAT_DTYPES = ['F32', 'F16', 'BF16'];
 

@@ -2,7 +2,7 @@
 // model.safetensors.index.json with the shards it names) and tokenizer.json. Files come as
 // { name, bytes } (the page reads dropped File objects into that form); a name may carry a folder
 // ("gpt2/config.json"), only its last part counts. No DOM: runs in the worker and in Node.
-import { readSafetensors } from '../../bindings/js/formats/safetensors.js';
+import { readSafetensors } from '../formats/safetensors.js';
 import { architectureOf } from './architecture.js';
 import { FLOAT_DTYPES } from './tensors.js';
 

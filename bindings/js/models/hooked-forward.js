@@ -1,0 +1,218 @@
+// One forward of a CheckpointModel through TransformerLens' hook points (a HookRun says which the
+// run must produce). A point nobody asked for costs nothing: its block takes the model's plain
+// path. The attention's inner points are the layer's own captured steps (docs/steps.md), turned
+// into TransformerLens' layout; a replacement there goes back into the layer as a patch, so the
+// attention that follows is the package's, never a copy in JavaScript. The run may start inside
+// the model (`from`): the sweeps of patching.js recompute only what lies after a patch.
+import { addInto, geluTanh } from './elementwise.js';
+import { rotateHalf } from './rotary.js';
+
+/** [A, B, C] -> [B, A, C]: the layer's [heads, L, D] rows and TransformerLens' [L, heads, D]. */
+function swapLeading(data, A, B, C) {
+  const out = new Float32Array(data.length);
+  for (let a = 0; a < A; a++) {
+    for (let b = 0; b < B; b++) out.set(data.subarray((a * B + b) * C, (a * B + b + 1) * C), (b * A + a) * C);
+  }
+  return out;
+}
+
+/** Softmax of each row of `cols` (a -Infinity is a blocked key; a row with none open, or NaN, is 0). */
+function softmaxRows(scores, cols) {
+  const out = new Float32Array(scores.length);
+  for (let r = 0; r < scores.length / cols; r++) {
+    const row = scores.subarray(r * cols, (r + 1) * cols);
+    const max = row.reduce((m, v) => Math.max(m, v), -Infinity);
+    if (!Number.isFinite(max)) continue;
+    let total = 0;
+    for (let c = 0; c < cols; c++) total += (out[r * cols + c] = Math.exp(row[c] - max));
+    if (!(total > 0) || Number.isNaN(total)) { out.fill(0, r * cols, (r + 1) * cols); continue; }
+    for (let c = 0; c < cols; c++) out[r * cols + c] /= total;
+  }
+  return out;
+}
+
+// The attention's inner points in the order TransformerLens fires them, each with the layer's
+// step it reads ('logits' is the layer's name for the scaled, masked scores).
+const ATTENTION_POINTS = [
+  ['attn.hook_q', 'q'], ['attn.hook_k', 'k'], ['attn.hook_v', 'v'],
+  ['attn.hook_rot_q', 'q'], ['attn.hook_rot_k', 'k'],
+  ['attn.hook_attn_scores', 'logits'], ['attn.hook_pattern', 'pattern'],
+  ['attn.hook_z', 'z'], ['attn.hook_result', 'result'],
+];
+// A patch of one step recomputes what follows it from the layer's input, so it keeps an earlier
+// patch only if it comes after everything that patch changed: which steps each patch carries.
+const CARRIES = { q: ['q'], k: ['k'], v: ['v'], pattern: ['q', 'k', 'pattern'], z: ['q', 'k', 'v', 'pattern', 'z'] };
+
+export class HookedForward {
+  #model;
+  #a;
+
+  constructor(model) {
+    this.#model = model;
+    this.#a = model.architecture;
+  }
+
+  /**
+   * Runs ids [L] through the model, passing every point `run` wants. `from` starts inside the
+   * model: { layer, stage: 'pre' | 'mid', resid: Float32Array [L, E] } (the residual before layer's
+   * block, or after its attention). `output`: 'logits' ([L, V]), 'residual' (the final resid_post
+   * [L, E], before the final norm) or 'both'. Resolves to { logits?, residual? }.
+   */
+  async run(ids, run, { from = null, output = 'logits' } = {}) {
+    const { numLayers } = this.#a;
+    const L = ids.length;
+    let x = from ? Float32Array.from(from.resid) : await this.#embed(ids, run);
+    for (let l = from ? from.layer : 0; l < numLayers; l++) {
+      const p = `blocks.${l}.`;
+      const layer = this.#model.layer(l);
+      if (!(from && from.layer === l && from.stage === 'mid')) {
+        x = await run.at(p + 'hook_resid_pre', x);
+        const input = await this.#norm(x, layer.norm1, p + 'ln1', run);
+        const attnOut = await run.at(p + 'hook_attn_out', await this.#attention(l, layer, input, L, run));
+        x = Float32Array.from(x);
+        addInto(x, attnOut);
+      }
+      x = await run.at(p + 'hook_resid_mid', x);
+      const mlpOut = await run.at(p + 'hook_mlp_out', await this.#mlp(layer, await this.#norm(x, layer.norm2, p + 'ln2', run), L, p, run));
+      x = Float32Array.from(x);
+      addInto(x, mlpOut);
+      x = await run.at(p + 'hook_resid_post', x);
+    }
+    const result = {};
+    if (output !== 'logits') result.residual = x;
+    if (output !== 'residual') {
+      const normalized = await this.#norm(x, this.#model.finalNorm, 'ln_final', run);
+      result.logits = this.#model.product(normalized, L, this.#model.unembedding);
+    }
+    return result;
+  }
+
+  async #embed(ids, run) {
+    const { positions } = this.#model;
+    if (!run.wants('hook_embed') && !run.wants('hook_pos_embed')) return this.#model.embed(ids);
+    const embed = await run.at('hook_embed', this.#model.embed(ids, 0, { positions: false }));
+    const x = Float32Array.from(embed);
+    if (positions) addInto(x, await run.at('hook_pos_embed', this.#model.positionRows(0, ids.length)));
+    return x;
+  }
+
+  /** A norm through its two points: scale [L, 1] and normalized [L, E], then weight (and bias). */
+  async #norm(x, norm, prefix, run) {
+    const scaleName = `${prefix}.hook_scale`, normalizedName = `${prefix}.hook_normalized`;
+    if (!run.wants(scaleName) && !run.wants(normalizedName)) return this.#model.normalize(x, norm);
+    const { embedDim: E, normEps } = this.#a;
+    const rows = x.length / E;
+    const centred = Float32Array.from(x);
+    if (norm.bias) {
+      for (let r = 0; r < rows; r++) {
+        let mean = 0;
+        for (let i = 0; i < E; i++) mean += x[r * E + i];
+        mean /= E;
+        for (let i = 0; i < E; i++) centred[r * E + i] -= mean;
+      }
+    }
+    const scale = new Float32Array(rows);
+    for (let r = 0; r < rows; r++) {
+      let squares = 0;
+      for (let i = 0; i < E; i++) squares += centred[r * E + i] ** 2;
+      scale[r] = Math.sqrt(squares / E + normEps);
+    }
+    const scaled = await run.at(scaleName, scale);
+    let normalized = new Float32Array(x.length);
+    for (let r = 0; r < rows; r++) {
+      for (let i = 0; i < E; i++) normalized[r * E + i] = centred[r * E + i] / scaled[r];
+    }
+    normalized = await run.at(normalizedName, normalized);
+    const y = new Float32Array(x.length);
+    for (let r = 0; r < rows; r++) {
+      for (let i = 0; i < E; i++) y[r * E + i] = normalized[r * E + i] * norm.weight[i] + (norm.bias ? norm.bias[i] : 0);
+    }
+    return y;
+  }
+
+  /** The attention's output [L, E] for its input rows, through its inner points. */
+  async #attention(l, layer, input, L, run) {
+    const p = `blocks.${l}.`;
+    const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E, ropeTheta } = this.#a;
+    const points = ATTENTION_POINTS.filter(([name]) => run.wants(p + name));
+    const call = (patch) => layer.attention.forwardAsync({ data: input, shape: [L, E] }, null, null, {
+      causal: true,
+      ...(points.length ? { capture: [...new Set(points.map(([, step]) => step))] } : {}),
+      ...(patch ? { patch } : {}),
+    });
+    let result = await call(null);
+    let patched = null;        // the step the last rerun patched
+    let resultRows = null;     // hook_result's replacement: the output is then its sum plus b_O
+    const heads = { q: H, k: K };
+    for (const [name, step] of points) {
+      const full = p + name;
+      const captured = result.captured[step].data;
+      let value;
+      if (step === 'q' || step === 'k' || step === 'v') {
+        value = swapLeading(captured, heads[step] ?? K, L, D);
+        if (name === 'attn.hook_q' || name === 'attn.hook_k') {
+          if (this.#a.family === 'llama') value = rotateHalf(value, L, heads[step], D, ropeTheta, -1);
+        }
+      } else {
+        value = captured;
+      }
+      const replaced = await run.at(full, value);
+      if (replaced === value) continue;
+      if (step === 'result') { resultRows = replaced; continue; }
+      let patchStep = step, patchData;
+      if (step === 'logits') {
+        patchStep = 'pattern';
+        patchData = softmaxRows(replaced, L);
+      } else if (step === 'q' || step === 'k' || step === 'v') {
+        const rows = (name === 'attn.hook_q' || name === 'attn.hook_k') && this.#a.family === 'llama'
+          ? rotateHalf(replaced, L, heads[step], D, ropeTheta, 1) : replaced;
+        patchData = swapLeading(rows, L, heads[step] ?? K, D);
+      } else {
+        patchData = replaced;
+      }
+      if (patched && !CARRIES[patchStep].includes(patched)) {
+        throw new TypeError(`runWithHooks: ${full} replaces a value after a hook in ${p}attn replaced its ${patched}, and the attention takes one patched step a call (a later one carries an earlier one only if it follows it: q or k into pattern, anything into z); replace one of them, or ${p}attn.hook_z`);
+      }
+      patched = patchStep;
+      // (the pattern has the scores' shape: a scores hook captured no pattern)
+      result = await call({ [patchStep]: { data: patchData, shape: result.captured[step].shape } });
+    }
+    if (!resultRows) return result.output.data;
+    // output = Σ_h result[:, h] + out_proj.bias (docs/steps.md).
+    const out = new Float32Array(L * E);
+    const bias = layer.outBias;
+    for (let i = 0; i < L; i++) {
+      for (let h = 0; h < H; h++) {
+        for (let e = 0; e < E; e++) out[i * E + e] += resultRows[(i * H + h) * E + e];
+      }
+      if (bias) for (let e = 0; e < E; e++) out[i * E + e] += bias[e];
+    }
+    return out;
+  }
+
+  /** The MLP's output [L, E] for its input rows, through hook_pre (hook_pre_linear) and hook_post. */
+  async #mlp(layer, h, L, p, run) {
+    const names = ['mlp.hook_pre', 'mlp.hook_pre_linear', 'mlp.hook_post'].map((n) => p + n);
+    if (!names.some((n) => run.wants(n))) return this.#model.mlp(layer, h, L);
+    const I = this.#a.hiddenDim;
+    const up = this.#model.product(h, L, layer.up);
+    let post;
+    if (this.#a.family === 'gpt2') {
+      const pre = await run.at(names[0], up);
+      post = geluTanh(Float32Array.from(pre));
+    } else {
+      // The stacked product's rows are [gate (I), up (I)].
+      const gate = new Float32Array(L * I), linear = new Float32Array(L * I);
+      for (let r = 0; r < L; r++) {
+        gate.set(up.subarray(r * 2 * I, r * 2 * I + I), r * I);
+        linear.set(up.subarray(r * 2 * I + I, (r + 1) * 2 * I), r * I);
+      }
+      const pre = await run.at(names[0], gate);
+      const preLinear = await run.at(names[1], linear);
+      post = new Float32Array(L * I);
+      for (let i = 0; i < post.length; i++) post[i] = (pre[i] / (1 + Math.exp(-pre[i]))) * preLinear[i];
+    }
+    post = await run.at(names[2], post);
+    return this.#model.product(post, L, layer.down);
+  }
+}

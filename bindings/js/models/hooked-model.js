@@ -1,0 +1,253 @@
+// A user's checkpoint as a library: loadModel() reads Hugging Face's files into a HookedModel,
+// whose forward, runWithCache and runWithHooks pass TransformerLens' hook points
+// (hook-points.js), and whose generate() decodes through every layer's KV cache. The attention runs
+// on the module given (wasm, or WebGPU with a wasm module for the other products). No DOM: page,
+// worker and Node.
+import { ActivationCache } from './activation-cache.js';
+import { readCheckpoint } from './checkpoint.js';
+import { HookedForward } from './hooked-forward.js';
+import { hookPoints, unknownHookError } from './hook-points.js';
+import { HookRun } from './hook-run.js';
+import { CheckpointTokenizer } from './tokenizer.js';
+import { CheckpointModel } from './transformer.js';
+
+/** ids as an Int32Array of token ids inside the vocabulary; errors name `what`. */
+export function checkIds(what, ids, vocabSize, maxPositions) {
+  if (!(Array.isArray(ids) || ids instanceof Int32Array || ids instanceof Uint32Array)) {
+    throw new TypeError(`${what}: ids must be an array or Int32Array of token ids, got ${ids === null ? 'null' : typeof ids === 'string' ? 'a string (encode it first: model.tokenizer.encode(text))' : typeof ids}`);
+  }
+  if (ids.length === 0) throw new RangeError(`${what}: ids must hold at least one token`);
+  if (ids.length > maxPositions) throw new RangeError(`${what}: ${ids.length} tokens; the model takes at most ${maxPositions} (max_position_embeddings / n_positions)`);
+  const out = new Int32Array(ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+      throw new RangeError(`${what}: ids[${i}] = ${id} is not a token id of the vocabulary [0, ${vocabSize})`);
+    }
+    out[i] = id;
+  }
+  return out;
+}
+
+/** runWithCache's names: undefined for all, else a list (or one name, or a predicate) of hook names. */
+function namesToKeep(names, points) {
+  if (names === undefined || names === null) return 'all';
+  if (typeof names === 'function') return new Set([...points.keys()].filter((name) => names(name)));
+  const list = typeof names === 'string' ? [names] : names;
+  if (!Array.isArray(list)) throw new TypeError(`runWithCache: names must be an array of hook names, one name or a function of a name, got ${typeof names}`);
+  list.forEach((name, i) => {
+    if (!points.has(name)) throw unknownHookError(`runWithCache: names[${i}]`, name, points);
+  });
+  return new Set(list);
+}
+
+/** runWithHooks' hooks: { name: fn } as a Map, each name known and each value a function. */
+function hooksMap(hooks, points) {
+  if (hooks === null || typeof hooks !== 'object' || Array.isArray(hooks)) {
+    throw new TypeError('runWithHooks: hooks must be an object of { hookName: function(activation, { name }) }');
+  }
+  const map = new Map();
+  for (const [name, fn] of Object.entries(hooks)) {
+    if (!points.has(name)) throw unknownHookError('runWithHooks: hooks', name, points);
+    if (typeof fn !== 'function') throw new TypeError(`runWithHooks: hooks[${JSON.stringify(name)}] must be a function, got ${typeof fn}`);
+    map.set(name, fn);
+  }
+  return map;
+}
+
+/** The model's config as the API reports it. */
+function publicConfig(architecture, config) {
+  const { family, numLayers, embedDim, numHeads, numKvHeads, headDim, vocabSize, maxPositions, hiddenDim } = architecture;
+  return Object.freeze({
+    family, modelType: config.model_type, numLayers, embedDim, numHeads, numKvHeads, headDim, vocabSize,
+    maxPositions, hiddenDim, normalization: family === 'gpt2' ? 'layernorm' : 'rmsnorm',
+  });
+}
+
+export class HookedModel {
+  #forward;
+  #points;
+  #disposed = false;
+
+  /** Use loadModel(); this takes a CheckpointModel and its tokenizer. */
+  constructor(transformer, tokenizer, config) {
+    /** The CheckpointModel underneath (the page's views read its forward directly). */
+    this.transformer = transformer;
+    this.tokenizer = tokenizer;
+    this.config = publicConfig(transformer.architecture, config);
+    this.#points = hookPoints(transformer.architecture);
+    this.#forward = new HookedForward(transformer);
+  }
+
+  /** Every hook point's name, in the order a forward passes them. */
+  get hookNames() { return [...this.#points.keys()]; }
+
+  /** A hook point's shape for a run of `L` tokens. */
+  hookShape(name, L) {
+    if (!this.#points.has(name)) throw unknownHookError('hookShape', name, this.#points);
+    return this.#points.get(name)(L);
+  }
+
+  #alive(what) {
+    if (this.#disposed) throw new Error(`${what}: the model was disposed`);
+  }
+
+  #ids(what, ids) {
+    this.#alive(what);
+    return checkIds(what, ids, this.config.vocabSize, this.config.maxPositions);
+  }
+
+  #logits(data, L) {
+    return { data, shape: [1, L, this.config.vocabSize] };
+  }
+
+  /** The logits of one sequence: { logits: { data, shape: [1, pos, vocab] } }. */
+  async forward(ids) {
+    const checked = this.#ids('forward', ids);
+    const { logits } = await this.#forward.run(checked, new HookRun(this.#points, checked.length, { what: 'forward' }));
+    return { logits: this.#logits(logits, checked.length) };
+  }
+
+  /**
+   * The logits and the activations at `names` (every hook point when left out):
+   * { logits, cache }, cache.get(name) -> { data, shape }.
+   */
+  async runWithCache(ids, { names } = {}) {
+    const checked = this.#ids('runWithCache', ids);
+    const run = new HookRun(this.#points, checked.length, { keep: namesToKeep(names, this.#points), what: 'runWithCache' });
+    const { logits } = await this.#forward.run(checked, run);
+    return { logits: this.#logits(logits, checked.length), cache: new ActivationCache(run.kept, checked) };
+  }
+
+  /**
+   * The logits with `hooks` ({ hookName: (activation, { name }) => replacement | undefined }) run
+   * at their points: { logits }. A hook may also keep a cache: `names` as runWithCache's.
+   */
+  async runWithHooks(ids, { hooks = {}, names = null } = {}) {
+    const checked = this.#ids('runWithHooks', ids);
+    const run = new HookRun(this.#points, checked.length, {
+      hooks: hooksMap(hooks, this.#points), keep: names === null ? null : namesToKeep(names, this.#points), what: 'runWithHooks',
+    });
+    const { logits } = await this.#forward.run(checked, run);
+    return { logits: this.#logits(logits, checked.length), ...(names === null ? {} : { cache: new ActivationCache(run.kept, checked) }) };
+  }
+
+  /**
+   * Internal to the workflows (patching.js): a run that starts inside the model, with a HookRun.
+   * `from`: { layer, stage: 'pre' | 'mid', resid }; output 'logits' | 'residual' | 'both'.
+   */
+  async runFrom(ids, run, options) {
+    this.#alive('activationPatching');
+    return this.#forward.run(ids, run, options);
+  }
+
+  /** A HookRun over this model's points (for the workflows). */
+  hookRun(L, options) { return new HookRun(this.#points, L, options); }
+
+  /**
+   * Greedy decoding of up to `maxNewTokens` tokens after `ids`, one token a step through every
+   * layer's KV cache. `onToken(id, { index, text })` after each (returning false stops);
+   * `stopAtEos` (default true) stops after the EOS token. Resolves to { ids: the new ids, text }.
+   */
+  async generate(ids, { maxNewTokens = 20, onToken = null, stopAtEos = true, signal = null } = {}) {
+    const prompt = this.#ids('generate', ids);
+    if (!Number.isInteger(maxNewTokens) || maxNewTokens < 0) {
+      throw new RangeError(`generate: maxNewTokens must be a non-negative integer, got ${maxNewTokens}`);
+    }
+    const total = Math.min(prompt.length + maxNewTokens, this.config.maxPositions);
+    const model = this.transformer;
+    const caches = model.createCaches(total);
+    const generated = [];
+    try {
+      let { logits } = await model.forward(Array.from(prompt), { caches, logits: 'last', lens: false });
+      while (prompt.length + generated.length < total) {
+        if (signal?.aborted) throw abortError('generate');
+        let next = 0;
+        for (let v = 1; v < logits.length; v++) if (logits[v] > logits[next]) next = v;
+        generated.push(next);
+        const keepGoing = await onToken?.(next, { index: generated.length - 1, text: this.tokenizer.decodeOne(next) });
+        if (keepGoing === false || (stopAtEos && next === this.tokenizer.eosTokenId)) break;
+        if (prompt.length + generated.length >= total) break;
+        ({ logits } = await model.forward([next], { caches, logits: 'last', lens: false }));
+      }
+    } finally {
+      for (const cache of caches) cache.dispose();
+    }
+    return { ids: generated, text: this.tokenizer.decode(generated) };
+  }
+
+  /** Frees the model's wasm (and GPU) memory. */
+  dispose() {
+    this.transformer.dispose();
+    this.#disposed = true;
+  }
+}
+
+/** An Error named AbortError, as fetch() rejects with on an aborted signal. */
+export function abortError(what) {
+  const error = new Error(`${what}: aborted`);
+  error.name = 'AbortError';
+  return error;
+}
+
+/** A File / Blob (with a name) or { name, bytes } as { name, bytes: Uint8Array }. */
+async function namedBytes(file, i) {
+  if (typeof Blob !== 'undefined' && file instanceof Blob) {
+    const name = file.webkitRelativePath || file.name;
+    if (typeof name !== 'string' || !name) throw new TypeError(`loadModel: files[${i}] is a Blob without a name; give a File, or { name, bytes }`);
+    return { name, bytes: new Uint8Array(await file.arrayBuffer()) };
+  }
+  if (file && typeof file.name === 'string' && (file.bytes instanceof Uint8Array || file.bytes instanceof ArrayBuffer)) {
+    return { name: file.name, bytes: file.bytes instanceof Uint8Array ? file.bytes : new Uint8Array(file.bytes) };
+  }
+  throw new TypeError(`loadModel: files[${i}] must be a File, a named Blob or { name: string, bytes: Uint8Array | ArrayBuffer }`);
+}
+
+/** The two modules a model runs on: attention on `mha`, the other products on wasm. */
+function modulesOf(mha, wasm) {
+  if (!mha || typeof mha.MultiHeadAttention !== 'function') {
+    throw new TypeError('loadModel: mha must be the module init() resolved to (wasm or WebGPU)');
+  }
+  if (mha.backend === 'webgpu') {
+    if (!wasm || typeof wasm.Linear !== 'function') {
+      throw new TypeError("loadModel: options.wasm: a WebGPU module runs the attention; the model's other products need the wasm module (await init()) as options.wasm");
+    }
+    return { attention: mha, wasm };
+  }
+  if (typeof mha.Linear !== 'function') throw new TypeError('loadModel: mha must be the module init() resolved to (wasm or WebGPU)');
+  return { attention: mha, wasm: mha };
+}
+
+/**
+ * A HookedModel from a checkpoint already read (readCheckpoint()): `onProgress({ phase: 'layers',
+ * done, total })` after each layer; `signal` (an AbortSignal) stops between layers.
+ */
+export async function modelFromCheckpoint(mha, checkpoint, { wasm = null, onProgress = null, signal = null } = {}) {
+  const modules = modulesOf(mha, wasm);
+  if (!checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
+  const tokenizer = new CheckpointTokenizer(checkpoint.tokenizerJson, checkpoint.config);
+  const transformer = await CheckpointModel.create(modules.attention, modules.wasm, checkpoint, {
+    afterLayer: async (done, total) => {
+      await onProgress?.({ phase: 'layers', done, total, name: `layer ${done}` });
+      if (signal?.aborted) throw abortError('loadModel');
+    },
+  });
+  return new HookedModel(transformer, tokenizer, checkpoint.config);
+}
+
+/**
+ * Loads a Hugging Face checkpoint's files (config.json, model.safetensors or the index with its
+ * shards, tokenizer.json) as a HookedModel. files: File / Blob objects or { name, bytes }.
+ * options: { wasm (with a WebGPU mha), onProgress({ phase, done, total, name }), signal }.
+ */
+export async function loadModel(mha, files, options = {}) {
+  modulesOf(mha, options.wasm);
+  if (!Array.isArray(files) || files.length === 0) {
+    throw new TypeError('loadModel: files must be a non-empty array of File objects or { name, bytes }');
+  }
+  const named = await Promise.all(files.map(namedBytes));
+  const checkpoint = readCheckpoint(named, {
+    onProgress: (done, total, name) => options.onProgress?.({ phase: 'weights', done, total, name }),
+  });
+  return modelFromCheckpoint(mha, checkpoint, options);
+}

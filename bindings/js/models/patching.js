@@ -1,0 +1,139 @@
+// Activation patching, TransformerLens' patching.py sweeps: the corrupted ids run again with one
+// slice of one activation copied in from the clean run, for every slice, and each run scored.
+// A patch at layer l changes nothing before it, so each run starts there from the corrupted run's
+// cache (HookedModel.runFrom) and recomputes only what follows. A head's output is its share of
+// hook_attn_out (hook_result, z_h · W_O[h]): patching the head's z, as TransformerLens does, is
+// the same as swapping that share, so a head's patch starts from its layer's attention output.
+import { abortError, checkIds } from './hooked-model.js';
+
+const OVERS = {
+  resid_pre: { hooks: ['hook_resid_pre'], byPosition: true },
+  attn_out: { hooks: ['hook_attn_out', 'hook_resid_pre'], byPosition: true },
+  mlp_out: { hooks: ['hook_mlp_out', 'hook_resid_mid'], byPosition: true },
+  head_out: { hooks: ['attn.hook_result', 'hook_attn_out', 'hook_resid_pre'], byPosition: false },
+  head_out_by_pos: { hooks: ['attn.hook_result', 'hook_attn_out', 'hook_resid_pre'], byPosition: true },
+};
+
+const tokenId = (what, id, V) => {
+  if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`activationPatching: ${what} must be a token id in [0, ${V}), got ${id}`);
+  return id;
+};
+
+/** The row `pos` of [L, width] rows. */
+const row = (data, pos, width) => data.subarray(pos * width, (pos + 1) * width);
+
+/** a + b as a new array. */
+function sum(a, b) {
+  const out = Float32Array.from(a);
+  for (let i = 0; i < out.length; i++) out[i] += b[i];
+  return out;
+}
+
+/** A macrotask between runs, so that a worker sees a cancel message (and a page can paint). */
+const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/**
+ * The sweep `over` ('resid_pre', 'attn_out', 'mlp_out': [layers, positions]; 'head_out':
+ * [layers, heads]; 'head_out_by_pos': [layers, positions, heads]) as { data, shape }. Each value is
+ * the logit difference answer − wrong at the last position, normalized to 0 for the corrupted run
+ * and 1 for the clean one; or `metric(logits)`'s value (logits { data, shape: [1, pos, vocab] }),
+ * not normalized. `onProgress(done, total)`; `signal` (an AbortSignal) rejects with an AbortError.
+ */
+export async function activationPatching(model, options = {}) {
+  const { clean, corrupted, answer, wrong, over, metric = null, onProgress = null, signal = null } = options;
+  const { numLayers, numHeads: H, embedDim: E, vocabSize: V, maxPositions } = model.config;
+  if (!(over in OVERS)) {
+    throw new TypeError(`activationPatching: over must be one of ${Object.keys(OVERS).map((o) => `'${o}'`).join(', ')}, got ${JSON.stringify(over)}`);
+  }
+  const cleanIds = checkIds('activationPatching: clean', clean, V, maxPositions);
+  const corruptedIds = checkIds('activationPatching: corrupted', corrupted, V, maxPositions);
+  if (cleanIds.length !== corruptedIds.length) {
+    throw new RangeError(`activationPatching: clean is ${cleanIds.length} tokens and corrupted ${corruptedIds.length}; patching needs two of the same length`);
+  }
+  if (metric !== null && typeof metric !== 'function') throw new TypeError(`activationPatching: metric must be a function of the logits, got ${typeof metric}`);
+  const L = cleanIds.length;
+  let score;
+  if (metric) {
+    score = async (result) => {
+      const value = await metric({ data: result.logits, shape: [1, L, V] });
+      if (typeof value !== 'number') throw new TypeError(`activationPatching: metric must return a number, got ${typeof value}`);
+      return value;
+    };
+  } else {
+    tokenId('answer', answer, V);
+    tokenId('wrong', wrong, V);
+    // The logit difference is one dot product with the final norm's last row: no unembedding.
+    const direction = model.transformer.unembeddingRow(answer);
+    const other = model.transformer.unembeddingRow(wrong);
+    for (let i = 0; i < E; i++) direction[i] -= other[i];
+    score = async ({ residual }) => {
+      const last = model.transformer.normalize(row(residual, L - 1, E), model.transformer.finalNorm);
+      let dot = 0;
+      for (let i = 0; i < E; i++) dot += last[i] * direction[i];
+      return dot;
+    };
+  }
+  const output = metric ? 'logits' : 'residual';
+  const { hooks, byPosition } = OVERS[over];
+  const names = Array.from({ length: numLayers }, (_, l) => hooks.map((h) => `blocks.${l}.${h}`)).flat();
+  const cached = async (ids) => {
+    const run = model.hookRun(L, { keep: new Set(names), what: 'activationPatching' });
+    const result = await model.runFrom(ids, run, { output: 'both' });
+    return { score: await score(result), get: (name) => run.kept.get(name).data };
+  };
+  const cleanRun = await cached(cleanIds);
+  const corruptedRun = await cached(corruptedIds);
+  const span = cleanRun.score - corruptedRun.score;
+  const normalized = metric ? (value) => value : (value) => (value - corruptedRun.score) / span;
+
+  const positions = byPosition ? L : 1;
+  const perLayer = over.startsWith('head') ? positions * H : positions;
+  const total = numLayers * perLayer;
+  const data = new Float32Array(total);
+  const plain = model.hookRun(L, { what: 'activationPatching' });
+  const runFrom = async (from) => score(await model.runFrom(corruptedIds, plain, { from, output }));
+  let done = 0, lastYield = performance.now();
+  for (let l = 0; l < numLayers; l++) {
+    const p = `blocks.${l}.`;
+    for (let i = 0; i < perLayer; i++) {
+      if (signal?.aborted) throw abortError('activationPatching');
+      let value;
+      if (over === 'resid_pre') {
+        const resid = Float32Array.from(corruptedRun.get(p + 'hook_resid_pre'));
+        resid.set(row(cleanRun.get(p + 'hook_resid_pre'), i, E), i * E);
+        value = await runFrom({ layer: l, stage: 'pre', resid });
+      } else if (over === 'attn_out') {
+        const attnOut = Float32Array.from(corruptedRun.get(p + 'hook_attn_out'));
+        attnOut.set(row(cleanRun.get(p + 'hook_attn_out'), i, E), i * E);
+        value = await runFrom({ layer: l, stage: 'mid', resid: sum(corruptedRun.get(p + 'hook_resid_pre'), attnOut) });
+      } else if (over === 'mlp_out') {
+        const mlpOut = Float32Array.from(corruptedRun.get(p + 'hook_mlp_out'));
+        mlpOut.set(row(cleanRun.get(p + 'hook_mlp_out'), i, E), i * E);
+        const resid = sum(corruptedRun.get(p + 'hook_resid_mid'), mlpOut);
+        value = l + 1 < numLayers
+          ? await runFrom({ layer: l + 1, stage: 'pre', resid })
+          : await score(metric ? { logits: model.transformer.unembed(resid) } : { residual: resid });
+      } else {
+        // head_out: head h at every position; head_out_by_pos: head h at position pos.
+        const h = i % H, pos = byPosition ? Math.floor(i / H) : -1;
+        const attnOut = Float32Array.from(corruptedRun.get(p + 'hook_attn_out'));
+        const cleanResult = cleanRun.get(p + 'attn.hook_result'), corruptedResult = corruptedRun.get(p + 'attn.hook_result');
+        for (let t = 0; t < L; t++) {
+          if (pos >= 0 && t !== pos) continue;
+          const at = (t * H + h) * E;
+          for (let e = 0; e < E; e++) attnOut[t * E + e] += cleanResult[at + e] - corruptedResult[at + e];
+        }
+        value = await runFrom({ layer: l, stage: 'mid', resid: sum(corruptedRun.get(p + 'hook_resid_pre'), attnOut) });
+      }
+      data[l * perLayer + i] = normalized(value);
+      done += 1;
+      onProgress?.(done, total);
+      if (performance.now() - lastYield > 50) {
+        await yieldToEvents();
+        lastYield = performance.now();
+      }
+    }
+  }
+  const shape = over === 'head_out' ? [numLayers, H] : over === 'head_out_by_pos' ? [numLayers, L, H] : [numLayers, L];
+  return { data, shape };
+}
