@@ -24,7 +24,7 @@ test('the public types are the committed snapshot (node tools/public-types.mjs a
 test('the snapshot covers every typed entry point, import and require', () => {
   const entries = typedEntries();
   assert.deepEqual(entries.map(([label]) => label),
-    ['mha-wasm (import)', 'mha-wasm (require)', 'mha-wasm/tfjs (import)', 'mha-wasm/tfjs (require)']);
+    ['mha-wasm (import)', 'mha-wasm (require)', 'mha-wasm/tfjs (import)', 'mha-wasm/tfjs (require)', 'mha-wasm/models (import)', 'mha-wasm/models (require)']);
   const headers = [...blocks(readFileSync(SNAPSHOT, 'utf8')).keys()].filter((key) => key.startsWith('# '));
   assert.deepEqual(headers.map((header) => header.slice(2, header.indexOf(':'))), entries.map(([label]) => label));
   assert.match(headers[0], /\bForwardOptions, ForwardResult\b.*\binit\b.*\breadSafetensors\b/);

@@ -56,6 +56,11 @@ cp "$APP/node_modules/mha-wasm/examples/node-example.mjs" "$APP/copied-example.m
 echo "--- Node: ESM and CommonJS"
 (cd "$APP" && node node-esm.mjs && node node-cjs.cjs)
 
+echo "--- mha-wasm/models from ESM and CommonJS: a tiny checkpoint's hook points against torch's"
+cp -r tests/fixtures/your-model/gpt2 "$APP/gpt2"
+cp tests/package/models.mjs "$APP/"
+(cd "$APP" && node models.mjs)
+
 echo "--- TypeScript (tsc --strict): examples/typed-usage.ts, the README's example, the per-head weights use case, CommonJS (typed-require.cts)"
 cat > "$APP/tsconfig.json" <<'JSON'
 { "compilerOptions": { "strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext",

@@ -4,7 +4,8 @@
 // views draw (as web/worker.js's run). Loading and generating pause between steps so that a
 // cancel message can stop them. No DOM.
 import { zPatch } from '../z-patch.js';
-import { modelFromCheckpoint, readCheckpoint } from '../../bindings/js/models/index.js';
+import { readCheckpoint } from '../../bindings/js/models/checkpoint.js';
+import { modelFromCheckpoint } from '../../bindings/js/models/hooked-model.js';
 
 const TOP = 5;
 

@@ -1,11 +1,8 @@
 // mha-wasm/models: a user's own Hugging Face checkpoint as a library for studying it. loadModel()
 // gives a HookedModel (forward, runWithCache, runWithHooks under TransformerLens' hook names,
 // generate); the workflows interpretability is made of read its runs and caches. docs/models.md.
-export { loadModel, modelFromCheckpoint, HookedModel } from './hooked-model.js';
+export { loadModel } from './hooked-model.js';
 export { loadModelFromFolder } from './folder.js';
-export { ActivationCache } from './activation-cache.js';
 export { activationPatching } from './patching.js';
 export { directLogitAttribution } from './attribution.js';
 export { headScores } from './head-scores.js';
-export { readCheckpoint } from './checkpoint.js';
-export { architectureOf } from './architecture.js';
