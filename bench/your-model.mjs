@@ -12,7 +12,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeSafetensors } from '../bindings/js/formats/safetensors.js';  // (not index.js: no npm packages needed)
-import { floatToHalf } from '../bindings/js/formats/float16.js';
+import { CONFIG, V, checkpointTensors } from './gpt2-small-checkpoint.mjs';
 import { loadBuild } from '../tools/load-wasm-build.mjs';
 import { readCheckpoint } from '../bindings/js/models/checkpoint.js';
 import { CheckpointModel } from '../bindings/js/models/transformer.js';
@@ -22,50 +22,7 @@ const DTYPES = (args.dtypes ?? 'f32,f16').split(',');
 const THREADS = (args.threads ?? '1,2').split(',').map(Number);
 const RUNS = Number(args.runs ?? 3);
 const TOKENS = Number(args.tokens ?? 16);
-const E = 768, H = 12, LAYERS = 12, V = 50257, POSITIONS = 1024, L = 128;
-
-const CONFIG = {
-  architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', activation_function: 'gelu_new', n_embd: E, n_head: H,
-  n_layer: LAYERS, n_positions: POSITIONS, n_ctx: POSITIONS, vocab_size: V, layer_norm_epsilon: 1e-5,
-};
-
-/** A seeded uniform generator (xorshift32) in [-scale, scale). */
-function filler(seed) {
-  let s = seed >>> 0 || 1;
-  return (n, scale) => {
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
-      out[i] = ((s >>> 0) / 4294967296 * 2 - 1) * scale;
-    }
-    return out;
-  };
-}
-
-/** GPT-2 small's tensors under Hugging Face's keys, random, as F32 or F16. */
-function checkpointTensors(dtype) {
-  const random = filler(124);
-  const tensors = {};
-  const put = (key, shape, scale, offset = 0) => {
-    const data = random(shape.reduce((a, b) => a * b, 1), scale);
-    if (offset) for (let i = 0; i < data.length; i++) data[i] += offset;
-    tensors[key] = dtype === 'f32' ? { dtype: 'F32', shape, data }
-      : { dtype: 'F16', shape, data: Uint16Array.from(data, floatToHalf) };
-  };
-  put('transformer.wte.weight', [V, E], 0.1);
-  put('transformer.wpe.weight', [POSITIONS, E], 0.01);
-  put('transformer.ln_f.weight', [E], 0.1, 1);
-  put('transformer.ln_f.bias', [E], 0.1);
-  for (let l = 0; l < LAYERS; l++) {
-    const p = `transformer.h.${l}.`;
-    for (const n of ['ln_1', 'ln_2']) { put(`${p}${n}.weight`, [E], 0.1, 1); put(`${p}${n}.bias`, [E], 0.1); }
-    for (const [n, i, o] of [['attn.c_attn', E, 3 * E], ['attn.c_proj', E, E], ['mlp.c_fc', E, 4 * E], ['mlp.c_proj', 4 * E, E]]) {
-      put(`${p}${n}.weight`, [i, o], 1 / Math.sqrt(i));
-      put(`${p}${n}.bias`, [o], 0.02);
-    }
-  }
-  return tensors;
-}
+const L = 128;
 
 const cpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
 /** [wall ms, cpu ms] of an async call. */

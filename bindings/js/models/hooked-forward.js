@@ -46,6 +46,7 @@ const CARRIES = { q: ['q'], k: ['k'], v: ['v'], pattern: ['q', 'k', 'pattern'], 
 export class HookedForward {
   #model;
   #a;
+  #batch = 1;   // the run's sequences side by side (run()'s `batch`)
 
   constructor(model) {
     this.#model = model;
@@ -57,10 +58,14 @@ export class HookedForward {
    * model: { layer, stage: 'pre' | 'mid', resid: Float32Array [L, E] } (the residual before layer's
    * block, or after its attention). `output`: 'logits' ([L, V]), 'residual' (the final resid_post
    * [L, E], before the final norm) or 'both'. Resolves to { logits?, residual? }.
+   * `batch` > 1 (with `from`, and a run that wants no point): `from.resid` holds that many
+   * sequences [batch, L, E] of the same length, run side by side (the sweeps' patches, whose
+   * products are faster on more rows); the results then hold every sequence's rows.
    */
-  async run(ids, run, { from = null, output = 'logits' } = {}) {
+  async run(ids, run, { from = null, output = 'logits', batch = 1 } = {}) {
     const { numLayers } = this.#a;
     const L = ids.length;
+    this.#batch = batch;
     let x = from ? Float32Array.from(from.resid) : await this.#embed(ids, run);
     for (let l = from ? from.layer : 0; l < numLayers; l++) {
       const p = `blocks.${l}.`;
@@ -82,7 +87,7 @@ export class HookedForward {
     if (output !== 'logits') result.residual = x;
     if (output !== 'residual') {
       const normalized = await this.#norm(x, this.#model.finalNorm, 'ln_final', run);
-      result.logits = this.#model.product(normalized, L, this.#model.unembedding);
+      result.logits = this.#model.product(normalized, batch * L, this.#model.unembedding);
     }
     return result;
   }
@@ -135,7 +140,8 @@ export class HookedForward {
     const p = `blocks.${l}.`;
     const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E, ropeTheta } = this.#a;
     const points = ATTENTION_POINTS.filter(([name]) => run.wants(p + name));
-    const call = (patch) => layer.attention.forwardAsync({ data: input, shape: [L, E] }, null, null, {
+    const shape = this.#batch > 1 ? [this.#batch, L, E] : [L, E];
+    const call = (patch) => layer.attention.forwardAsync({ data: input, shape }, null, null, {
       causal: true,
       ...(points.length ? { capture: [...new Set(points.map(([, step]) => step))] } : {}),
       ...(patch ? { patch } : {}),
@@ -193,7 +199,7 @@ export class HookedForward {
   /** The MLP's output [L, E] for its input rows, through hook_pre (hook_pre_linear) and hook_post. */
   async #mlp(layer, h, L, p, run) {
     const names = ['mlp.hook_pre', 'mlp.hook_pre_linear', 'mlp.hook_post'].map((n) => p + n);
-    if (!names.some((n) => run.wants(n))) return this.#model.mlp(layer, h, L);
+    if (!names.some((n) => run.wants(n))) return this.#model.mlp(layer, h, h.length / this.#a.embedDim);
     const I = this.#a.hiddenDim;
     const up = this.#model.product(h, L, layer.up);
     let post;
