@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention_config.hpp"
+#include "attention_kernel_choice.hpp"
 #include "kernels/attention_kernel.hpp"
 #include "kernels/attention_row_steps.hpp"
 #include "layer_stages.hpp"
@@ -404,15 +405,15 @@ void run_attention(const AttentionPlan& p, const TensorRef& query, const TensorR
   };
 
   // Attend, as the layer's attention stage does (multihead_attention.cpp): a few query rows
-  // without dropout or a backward to come go to the decode kernel, a GQA group reading its keys
-  // once; otherwise a task is (batch row, query chunk, head) on the flash kernel.
+  // without dropout or a backward to come (log-sum-exps) go to the decode kernel
+  // (attention_kernel_choice.hpp), a GQA group reading its keys once; otherwise a task is
+  // (batch row, query chunk, head) on the flash kernel.
   const StageRunner run(pool);
   const int threads = run.threads();
   const bool splits = 2.0 * B * Hq * L * T * (E + Ev) >= StageRunner::kMinParallelFlops;
   if (out.weights) std::fill(out.weights, out.weights + element_count(p.weights_shape), 0.0f);
   std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
-  const bool decoding = L < kernels::decode_query_rows() && o.dropout == 0.0f && !out.lse;
-  if (decoding) {
+  if (choose_attention_kernel(L, o.dropout, out.lse != nullptr) == AttentionKernel::kDecode) {
     const int64_t G = p.heads_per_kv();
     run.parallel(B * Hkv, splits, [&](int64_t task, int thread) {
       const int64_t b = task / Hkv, kvh = task % Hkv;
