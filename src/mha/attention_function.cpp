@@ -233,19 +233,9 @@ AttentionPlan plan_attention(const TensorRef& query, const TensorRef& key, const
 
   p.scale = o.scale ? *o.scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   if (!std::isfinite(p.scale)) throw range_error("scale must be a finite number, got " + number_text(p.scale));
-  if (!(o.softcap >= 0.0f) || !std::isfinite(o.softcap))
-    throw range_error("softcap must be a finite number > 0, got " + number_text(o.softcap));
-  if (!(o.dropout >= 0.0f && o.dropout < 1.0f))
-    throw range_error("dropout must be a number in [0, 1), got " + number_text(o.dropout));
-  if (o.sliding_window < 0)
-    throw range_error("slidingWindow must be an integer >= 1, got " + text(o.sliding_window));
-  if (!o.alibi_slopes.empty()) {
-    if (static_cast<int64_t>(o.alibi_slopes.size()) != p.q_heads)
-      throw range_error("alibiSlopes: expected one slope per query head (Hq = " + text(p.q_heads) + "), got " +
-                        text(static_cast<int64_t>(o.alibi_slopes.size())));
-    for (float s : o.alibi_slopes)
-      if (!std::isfinite(s)) throw range_error("alibiSlopes: every slope must be a finite number");
-  }
+  // The layer's rules (attention_config.hpp); here a softcap of 0 is none.
+  check_variants(o.sliding_window, o.alibi_slopes, p.q_heads, {"one slope per query head (Hq = ", ")"},
+                 o.softcap != 0.0f ? std::optional<float>(o.softcap) : std::nullopt, o.dropout);
   if (o.sinks || !o.sinks_shape.empty()) {
     if (o.sinks_shape != Shape{p.q_heads})
       throw range_error("sinks: expected shape [Hq] = [" + text(p.q_heads) + "], got " + format_shape(o.sinks_shape));
