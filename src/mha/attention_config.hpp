@@ -125,6 +125,33 @@ inline std::string number_text(double x) {
   return text;
 }
 
+// How a caller's messages name the heads that the ALiBi slopes must match, one slope each:
+// "alibiSlopes: expected " + before + heads + after + ", got " + slopes.
+struct SlopesWanted {
+  const char* before;
+  const char* after;
+};
+
+// The score-step variants' rules, checked once for the layer's config (resolve) and the attention
+// function's options (plan_attention): a sliding window of W >= 1 keys (0 = off), one finite ALiBi
+// slope per head (none = off), a finite softcap > 0 (absent = off), a dropout probability in [0, 1).
+inline void check_variants(int64_t sliding_window, const std::vector<float>& alibi_slopes, int64_t heads,
+                           SlopesWanted slopes_wanted, const std::optional<float>& softcap, float dropout) {
+  if (sliding_window < 0)
+    throw range_error("slidingWindow must be an integer >= 1, got " + std::to_string(sliding_window));
+  if (!alibi_slopes.empty()) {
+    if (static_cast<int64_t>(alibi_slopes.size()) != heads)
+      throw range_error(std::string("alibiSlopes: expected ") + slopes_wanted.before + std::to_string(heads) +
+                        slopes_wanted.after + ", got " + std::to_string(alibi_slopes.size()));
+    for (float s : alibi_slopes)
+      if (!std::isfinite(s)) throw range_error("alibiSlopes: every slope must be a finite number");
+  }
+  if (softcap && (!(*softcap > 0) || !std::isfinite(*softcap)))
+    throw range_error("softcap must be a finite number > 0, got " + number_text(*softcap));
+  if (!(dropout >= 0.0f && dropout < 1.0f))
+    throw range_error("dropout must be a number in [0, 1), got " + number_text(dropout));
+}
+
 inline ResolvedConfig resolve(const AttentionConfig& c) {
   auto positive = [](const char* name, int64_t v) {
     if (v <= 0)
@@ -167,29 +194,15 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
     if (!(c.rotary.base > 0) || !std::isfinite(c.rotary.base))
       throw range_error("rotary.base must be a finite number > 0, got " + number_text(c.rotary.base));
   }
-  if (c.sliding_window < 0)
-    throw range_error("slidingWindow must be an integer >= 1, got " + std::to_string(c.sliding_window));
+  check_variants(c.sliding_window, c.alibi_slopes, c.num_heads, {"numHeads = ", " slopes"}, c.softcap, c.dropout);
   r.sliding_window = c.sliding_window;
-  if (!c.alibi_slopes.empty()) {
-    if (static_cast<int64_t>(c.alibi_slopes.size()) != c.num_heads)
-      throw range_error("alibiSlopes: expected numHeads = " + std::to_string(c.num_heads) + " slopes, got " +
-                        std::to_string(c.alibi_slopes.size()));
-    for (float s : c.alibi_slopes)
-      if (!std::isfinite(s)) throw range_error("alibiSlopes: every slope must be a finite number");
+  if (!c.alibi_slopes.empty())
     r.alibi_slopes = c.alibi_slopes;
-  } else if (c.alibi) {
+  else if (c.alibi)
     r.alibi_slopes = bloom_alibi_slopes(c.num_heads);
-  }
-  r.softcap = 0.0f;
-  if (c.softcap) {
-    if (!(*c.softcap > 0) || !std::isfinite(*c.softcap))
-      throw range_error("softcap must be a finite number > 0, got " + number_text(*c.softcap));
-    r.softcap = *c.softcap;
-  }
+  r.softcap = c.softcap ? *c.softcap : 0.0f;
   r.sinks = c.sinks;
   r.gate = c.gate;
-  if (!(c.dropout >= 0.0f && c.dropout < 1.0f))
-    throw range_error("dropout must be a number in [0, 1), got " + number_text(c.dropout));
   r.dropout = c.dropout;
   r.weight_dtype = parse_weight_dtype(c.weight_dtype);
   r.batch_first = c.batch_first;

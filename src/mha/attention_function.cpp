@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attention_config.hpp"
+#include "attention_kernel_choice.hpp"
 #include "kernels/attention_kernel.hpp"
 #include "kernels/attention_row_steps.hpp"
 #include "layer_stages.hpp"
@@ -232,19 +233,9 @@ AttentionPlan plan_attention(const TensorRef& query, const TensorRef& key, const
 
   p.scale = o.scale ? *o.scale : 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   if (!std::isfinite(p.scale)) throw range_error("scale must be a finite number, got " + number_text(p.scale));
-  if (!(o.softcap >= 0.0f) || !std::isfinite(o.softcap))
-    throw range_error("softcap must be a finite number > 0, got " + number_text(o.softcap));
-  if (!(o.dropout >= 0.0f && o.dropout < 1.0f))
-    throw range_error("dropout must be a number in [0, 1), got " + number_text(o.dropout));
-  if (o.sliding_window < 0)
-    throw range_error("slidingWindow must be an integer >= 1, got " + text(o.sliding_window));
-  if (!o.alibi_slopes.empty()) {
-    if (static_cast<int64_t>(o.alibi_slopes.size()) != p.q_heads)
-      throw range_error("alibiSlopes: expected one slope per query head (Hq = " + text(p.q_heads) + "), got " +
-                        text(static_cast<int64_t>(o.alibi_slopes.size())));
-    for (float s : o.alibi_slopes)
-      if (!std::isfinite(s)) throw range_error("alibiSlopes: every slope must be a finite number");
-  }
+  // The layer's rules (attention_config.hpp); here a softcap of 0 is none.
+  check_variants(o.sliding_window, o.alibi_slopes, p.q_heads, {"one slope per query head (Hq = ", ")"},
+                 o.softcap != 0.0f ? std::optional<float>(o.softcap) : std::nullopt, o.dropout);
   if (o.sinks || !o.sinks_shape.empty()) {
     if (o.sinks_shape != Shape{p.q_heads})
       throw range_error("sinks: expected shape [Hq] = [" + text(p.q_heads) + "], got " + format_shape(o.sinks_shape));
@@ -404,15 +395,15 @@ void run_attention(const AttentionPlan& p, const TensorRef& query, const TensorR
   };
 
   // Attend, as the layer's attention stage does (multihead_attention.cpp): a few query rows
-  // without dropout or a backward to come go to the decode kernel, a GQA group reading its keys
-  // once; otherwise a task is (batch row, query chunk, head) on the flash kernel.
+  // without dropout or a backward to come (log-sum-exps) go to the decode kernel
+  // (attention_kernel_choice.hpp), a GQA group reading its keys once; otherwise a task is
+  // (batch row, query chunk, head) on the flash kernel.
   const StageRunner run(pool);
   const int threads = run.threads();
   const bool splits = 2.0 * B * Hq * L * T * (E + Ev) >= StageRunner::kMinParallelFlops;
   if (out.weights) std::fill(out.weights, out.weights + element_count(p.weights_shape), 0.0f);
   std::vector<std::vector<float>> scratch(static_cast<size_t>(threads));
-  const bool decoding = L < kernels::decode_query_rows() && o.dropout == 0.0f && !out.lse;
-  if (decoding) {
+  if (choose_attention_kernel(L, o.dropout, out.lse != nullptr) == AttentionKernel::kDecode) {
     const int64_t G = p.heads_per_kv();
     run.parallel(B * Hkv, splits, [&](int64_t task, int thread) {
       const int64_t b = task / Hkv, kvh = task % Hkv;

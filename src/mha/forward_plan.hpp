@@ -53,6 +53,9 @@ struct ForwardOptions {
   TensorRef static_k, static_v;
 };
 
+// The dropout probability a call applies: the config's in a training call, else 0.
+inline float call_dropout(const ResolvedConfig& c, const ForwardOptions& o) { return o.training ? c.dropout : 0.0f; }
+
 struct ForwardPlan {
   bool batched;          // false when the query came as [L, E]
   // The call's tensors are sequence-first [L, B, features] (config batch_first false, batched):

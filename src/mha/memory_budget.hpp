@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention_config.hpp"
+#include "attention_kernel_choice.hpp"
 #include "errors.hpp"
 #include "forward_plan.hpp"
 #include "kernels/attention_kernel.hpp"
@@ -123,24 +124,24 @@ inline std::vector<MemoryItem> load_memory(const ResolvedConfig& c, uint64_t sta
           {"parameters", weights}};
 }
 
-// One attention kernel's scratch floats for L query rows against S keys (the forward call keeps
-// one per thread): a few rows take the decode kernel, whose scratch is a row of scores per head
-// of a GQA group, others the flash kernel's packed keys and values (at 4096 keys and head size
-// 64: 112 KiB for a 7-head group against 2 MiB).
-inline int64_t attention_scratch_floats_per_thread(const ResolvedConfig& c, int64_t L, int64_t S) {
+// One attention kernel's scratch floats against S keys (the forward call keeps one per thread):
+// the decode kernel's is a row of scores per head of a GQA group, the flash kernel's the packed
+// keys and values (at 4096 keys and head size 64: 112 KiB for a 7-head group against 2 MiB).
+inline int64_t attention_scratch_floats_per_thread(const ResolvedConfig& c, AttentionKernel kernel, int64_t S) {
   kernels::AttentionHeadArgs head{};
   head.key_len = S;
   head.head_dim = c.head_dim;
   head.value_head_dim = c.value_head_dim;
-  return L < kernels::decode_query_rows() ? kernels::attention_decode_scratch_floats(head, c.heads_per_kv())
-                                          : kernels::attention_scratch_floats(head);
+  return kernel == AttentionKernel::kDecode ? kernels::attention_decode_scratch_floats(head, c.heads_per_kv())
+                                            : kernels::attention_scratch_floats(head);
 }
 
 // The buffers one forward call allocates, with `threads` attention kernels at work. With
 // `inputs`, also the copies of query/key/value and masks that the JavaScript wrapper makes in
 // wasm memory before the call.
 // With `training` (forward_for_training) the projections and attended values are the saved
-// state training_memory counts, and the flash kernel's scratch serves even a few query rows.
+// state training_memory counts. The scratch is that of the kernel the call runs on
+// (attention_kernel_choice.hpp): training, or dropout, takes the flash kernel even for a few rows.
 inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const ForwardPlan& p, const ForwardOptions& o,
                                               bool self_attention, bool inputs, int threads = 1,
                                               bool training = false) {
@@ -185,8 +186,8 @@ inline std::vector<MemoryItem> forward_memory(const ResolvedConfig& c, const For
     items.push_back({"float16 cache widened", saturating_bytes({threads, S, c.head_dim + c.value_head_dim}, 4), kWorkspaceBlock});
   if (!training) items.push_back({"attended values", saturating_bytes({B, L, c.attended_dim()}, 4), kWorkspaceBlock});
   if (c.gate) items.push_back({"output gate", saturating_bytes({B, L, c.attended_dim()}, 4), kWorkspaceBlock});
-  const int64_t scratch_rows = training ? std::max(L, kernels::decode_query_rows()) : L;
-  items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, scratch_rows, S)}, 4), kWorkspaceBlock});
+  const AttentionKernel kernel = choose_attention_kernel(L, call_dropout(c, o), training);
+  items.push_back({"attention scratch", saturating_bytes({threads, attention_scratch_floats_per_thread(c, kernel, S)}, 4), kWorkspaceBlock});
   items.push_back({"output", saturating_bytes(p.output_shape, 4)});
   if (o.need_weights) items.push_back({"attention weights", saturating_bytes(p.weights_shape, 4)});
   return items;

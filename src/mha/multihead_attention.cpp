@@ -6,6 +6,7 @@
 
 #include "additive_mask.hpp"
 #include "appended_keys.hpp"
+#include "attention_kernel_choice.hpp"
 #include "errors.hpp"
 #include "memory_budget.hpp"
 #include "layer_stages.hpp"
@@ -132,10 +133,11 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   // this call), attended values [B*L, H*Dv] (all four in `saved` instead, for training), with
   // the output gate one more [B*L, H*Dv] (its logits; for training the gated values), then
   // per thread one kernel scratch and, for an f16 cache, room to widen one head's keys and values.
-  // The decode kernel (with its smaller scratch) takes a few rows, unless the call trains: only
-  // the flash kernel keeps log-sum-exps and applies dropout.
-  const bool decoding = L < kernels::decode_query_rows() && !saved && dropout == 0.0f;
-  const int64_t scratch_floats = attention_scratch_floats_per_thread(c, decoding ? L : kernels::decode_query_rows(), S);
+  // The decode kernel (with its smaller scratch) takes a few rows, unless the call applies dropout
+  // or trains (attention_kernel_choice.hpp; forward_memory counts the same kernel's scratch).
+  const AttentionKernel kernel = choose_attention_kernel(L, dropout, saved != nullptr);
+  const bool decoding = kernel == AttentionKernel::kDecode;
+  const int64_t scratch_floats = attention_scratch_floats_per_thread(c, kernel, S);
   std::lock_guard<std::mutex> workspace_lock(workspace_->mutex);
   Workspace& workspace = *workspace_;
   // Natively the buffers stay for the next call. In wasm, freed memory stays in the heap
@@ -295,7 +297,7 @@ void MultiheadAttention::rotate(const ForwardPlan& p, const ForwardOptions& opti
 }
 
 float MultiheadAttention::dropout_in(const ForwardOptions& options) const {
-  return options.training ? config_.dropout : 0.0f;
+  return call_dropout(config_, options);
 }
 
 }  // namespace mha

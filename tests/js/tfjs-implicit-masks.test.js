@@ -74,3 +74,27 @@ test('a model with Embedding(maskZero) before the layer trains and predicts as t
   after(withImplicit.predict(x), withExplicit.predict([x, mask]), 'predictions after 3 epochs');
   withImplicit.getWeights().forEach((w, i) => after(w, withExplicit.getWeights()[i], `weight ${i} after training`));
 });
+
+test('eager: the output carries the query\'s Embedding(maskZero) mask (Keras\' compute_mask), so a layer after it keeps the padding', () => {
+  const queryEmbedding = tf.layers.embedding({ inputDim: 4, outputDim: 8, maskZero: true });
+  const valueEmbedding = tf.layers.embedding({ inputDim: 6, outputDim: 8, maskZero: true });
+  const layer = multiHeadAttention({ numHeads: 2, keyDim: 2 }), next = multiHeadAttention({ numHeads: 2, keyDim: 2 });
+  const q = tf.tensor(QUERY_IDS), v = tf.tensor(VALUE_IDS);
+  const queryMask = tf.notEqual(q, 0);
+
+  // tfjs' eager apply calls computeMask(inputs) without the masks: the query's kerasMask is the one.
+  const output = layer.apply(queryEmbedding.apply(q), { value: valueEmbedding.apply(v) });
+  assert.ok(output.kerasMask, 'the output has a kerasMask');
+  assert.deepEqual(output.kerasMask.arraySync(), queryMask.arraySync());
+  const [withScores, scores] = layer.apply(queryEmbedding.apply(q), { value: valueEmbedding.apply(v), returnAttentionScores: true });
+  assert.deepEqual(withScores.kerasMask.arraySync(), queryMask.arraySync());
+  assert.equal(scores.kerasMask ?? null, null);
+  // Without an implicit mask on the query, none on the output (the value's is not passed on).
+  assert.equal(layer.apply(tf.add(queryEmbedding.apply(q), 0), { value: valueEmbedding.apply(v) }).kerasMask ?? null, null);
+
+  // The next layer's self-attention then masks the padded tokens, as the explicit [B, T, T] mask does.
+  const chained = next.apply(output, { value: output });
+  const plain = tf.add(output, 0);  // (a copy without the implicit mask)
+  const explicit = next.apply(plain, { value: plain, attentionMask: tf.logicalAnd(tf.expandDims(queryMask, 2), tf.expandDims(queryMask, 1)) });
+  close(chained, explicit, 'the next layer with the passed-on mask vs the explicit mask');
+});

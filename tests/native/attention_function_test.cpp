@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "mha/attention_config.hpp"
 #include "mha/attention_function.hpp"
 #include "mha/errors.hpp"
 
@@ -94,6 +95,57 @@ TEST(AttentionFunctionPlan, RefusalsNameTheArgumentAndTheShape) {
   o.kv_num_heads = 2;
   EXPECT_NE(refusal({d, {1, 3, 8}}, {d, {1, 5, 4}}, {d, {1, 5, 4}}, o).find("kvNumHeads: only with numHeads"),
             std::string::npos);
+}
+
+// The score-step variants' rules are the layer's (check_variants, attention_config.hpp): the same
+// refusals from the attention function's options and from a layer's config, each naming the
+// heads as its own API does; a softcap of 0 is the function's "none".
+TEST(AttentionFunctionPlan, VariantRefusalsAreTheLayersRules) {
+  std::vector<float> data(1000);
+  const float* d = data.data();
+  const auto function_refusal = [&](const AttentionFunctionOptions& o) {
+    return refusal({d, {1, 4, 3, 4}}, {d, {1, 2, 5, 4}}, {d, {1, 2, 5, 4}}, o);
+  };
+  const auto layer_refusal = [](mha::AttentionConfig c) -> std::string {
+    c.embed_dim = 8;
+    c.num_heads = 4;
+    try {
+      mha::resolve(c);
+    } catch (const mha::ArgumentError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  AttentionFunctionOptions o;
+  mha::AttentionConfig c;
+  EXPECT_EQ(function_refusal(o), "");  // softcap 0: none
+  EXPECT_EQ(layer_refusal(c), "");
+  o.sliding_window = c.sliding_window = -2;
+  EXPECT_EQ(function_refusal(o), "slidingWindow must be an integer >= 1, got -2");
+  EXPECT_EQ(layer_refusal(c), "slidingWindow must be an integer >= 1, got -2");
+  o = {};
+  c = {};
+  o.alibi_slopes = c.alibi_slopes = {0.5f, 0.25f, 0.125f};
+  EXPECT_EQ(function_refusal(o), "alibiSlopes: expected one slope per query head (Hq = 4), got 3");
+  EXPECT_EQ(layer_refusal(c), "alibiSlopes: expected numHeads = 4 slopes, got 3");
+  o.alibi_slopes = c.alibi_slopes = {0.5f, 0.25f, std::numeric_limits<float>::quiet_NaN(), 0.125f};
+  EXPECT_EQ(function_refusal(o), "alibiSlopes: every slope must be a finite number");
+  EXPECT_EQ(layer_refusal(c), "alibiSlopes: every slope must be a finite number");
+  o = {};
+  c = {};
+  o.softcap = -1.5f;
+  c.softcap = -1.5f;
+  EXPECT_EQ(function_refusal(o), "softcap must be a finite number > 0, got -1.5");
+  EXPECT_EQ(layer_refusal(c), "softcap must be a finite number > 0, got -1.5");
+  o.softcap = std::numeric_limits<float>::infinity();
+  c.softcap = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(function_refusal(o), "softcap must be a finite number > 0, got Infinity");
+  EXPECT_EQ(layer_refusal(c), "softcap must be a finite number > 0, got Infinity");
+  o = {};
+  c = {};
+  o.dropout = c.dropout = 1.0f;
+  EXPECT_EQ(function_refusal(o), "dropout must be a number in [0, 1), got 1");
+  EXPECT_EQ(layer_refusal(c), "dropout must be a number in [0, 1), got 1");
 }
 
 // softmax(scale q.k + mask) v in double, with ONNX's padding of a short bool mask (true = attend),

@@ -87,6 +87,39 @@ TEST(MemoryBudget, ForwardRefusesAbsurdShapesBeforeAllocating) {
   }
 }
 
+// A call with fewer query rows than the decode kernel takes runs on the decode kernel, unless
+// dropout applies (only the flash kernel applies it): the budget must count the scratch of the
+// kernel the forward call allocates for, the flash kernel's packed keys and values.
+TEST(MemoryBudget, CountsTheFlashKernelsScratchForADropoutCallOfFewRows) {
+  mha::AttentionConfig config;
+  config.embed_dim = 8;
+  config.num_heads = 2;
+  config.dropout = 0.25f;
+  const mha::ResolvedConfig c = mha::resolve(config);
+  const int64_t L = 1, S = 64;
+  ASSERT_LT(L, mha::kernels::decode_query_rows());
+  const std::vector<float> query(L * 8), key(S * 8), value(S * 8);
+  const auto scratch_bytes = [&](bool training) -> uint64_t {
+    mha::ForwardOptions o;
+    o.training = training;
+    const mha::ForwardPlan p =
+        mha::plan_forward(c, {query.data(), {1, L, 8}}, {key.data(), {1, S, 8}}, {value.data(), {1, S, 8}}, o);
+    for (const mha::MemoryItem& item : mha::forward_memory(c, p, o, false, false))
+      if (item.name == "attention scratch") return item.bytes;
+    ADD_FAILURE() << "no attention scratch item";
+    return 0;
+  };
+  mha::kernels::AttentionHeadArgs head{};
+  head.key_len = S;
+  head.head_dim = c.head_dim;
+  head.value_head_dim = c.value_head_dim;
+  const uint64_t flash = 4 * static_cast<uint64_t>(mha::kernels::attention_scratch_floats(head));
+  const uint64_t decode = 4 * static_cast<uint64_t>(mha::kernels::attention_decode_scratch_floats(head, 1));
+  ASSERT_NE(flash, decode);
+  EXPECT_EQ(scratch_bytes(false), decode);  // inference: no dropout, the decode kernel
+  EXPECT_EQ(scratch_bytes(true), flash);    // training: dropout applies, the flash kernel
+}
+
 TEST(MemoryBudget, ConstructorRefusesWeightsBeyondTheAddressSpace) {
   mha::AttentionConfig c;
   c.embed_dim = int64_t{1} << 30;

@@ -192,6 +192,14 @@ function attendOverAxes(tf, { query, value, key, attentionMask }, { batch, atten
     ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
 }
 
+// The implicit mask (Embedding maskZero, Masking) of the input with `role` among `list` (whose
+// roles are `roles`): from `masks`, the list tfjs' model execution passes (one per input), or else
+// the eager tensor's own kerasMask; null without one. call() and computeMask() both read it here.
+function implicitMask(list, roles, masks, role) {
+  const i = roles.indexOf(role);
+  return i < 0 ? null : [masks].flat()[i] ?? list[i]?.kerasMask ?? null;
+}
+
 /**
  * The logic of one MultiHeadAttention tfjs layer: Keras' arguments, its weights, build, call,
  * masks and config, and the attention it runs through mha-wasm (wasm-attention.js, or
@@ -383,20 +391,16 @@ class MultiHeadAttentionLogic {
    * attention scores (returnAttentionScores), none.
    */
   computeMask(inputs, mask) {
-    const queryMask = [mask].flat()[0] ?? null;
+    // (tfjs' eager apply passes no masks: then the query tensor's own kerasMask, as call reads it.)
+    const list = Array.isArray(inputs) ? inputs : [inputs];
+    const queryMask = implicitMask(list, this.#roles(list.length), mask, 'query');
     return this.#returnsScores ? [queryMask, null] : queryMask;
   }
 
   call(inputs, kwargs = {}) {
     const list = Array.isArray(inputs) ? inputs : [inputs];
     const roles = kwargs.attentionInputs ?? this.#symbolicCall?.roles ?? INPUT_ROLES.slice(0, list.length);
-    // The inputs' implicit masks (Embedding maskZero, Masking): the `mask` list tfjs' model
-    // execution passes (one per input), or an eager tensor's kerasMask.
-    const maskList = [kwargs.mask].flat();
-    const implicit = (role) => {
-      const i = roles.indexOf(role);
-      return i < 0 ? null : maskList[i] ?? list[i]?.kerasMask ?? null;
-    };
+    const implicit = (role) => implicitMask(list, roles, kwargs.mask, role);
     const byRole = Object.fromEntries(roles.map((r, i) => [r, list[i]]));
     const options = {
       useCausalMask: kwargs.useCausalMask ?? this.#symbolicCall?.useCausalMask ?? false,
