@@ -23,7 +23,12 @@ function valueBiasOutputs(model, l) {
   const t = model.transformer;
   const f32 = (key) => t.weight(key);
   let bias, weight, at;
-  if (family === 'gpt2') {
+  if (family === 'attn-only') {
+    // nn.MultiheadAttention's state dict: in_proj_bias [q, k, v], out_proj.weight [E, E] as [out, in].
+    bias = f32(`layers.${l}.in_proj_bias`).slice(2 * E);
+    weight = f32(`layers.${l}.out_proj.weight`);
+    at = (h, d, e) => weight[e * E + h * D + d];
+  } else if (family === 'gpt2') {
     // c_attn (Conv1D [in E, out 3E]) and its bias are [q, k, v] of E each; c_proj is [in (H·D), out (E)].
     // fold_ln moves ln_1's bias into v's first: b_V' = b_V + ln_1.bias · W_V.
     const p = `transformer.h.${l}.`;
@@ -63,18 +68,22 @@ export function directLogitAttribution(model, cache, { answer, wrong, position }
   }
   const pos = position ?? L - 1;
   if (!Number.isInteger(pos) || pos < 0 || pos >= L) throw new RangeError(`directLogitAttribution: position must be an integer in [0, ${L}), got ${position}`);
-  const names = ['ln_final.hook_scale', `blocks.${numLayers - 1}.hook_resid_post`];
-  for (let l = 0; l < numLayers; l++) names.push(`blocks.${l}.attn.hook_result`, `blocks.${l}.hook_mlp_out`, `blocks.${l}.hook_resid_pre`);
+  // An attention-only model has no final norm (its scale is 1) and no MLPs (their shares are 0).
+  const normed = normalization !== 'none';
+  const names = [...(normed ? ['ln_final.hook_scale'] : []), `blocks.${numLayers - 1}.hook_resid_post`];
+  for (let l = 0; l < numLayers; l++) {
+    names.push(`blocks.${l}.attn.hook_result`, ...(normed ? [`blocks.${l}.hook_mlp_out`] : []), `blocks.${l}.hook_resid_pre`);
+  }
   needs(cache, names);
 
   const t = model.transformer;
   const direction = t.unembeddingRow(answer);
   const other = t.unembeddingRow(wrong);
-  const weight = t.finalNorm.weight;
-  for (let i = 0; i < E; i++) direction[i] = weight[i] * (direction[i] - other[i]);
+  const weight = t.finalNorm?.weight;
+  for (let i = 0; i < E; i++) direction[i] = (weight ? weight[i] : 1) * (direction[i] - other[i]);
   const centre = normalization === 'layernorm';
   const eps = t.architecture.normEps;
-  const scale = cache.get('ln_final.hook_scale').data[pos];
+  const scale = normed ? cache.get('ln_final.hook_scale').data[pos] : 1;
   // One component [E] along the direction, divided by `by` (centred first for LayerNorm).
   const along = (c, by) => {
     let mean = 0;
@@ -88,6 +97,7 @@ export function directLogitAttribution(model, cache, { answer, wrong, position }
   };
   // Its own norm's scale: √(mean of the (centred) squares + eps).
   const ownScale = (c) => {
+    if (!normed) return 1;
     let mean = 0;
     if (centre) {
       for (let i = 0; i < E; i++) mean += c[i];
@@ -111,7 +121,7 @@ export function directLogitAttribution(model, cache, { answer, wrong, position }
       for (let i = 0; i < E; i++) c[i] = result[i] - bias[h * E + i];
       heads[l * H + h] = along(c, scale);
     }
-    mlps[l] = along(rowAt(p + 'hook_mlp_out'), scale);
+    if (normed) mlps[l] = along(rowAt(p + 'hook_mlp_out'), scale);
     const resid = rowAt(p + 'hook_resid_pre');
     accumulated[l] = along(resid, ownScale(resid));
   }

@@ -3,11 +3,14 @@
 // Which points a model has depends on its family: learned positions (hook_pos_embed), rotary
 // (hook_rot_q / hook_rot_k) and a gated MLP (mlp.hook_pre_linear). No DOM: worker and Node.
 
+// An attention-only model (TransformerLens' attn_only) has no norms, no MLP and so no resid_mid.
+const hasNormsAndMlp = (a) => !a.attentionOnly;
+
 /** A block's points in the order the forward reaches them; `when` says which families have one. */
 const BLOCK_POINTS = [
   ['hook_resid_pre', (a, L) => [1, L, a.embedDim]],
-  ['ln1.hook_scale', (a, L) => [1, L, 1]],
-  ['ln1.hook_normalized', (a, L) => [1, L, a.embedDim]],
+  ['ln1.hook_scale', (a, L) => [1, L, 1], hasNormsAndMlp],
+  ['ln1.hook_normalized', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
   ['attn.hook_q', (a, L) => [1, L, a.numHeads, a.headDim]],
   ['attn.hook_k', (a, L) => [1, L, a.numKvHeads, a.headDim]],
   ['attn.hook_v', (a, L) => [1, L, a.numKvHeads, a.headDim]],
@@ -18,13 +21,13 @@ const BLOCK_POINTS = [
   ['attn.hook_z', (a, L) => [1, L, a.numHeads, a.headDim]],
   ['attn.hook_result', (a, L) => [1, L, a.numHeads, a.embedDim]],
   ['hook_attn_out', (a, L) => [1, L, a.embedDim]],
-  ['hook_resid_mid', (a, L) => [1, L, a.embedDim]],
-  ['ln2.hook_scale', (a, L) => [1, L, 1]],
-  ['ln2.hook_normalized', (a, L) => [1, L, a.embedDim]],
-  ['mlp.hook_pre', (a, L) => [1, L, a.hiddenDim]],
+  ['hook_resid_mid', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
+  ['ln2.hook_scale', (a, L) => [1, L, 1], hasNormsAndMlp],
+  ['ln2.hook_normalized', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
+  ['mlp.hook_pre', (a, L) => [1, L, a.hiddenDim], hasNormsAndMlp],
   ['mlp.hook_pre_linear', (a, L) => [1, L, a.hiddenDim], (a) => a.gatedMlp],
-  ['mlp.hook_post', (a, L) => [1, L, a.hiddenDim]],
-  ['hook_mlp_out', (a, L) => [1, L, a.embedDim]],
+  ['mlp.hook_post', (a, L) => [1, L, a.hiddenDim], hasNormsAndMlp],
+  ['hook_mlp_out', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
   ['hook_resid_post', (a, L) => [1, L, a.embedDim]],
 ];
 
@@ -33,14 +36,14 @@ const MODEL_POINTS_BEFORE = [
   ['hook_pos_embed', (a, L) => [1, L, a.embedDim], (a) => a.learnedPositions],
 ];
 const MODEL_POINTS_AFTER = [
-  ['ln_final.hook_scale', (a, L) => [1, L, 1]],
-  ['ln_final.hook_normalized', (a, L) => [1, L, a.embedDim]],
+  ['ln_final.hook_scale', (a, L) => [1, L, 1], hasNormsAndMlp],
+  ['ln_final.hook_normalized', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
 ];
 
 /** What the point lists ask of an architecture (architecture.js' hyperparameters). */
 function traits(architecture) {
   const llama = architecture.family === 'llama';
-  return { ...architecture, rotary: llama, gatedMlp: llama, learnedPositions: !llama };
+  return { ...architecture, rotary: llama, gatedMlp: llama, learnedPositions: !llama, attentionOnly: architecture.family === 'attn-only' };
 }
 
 /**

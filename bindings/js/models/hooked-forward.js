@@ -56,7 +56,7 @@ export class HookedForward {
   /**
    * Runs ids [L] through the model, passing every point `run` wants. `from` starts inside the
    * model: { layer, stage: 'pre' | 'mid', resid: Float32Array [L, E] } (the residual before layer's
-   * block, or after its attention). `output`: 'logits' ([L, V]), 'residual' (the final resid_post
+   * block, or after its attention: in an attention-only model, the block's output). `output`: 'logits' ([L, V]), 'residual' (the final resid_post
    * [L, E], before the final norm) or 'both'. Resolves to { logits?, residual? }.
    * `batch` > 1 (with `from`, and a run that wants no point): `from.resid` holds that many
    * sequences [batch, L, E] of the same length, run side by side (the sweeps' patches, whose
@@ -77,10 +77,12 @@ export class HookedForward {
         x = Float32Array.from(x);
         addInto(x, attnOut);
       }
-      x = await run.at(p + 'hook_resid_mid', x);
-      const mlpOut = await run.at(p + 'hook_mlp_out', await this.#mlp(layer, await this.#norm(x, layer.norm2, p + 'ln2', run), L, p, run));
-      x = Float32Array.from(x);
-      addInto(x, mlpOut);
+      if (layer.up) {  // (an attention-only block ends with its attention)
+        x = await run.at(p + 'hook_resid_mid', x);
+        const mlpOut = await run.at(p + 'hook_mlp_out', await this.#mlp(layer, await this.#norm(x, layer.norm2, p + 'ln2', run), L, p, run));
+        x = Float32Array.from(x);
+        addInto(x, mlpOut);
+      }
       x = await run.at(p + 'hook_resid_post', x);
     }
     const result = {};

@@ -60,7 +60,7 @@ function publicConfig(architecture, config) {
   const { family, numLayers, embedDim, numHeads, numKvHeads, headDim, vocabSize, maxPositions, hiddenDim } = architecture;
   return Object.freeze({
     family, modelType: config.model_type, numLayers, embedDim, numHeads, numKvHeads, headDim, vocabSize,
-    maxPositions, hiddenDim, normalization: family === 'gpt2' ? 'layernorm' : 'rmsnorm',
+    maxPositions, hiddenDim, normalization: { gpt2: 'layernorm', llama: 'rmsnorm' }[family] ?? 'none',
   });
 }
 
@@ -220,12 +220,13 @@ function modulesOf(mha, wasm) {
 
 /**
  * A HookedModel from a checkpoint already read (readCheckpoint()): `onProgress({ phase: 'layers',
- * done, total })` after each layer; `signal` (an AbortSignal) stops between layers.
+ * done, total })` after each layer; `signal` (an AbortSignal) stops between layers; `tokenizer`
+ * stands in for tokenizer.json's (the page's default model has its own characters).
  */
-export async function modelFromCheckpoint(mha, checkpoint, { wasm = null, onProgress = null, signal = null } = {}) {
+export async function modelFromCheckpoint(mha, checkpoint, { wasm = null, onProgress = null, signal = null, tokenizer = null } = {}) {
   const modules = modulesOf(mha, wasm);
-  if (!checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
-  const tokenizer = new CheckpointTokenizer(checkpoint.tokenizerJson, checkpoint.config);
+  if (!tokenizer && !checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
+  tokenizer ??= new CheckpointTokenizer(checkpoint.tokenizerJson, checkpoint.config);
   const transformer = await CheckpointModel.create(modules.attention, modules.wasm, checkpoint, {
     afterLayer: async (done, total) => {
       await onProgress?.({ phase: 'layers', done, total, name: `layer ${done}` });

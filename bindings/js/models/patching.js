@@ -50,6 +50,9 @@ export async function activationPatching(model, options = {}) {
   if (!(over in OVERS)) {
     throw new TypeError(`activationPatching: over must be one of ${Object.keys(OVERS).map((o) => `'${o}'`).join(', ')}, got ${JSON.stringify(over)}`);
   }
+  if (over === 'mlp_out' && model.config.normalization === 'none') {
+    throw new TypeError("activationPatching: over 'mlp_out': the model is attention-only (it has no MLPs)");
+  }
   const cleanIds = checkIds('activationPatching: clean', clean, V, maxPositions);
   const corruptedIds = checkIds('activationPatching: corrupted', corrupted, V, maxPositions);
   if (cleanIds.length !== corruptedIds.length) {

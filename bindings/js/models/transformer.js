@@ -87,7 +87,15 @@ export class CheckpointModel {
     this.#build = { attention, wasm, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
     this.tensor = get;
     try {
-      if (a.family === 'gpt2') {
+      if (a.family === 'attn-only') {
+        // An attention-only model (the demo page's default one): positions given as a table, no
+        // norms, an unembedding with a bias.
+        this.embedding = get('tok_embed.weight', [V, E]);
+        this.positions = get('pos_embed.weight', [a.maxPositions, E]);
+        this.finalNorm = null;
+        this.unembeddingTensor = get('unembed.weight', [V, E]);
+        this.unembedding = linearLayer(wasm, this.unembeddingTensor, f32('unembed.bias', [V]));
+      } else if (a.family === 'gpt2') {
         this.embedding = get('transformer.wte.weight', [V, E]);
         this.positions = get('transformer.wpe.weight');
         this.finalNorm = { weight: f32('transformer.ln_f.weight', [E]), bias: f32('transformer.ln_f.bias', [E]) };
@@ -96,8 +104,8 @@ export class CheckpointModel {
         this.finalNorm = { weight: f32('model.norm.weight', [E]) };
       }
       // The stored [V, E] matrix stays beside its Linear: directions read two of its rows.
-      this.unembeddingTensor = a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]);
-      this.unembedding = linearLayer(wasm, this.unembeddingTensor);
+      this.unembeddingTensor ??= a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]);
+      this.unembedding ??= linearLayer(wasm, this.unembeddingTensor);
       if (deferLayers !== DEFER_LAYERS) for (let l = 0; l < a.numLayers; l++) this.#addLayer(l);
     } catch (error) {
       this.dispose();
@@ -126,9 +134,21 @@ export class CheckpointModel {
 
   #addLayer(l) {
     const { attention, wasm, get, f32, weightDtype } = this.#build;
-    this.#layers.push(this.architecture.family === 'gpt2'
-      ? this.#gpt2Layer(attention, wasm, get, f32, l, weightDtype)
-      : this.#llamaLayer(attention, wasm, get, f32, l, weightDtype));
+    const { family } = this.architecture;
+    this.#layers.push(family === 'attn-only' ? this.#attentionOnlyLayer(attention, get, f32, l, weightDtype)
+      : family === 'gpt2' ? this.#gpt2Layer(attention, wasm, get, f32, l, weightDtype)
+        : this.#llamaLayer(attention, wasm, get, f32, l, weightDtype));
+  }
+
+  /** An attention-only block: the layer's own state dict under `layers.{l}.`; no norms, no MLP. */
+  #attentionOnlyLayer(attention, get, f32, l, weightDtype) {
+    const { embedDim: E, numHeads } = this.architecture;
+    const layer = new attention.MultiHeadAttention({ embedDim: E, numHeads, weightDtype });
+    return disposedOnError(layer, () => {
+      const shapes = layer.stateDictShapes();
+      layer.loadStateDict(Object.fromEntries(Object.entries(shapes).map(([key, shape]) => [key, f32(`layers.${l}.${key}`, shape)])));
+      return { attention: layer, norm1: null, norm2: null, up: null, down: null, outBias: f32(`layers.${l}.out_proj.bias`, [E]) };
+    });
   }
 
   #gpt2Layer(attention, wasm, get, f32, l, weightDtype) {
@@ -215,6 +235,7 @@ export class CheckpointModel {
   }
 
   #norm(x, norm) {
+    if (norm === null) return Float32Array.from(x);  // (an attention-only model has none)
     const { embedDim: E, normEps } = this.architecture;
     return norm.bias ? layerNorm(x, E, norm.weight, norm.bias, normEps) : rmsNorm(x, E, norm.weight, normEps);
   }
@@ -300,7 +321,7 @@ export class CheckpointModel {
       });
       attentionMs += performance.now() - started;
       addInto(x, result.output.data);
-      addInto(x, this.mlp(layer, this.#norm(x, layer.norm2), L));
+      if (layer.up) addInto(x, this.mlp(layer, this.#norm(x, layer.norm2), L));
       layers.push({
         weights: result.weights.data, keys: result.weights.shape.at(-1), output: result.output.data,
         ...(capture === true ? { input, captured: result.captured } : {}),
