@@ -15,8 +15,8 @@ function characterTokenizer(vocab) {
     prependBos: true,
     bosTokenId: vocab.bos,
     eosTokenId: null,
-    /** ids of `text`: <bos> and one id a character (tokenize() of web/model.js). */
-    encode: (text) => tokenize(text, vocab).ids,
+    /** ids of `text`: <bos> (unless prependBos: false) and one id a character (tokenize() of web/model.js). */
+    encode: (text, { prependBos = true } = {}) => tokenize(text, vocab).ids.slice(prependBos ? 0 : 1),
     encodeWithTemplate: (text) => tokenize(text, vocab),
     toStrTokens: (ids) => Array.from(ids, decodeOne),
     decodeOne,

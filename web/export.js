@@ -1,8 +1,38 @@
 // The Export buttons under the large view: the view shown as a PNG, and the selected layer's
-// weights (every head, and their mean) as JSON.
+// weights (every head, and their mean) as JSON; and the savers other views export with (the
+// Patching view: PNG, SVG, CSV, JSON).
 import { download } from './files.js';
 
-const SOURCE_NAMES = { default: 'default model', custom: 'your layer', sentiment: 'sentiment classifier' };
+/** Saves a canvas as a PNG file. */
+export function savePng(canvas, name) {
+  canvas.toBlob((blob) => download(name, blob), 'image/png');
+}
+
+/** Saves `value` as a JSON file. */
+export function saveJson(name, value) {
+  download(name, new Blob([JSON.stringify(value)], { type: 'application/json' }));
+}
+
+/** Saves an SVG document (a string). */
+export function saveSvg(name, svg) {
+  download(name, new Blob([svg], { type: 'image/svg+xml' }));
+}
+
+/** Rows of values as CSV text (RFC 4180 quoting), the first row the header. */
+export function csvText(rows) {
+  const cell = (v) => {
+    const text = v === null || v === undefined ? '' : String(v);
+    return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  };
+  return `${rows.map((row) => row.map(cell).join(',')).join('\r\n')}\r\n`;
+}
+
+/** Saves rows (the first the header) as a CSV file. */
+export function saveCsv(name, rows) {
+  download(name, new Blob([csvText(rows)], { type: 'text/csv' }));
+}
+
+const SOURCE_NAMES = { default: 'default model', custom: 'your layer', sentiment: 'sentiment classifier', model: 'your model', patching: 'your model (patching: the clean text)' };
 
 /**
  * Binds the buttons. `views` is what main.js's views read: { $, state, shownHead() (a head or 'mean'),
@@ -22,7 +52,7 @@ function viewName({ state, shownHead }) {
 function exportPng(views) {
   const { $, state } = views;
   const canvas = state.view === 'heatmap' ? $('heatmap') : $('lines');
-  canvas.toBlob((blob) => download(`${viewName(views)}-${state.view}.png`, blob), 'image/png');
+  savePng(canvas, `${viewName(views)}-${state.view}.png`);
 }
 
 function exportJson(views) {
@@ -41,5 +71,5 @@ function exportJson(views) {
     weights: Array.from({ length: H }, (_, h) => rows(h)),
     meanWeights: rows('mean'),
   };
-  download(`${viewName(views).replace(/-head\d+|-mean/, '')}-weights.json`, new Blob([JSON.stringify(json)], { type: 'application/json' }));
+  saveJson(`${viewName(views).replace(/-head\d+|-mean/, '')}-weights.json`, json);
 }

@@ -204,3 +204,160 @@ export function drawOutputs(canvas, { data, L, E, width }) {
   blit(ctx, new ImageData(pixels, outCols, outRows), 0, 0, width, height);
   return { scale };
 }
+
+// ---- value heatmaps (the Patching view): a [rows, cols] grid of numbers, labelled, with its colour scale ----
+// Drawn through a painter, so that the same code draws the page's canvas, the PNG export (a canvas
+// too) and the SVG export: { rect(x, y, w, h, fill, stroke?), text(x, y, text, options), line(...) }.
+
+const css = ([r, g, b]) => `rgb(${r},${g},${b})`;
+const escapeXml = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A painter over a 2D context (CSS pixels). */
+export function canvasPainter(ctx) {
+  return {
+    rect(x, y, w, h, fill, stroke = null) {
+      if (fill) {
+        ctx.fillStyle = fill;
+        ctx.fillRect(x, y, w, h);
+      }
+      if (stroke) {
+        ctx.strokeStyle = stroke;
+        ctx.lineWidth = 1;
+        ctx.strokeRect(x + 0.5, y + 0.5, w - 1, h - 1);
+      }
+    },
+    text(x, y, text, { size = 11, align = 'left', baseline = 'middle', color = '#344054', rotate = 0, mono = false, bold = false } = {}) {
+      ctx.save();
+      ctx.font = `${bold ? '600 ' : ''}${size}px ${mono ? 'ui-monospace, Menlo, monospace' : 'system-ui, sans-serif'}`;
+      ctx.fillStyle = color;
+      ctx.textAlign = align === 'middle' ? 'center' : align;
+      ctx.textBaseline = baseline;
+      ctx.translate(x, y);
+      if (rotate) ctx.rotate((rotate * Math.PI) / 180);
+      ctx.fillText(text, 0, 0);
+      ctx.restore();
+    },
+    line(x1, y1, x2, y2, color = '#98a2b3') {
+      ctx.strokeStyle = color;
+      ctx.lineWidth = 1;
+      ctx.beginPath();
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x2, y2);
+      ctx.stroke();
+    },
+  };
+}
+
+/** A painter that writes SVG elements; svg(width, height) gives the document. */
+export function svgPainter() {
+  const parts = [];
+  const anchor = { left: 'start', middle: 'middle', center: 'middle', right: 'end' };
+  const baselines = { middle: 'central', top: 'hanging', bottom: 'text-after-edge', alphabetic: 'alphabetic' };
+  const n = (v) => Math.round(v * 100) / 100;
+  return {
+    rect(x, y, w, h, fill, stroke = null) {
+      parts.push(`<rect x="${n(x)}" y="${n(y)}" width="${n(w)}" height="${n(h)}" fill="${fill ?? 'none'}"${stroke ? ` stroke="${stroke}"` : ''}/>`);
+    },
+    text(x, y, text, { size = 11, align = 'left', baseline = 'middle', color = '#344054', rotate = 0, mono = false, bold = false } = {}) {
+      parts.push(`<text x="${n(x)}" y="${n(y)}" font-size="${size}" font-family="${mono ? 'monospace' : 'sans-serif'}"${bold ? ' font-weight="600"' : ''}`
+        + ` fill="${color}" text-anchor="${anchor[align]}" dominant-baseline="${baselines[baseline]}"`
+        + `${rotate ? ` transform="rotate(${rotate} ${n(x)} ${n(y)})"` : ''}>${escapeXml(text)}</text>`);
+    },
+    line(x1, y1, x2, y2, color = '#98a2b3') {
+      parts.push(`<line x1="${n(x1)}" y1="${n(y1)}" x2="${n(x2)}" y2="${n(y2)}" stroke="${color}"/>`);
+    },
+    group(id, draw) {
+      parts.push(`<g id="${escapeXml(id)}">`);
+      draw();
+      parts.push('</g>');
+    },
+    svg(width, height) {
+      return `<svg xmlns="http://www.w3.org/2000/svg" width="${n(width)}" height="${n(height)}" viewBox="0 0 ${n(width)} ${n(height)}">`
+        + `<rect width="100%" height="100%" fill="#fff"/>${parts.join('')}</svg>`;
+    },
+  };
+}
+
+/**
+ * A value scale over `data`: 'diverging' (blue negative, white 0, red positive, symmetric: ±max)
+ * or 'sequential' (white 0 to deep blue at max, weightColor's); max is the largest |value|, and
+ * at least `atLeast`. color(v) is a CSS colour.
+ */
+export function valueScale(kind, data, atLeast = 0) {
+  let max = atLeast;
+  for (const v of data) if (Number.isFinite(v)) max = Math.max(max, Math.abs(v));
+  if (kind === 'diverging') {
+    max = Math.max(max, 1e-6);
+    return { kind, min: -max, max, color: (v) => css(divergingColor(v / max)) };
+  }
+  max = Math.max(max, 1e-6);
+  return { kind, min: 0, max, color: (v) => css(weightColor(v / max)) };
+}
+
+const tick = (v) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
+
+/**
+ * Where a value heatmap's parts go: spec { rows, cols, rowLabels, colLabels, title } within
+ * `maxWidth` CSS pixels. Cells are as wide as fit (2 to 32 px), at least 12 px high; labels are
+ * drawn for every k-th column when they would crowd.
+ */
+export function valueHeatmapLayout({ rows, cols, colLabels }, maxWidth) {
+  const left = 44, top = 22, barWidth = 12, barGap = 16, tickWidth = 44;
+  const longest = colLabels.reduce((m, l) => Math.max(m, String(l).length), 1);
+  const cellW = Math.max(2, Math.min(32, Math.floor((maxWidth - left - barGap - barWidth - tickWidth) / cols)));
+  const cellH = Math.max(12, Math.min(28, cellW));
+  const turned = longest > 3;
+  const labelEvery = Math.max(1, Math.ceil((turned ? 11 : 7 * longest + 4) / cellW));
+  const bottom = 6 + (turned ? Math.min(90, 6 * Math.min(longest, 14) + 4) : 14);
+  const plot = { x: left, y: top, w: cols * cellW, h: rows * cellH };
+  const bar = { x: plot.x + plot.w + barGap, y: top, w: barWidth, h: Math.max(plot.h, 48) };
+  return {
+    plot, bar, cellW, cellH, rows, cols, turned, labelEvery,
+    width: bar.x + barWidth + tickWidth, height: top + Math.max(plot.h, bar.h) + bottom,
+    /** The cell under (x, y) (figure coordinates), or null. */
+    hit(x, y) {
+      const col = Math.floor((x - plot.x) / cellW), row = Math.floor((y - plot.y) / cellH);
+      return row >= 0 && col >= 0 && row < rows && col < cols && x >= plot.x && y >= plot.y ? { row, col } : null;
+    },
+    /** The centre of a cell (figure coordinates). */
+    centre(row, col) {
+      return { x: plot.x + (col + 0.5) * cellW, y: plot.y + (row + 0.5) * cellH };
+    },
+  };
+}
+
+/**
+ * Paints a value heatmap at (x0, y0): spec { data (row-major [rows, cols]), rows, cols, rowLabels,
+ * colLabels, title, scale (valueScale) }, `layout` from valueHeatmapLayout; the colour bar beside
+ * it is labelled with the scale's ends (and 0 on a diverging one).
+ */
+export function paintValueHeatmap(painter, spec, layout, x0 = 0, y0 = 0) {
+  const { data, rows, cols, rowLabels, colLabels, title, scale } = spec;
+  const { plot, bar, cellW, cellH, turned, labelEvery } = layout;
+  const X = x0 + plot.x, Y = y0 + plot.y;
+  painter.text(x0 + 2, y0 + 9, title, { size: 12, bold: true, color: '#1d2330' });
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const v = data[r * cols + c];
+      painter.rect(X + c * cellW, Y + r * cellH, cellW + 0.02, cellH + 0.02, Number.isFinite(v) ? scale.color(v) : css(MASKED_COLOR));
+    }
+  }
+  painter.rect(X - 0.5, Y - 0.5, plot.w + 1, plot.h + 1, null, '#d0d5dd');
+  for (let r = 0; r < rows; r++) painter.text(X - 4, Y + (r + 0.5) * cellH, rowLabels[r], { align: 'right', size: 10 });
+  for (let c = 0; c < cols; c += labelEvery) {
+    const label = String(colLabels[c]);
+    const text = label.length > 14 ? `${label.slice(0, 13)}…` : label;
+    const cx = X + (c + 0.5) * cellW, cy = Y + plot.h + 4;
+    if (turned) painter.text(cx, cy, text, { align: 'right', rotate: -90, size: 10, mono: true });
+    else painter.text(cx, cy + 5, text, { align: 'middle', size: 10, mono: true });
+  }
+  // The colour bar: 24 bands from max (top) to min (bottom).
+  const bands = 24, bx = x0 + bar.x, by = y0 + bar.y;
+  for (let i = 0; i < bands; i++) {
+    const v = scale.max - ((i + 0.5) / bands) * (scale.max - scale.min);
+    painter.rect(bx, by + (i * bar.h) / bands, bar.w, bar.h / bands + 0.02, scale.color(v));
+  }
+  painter.rect(bx - 0.5, by - 0.5, bar.w + 1, bar.h + 1, null, '#d0d5dd');
+  const ticks = scale.kind === 'diverging' ? [scale.max, 0, scale.min] : [scale.max, scale.max / 2, 0];
+  ticks.forEach((v, i) => painter.text(bx + bar.w + 4, by + (i * bar.h) / (ticks.length - 1), tick(v), { size: 10 }));
+}

@@ -20,6 +20,7 @@ import { GenerateMode } from './modes/generate.js';
 import { SentimentMode } from './modes/sentiment.js';
 import { StepsMode } from './modes/steps.js';
 import { YourModelMode } from './modes/your-model.js';
+import { PatchingMode } from './modes/patching.js';
 import { TrainMode } from './modes/train.js';
 
 const $ = (id) => document.getElementById(id);
@@ -205,10 +206,12 @@ function renderSelected() {
   $('selected-description').textContent = info
     ? `${info.description}. Scores on held-out text: ${Object.entries(info.scores).map(([k, v]) => `${k.replaceAll('_', ' ')} ${v.toFixed(2)}`).join(', ')}.${group}`
     : head === 'mean' ? 'The mean of the layer\'s per-head weights (PyTorch\'s average_attn_weights).'
-      : `${state.result.description ?? 'Your layer.'}${group}`;
+      : `${state.result.description ?? (state.result.source === 'model' ? `Your model: layer ${layer}, head ${head}.` : 'Your layer.')}${group}`;
   const { data, offset, stride } = matrixOf(layer, head);
   const width = $('heatmap-panel').parentElement.clientWidth - 30;
-  const newest = state.result.generation ? state.result.labels.length - 1 : null;
+  // Outlined: the newest token while generating, else a query row the line view (or a Patching cell) locked.
+  const newest = state.result.generation ? state.result.labels.length - 1
+    : state.locked && state.focus?.side === 'query' ? state.focus.index : null;
   $('heatmap-panel').hidden = state.view !== 'heatmap';
   $('lines-panel').hidden = state.view !== 'lines';
   $('steps-panel').hidden = state.view !== 'steps';
@@ -392,6 +395,7 @@ function rerun() {
   if (state.source === 'sentiment') sentimentMode.run();
   else if (state.source === 'custom') customMode.run();
   else if (state.source === 'model') yourModelMode.run();
+  else if (state.source === 'patching') patchingMode.prepare();
   else runText();
 }
 
@@ -408,6 +412,7 @@ async function redrawOn(backends) {
     await nextRender();
   }
   if (state.source === 'model') await yourModelMode.run();  // (Your model runs in the worker on the new backend)
+  if (state.source === 'patching') await patchingMode.prepare();  // (and so does Patching, on Your model's model)
 }
 
 /** Runs the default model on the text box's text; while a run is in flight only the latest waits. */
@@ -525,6 +530,36 @@ const yourModelMode = new YourModelMode({
   $, worker, state, accept, showMessage, runFailed, nextRender, download, stepsMode: () => stepsMode,
   // Leaving the other sources as a tab switch does (their panels, Steps changes, Sentiment, Train).
   leaveOthers: () => showSource('default'),
+  // A first checkpoint refused: the page goes back to the default model, drawn (the views may show
+  // another source's result), and the text box and setText answer for it again.
+  backToDefault: async () => {
+    showSource('default');
+    await runText();
+    await textRuns.idle();
+  },
+});
+
+// Patching (web/modes/patching.js): on Your model's model; its cells open a head or a position in the views.
+const patchingMode = new PatchingMode({
+  $, worker, state, accept, showMessage, yourModel: yourModelMode,
+  leaveOthers: () => showSource('default'),
+  selectHead: (layer, head) => {
+    state.selected = { layer, head };
+    state.mode = 'head';
+    document.querySelector('input[name=mode][value=head]').checked = true;
+    state.focus = null;
+    state.locked = false;
+    render();
+    document.querySelector('.selected-view').scrollIntoView({ block: 'nearest' });
+  },
+  selectPosition: (layer, position) => {
+    state.selected = { ...state.selected, layer };
+    state.focus = { side: 'query', index: position };
+    state.locked = true;
+    stepsMode.query = position;
+    render();
+    document.querySelector('.selected-view').scrollIntoView({ block: 'nearest' });
+  },
 });
 
 const stepsMode = new StepsMode({
@@ -546,7 +581,7 @@ function nextRender() {
 
 window.__mhaDemo = testHook({
   $, worker, state, nextRender, render, rowOf, layerShape,
-  modes: { generate: generateMode, sentiment: sentimentMode, train: trainMode, steps: stepsMode, yourModel: yourModelMode },
+  modes: { generate: generateMode, sentiment: sentimentMode, train: trainMode, steps: stepsMode, yourModel: yourModelMode, patching: patchingMode },
   backends: backendSwitch,
   geometry: () => ({ heatmap: heatmapGeometry, lines: linesGeometry }),
   runText: () => {

@@ -90,6 +90,11 @@ export class DemoModel {
    * (init({ backend: 'webgpu' })): the page runs the default model on either.
    */
   copyOn(mha) {
+    return new DemoModel(mha, this.weights(), this.vocab);
+  }
+
+  /** The weights as readSafetensors() gives demo-model.safetensors' ({ tensors, metadata }), from the layers in use. */
+  weights() {
     const V = this.vocab.tokens.length, E = this.dModel;
     const f32 = (data, shape) => ({ dtype: 'F32', shape, data });
     const tensors = {
@@ -102,7 +107,7 @@ export class DemoModel {
       for (const [key, data] of Object.entries(layer.stateDict())) tensors[`layers.${l}.${key}`] = f32(data, shapes[key]);
     });
     const metadata = { dModel: String(E), numHeads: String(this.numHeads), numLayers: String(this.numLayers) };
-    return new DemoModel(mha, { tensors, metadata }, this.vocab);
+    return { tensors, metadata };
   }
 
   /** Token embeddings plus positions, [L, E]. */

@@ -7,13 +7,14 @@
  * rowOf(layer, head, i), layerShape(), geometry() -> { heatmap, lines }, render(), nextRender(), runText() -> run number }.
  */
 export function testHook(page) {
-  const { $, state, modes: { generate, sentiment, train, steps, yourModel }, backends, nextRender } = page;
+  const { $, state, modes: { generate, sentiment, train, steps, yourModel, patching }, backends, nextRender } = page;
   return {
     /** Resolves once the model is loaded and the first view is drawn (main.js sets it). */
     ready: null,
     /** Sets the text box and resolves when the page has drawn the result. */
     async setText(text) {
       if (state.source === 'model') return yourModel.setText(text);
+      if (state.source === 'patching') return patching.setInputs({ clean: text });  // (the clean text)
       $('text').value = text;
       const run = page.runText();
       // An earlier run (or another view's result of the same text) may be drawn first: wait for this call's run.
@@ -83,8 +84,15 @@ export function testHook(page) {
          */
         sentimentTraining: sentiment.training.status ? structuredClone(sentiment.training.status) : null,
         /** Your model: what was loaded ({ family, layers, heads, ... }) and the logit lens, or null on another source. */
-        model: state.source === 'model' ? { ...yourModel.model } : null,
+        model: state.source === 'model' && yourModel.model ? { ...yourModel.model } : null,
         ...(state.source === 'model' ? { lens: structuredClone(state.result?.lens ?? null) } : {}),
+        /**
+         * Patching: { error, running: { over, done, total } | null, prepared: { clean, corrupted: { text, ids, tokens },
+         * refused, answer, wrong: { id, token, chosen }, logitDiff: { clean, corrupted }, attribution: { heads, mlps,
+         * accumulated }, scores: { previous_token, duplicate_token, induction } } | null, sweeps: { over: { shape, data } },
+         * figures: [ids drawn], json: what the JSON button saves }; each { shape, data } with plain arrays.
+         */
+        patching: patching.hookState(),
       };
     },
     /** Your model: loads a checkpoint (File objects or { name, bytes }); resolves when its first view is drawn. */
@@ -94,6 +102,26 @@ export function testHook(page) {
       $('model-gen-count').value = String(count);
       return yourModel.generate();
     },
+    /**
+     * Patching: opens the tab and sets its inputs ({ clean, corrupted, answer, wrong }: texts, tokens
+     * as text or '#id', '' for the default); resolves once drawn with getState().patching.
+     */
+    async setPatching(inputs = {}) {
+      await patching.setInputs(inputs);
+      return patching.hookState();
+    },
+    /**
+     * Patching: runs a sweep ('head_out' | 'resid_pre' | 'attn_out' | 'mlp_out' | 'all'; default the
+     * select's) as its button does; resolves with { over, shape, data } (plain) once drawn, or { cancelled: true }.
+     */
+    async runPatching(over) {
+      const result = await patching.runSweep(over);
+      return result?.data ? { over: result.over, shape: [...result.shape], data: Array.from(result.data) } : result;
+    },
+    /** Patching: the Cancel button. */
+    cancelPatching: () => patching.cancel(),
+    /** Patching: where cell (row, col) of a figure ('head_out', 'resid_pre', ..., 'attribution', 'score-induction', ...) is drawn, in page coordinates. */
+    patchingPoint: (figure, row, col) => patching.cellPoint(figure, row, col),
     /** Your model: the whole state as the State JSON button saves it. */
     modelStateJson: () => structuredClone(yourModel.stateJson()),
     /** Resolves when the running generation (if any) has ended and been drawn. */

@@ -420,3 +420,22 @@ Object.assign(handlers, {
   modelGenerate: (args, progress) => yourModel.generate(args, progress),
   modelCancel: () => yourModel.cancel(),
 });
+
+// ---- the Patching view (issue 47): web/patching-worker.js's handlers, on a HookedModel: the Your
+// model session's, or the default model's (web/demo-hooked.js, rebuilt when the default model changes) ----
+import { patchingHandlers } from './patching-worker.js';
+import { demoHookedModel } from './demo-hooked.js';
+
+let defaultHooked = null;  // { of: the DemoModel it was made from, model: its HookedModel (wasm) }
+async function defaultHookedModel() {
+  if (defaultHooked?.of !== model) {
+    defaultHooked?.model.dispose();
+    defaultHooked = { of: model, model: await demoHookedModel(mha, model.weights(), model.vocab) };
+  }
+  return defaultHooked.model;
+}
+
+Object.assign(handlers, patchingHandlers({
+  hookedModel: (source) => (source === 'default' ? defaultHookedModel() : yourModel.hookedModel()),
+  backend: (source) => (source === 'default' ? 'wasm' : backends.backendFor('model')),
+}));

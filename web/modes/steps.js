@@ -108,6 +108,7 @@ export class StepsMode {
       this.steps = null;
       const generating = Boolean(result.generation?.running);
       $('steps-summary').textContent = source === 'train' ? 'The steps appear with the model\'s first evaluation.'
+        : source === 'patching' ? 'Patching shows the clean run\'s heads; a head\'s steps (and ablating or patching it by hand) are in the Your model tab.'
         : generating ? 'The steps are drawn for the text shown once generation stops.' : 'Computing the steps…';
       if (changeable && !generating && this.#requestedFor !== result) {
         this.#requestedFor = result;

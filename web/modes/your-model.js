@@ -43,6 +43,7 @@ const PANEL_HTML = `
   </div>`;
 
 const OTHER_SOURCES = ['default', 'custom', 'sentiment', 'train'];
+const NO_MODEL = 'No model loaded: drop a checkpoint\'s files above.';
 
 /** A File or { name, bytes } as { name, bytes: Uint8Array } (the worker's form). */
 async function asNamedBytes(file) {
@@ -86,10 +87,11 @@ export function headsSvg(result, cell = 6) {
 }
 
 export class YourModelMode {
-  #page;      // main.js's pieces: { $, worker, state, accept, showMessage, nextRender, download, leaveOthers }
+  #page;      // main.js's pieces: { $, worker, state, accept, showMessage, nextRender, download, leaveOthers, backToDefault }
   #modelRuns = new LatestOnly((request) => this.#runOne(request));  // { text, run } requests
   #runs = 0;
   #loadRequest = null;
+  #summary = '';  // the panel's line on the loaded model (shown again when a later checkpoint is refused)
   /** { family, numLayers, numHeads, numKvHeads, dtype } of the loaded model, or null. */
   model = null;
   generating = false;
@@ -143,6 +145,7 @@ export class YourModelMode {
     $('model-panel').hidden = false;
     state.source = 'model';
     if (this.model) this.run();
+    else if (!this.#loadRequest) $('model-summary').textContent = NO_MODEL;
   }
 
   #hide() {
@@ -189,19 +192,49 @@ export class YourModelMode {
       });
       this.model = loaded.model;
       const m = loaded.model;
-      $('model-summary').textContent = `${m.family === 'gpt2' ? 'GPT-2' : 'Llama'} family · ${m.numLayers} layers · ${m.numHeads} heads`
+      this.#summary = `${m.family === 'gpt2' ? 'GPT-2' : 'Llama'} family · ${m.numLayers} layers · ${m.numHeads} heads`
         + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype} · on ${loaded.backend}`;
+      $('model-summary').textContent = this.#summary;
       for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = false;
       showMessage(null);
+      $('model-loading').hidden = true;  // (loaded: the first view is drawn next)
       await this.run();
     } catch (error) {
-      const message = error.message === 'cancelled' ? 'loading cancelled' : error.message;
-      $('model-summary').textContent = '';
-      showMessage(`Could not load the model: ${message}`);
-      throw new Error(`Could not load the model: ${message}`);
+      const message = `Could not load the model: ${error.message === 'cancelled' ? 'loading cancelled' : error.message}`;
+      $('model-loading').hidden = true;
+      this.#loadRequest = null;
+      await this.#refused();
+      showMessage(message);  // (after the redraw, which clears the message line)
+      throw new Error(message);
     } finally {
       $('model-loading').hidden = true;
       this.#loadRequest = null;
+    }
+  }
+
+  /**
+   * A checkpoint refused or a load cancelled: the page goes back to the model it had. The worker
+   * keeps the model loaded before (a refused checkpoint replaces nothing): it is drawn again. With
+   * none (the first checkpoint, or a worker that could not keep it), the page goes back to the
+   * default model, and the text box and setText answer for it.
+   */
+  async #refused() {
+    const { $, state } = this.#page;
+    if (this.model) {
+      $('model-summary').textContent = this.#summary;
+      if (this.active) {
+        await this.run();
+        if (state.runError === null) return;
+      } else {
+        return;
+      }
+      this.model = null;  // (the worker has no model: 'no model loaded')
+      for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = true;
+    }
+    $('model-summary').textContent = NO_MODEL;
+    if (this.active) {
+      this.#hide();
+      await this.#page.backToDefault();
     }
   }
 
@@ -250,6 +283,7 @@ export class YourModelMode {
   async setText(text) {
     const { $, state } = this.#page;
     $('model-text').value = text;
+    if (!this.model) return;  // (no model loaded: nothing to draw; the panel says so)
     await this.run();
     while (state.result?.text !== text && !state.runError) await this.#page.nextRender();
   }
