@@ -25,7 +25,9 @@ class ThreadPool;
 
 // Which keys query row i (of L) may see among T: none = all; top-left j <= i (PyTorch's
 // is_causal); bottom-right j <= i + T - L; offset j <= i + causal_offsets[b] (ONNX's rule).
-enum class CausalMode { kNone, kTopLeft, kBottomRight, kOffset };
+// JS passes the mode as its number: bindings/js/core/attention-function.js' CAUSAL_MODES names
+// these for every JS backend.
+enum class CausalMode { kNone = 0, kTopLeft = 1, kBottomRight = 2, kOffset = 3 };
 
 struct AttentionFunctionOptions {
   int64_t num_heads = 0;     // Hq of a 3-D query [B, L, Hq*E]; 0 for the 4-D (and unbatched) form

@@ -25,8 +25,13 @@ export const OPTION_KEYS = [
   'attnMask', 'causal', 'causalOffset', 'kvSeqLens', 'scale', 'softcap', 'dropout', 'seed', 'pastKey', 'pastValue',
   'numHeads', 'kvNumHeads', 'needWeights', 'capture', 'slidingWindow', 'alibiSlopes', 'sinks', 'grad',
 ];
-// The core's causal modes (src/mha/attention_function.hpp, CausalMode).
-const CAUSAL = { none: 0, 'top-left': 1, 'bottom-right': 2, offset: 3 };
+/**
+ * (No public API.) The core's causal modes, named once for JS (src/mha/attention_function.hpp,
+ * CausalMode, whose numbers the plan's `causal` carries): the WebGPU backend asks this table.
+ */
+export const CAUSAL_MODES = Object.freeze({ none: 0, topLeft: 1, bottomRight: 2, offset: 3 });
+// The option's string values (its public spelling) and the modes they name.
+const CAUSAL_OPTIONS = { 'top-left': CAUSAL_MODES.topLeft, 'bottom-right': CAUSAL_MODES.bottomRight };
 const ERROR_CLASSES = [Error, TypeError, RangeError, Error];
 
 /** A float input: Float32Array, or Float16Array where the runtime has it (widened: the math is float32). */
@@ -42,11 +47,12 @@ function checkInt32s(name, value, expected) {
 
 /** causal and causalOffset -> { mode, offsets: Int32Array | null }. */
 function checkCausal(causal, causalOffset) {
-  if (causal !== undefined && typeof causal !== 'boolean' && causal !== 'top-left' && causal !== 'bottom-right') {
-    throw new TypeError(`causal must be true, false, 'top-left' or 'bottom-right', got ${describe(causal)}`);
+  if (causal !== undefined && typeof causal !== 'boolean' && !(typeof causal === 'string' && Object.hasOwn(CAUSAL_OPTIONS, causal))) {
+    const names = Object.keys(CAUSAL_OPTIONS).map((name) => `'${name}'`).join(' or ');
+    throw new TypeError(`causal must be true, false, ${names}, got ${describe(causal)}`);
   }
   if (causalOffset === undefined || causalOffset === null) {
-    return { mode: causal === true ? CAUSAL['top-left'] : causal ? CAUSAL[causal] : CAUSAL.none, offsets: null };
+    return { mode: causal === true ? CAUSAL_MODES.topLeft : causal ? CAUSAL_OPTIONS[causal] : CAUSAL_MODES.none, offsets: null };
   }
   if (causal === false || typeof causal === 'string') {
     throw new TypeError(`causalOffset: implies causal (query i sees keys j <= i + offset); omit causal or pass true, got causal: ${describe(causal)}`);
@@ -55,12 +61,12 @@ function checkCausal(causal, causalOffset) {
     if (!Number.isInteger(causalOffset) || Math.abs(causalOffset) > 0x7fffffff) {
       throw new RangeError(`causalOffset must be an integer (or an Int32Array with one per batch row), got ${causalOffset}`);
     }
-    return { mode: CAUSAL.offset, offsets: Int32Array.of(causalOffset) };
+    return { mode: CAUSAL_MODES.offset, offsets: Int32Array.of(causalOffset) };
   }
   if (!(causalOffset instanceof Int32Array)) {
     throw new TypeError(`causalOffset must be an integer or an Int32Array [B], got ${describe(causalOffset)}`);
   }
-  return { mode: CAUSAL.offset, offsets: causalOffset };
+  return { mode: CAUSAL_MODES.offset, offsets: causalOffset };
 }
 
 /** A number option: finite, and > 0 or in [0, 1) where asked. */

@@ -7,7 +7,7 @@
 // laid out on the GPU; results come back as CPU arrays or, with outputLocation 'gpu', stay there.
 // A per-batch (or negative) causal offset, which the kernels' unsigned positions cannot hold, goes
 // into the mask with the window and ALiBi that depend on it.
-import { OPTION_KEYS, PLAN_ATTENTION } from '../core/attention-function.js';
+import { CAUSAL_MODES, OPTION_KEYS, PLAN_ATTENTION } from '../core/attention-function.js';
 import { withCallName } from '../core/errors.js';
 import { checkKnownKeys, describe } from '../core/validate.js';
 import { encodeAttention, paramsBlock } from './attention.js';
@@ -19,7 +19,6 @@ import { encodeScoreSteps } from './steps.js';
 import { CallBuffers, checkGpuInputs, checkInput, resultTensors } from './tensors.js';
 
 const CALL = 'scaledDotProductAttentionAsync';
-const CAUSAL = { none: 0, topLeft: 1, bottomRight: 2, offset: 3 };  // the core's modes (attention-function.js)
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 
 /** The call's sizes from its plan and inputs: B, Hq, Hkv, L, S, P, T, E, Ev and the form. */
@@ -79,9 +78,9 @@ function maskFor(attnMask, z, positions) {
  * offsets, window and ALiBi slopes that go into the mask instead) }.
  */
 function causalRule(tensors, scalars, { T, L }) {
-  const causal = scalars.causal !== CAUSAL.none;
-  if (scalars.causal !== CAUSAL.offset && scalars.causal !== CAUSAL.bottomRight) return { firstQuery: 0, causal, positions: null };
-  const offsets = scalars.causal === CAUSAL.bottomRight ? [T - L] : tensors.causalOffsets.data;
+  const causal = scalars.causal !== CAUSAL_MODES.none;
+  if (scalars.causal !== CAUSAL_MODES.offset && scalars.causal !== CAUSAL_MODES.bottomRight) return { firstQuery: 0, causal, positions: null };
+  const offsets = scalars.causal === CAUSAL_MODES.bottomRight ? [T - L] : tensors.causalOffsets.data;
   const same = offsets.every((o) => o === offsets[0]);
   if (offsets[0] >= 0 && same) return { firstQuery: offsets[0], causal, positions: null };
   // The kernels hold one unsigned position per call: a negative or per-batch offset's rules go
