@@ -31,7 +31,7 @@ APP=$WORK/app
 mkdir "$APP"
 cp -r tests/package/vite-app/. "$APP/"
 cp tests/package/run-cases.js tests/package/node-esm.mjs tests/package/node-cjs.cjs tests/package/plain-page.html \
-  examples/typed-usage.ts tests/package/per-head-weights.ts tests/package/typed-require.cts "$APP/"
+  examples/typed-usage.ts tests/package/per-head-weights.ts tests/package/typed-require.cts tests/package/models-usage.ts "$APP/"
 echo '{ "name": "app", "private": true, "type": "module" }' > "$APP/package.json"
 node tests/package/export-cases.mjs "$APP/cases.json"
 # webpack only for the bundler check (from the npm cache when it is there).
@@ -61,10 +61,10 @@ cp -r tests/fixtures/your-model/gpt2 "$APP/gpt2"
 cp tests/package/models.mjs "$APP/"
 (cd "$APP" && node models.mjs)
 
-echo "--- TypeScript (tsc --strict): examples/typed-usage.ts, the README's example, the per-head weights use case, CommonJS (typed-require.cts)"
+echo "--- TypeScript (tsc --strict): examples/typed-usage.ts, the README's example, the per-head weights use case, mha-wasm/models (models-usage.ts), CommonJS (typed-require.cts)"
 cat > "$APP/tsconfig.json" <<'JSON'
 { "compilerOptions": { "strict": true, "noEmit": true, "module": "nodenext", "moduleResolution": "nodenext",
-  "target": "es2022", "lib": ["es2023", "dom", "esnext.disposable"], "types": [] }, "files": ["typed-usage.ts", "first.ts", "per-head-weights.ts", "typed-require.cts"] }
+  "target": "es2022", "lib": ["es2023", "dom", "esnext.disposable"], "types": [] }, "files": ["typed-usage.ts", "first.ts", "per-head-weights.ts", "models-usage.ts", "typed-require.cts"] }
 JSON
 (cd "$APP" && "$BIN/tsc" -p tsconfig.json)
 
