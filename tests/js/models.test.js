@@ -96,6 +96,15 @@ test('bad inputs get an Error naming the argument, the hook and the shape expect
     assert.throws(() => headScores(model, cache, 'induction'), /headScores: the cache has no blocks.1.attn.hook_pattern/);
     assert.throws(() => directLogitAttribution(model, cache, { answer, wrong }), /directLogitAttribution: the cache lacks ln_final.hook_scale, blocks.1.hook_resid_post, blocks.0.attn.hook_result and \d+ more/);
     await assert.rejects(loadModel(mha, []), /loadModel: files must be a non-empty array/);
+    // An option the API does not implement is refused by name, never ignored.
+    await assert.rejects(loadModel(mha, checkpointFiles('gpt2'), { prependBos: false }), {
+      name: 'TypeError', message: "loadModel: unknown option 'prependBos'; known options: wasm, onProgress, signal" });
+    await assert.rejects(model.runWithCache(ids, { name: ['hook_embed'] }), { message: "runWithCache: unknown option 'name'; known options: names" });
+    await assert.rejects(model.generate(ids, { maxTokens: 3 }), /generate: unknown option 'maxTokens'; known options: maxNewTokens, onToken, stopAtEos, signal/);
+    await assert.rejects(activationPatching(model, { clean: ids, corrupted: otherIds, answer, wrong, over: 'resid_pre', normalize: false }),
+      /activationPatching: unknown option 'normalize'/);
+    assert.throws(() => directLogitAttribution(model, cache, { answer, wrong, pos: 3 }), /directLogitAttribution: unknown option 'pos'/);
+    assert.throws(() => model.tokenizer.encode('the', { bos: true }), /tokenizer.encode: unknown option 'bos'; known options: prependBos/);
     await assert.rejects(loadModel({}, checkpointFiles('gpt2')), /loadModel: mha must be the module init\(\) resolved to/);
     await assert.rejects(loadModelFromFolder(mha, '/nonexistent/folder'), /loadModelFromFolder: cannot read the folder \/nonexistent\/folder/);
   } finally {

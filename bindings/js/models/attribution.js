@@ -8,6 +8,7 @@
 //   LayerNorm, b_V there already holds ln1's bias read through W_V, as fold_ln put it).
 // The accumulated residual is the logit lens as numbers: each layer's resid_pre, then the final
 // resid_post, each normalized by its own statistics.
+import { checkOptions } from './hooked-model.js';
 
 function needs(cache, names) {
   const missing = names.filter((name) => !cache.has(name));
@@ -60,7 +61,8 @@ function valueBiasOutputs(model, l) {
  * { heads: [layers, heads], mlps: [layers], accumulated: [layers + 1] }, each { data, shape }, of
  * the cache's run at `position` (default the last) along answer − wrong.
  */
-export function directLogitAttribution(model, cache, { answer, wrong, position } = {}) {
+export function directLogitAttribution(model, cache, options = {}) {
+  const { answer, wrong, position } = checkOptions('directLogitAttribution', options, ['answer', 'wrong', 'position']);
   const { numLayers, numHeads: H, embedDim: E, vocabSize: V, normalization } = model.config;
   const L = cache.ids.length;
   for (const [what, id] of [['answer', answer], ['wrong', wrong]]) {

@@ -10,6 +10,14 @@ import { hookPoints, unknownHookError } from './hook-points.js';
 import { HookRun } from './hook-run.js';
 import { CheckpointTokenizer } from './tokenizer.js';
 import { CheckpointModel } from './transformer.js';
+import { checkKnownKeys, checkPlainObject } from '../core/validate.js';
+
+/** An options object of `what` holding only `known` keys (one not implemented is refused by name). */
+export function checkOptions(what, options, known) {
+  checkPlainObject(`${what}: options`, options);
+  checkKnownKeys(what, options, known);
+  return options;
+}
 
 /** ids as an Int32Array of token ids inside the vocabulary; errors name `what`. */
 export function checkIds(what, ids, vocabSize, maxPositions) {
@@ -112,7 +120,8 @@ export class HookedModel {
    * The logits and the activations at `names` (every hook point when left out):
    * { logits, cache }, cache.get(name) -> { data, shape }.
    */
-  async runWithCache(ids, { names } = {}) {
+  async runWithCache(ids, options = {}) {
+    const { names } = checkOptions('runWithCache', options, ['names']);
     const checked = this.#ids('runWithCache', ids);
     const run = new HookRun(this.#points, checked.length, { keep: namesToKeep(names, this.#points), what: 'runWithCache' });
     const { logits } = await this.#forward.run(checked, run);
@@ -123,7 +132,8 @@ export class HookedModel {
    * The logits with `hooks` ({ hookName: (activation, { name }) => replacement | undefined }) run
    * at their points: { logits }. A hook may also keep a cache: `names` as runWithCache's.
    */
-  async runWithHooks(ids, { hooks = {}, names = null } = {}) {
+  async runWithHooks(ids, options = {}) {
+    const { hooks = {}, names = null } = checkOptions('runWithHooks', options, ['hooks', 'names']);
     const checked = this.#ids('runWithHooks', ids);
     const run = new HookRun(this.#points, checked.length, {
       hooks: hooksMap(hooks, this.#points), keep: names === null ? null : namesToKeep(names, this.#points), what: 'runWithHooks',
@@ -149,7 +159,8 @@ export class HookedModel {
    * layer's KV cache. `onToken(id, { index, text })` after each (returning false stops);
    * `stopAtEos` (default true) stops after the EOS token. Resolves to { ids: the new ids, text }.
    */
-  async generate(ids, { maxNewTokens = 20, onToken = null, stopAtEos = true, signal = null } = {}) {
+  async generate(ids, options = {}) {
+    const { maxNewTokens = 20, onToken = null, stopAtEos = true, signal = null } = checkOptions('generate', options, ['maxNewTokens', 'onToken', 'stopAtEos', 'signal']);
     const prompt = this.#ids('generate', ids);
     if (!Number.isInteger(maxNewTokens) || maxNewTokens < 0) {
       throw new RangeError(`generate: maxNewTokens must be a non-negative integer, got ${maxNewTokens}`);
@@ -242,6 +253,7 @@ export async function modelFromCheckpoint(mha, checkpoint, { wasm = null, onProg
  * options: { wasm (with a WebGPU mha), onProgress({ phase, done, total, name }), signal }.
  */
 export async function loadModel(mha, files, options = {}) {
+  checkOptions('loadModel', options, ['wasm', 'onProgress', 'signal']);
   modulesOf(mha, options.wasm);
   if (!Array.isArray(files) || files.length === 0) {
     throw new TypeError('loadModel: files must be a non-empty array of File objects or { name, bytes }');

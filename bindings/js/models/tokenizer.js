@@ -4,6 +4,7 @@
 // prepends the BOS token by hand when `prependBos` (TransformerLens' `prepend_bos`), whatever
 // tokenizer.json's post-processor would add. No DOM: worker and Node.
 import { Tokenizer } from '@huggingface/tokenizers';
+import { checkKnownKeys } from '../core/validate.js';
 
 // TransformerLens' default_prepend_bos is False for these model types (loading_from_pretrained.py).
 const NO_BOS_BY_DEFAULT = ['qwen', 'qwen2', 'qwen3', 'gpt_neox', 'phi', 'bloom'];
@@ -31,7 +32,9 @@ export class CheckpointTokenizer {
    * The token ids of `text`, without the special tokens tokenizer.json's post-processor adds,
    * the BOS token first when `prependBos` (default: TransformerLens' default for the model type).
    */
-  encode(text, { prependBos = this.prependBos } = {}) {
+  encode(text, options = {}) {
+    checkKnownKeys('tokenizer.encode', options, ['prependBos']);
+    const { prependBos = this.prependBos } = options;
     if (typeof text !== 'string') throw new TypeError(`tokenizer.encode: text must be a string, got ${typeof text}`);
     const { ids } = this.#tokenizer.encode(text, { add_special_tokens: false });
     if (!prependBos) return ids;
