@@ -55,36 +55,52 @@ export function refuseMixtureOfExperts(config) {
 }
 
 /**
- * The rotary settings of a config, flat (rope_theta, rope_scaling, partial_rotary_factor) or v5's
+ * The rotary settings of a config, flat (`thetaKey`, `partialKey`, rope_scaling) or v5's
  * rope_parameters { rope_type, rope_theta, partial_rotary_factor }: { theta, partial }. Any
  * scaling type but 'default' is refused by name with the value found.
  */
 export function ropeOf(config, { thetaKey = 'rope_theta', theta = 10000, partialKey = 'partial_rotary_factor', partial = 1 } = {}) {
   const params = config.rope_parameters;
-  const scaling = config.rope_scaling;
-  for (const [key, value] of [['rope_scaling', scaling], ['rope_parameters', params]]) {
+  for (const key of ['rope_scaling', 'rope_parameters']) {
+    const value = config[key];
     if (value === undefined || value === null) continue;
     refuseUnless(typeof value === 'object' && !Array.isArray(value), `${key} must be an object or null, got ${JSON.stringify(value)}`);
     const type = value.rope_type ?? value.type ?? 'default';
     refuseUnless(type === 'default',
-      `${key} ${JSON.stringify(value)}: rope type '${type}' is not supported (only plain rotary: rope_scaling null or rope_type 'default')`);
+      `${key} ${JSON.stringify(value)}: rope type '${type}' is not supported (only plain rotary: rope_scaling null, or rope_type 'default')`);
   }
-  const source = params ?? config;
-  const thetaValue = params ? positiveNumber(params, 'rope_theta', config[thetaKey] ?? theta) : positiveNumber(config, thetaKey, theta);
-  const partialValue = params?.[partialKey] ?? config[partialKey] ?? partial;
-  refuseUnless(typeof partialValue === 'number' && partialValue > 0 && partialValue <= 1,
-    `${partialKey} must be a number in (0, 1], got ${JSON.stringify(source[partialKey])}`);
-  return { theta: thetaValue, partial: partialValue };
+  const thetaValue = params?.rope_theta !== undefined ? positiveNumber(params, 'rope_theta') : positiveNumber(config, thetaKey, theta);
+  const [key, found] = params?.partial_rotary_factor !== undefined
+    ? ['rope_parameters.partial_rotary_factor', params.partial_rotary_factor] : [partialKey, config[partialKey] ?? partial];
+  refuseUnless(typeof found === 'number' && found > 0 && found <= 1, `${key} must be a number in (0, 1], got ${JSON.stringify(found)}`);
+  return { theta: thetaValue, partial: found, partialKey: key };
 }
 
 /** The rotary dimension of a head: int(headDim · factor), which must be even. */
 export function rotaryDim(headDim, factor, key) {
-  const dim = Math.floor(headDim * factor);
+  const dim = Math.floor(headDim * factor + 1e-9);
   refuseUnless(dim >= 2 && dim % 2 === 0, `${key} ${factor} gives ${dim} rotary features of the head's ${headDim}; it must be a positive even number`);
   return dim;
 }
 
-/** A [rows, cols] tensor's rows [from, to) as float32 rows ([to - from, cols]), widened. */
-export function rowsOf(f32data, cols, from, to) {
-  return f32data.subarray(from * cols, to * cols);
+/** A norm weight w as (1 + w) (Gemma's RMSNorm multiplies by 1 + its zero-centred weight), float32. */
+export function plusOne(weight) {
+  const out = Float32Array.from(weight);
+  for (let i = 0; i < out.length; i++) out[i] += 1;
+  return out;
+}
+
+/** The config's grouped heads: { numHeads, numKvHeads } with the multiple checked. */
+export function headsOf(config) {
+  const numHeads = positiveInteger(config, 'num_attention_heads');
+  const numKvHeads = positiveInteger(config, 'num_key_value_heads', numHeads);
+  refuseUnless(numHeads % numKvHeads === 0,
+    `num_attention_heads (${numHeads}) must be a multiple of num_key_value_heads (${numKvHeads})`);
+  return { numHeads, numKvHeads };
+}
+
+/** Refuses a key whose value asks for what no forward here does: `ok(value)` says which values run. */
+export function refuseKey(config, key, ok, why) {
+  const value = config[key];
+  refuseUnless(value === undefined || ok(value), `${key} ${JSON.stringify(value)} is not supported (${why})`);
 }

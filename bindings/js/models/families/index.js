@@ -5,10 +5,16 @@
 // architecture carries (common.js), never a family's name.
 import { attnOnly } from './attn-only.js';
 import { DEFAULT_TRAITS } from './common.js';
+import { gemma } from './gemma.js';
+import { gemma2 } from './gemma2.js';
 import { gpt2 } from './gpt2.js';
+import { gptNeox } from './gpt-neox.js';
 import { llama } from './llama.js';
+import { phi3 } from './phi3.js';
 
-export const FAMILIES = [gpt2, llama, attnOnly];
+// (qwen3, gemma3_text and olmo2 normalize q and k per head between the projection and rotary, which
+// MultiHeadAttention has no option for: their model_type stays unknown, and so refused.)
+export const FAMILIES = [gpt2, llama, gptNeox, gemma, gemma2, phi3, attnOnly];
 
 const byName = new Map(FAMILIES.map((f) => [f.name, f]));
 
