@@ -1,6 +1,7 @@
-// A GPT-2- or Llama-family checkpoint run through mha-wasm: every layer's attention is the
-// package's MultiHeadAttention (on wasm or WebGPU), the MLPs, the projections around them and the
-// unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
+// A checkpoint of any family in families/ run through mha-wasm: the family maps its weights into
+// one per-layer form, and every layer's attention is the package's MultiHeadAttention with the
+// options the architecture's traits give (rotary, window, softcap, scale; on wasm or WebGPU); the
+// MLPs, the projections around them and the unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
 // attention projections use); only the O(tokens x width) steps (norms, activations, residual adds)
 // are JavaScript loops. Weights stored in 16 bits stay 16-bit: attention layers and Linears with
 // weightDtype 'f16' (F16 bits passed as they are; BF16 widened once at load, then rounded to f16
