@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes tiny GPT-2- and Llama-family checkpoints in Hugging Face's file layouts, with expected values.
+"""Writes tiny checkpoints of every family mha-wasm/models loads (GPT-2, Llama / Qwen2 / Mistral, and
+issue 48's GPT-NeoX (Pythia), Gemma, Gemma 2 and Phi-3) in Hugging Face's file layouts, with expected values.
 
 For the "Your model" mode (issue 43) and its tests: each checkpoint is a folder as `save_pretrained`
 writes it (config.json, model.safetensors or model.safetensors.index.json with its shards,
@@ -7,7 +8,8 @@ tokenizer.json), with random weights, 2-3 layers and a vocabulary of about 300 t
 expected.safetensors / expected.json: the logits, every layer's attention pattern, the logit lens,
 one head ablated and one head patched, from a float64 forward written below in torch from each
 architecture's published definition (Hugging Face's modeling_gpt2.py / modeling_llama.py /
-modeling_mistral.py / modeling_qwen2.py). No `transformers` or `tokenizers` library is needed: the
+modeling_mistral.py / modeling_qwen2.py / modeling_gpt_neox.py / modeling_gemma.py / modeling_gemma2.py /
+modeling_phi3.py). No `transformers` or `tokenizers` library is needed: the
 tokenizer.json files and the token ids of the test texts come from the small BPE below.
 
 hooks.safetensors / hooks.json (float32; names and batch-first shapes as TransformerLens'
@@ -177,7 +179,7 @@ def llama_tokenizer(merge_count):
 # ---------------------------------------------------------------- safetensors
 
 SAFETENSORS_DTYPES = {torch.float32: ("F32", torch.float32), torch.float16: ("F16", torch.int16),
-                      torch.bfloat16: ("BF16", torch.int16)}
+                      torch.bfloat16: ("BF16", torch.int16), torch.bool: ("BOOL", torch.uint8)}
 
 
 def write_safetensors(path, tensors, metadata=None):
@@ -198,8 +200,10 @@ def write_safetensors(path, tensors, metadata=None):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def save_weights(folder, tensors, dtype, shards):
+def save_weights(folder, tensors, dtype, shards, buffers=None):
+    """The weights in `dtype` (and `buffers`, as they are: old files' masks and inv_freq), one file or `shards`."""
     tensors = {k: v.to(dtype) for k, v in tensors.items()}
+    tensors.update(buffers or {})
     if shards == 1:
         write_safetensors(os.path.join(folder, "model.safetensors"), tensors, {"format": "pt"})
         return tensors
@@ -244,11 +248,15 @@ class Hooks:
         return value
 
 
-def attention(q, k, v, hk, a, causal_window=None):
+def attention(q, k, v, hk, a, causal_window=None, scale=None, softcap=None):
     """q [H, L, D], k/v [H, L, D]: causal softmax(q kᵀ / sqrt(D)) v; a window W keeps keys i-W+1..i.
+    `scale` replaces 1/sqrt(D) (Gemma 2: query_pre_attn_scalar^-1/2); `softcap` c caps the scaled
+    scores to c·tanh(s / c) before the mask (Gemma 2's attn_logit_softcapping).
     Hooks (prefix a = "blocks.l.attn."): hook_attn_scores (masked with -inf), hook_pattern, hook_z."""
     L, D = q.shape[1], q.shape[2]
-    scores = q @ k.transpose(1, 2) / math.sqrt(D)
+    scores = q @ k.transpose(1, 2) / math.sqrt(D) if scale is None else (q @ k.transpose(1, 2)) * scale
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
     i = torch.arange(L)[:, None]
     j = torch.arange(L)[None, :]
     blocked = j > i
@@ -371,6 +379,147 @@ def llama_forward(w, cfg, ids, hooks=None):
     return rms(x, "model.norm", "ln_final") @ unembed, hk, lens
 
 
+# The families whose attention fits MultiHeadAttention's options (issue 48), from Hugging Face's
+# modeling_gpt_neox.py, modeling_gemma.py, modeling_gemma2.py and modeling_phi3.py.
+NEW_FAMILIES = ("gpt_neox", "gemma", "gemma2", "phi3")
+
+
+def dims(cfg):
+    """E, H, K (key/value heads), D (head size), eps, the number of layers."""
+    E, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    K = cfg.get("num_key_value_heads") or H
+    D = cfg.get("head_dim") or E // H
+    eps = cfg["layer_norm_eps"] if cfg["model_type"] == "gpt_neox" else cfg["rms_norm_eps"]
+    return E, H, K, D, eps, cfg["num_hidden_layers"]
+
+
+def family_forward(w, cfg, ids, hooks=None):
+    """gpt_neox: LayerNorm, fused query_key_value viewed [L, H, 3·D] (q, k, v per head), partial
+    rotary (rotary_pct), parallel residual x + attn(ln1(x)) + mlp(ln2(x)), exact-erf GELU, embed_out.
+    gemma: RMSNorm × (1 + w) (in float), embeddings × sqrt(hidden_size), GeGLU with gelu tanh, free
+    head_dim, tied. gemma2: gemma plus post-attention / post-feedforward norms, scores × q_scalar^-1/2
+    and softcapped, even layers sliding, the logits softcapped. phi3: fused qkv_proj (row blocks q, k, v)
+    and gate_up_proj (gate, then up), partial rotary, sliding window. Hooks under TransformerLens'
+    names (ln1_post / ln2_post for Gemma 2's post-norms, no hook_resid_mid in a parallel block).
+    Returns the logits [L, V], the Hooks and the logit lens of each layer's last position."""
+    mt = cfg["model_type"]
+    E, H, K, D, eps, n_layers = dims(cfg)
+    L = len(ids)
+    hk = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
+    gemma = mt in ("gemma", "gemma2")
+
+    def norm(x, p, name=None):
+        if mt == "gpt_neox":
+            plain = lambda: torch.nn.functional.layer_norm(x, (E,), w[p + ".weight"], w[p + ".bias"], eps)
+            x_c, weight, bias = x - x.mean(-1, keepdim=True), w[p + ".weight"], w[p + ".bias"]
+        else:
+            weight = 1 + w[p + ".weight"] if gemma else w[p + ".weight"]
+            plain = lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+            x_c, bias = x, 0
+        if name is None:
+            return plain()
+        scale = hk(name + ".hook_scale", (x_c.pow(2).mean(-1, keepdim=True) + eps).sqrt())
+        normalized = hk(name + ".hook_normalized", x_c / scale)
+        if not hk.replaces(name + ".hook_scale", name + ".hook_normalized"):
+            return plain()
+        return normalized * weight + bias
+
+    def linear(x, p):
+        return x @ w[p + ".weight"].T + (w[p + ".bias"] if p + ".bias" in w else 0)
+
+    # Rotary: the first r features of each head (all for gemma), pairs (i, i + r/2), inv_freq base^(-2i/r).
+    if mt == "gpt_neox":
+        r, theta = int(D * cfg["rotary_pct"]), cfg["rotary_emb_base"]
+    else:
+        r, theta = int(D * cfg.get("partial_rotary_factor", 1.0)), cfg["rope_theta"]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, r, 2, dtype=torch.float64) / r))
+    freqs = torch.outer(torch.arange(L, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    rotate_half = lambda t: torch.cat((-t[..., r // 2:], t[..., :r // 2]), dim=-1)
+    rope = lambda t: torch.cat((t[..., :r] * cos + rotate_half(t[..., :r]) * sin, t[..., r:]), dim=-1)
+    to_tl, from_tl = (lambda t: t.transpose(0, 1)[None]), (lambda t: t[0].transpose(0, 1))
+    gelu_tanh = lambda x: 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    gelu_erf = lambda x: 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+    embed_key = "gpt_neox.embed_in.weight" if mt == "gpt_neox" else "model.embed_tokens.weight"
+    x = w[embed_key][ids]
+    if gemma:
+        x = x * math.sqrt(E)  # (TransformerLens' W_E holds the scale: hook_embed is after it)
+    x = hk("hook_embed", x)
+    scale = cfg["query_pre_attn_scalar"] ** -0.5 if mt == "gemma2" else None
+    softcap = cfg.get("attn_logit_softcapping") if mt == "gemma2" else None
+    residuals = []
+    for l in range(n_layers):
+        p, b = (f"gpt_neox.layers.{l}." if mt == "gpt_neox" else f"model.layers.{l}."), f"blocks.{l}."
+        x = hk(b + "hook_resid_pre", x)
+        h = norm(x, p + "input_layernorm", b + "ln1")
+        if mt == "gpt_neox":
+            qkv = linear(h, p + "attention.query_key_value").view(L, H, 3 * D)
+            q, k, v = qkv[..., :D], qkv[..., D:2 * D], qkv[..., 2 * D:]
+            o, W_O_key = p + "attention.dense", p + "attention.dense.weight"
+            window = None
+        else:
+            if mt == "phi3":
+                qkv = linear(h, p + "self_attn.qkv_proj")
+                q, k, v = qkv.split([H * D, K * D, K * D], dim=-1)
+            else:
+                q, k, v = (linear(h, p + f"self_attn.{n}_proj") for n in "qkv")
+            q, k, v = q.reshape(L, H, D), k.reshape(L, K, D), v.reshape(L, K, D)
+            o, W_O_key = p + "self_attn.o_proj", p + "self_attn.o_proj.weight"
+            window = cfg.get("sliding_window") if (mt == "phi3" or (mt == "gemma2" and l % 2 == 0)) else None
+        q = hk(b + "attn.hook_q", q, lambda t: t[None]).transpose(0, 1)
+        k = hk(b + "attn.hook_k", k, lambda t: t[None]).transpose(0, 1)
+        v = hk(b + "attn.hook_v", v, lambda t: t[None]).transpose(0, 1)
+        q = hk(b + "attn.hook_rot_q", rope(q), to_tl, from_tl)
+        k = hk(b + "attn.hook_rot_k", rope(k), to_tl, from_tl)
+        k, v = (t.repeat_interleave(H // K, dim=0) for t in (k, v))
+        z = attention(q, k, v, hk, b + "attn.", window, scale, softcap)
+        plain = linear(z.transpose(0, 1).reshape(L, H * D), o)
+        b_O = w.get(o + ".bias", torch.zeros(E, dtype=torch.float64))
+        result = hk(b + "attn.hook_result", torch.einsum("hld,hde->lhe", z, w[W_O_key].T.reshape(H, D, E)))
+        attn_out = result.sum(1) + b_O if hk.replaces(b + "attn.hook_result") else plain
+        if mt == "gemma2":
+            attn_out = norm(attn_out, p + "post_attention_layernorm", b + "ln1_post")
+        attn_out = hk(b + "hook_attn_out", attn_out)
+        parallel = mt == "gpt_neox" and cfg["use_parallel_residual"]
+        if parallel:
+            mlp_in, resid = x, x + attn_out
+        else:
+            resid = mlp_in = hk(b + "hook_resid_mid", x + attn_out)
+        h = norm(mlp_in, p + ("post_attention_layernorm" if mt != "gemma2" else "pre_feedforward_layernorm"), b + "ln2")
+        if mt == "gpt_neox":
+            pre = hk(b + "mlp.hook_pre", linear(h, p + "mlp.dense_h_to_4h"))
+            post = hk(b + "mlp.hook_post", gelu_erf(pre))
+            mlp_out = linear(post, p + "mlp.dense_4h_to_h")
+        else:
+            if mt == "phi3":
+                gate, up = linear(h, p + "mlp.gate_up_proj").chunk(2, dim=-1)
+            else:
+                gate, up = linear(h, p + "mlp.gate_proj"), linear(h, p + "mlp.up_proj")
+            gate = hk(b + "mlp.hook_pre", gate)
+            up = hk(b + "mlp.hook_pre_linear", up)
+            post = hk(b + "mlp.hook_post", (gelu_tanh(gate) if gemma else torch.nn.functional.silu(gate)) * up)
+            mlp_out = linear(post, p + "mlp.down_proj")
+        if mt == "gemma2":
+            mlp_out = norm(mlp_out, p + "post_feedforward_layernorm", b + "ln2_post")
+        x = hk(b + "hook_resid_post", resid + hk(b + "hook_mlp_out", mlp_out))
+        residuals.append(x)
+    final = "gpt_neox.final_layer_norm" if mt == "gpt_neox" else "model.norm"
+    unembed = family_unembedding(w, cfg).T
+    cap = cfg.get("final_logit_softcapping") if mt == "gemma2" else None
+    capped = (lambda z: cap * torch.tanh(z / cap)) if cap else (lambda z: z)
+    lens = [capped(norm(r_[-1], final) @ unembed) for r_ in residuals]
+    return capped(norm(x, final, "ln_final") @ unembed), hk, lens
+
+
+def family_unembedding(w, cfg):
+    """[V, E]: embed_out (Pythia), lm_head, or the tied embedding."""
+    if cfg["model_type"] == "gpt_neox":
+        return w["gpt_neox.embed_in.weight"] if cfg.get("tie_word_embeddings") else w["embed_out.weight"]
+    return w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else w["lm_head.weight"]
+
+
 # ---------------------------------------------------------------- random weights in HF key names
 
 def gpt2_weights(gen, cfg):
@@ -410,6 +559,56 @@ def llama_weights(gen, cfg):
     return w
 
 
+def family_weights(gen, cfg):
+    """Random weights of a gpt_neox / gemma / gemma2 / phi3 checkpoint under Hugging Face's keys and
+    shapes (Gemma's norm weights zero-centred, as stored), and the buffers old Pythia files carry."""
+    mt = cfg["model_type"]
+    E, H, K, D, _, n_layers = dims(cfg)
+    V, I = cfg["vocab_size"], cfg["intermediate_size"]
+    r = lambda *shape, std=0.2: torch.randn(*shape, generator=gen, dtype=torch.float64) * std
+    lin = lambda o, i: r(o, i, std=1 / math.sqrt(i))
+    w, buffers = {}, {}
+    if mt == "gpt_neox":
+        w["gpt_neox.embed_in.weight"] = r(V, E, std=0.5)
+        w["gpt_neox.final_layer_norm.weight"], w["gpt_neox.final_layer_norm.bias"] = 1 + r(E, std=0.1), r(E, std=0.1)
+        w["embed_out.weight"] = lin(V, E)
+        P, rot = cfg["max_position_embeddings"], int(D * cfg["rotary_pct"])
+        for l in range(n_layers):
+            p = f"gpt_neox.layers.{l}."
+            for name in ("input_layernorm", "post_attention_layernorm"):
+                w[p + name + ".weight"], w[p + name + ".bias"] = 1 + r(E, std=0.1), r(E, std=0.1)
+            for name, (o, i) in {"attention.query_key_value": (3 * E, E), "attention.dense": (E, E),
+                                 "mlp.dense_h_to_4h": (I, E), "mlp.dense_4h_to_h": (E, I)}.items():
+                w[p + name + ".weight"], w[p + name + ".bias"] = lin(o, i), r(o, std=0.05)
+            buffers[p + "attention.bias"] = torch.tril(torch.ones(P, P, dtype=torch.bool))[None, None]
+            buffers[p + "attention.masked_bias"] = torch.tensor(-1e9, dtype=torch.float32)
+            buffers[p + "attention.rotary_emb.inv_freq"] = (
+                1.0 / (cfg["rotary_emb_base"] ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot)))
+        return w, buffers
+    gemma = mt in ("gemma", "gemma2")
+    norm_w = (lambda: r(E, std=0.1)) if gemma else (lambda: 1 + r(E, std=0.1))
+    w["model.embed_tokens.weight"] = r(V, E, std=0.5 if not gemma else 0.1)
+    w["model.norm.weight"] = norm_w()
+    if not cfg.get("tie_word_embeddings"):
+        w["lm_head.weight"] = lin(V, E)
+    norms = ["input_layernorm", "post_attention_layernorm"]
+    if mt == "gemma2":
+        norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+    for l in range(n_layers):
+        p = f"model.layers.{l}."
+        for name in norms:
+            w[p + name + ".weight"] = norm_w()
+        shapes = {"self_attn.o_proj": (E, H * D), "mlp.down_proj": (E, I)}
+        if mt == "phi3":
+            shapes.update({"self_attn.qkv_proj": ((H + 2 * K) * D, E), "mlp.gate_up_proj": (2 * I, E)})
+        else:
+            shapes.update({"self_attn.q_proj": (H * D, E), "self_attn.k_proj": (K * D, E), "self_attn.v_proj": (K * D, E),
+                           "mlp.gate_proj": (I, E), "mlp.up_proj": (I, E)})
+        for name, (o, i) in shapes.items():
+            w[p + name + ".weight"] = lin(o, i)
+    return w, buffers
+
+
 # ---------------------------------------------------------------- the checkpoints
 
 CHECKPOINTS = {
@@ -439,6 +638,40 @@ CHECKPOINTS = {
         "head_dim": 16, "num_hidden_layers": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
         "max_position_embeddings": 64, "sliding_window": 3, "tie_word_embeddings": False,
         "torch_dtype": "float16"}),
+    # Pythia (gpt_neox): float16, parallel residual, rotary on half of each head (rotary_pct 0.5),
+    # untied embed_out, and the buffers old files carry (attention.bias, masked_bias, rotary_emb.inv_freq).
+    "pythia": dict(family="gpt_neox", dtype=torch.float16, shards=1, merges=43, config={
+        "architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_act": "gelu",
+        "hidden_size": 32, "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "layer_norm_eps": 1e-5, "rotary_pct": 0.5, "rotary_emb_base": 10000, "max_position_embeddings": 64,
+        "use_parallel_residual": True, "attention_bias": True, "tie_word_embeddings": False,
+        "rope_scaling": None, "torch_dtype": "float16"}),
+    # Gemma: bfloat16, multi-query (1 key/value head), head_dim 16 with hidden 32 and 4 heads, tied;
+    # hidden_act "gelu" as early config.json files say, hidden_activation the tanh GELU that runs.
+    "gemma": dict(family="gemma", dtype=torch.bfloat16, shards=1, merges=24, config={
+        "architectures": ["GemmaForCausalLM"], "model_type": "gemma", "hidden_act": "gelu",
+        "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 32, "intermediate_size": 48,
+        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16, "num_hidden_layers": 2,
+        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 64, "attention_bias": False,
+        "tie_word_embeddings": True, "torch_dtype": "bfloat16"}),
+    # Gemma 2: float32, 3 layers (0 and 2 slide over 4 keys, 1 is global), scores softcapped at 2 and
+    # scaled by query_pre_attn_scalar 24 ^ -1/2 (not head_dim 16's), logits softcapped at 8.
+    "gemma2": dict(family="gemma2", dtype=torch.float32, shards=1, merges=24, config={
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_act": "gelu_pytorch_tanh",
+        "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 32, "intermediate_size": 48,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 3,
+        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 64,
+        "query_pre_attn_scalar": 24, "sliding_window": 4, "attn_logit_softcapping": 2.0,
+        "final_logit_softcapping": 8.0, "attention_bias": False, "tie_word_embeddings": True,
+        "torch_dtype": "float32"}),
+    # Phi-3: float32, two shards, fused qkv_proj and gate_up_proj, partial rotary (0.75 of head 8),
+    # grouped-query heads, a sliding window of 5 keys, untied.
+    "phi3": dict(family="phi3", dtype=torch.float32, shards=2, merges=24, config={
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_act": "silu",
+        "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "num_hidden_layers": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "rope_scaling": None,
+        "partial_rotary_factor": 0.75, "max_position_embeddings": 64, "original_max_position_embeddings": 64,
+        "sliding_window": 5, "tie_word_embeddings": False, "torch_dtype": "float32"}),
 }
 
 # ---------------------------------------------------------------- hooks.safetensors: TransformerLens' workflows
@@ -454,6 +687,9 @@ REPLACED = {
                     lambda t: t * 0.5),
     "resid_mid_half": ("blocks.0.hook_resid_mid", "multiplied by 0.5", lambda t: t * 0.5),
 }
+# A parallel block has no hook_resid_mid: its attention's output instead.
+REPLACED_PARALLEL = {**{k: v for k, v in REPLACED.items() if k != "resid_mid_half"},
+                     "attn_out_half": ("blocks.0.hook_attn_out", "multiplied by 0.5", lambda t: t * 0.5)}
 
 
 def copy_in(clean, index):
@@ -499,12 +735,49 @@ def folded_view(w, cfg, gpt2):
     return layers, U, w_f, b_f
 
 
-def hook_values(w, cfg, gpt2, forward, ids, other_ids):
+def family_folded_view(w, cfg):
+    """folded_view for gpt_neox / gemma / gemma2 / phi3, as TransformerLens' weight_conversions
+    (neox.py, gemma.py, phi3.py) then process_weights make it: NeoX's W_V and b_V from the per-head
+    interleaved query_key_value with ln1's weight and bias folded in (b_V' = b_V + ln1.b · W_V); Gemma's
+    norms as 1 + w; Phi-3's v rows the third block of qkv_proj; no biases but NeoX's."""
+    mt = cfg["model_type"]
+    E, H, K, D, _, n_layers = dims(cfg)
+    zeros = lambda *s: torch.zeros(*s, dtype=torch.float64)
+    rep = lambda t: t.repeat_interleave(H // K, dim=-2)
+    layers = []
+    for l in range(n_layers):
+        if mt == "gpt_neox":
+            p = f"gpt_neox.layers.{l}."
+            W = w[p + "attention.query_key_value.weight"].view(H, 3, D, E)
+            W_V = W[:, 2].permute(2, 0, 1)  # [E, H, D]
+            b_V = w[p + "attention.query_key_value.bias"].view(H, 3, D)[:, 2]
+            b_V = b_V + torch.einsum("e,ehd->hd", w[p + "input_layernorm.bias"], W_V)
+            layers.append(dict(W_O=w[p + "attention.dense.weight"].T.reshape(H, D, E), b_O=w[p + "attention.dense.bias"],
+                               W_V=w[p + "input_layernorm.weight"][:, None, None] * W_V, b_V=b_V))
+            continue
+        p = f"model.layers.{l}."
+        ln1 = (1 + w[p + "input_layernorm.weight"]) if mt in ("gemma", "gemma2") else w[p + "input_layernorm.weight"]
+        v = w[p + "self_attn.qkv_proj.weight"][(H + K) * D:] if mt == "phi3" else w[p + "self_attn.v_proj.weight"]
+        layers.append(dict(W_O=w[p + "self_attn.o_proj.weight"].T.reshape(H, D, E), b_O=zeros(E),
+                           W_V=rep((ln1[:, None] * v.T).view(E, K, D)), b_V=zeros(H, D)))
+    if mt == "gpt_neox":
+        w_f, b_f = w["gpt_neox.final_layer_norm.weight"], w["gpt_neox.final_layer_norm.bias"]
+    else:
+        w_f, b_f = (1 + w["model.norm.weight"]) if mt in ("gemma", "gemma2") else w["model.norm.weight"], None
+    for t in layers:
+        t["b_O_folded"] = t["b_O"] + torch.einsum("hd,hde->e", t["b_V"], t["W_O"])
+    return layers, family_unembedding(w, cfg), w_f, b_f
+
+
+def hook_values(w, cfg, family, forward, ids, other_ids):
     """hooks.safetensors and hooks.json: the clean run's hooks, the replaced-hook runs, activation
     patching, direct logit attribution and head detection, all from this reference's own hooks."""
+    gpt2, new = family == "gpt2", family in NEW_FAMILIES
     n_layers = cfg["n_layer"] if gpt2 else cfg["num_hidden_layers"]
     n_heads = cfg["n_head"] if gpt2 else cfg["num_attention_heads"]
-    eps = cfg["layer_norm_epsilon"] if gpt2 else cfg["rms_norm_eps"]
+    eps = dims(cfg)[4] if new else cfg["layer_norm_epsilon"] if gpt2 else cfg["rms_norm_eps"]
+    layer_norm = gpt2 or family == "gpt_neox"
+    replaced = REPLACED_PARALLEL if family == "gpt_neox" and cfg["use_parallel_residual"] else REPLACED
     P, last = len(ids), len(ids) - 1
     logits, clean, _ = forward(w, cfg, ids)
     corrupted_logits, _, _ = forward(w, cfg, other_ids)
@@ -513,7 +786,7 @@ def hook_values(w, cfg, gpt2, forward, ids, other_ids):
     names = clean.names
     assert len(names) == len(set(names))
 
-    for case, (hook, _, fn) in REPLACED.items():
+    for case, (hook, _, fn) in replaced.items():
         out[f"replaced.{case}"] = forward(w, cfg, ids, {hook: fn})[0][None]
 
     # The answer and the wrong token, and the logit difference at the last position.
@@ -540,10 +813,10 @@ def hook_values(w, cfg, gpt2, forward, ids, other_ids):
     # Direct logit attribution at the last position along answer - wrong, as TL's numbers on its default
     # loading: logit_attrs / apply_ln_to_stack (centre each component over d for LN, divide by the cached
     # ln_final.hook_scale), the final norm's weight folded into the direction, b_V' moved out of the heads.
-    layers, U, w_f, b_f = folded_view(w, cfg, gpt2)
+    layers, U, w_f, b_f = family_folded_view(w, cfg) if new else folded_view(w, cfg, gpt2)
     direction = w_f * (U[answer] - U[wrong])
     scale = cache["ln_final.hook_scale"][0, last, 0]
-    centre = (lambda v: v - v.mean(-1, keepdim=True)) if gpt2 else (lambda v: v)
+    centre = (lambda v: v - v.mean(-1, keepdim=True)) if layer_norm else (lambda v: v)
     attribute = lambda v: centre(v) / scale @ direction
     heads = []
     for l, t in enumerate(layers):
@@ -563,15 +836,18 @@ def hook_values(w, cfg, gpt2, forward, ids, other_ids):
     out["dla.accumulated"] = torch.stack([own_norm(v) @ direction for v in stack])  # [L + 1]
     # Self-check on the folded view: embeddings + every head + every folded b_O + every MLP is the final
     # residual, and their attributions add up to the logit difference less the final norm bias's term.
+    # (Not with Gemma 2's norms after the attention, nor through its capped logits: TransformerLens'
+    # numbers read the heads' results before the post-norm, and the direction before the cap.)
+    sums = family != "gemma2"
     parts = [cache["hook_embed"][0, last]] + ([cache["hook_pos_embed"][0, last]] if gpt2 else [])
     parts += [t["b_O_folded"] for t in layers] + [head for hr in heads for head in hr[last]]
     parts += [cache[f"blocks.{l}.hook_mlp_out"][0, last] for l in range(n_layers)]
     final = cache[f"blocks.{n_layers - 1}.hook_resid_post"][0, last]
-    assert torch.allclose(sum(parts), final, atol=1e-10), (sum(parts) - final).abs().max()
-    bias_term = float((U[answer] - U[wrong]) @ b_f) if gpt2 else 0.0
+    assert not sums or torch.allclose(sum(parts), final, atol=1e-10), (sum(parts) - final).abs().max()
+    bias_term = float((U[answer] - U[wrong]) @ b_f) if layer_norm else 0.0
     total = sum(float(attribute(v)) for v in parts)
-    assert abs(total - (ld_clean - bias_term)) < 1e-9, (total, ld_clean, bias_term)
-    assert abs(float(out["dla.accumulated"][-1]) - (ld_clean - bias_term)) < 1e-9
+    assert not sums or abs(total - (ld_clean - bias_term)) < 1e-9, (total, ld_clean, bias_term)
+    assert not sums or abs(float(out["dla.accumulated"][-1]) - (ld_clean - bias_term)) < 1e-9
 
     # Head detection (head_detector.py detect_head, error_measure="mul", no exclusions): Σ(A∘P) / ΣA.
     tok = torch.tensor(ids)
@@ -587,7 +863,7 @@ def hook_values(w, cfg, gpt2, forward, ids, other_ids):
 
     info = {"answer": answer, "wrong": wrong, "position": last,
             "logitDiff": {"clean": ld_clean, "corrupted": ld_corrupted}, "hookNames": names,
-            "replaced": {case: {"hook": hook, "what": what} for case, (hook, what, _) in REPLACED.items()}}
+            "replaced": {case: {"hook": hook, "what": what} for case, (hook, what, _) in replaced.items()}}
     return {k: v.to(torch.float32) for k, v in out.items()}, info
 
 
@@ -609,12 +885,19 @@ def make(name, spec, seed):
     os.makedirs(folder, exist_ok=True)
     for old in os.listdir(folder):
         os.remove(os.path.join(folder, old))
-    gpt2 = spec["family"] == "gpt2"
-    tokenizer, encode, vocab_size, special_ids = (gpt2_tokenizer if gpt2 else llama_tokenizer)(spec["merges"])
+    family = spec["family"]
+    gpt2, new = family == "gpt2", family in NEW_FAMILIES
+    # Pythia's tokenizer is GPT-2's kind (byte-level BPE); Gemma's and Phi-3's Llama's (SentencePiece BPE, byte fallback).
+    byte_level = gpt2 or family == "gpt_neox"
+    tokenizer, encode, vocab_size, special_ids = (gpt2_tokenizer if byte_level else llama_tokenizer)(spec["merges"])
     cfg = dict(spec["config"], vocab_size=vocab_size, **special_ids)
     gen = torch.Generator().manual_seed(seed)
-    weights = (gpt2_weights if gpt2 else llama_weights)(gen, cfg)
-    stored = save_weights(folder, weights, spec["dtype"], spec["shards"])
+    buffers = None
+    if new:
+        weights, buffers = family_weights(gen, cfg)
+    else:
+        weights = (gpt2_weights if gpt2 else llama_weights)(gen, cfg)
+    stored = save_weights(folder, weights, spec["dtype"], spec["shards"], buffers)
     # The reference runs on the weights as stored (rounded to 16 bits where they are), in float64.
     w = {k: v.to(torch.float64) for k, v in stored.items()}
     with open(os.path.join(folder, "config.json"), "w") as f:
@@ -622,7 +905,7 @@ def make(name, spec, seed):
     with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer, f, ensure_ascii=False, indent=1)
 
-    forward = gpt2_forward if gpt2 else llama_forward
+    forward = family_forward if new else gpt2_forward if gpt2 else llama_forward
     ids, other_ids = encode(TEXT), encode(OTHER_TEXT)
     assert len(ids) == len(other_ids), (name, len(ids), len(other_ids))
     logits, clean, lens = forward(w, cfg, ids)
@@ -643,7 +926,7 @@ def make(name, spec, seed):
                    "dtype": str(spec["dtype"]).replace("torch.", ""), "family": spec["family"]}, f, indent=2)
 
     # Computed after everything above, from the same stored weights (the random stream is untouched).
-    hooks, info = hook_values(w, cfg, gpt2, forward, ids, other_ids)
+    hooks, info = hook_values(w, cfg, family, forward, ids, other_ids)
     write_safetensors(os.path.join(folder, "hooks.safetensors"), hooks)
     with open(os.path.join(folder, "hooks.json"), "w") as f:
         json.dump(info, f, indent=2)

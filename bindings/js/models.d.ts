@@ -35,8 +35,8 @@ export interface LoadModelOptions {
 
 /** A model's hyperparameters, as config.json gives them. */
 export interface ModelConfig {
-  /** 'gpt2', or 'llama' (Llama, Mistral, Qwen2). */
-  readonly family: 'gpt2' | 'llama';
+  /** The family: 'gpt2', 'llama' (Llama, Mistral, Qwen2), 'gpt_neox' (Pythia), 'gemma', 'gemma2', 'phi3'; 'attn-only' for the demo page's default model. */
+  readonly family: 'gpt2' | 'llama' | 'gpt_neox' | 'gemma' | 'gemma2' | 'phi3' | 'attn-only';
   /** config.json's model_type. */
   readonly modelType: string;
   /** Transformer blocks. */
@@ -55,8 +55,8 @@ export interface ModelConfig {
   readonly maxPositions: number;
   /** The MLP's hidden width (d_mlp). */
   readonly hiddenDim: number;
-  /** The norm the blocks use. */
-  readonly normalization: 'layernorm' | 'rmsnorm';
+  /** The norm the blocks use ('none': attention-only). */
+  readonly normalization: 'layernorm' | 'rmsnorm' | 'none';
 }
 
 /** A checkpoint's tokenizer.json, with TransformerLens' BOS handling. */

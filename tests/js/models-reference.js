@@ -57,6 +57,7 @@ export async function checkReplacements(model, name, tolerance = 1e-4) {
     ln1_scale_double: (a) => ({ data: a.data.map((v) => 2 * v), shape: a.shape }),
     scores_half: (a) => ({ data: a.data.map((v) => 0.5 * v), shape: a.shape }),
     resid_mid_half: (a) => ({ data: a.data.map((v) => 0.5 * v), shape: a.shape }),
+    attn_out_half: (a) => ({ data: a.data.map((v) => 0.5 * v), shape: a.shape }),  // (a parallel block has no resid_mid)
   };
   const plain = (await model.forward(ref.ids)).logits.data;
   for (const [kase, { hook }] of Object.entries(ref.replaced)) {

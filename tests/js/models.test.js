@@ -1,5 +1,6 @@
 // mha-wasm/models on wasm: the tiny checkpoints of every family the package loads (GPT-2, Llama
-// sharded, Qwen2 bf16, Mistral f16 with a sliding window) against the float64 torch reference:
+// sharded, Qwen2 bf16, Mistral f16 with a sliding window, Pythia f16 with parallel blocks, Gemma bf16,
+// Gemma 2 with softcaps and post-norms, Phi-3 with fused projections) against the float64 torch reference:
 // every hook point under TransformerLens' names and shapes, hooks that replace activations, the
 // patching sweeps, direct logit attribution and head scores; then the API's errors, generate, the
 // folder helper and dispose().

@@ -1,5 +1,7 @@
 // The "Your model" mode's loader and forward (web/your-model/) on wasm: tiny GPT-2, Llama (sharded),
-// Qwen2 (bf16) and Mistral (f16, sliding window) checkpoints in Hugging Face's layouts must give
+// Qwen2 (bf16), Mistral (f16, sliding window), Pythia (f16, parallel, partial rotary), Gemma (bf16,
+// multi-query), Gemma 2 (softcaps, alternating windows, post-norms) and Phi-3 (fused projections,
+// sharded) checkpoints in Hugging Face's layouts must give
 // torch's logits, attention patterns, logit lens, ablation and patching; tokenizer.json must give
 // the ids of the fixture's BPE; generation through the caches must equal recomputing; bad files are
 // refused by name.
@@ -39,7 +41,8 @@ for (const name of FIXTURES) {
     const withoutTemplate = ids[0] === config.bos_token_id && name !== 'gpt2' ? ids.slice(1) : ids;
     assert.deepEqual(tokenizer.encode(text, { prependBos: false }), withoutTemplate);
     assert.deepEqual(tokenizer.encode(text, { prependBos: true }), [config.bos_token_id, ...withoutTemplate]);
-    assert.equal(tokenizer.prependBos, name !== 'qwen2');
+    // (TransformerLens' default_prepend_bos is off for Qwen2 and, since v3, GPT-NeoX / Pythia)
+    assert.equal(tokenizer.prependBos, !['qwen2', 'pythia'].includes(name));
     assert.deepEqual(tokenizer.toStrTokens(ids), encoded.labels);
     assert.equal(tokenizer.decode(ids).replace(/^<s> ?/, ''), text);
   });
@@ -78,8 +81,12 @@ test('generation through every layer\'s cache gives the logits of recomputing th
 test('an unknown architecture is refused with what config.json names', () => {
   assert.throws(() => architectureOf({ model_type: 'bert', architectures: ['BertForMaskedLM'] }), {
     name: 'TypeError',
-    message: 'config.json: model_type "bert", architectures ["BertForMaskedLM"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2',
+    message: 'config.json: model_type "bert", architectures ["BertForMaskedLM"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3',
   });
+  // Per-head q/k norms between the projection and rotary: MultiHeadAttention has no option for them.
+  for (const [type, arch] of [['qwen3', 'Qwen3ForCausalLM'], ['gemma3_text', 'Gemma3ForCausalLM'], ['olmo2', 'Olmo2ForCausalLM']]) {
+    assert.throws(() => architectureOf({ model_type: type, architectures: [arch] }), new RegExp(`model_type "${type}", architectures \\["${arch}"\\] is not a supported architecture`));
+  }
   assert.throws(() => architectureOf({ architectures: ['T5ForConditionalGeneration'] }),
     /model_type null, architectures \["T5ForConditionalGeneration"\] is not a supported architecture/);
   const files = checkpointFiles('gpt2').map((file) => (file.name === 'config.json'
@@ -94,6 +101,51 @@ test('options of these families the forward lacks are refused by name', () => {
     /config.json: rope_scaling \{"rope_type":"llama3","factor":8\} is not supported/);
   assert.throws(() => architectureOf({ ...llama, hidden_act: 'gelu' }), /hidden_act 'gelu' is not supported \(only 'silu'\)/);
   assert.throws(() => architectureOf({ ...llama, num_key_value_heads: 3 }), /num_attention_heads \(4\) must be a multiple of num_key_value_heads \(3\)/);
+});
+
+/** A fixture's config.json, parsed. */
+const configOf = (name) => JSON.parse(new TextDecoder().decode(checkpointFiles(name).find((f) => f.name === 'config.json').bytes));
+
+test('what the new families\' configs ask for and the forward lacks is refused by key and value', () => {
+  const pythia = configOf('pythia'), gemma = configOf('gemma'), gemma2 = configOf('gemma2'), phi3 = configOf('phi3');
+  const refused = [
+    [pythia, { rope_scaling: { type: 'dynamic', factor: 2 } }, /^TypeError: config.json: rope_scaling \{"type":"dynamic","factor":2\}: rope type 'dynamic' is not supported/],
+    [pythia, { hidden_act: 'relu' }, /hidden_act 'relu' is not supported \(only gelu, gelu_new, gelu_pytorch_tanh\)/],
+    [pythia, { rotary_pct: 0.4 }, /rotary_pct 0.4 gives 3 rotary features of the head's 8; it must be a positive even number/],
+    [pythia, { num_key_value_heads: 2 }, /num_key_value_heads 2 is not supported \(GPT-NeoX has one key\/value head per query head\)/],
+    [gemma, { rope_scaling: { rope_type: 'linear', factor: 8 } }, /rope_scaling \{"rope_type":"linear","factor":8\}: rope type 'linear' is not supported/],
+    [gemma, { attention_bias: true }, /attention_bias true is not supported \(Gemma has no attention biases\)/],
+    [gemma, { hidden_activation: 'relu' }, /hidden_activation 'relu' is not supported/],
+    [gemma2, { layer_types: ['sliding_attention', 'chunked_attention', 'full_attention'] }, /layer_types\[1\] 'chunked_attention' is not supported \(only sliding_attention, full_attention\)/],
+    [gemma2, { layer_types: ['full_attention'] }, /layer_types must list one type for each of the 3 layers, got \["full_attention"\]/],
+    [gemma2, { use_bidirectional_attention: true }, /use_bidirectional_attention true is not supported \(only causal attention\)/],
+    [phi3, { rope_scaling: { type: 'longrope', long_factor: [1, 1], short_factor: [1, 1] } }, /rope_scaling \{"type":"longrope","long_factor":\[1,1\],"short_factor":\[1,1\]\}: rope type 'longrope' is not supported/],
+    [phi3, { rope_scaling: { type: 'su', long_factor: [1], short_factor: [1] } }, /rope type 'su' is not supported/],
+    [phi3, { rope_parameters: { rope_type: 'yarn', rope_theta: 10000, factor: 4 } }, /rope_parameters \{"rope_type":"yarn","rope_theta":10000,"factor":4\}: rope type 'yarn' is not supported/],
+    [phi3, { hidden_act: 'gelu' }, /hidden_act 'gelu' is not supported \(only 'silu'\)/],
+    [phi3, { num_local_experts: 16, num_experts_per_tok: 2 }, /num_local_experts 16 asks for mixture-of-experts layers, which are not supported/],
+    [gemma2, { num_experts: 8 }, /num_experts 8 asks for mixture-of-experts layers/],
+  ];
+  for (const [config, edit, message] of refused) {
+    assert.throws(() => architectureOf({ ...config, ...edit }), message, JSON.stringify(edit));
+  }
+  // What the families read: Gemma 2's defaults, v5's rope_parameters, Pythia's partial rotary.
+  const a = architectureOf(gemma2);
+  assert.deepEqual(a.layerWindows, [4, null, 4]);
+  assert.equal(a.attnScale, 24 ** -0.5);
+  assert.deepEqual([a.attnSoftcap, a.finalSoftcap], [2, 8]);
+  const defaults = architectureOf({ ...gemma2, attn_logit_softcapping: undefined, final_logit_softcapping: null, layer_types: ['full_attention', 'sliding_attention', 'full_attention'] });
+  assert.deepEqual([defaults.attnSoftcap, defaults.finalSoftcap, defaults.layerWindows], [50, null, [null, 4, null]]);
+  assert.deepEqual(architectureOf({ ...phi3, rope_parameters: { rope_type: 'default', rope_theta: 500000, partial_rotary_factor: 0.5 } }).rotary, { dim: 4, base: 500000 });
+  assert.deepEqual(architectureOf(pythia).rotary, { dim: 4, base: 10000 });
+  assert.equal(architectureOf(pythia).parallelResidual, true);
+  assert.equal(architectureOf({ ...gemma, hidden_activation: undefined, hidden_act: 'gelu' }).mlp.act, 'gelu_tanh');  // transformers 4.x
+});
+
+test('Pythia\'s buffers (attention.bias, masked_bias, rotary_emb.inv_freq) are ignored, whatever their dtype', () => {
+  const { tensors, dtype } = readCheckpoint(checkpointFiles('pythia'));
+  assert.equal(dtype, 'F16');  // (inv_freq is stored F32 beside the F16 weights)
+  assert.deepEqual(Object.keys(tensors).filter((k) => /attention\.(bias|masked_bias|rotary_emb)/.test(k)), []);
 });
 
 test('missing files and shards are named', () => {

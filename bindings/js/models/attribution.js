@@ -17,35 +17,18 @@ function needs(cache, names) {
   }
 }
 
-/** Each head's value-bias output b_V[kv(h)] · W_O[h] [H, E] of layer l (zeros where v has no bias). */
+/**
+ * Each head's value-bias output b_V[kv(h)] · W_O[h] [H, E] of layer l (zeros where v has no bias):
+ * the family says where its value bias and output weight are, with fold_ln's share of the first
+ * norm's bias already added for LayerNorm families (families/).
+ */
 function valueBiasOutputs(model, l) {
-  const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E, family } = model.config;
+  const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E } = model.config;
   const out = new Float32Array(H * E);
   const t = model.transformer;
-  const f32 = (key) => t.weight(key);
-  let bias, weight, at;
-  if (family === 'attn-only') {
-    // nn.MultiheadAttention's state dict: in_proj_bias [q, k, v], out_proj.weight [E, E] as [out, in].
-    bias = f32(`layers.${l}.in_proj_bias`).slice(2 * E);
-    weight = f32(`layers.${l}.out_proj.weight`);
-    at = (h, d, e) => weight[e * E + h * D + d];
-  } else if (family === 'gpt2') {
-    // c_attn (Conv1D [in E, out 3E]) and its bias are [q, k, v] of E each; c_proj is [in (H·D), out (E)].
-    // fold_ln moves ln_1's bias into v's first: b_V' = b_V + ln_1.bias · W_V.
-    const p = `transformer.h.${l}.`;
-    const cAttn = f32(p + 'attn.c_attn.weight'), lnBias = f32(p + 'ln_1.bias');
-    bias = f32(p + 'attn.c_attn.bias').slice(2 * E);
-    for (let j = 0; j < E; j++) {
-      for (let i = 0; i < E; i++) bias[j] += lnBias[i] * cAttn[i * 3 * E + 2 * E + j];
-    }
-    weight = f32(p + 'attn.c_proj.weight');
-    at = (h, d, e) => weight[(h * D + d) * E + e];
-  } else {
-    if (!t.architecture.attentionBias) return out;
-    bias = f32(`model.layers.${l}.self_attn.v_proj.bias`);
-    weight = f32(`model.layers.${l}.self_attn.o_proj.weight`);  // [E, H·D]
-    at = (h, d, e) => weight[e * H * D + h * D + d];
-  }
+  const folded = t.family.valueBias((key) => t.weight(key), t.architecture, l);
+  if (!folded) return out;
+  const { bias, at } = folded;
   for (let h = 0; h < H; h++) {
     const kv = Math.floor(h / (H / K));
     for (let e = 0; e < E; e++) {

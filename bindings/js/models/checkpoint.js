@@ -4,6 +4,7 @@
 // ("gpt2/config.json"), only its last part counts. No DOM: runs in the worker and in Node.
 import { readSafetensors } from '../formats/safetensors.js';
 import { architectureOf } from './architecture.js';
+import { familyOf } from './families/index.js';
 import { FLOAT_DTYPES } from './tensors.js';
 
 const SINGLE = 'model.safetensors';
@@ -60,6 +61,7 @@ export function readCheckpoint(files, { onProgress } = {}) {
   if (!map.has('config.json')) throw new TypeError(`loadModel: config.json is missing; got ${[...map.keys()].join(', ')}`);
   const config = parseJson('config.json', map.get('config.json'));
   const architecture = architectureOf(config);
+  const ignored = familyOf(architecture).ignored ?? (() => false);
   const tensors = {};
   const dtypes = new Set();
   const names = weightFiles(map);
@@ -72,6 +74,7 @@ export function readCheckpoint(files, { onProgress } = {}) {
     }
     for (const [key, tensor] of Object.entries(read.tensors)) {
       if (!FLOAT_DTYPES.includes(tensor.dtype)) continue; // buffers such as GPT-2's old attn.bias masks
+      if (ignored(key)) continue;  // buffers the forward recomputes (Pythia's attention.bias, masked_bias, inv_freq)
       tensors[key] = tensor;
       dtypes.add(tensor.dtype);
     }

@@ -47,16 +47,62 @@ export function geluTanh(a) {
   return a;
 }
 
-/** SwiGLU: silu(gate) * up, from the stacked [rows, 2I] product. */
-export function swiglu(gateUp, rows, I) {
+/**
+ * erf(x) to about 1e-7 relative (Numerical Recipes' erfc: a Chebyshev fit of exp(-z²)·erfc, with
+ * fractional error below 1.2e-7 everywhere), in float64.
+ */
+export function erf(x) {
+  const z = Math.abs(x);
+  const t = 1 / (1 + 0.5 * z);
+  const erfc = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+    + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  return x >= 0 ? 1 - erfc : erfc - 1;
+}
+
+/** GELU with the exact erf (torch's nn.GELU(), Hugging Face's "gelu"), in place. */
+export function geluErf(a) {
+  for (let i = 0; i < a.length; i++) a[i] = 0.5 * a[i] * (1 + erf(a[i] / Math.SQRT2));
+  return a;
+}
+
+/** SiLU (x · sigmoid x) of one value. */
+const silu = (g) => g / (1 + Math.exp(-g));
+
+/** One value through an MLP's activation: 'gelu_tanh', 'gelu' (erf) or 'silu'. */
+export function activation(act) {
+  if (act === 'silu') return silu;
+  const c = Math.sqrt(2 / Math.PI);
+  if (act === 'gelu_tanh') return (v) => 0.5 * v * (1 + Math.tanh(c * (v + 0.044715 * v * v * v)));
+  if (act === 'gelu') return (v) => 0.5 * v * (1 + erf(v / Math.SQRT2));
+  throw new TypeError(`activation: unknown '${act}'`);
+}
+
+/** An ungated MLP's activation of its up product, in place. */
+export function activate(a, act) {
+  if (act === 'gelu_tanh') return geluTanh(a);
+  if (act === 'gelu') return geluErf(a);
+  const f = activation(act);
+  for (let i = 0; i < a.length; i++) a[i] = f(a[i]);
+  return a;
+}
+
+/** A gated MLP (SwiGLU with 'silu', GeGLU with a GELU): act(gate) * up, from the stacked [rows, 2I] product. */
+export function gated(gateUp, rows, I, act = 'silu') {
+  const f = activation(act);
   const out = new Float32Array(rows * I);
   for (let r = 0; r < rows; r++) {
-    for (let i = 0; i < I; i++) {
-      const g = gateUp[r * 2 * I + i];
-      out[r * I + i] = (g / (1 + Math.exp(-g))) * gateUp[r * 2 * I + I + i];
-    }
+    for (let i = 0; i < I; i++) out[r * I + i] = f(gateUp[r * 2 * I + i]) * gateUp[r * 2 * I + I + i];
   }
   return out;
+}
+
+/** SwiGLU: silu(gate) * up, from the stacked [rows, 2I] product. */
+export const swiglu = (gateUp, rows, I) => gated(gateUp, rows, I, 'silu');
+
+/** c · tanh(x / c), in place (Gemma 2's final-logit softcap). */
+export function softcap(a, c) {
+  for (let i = 0; i < a.length; i++) a[i] = c * Math.tanh(a[i] / c);
+  return a;
 }
 
 export function addInto(x, y) {

@@ -1,33 +1,43 @@
 // The hook points of a model, under TransformerLens' names and with its batch-first shapes (batch
 // 1): the one list that runWithCache's names, runWithHooks' hooks, the cache and the docs read.
-// Which points a model has depends on its family: learned positions (hook_pos_embed), rotary
-// (hook_rot_q / hook_rot_k) and a gated MLP (mlp.hook_pre_linear). No DOM: worker and Node.
+// No DOM: worker and Node.
+import { withTraits } from './families/index.js';
 
-// An attention-only model (TransformerLens' attn_only) has no norms, no MLP and so no resid_mid.
-const hasNormsAndMlp = (a) => !a.attentionOnly;
+// Which points a model has follows its architecture's traits (families/common.js): norms (none in
+// an attention-only model, TransformerLens' attn_only), rotary, a gated MLP, learned positions, a
+// parallel block (attention and MLP both read resid_pre: no hook_resid_mid, as TransformerLens'
+// parallel_attn_mlp blocks lack it) and Gemma 2's norms after the attention and the MLP
+// (ln1_post, ln2_post: hook_attn_out and hook_mlp_out come after them).
+const normed = (a) => a.norm !== 'none';
+const withMlp = (a) => a.mlp !== null;
+const postNorms = (a) => a.postNorms;
 
-/** A block's points in the order the forward reaches them; `when` says which families have one. */
+/** A block's points in the order the forward reaches them; `when` says which architectures have one. */
 const BLOCK_POINTS = [
   ['hook_resid_pre', (a, L) => [1, L, a.embedDim]],
-  ['ln1.hook_scale', (a, L) => [1, L, 1], hasNormsAndMlp],
-  ['ln1.hook_normalized', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
+  ['ln1.hook_scale', (a, L) => [1, L, 1], normed],
+  ['ln1.hook_normalized', (a, L) => [1, L, a.embedDim], normed],
   ['attn.hook_q', (a, L) => [1, L, a.numHeads, a.headDim]],
   ['attn.hook_k', (a, L) => [1, L, a.numKvHeads, a.headDim]],
   ['attn.hook_v', (a, L) => [1, L, a.numKvHeads, a.headDim]],
-  ['attn.hook_rot_q', (a, L) => [1, L, a.numHeads, a.headDim], (a) => a.rotary],
-  ['attn.hook_rot_k', (a, L) => [1, L, a.numKvHeads, a.headDim], (a) => a.rotary],
+  ['attn.hook_rot_q', (a, L) => [1, L, a.numHeads, a.headDim], (a) => a.rotary !== null],
+  ['attn.hook_rot_k', (a, L) => [1, L, a.numKvHeads, a.headDim], (a) => a.rotary !== null],
   ['attn.hook_attn_scores', (a, L) => [1, a.numHeads, L, L]],
   ['attn.hook_pattern', (a, L) => [1, a.numHeads, L, L]],
   ['attn.hook_z', (a, L) => [1, L, a.numHeads, a.headDim]],
   ['attn.hook_result', (a, L) => [1, L, a.numHeads, a.embedDim]],
+  ['ln1_post.hook_scale', (a, L) => [1, L, 1], postNorms],
+  ['ln1_post.hook_normalized', (a, L) => [1, L, a.embedDim], postNorms],
   ['hook_attn_out', (a, L) => [1, L, a.embedDim]],
-  ['hook_resid_mid', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
-  ['ln2.hook_scale', (a, L) => [1, L, 1], hasNormsAndMlp],
-  ['ln2.hook_normalized', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
-  ['mlp.hook_pre', (a, L) => [1, L, a.hiddenDim], hasNormsAndMlp],
-  ['mlp.hook_pre_linear', (a, L) => [1, L, a.hiddenDim], (a) => a.gatedMlp],
-  ['mlp.hook_post', (a, L) => [1, L, a.hiddenDim], hasNormsAndMlp],
-  ['hook_mlp_out', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
+  ['hook_resid_mid', (a, L) => [1, L, a.embedDim], (a) => withMlp(a) && !a.parallelResidual],
+  ['ln2.hook_scale', (a, L) => [1, L, 1], (a) => withMlp(a) && normed(a)],
+  ['ln2.hook_normalized', (a, L) => [1, L, a.embedDim], (a) => withMlp(a) && normed(a)],
+  ['mlp.hook_pre', (a, L) => [1, L, a.hiddenDim], withMlp],
+  ['mlp.hook_pre_linear', (a, L) => [1, L, a.hiddenDim], (a) => withMlp(a) && a.mlp.gated],
+  ['mlp.hook_post', (a, L) => [1, L, a.hiddenDim], withMlp],
+  ['ln2_post.hook_scale', (a, L) => [1, L, 1], (a) => withMlp(a) && postNorms(a)],
+  ['ln2_post.hook_normalized', (a, L) => [1, L, a.embedDim], (a) => withMlp(a) && postNorms(a)],
+  ['hook_mlp_out', (a, L) => [1, L, a.embedDim], withMlp],
   ['hook_resid_post', (a, L) => [1, L, a.embedDim]],
 ];
 
@@ -36,22 +46,16 @@ const MODEL_POINTS_BEFORE = [
   ['hook_pos_embed', (a, L) => [1, L, a.embedDim], (a) => a.learnedPositions],
 ];
 const MODEL_POINTS_AFTER = [
-  ['ln_final.hook_scale', (a, L) => [1, L, 1], hasNormsAndMlp],
-  ['ln_final.hook_normalized', (a, L) => [1, L, a.embedDim], hasNormsAndMlp],
+  ['ln_final.hook_scale', (a, L) => [1, L, 1], normed],
+  ['ln_final.hook_normalized', (a, L) => [1, L, a.embedDim], normed],
 ];
-
-/** What the point lists ask of an architecture (architecture.js' hyperparameters). */
-function traits(architecture) {
-  const llama = architecture.family === 'llama';
-  return { ...architecture, rotary: llama, gatedMlp: llama, learnedPositions: !llama, attentionOnly: architecture.family === 'attn-only' };
-}
 
 /**
  * The model's hook points: name -> shape(L) (the shape for a run of L tokens), in forward order.
  * Built once per model.
  */
 export function hookPoints(architecture) {
-  const a = traits(architecture);
+  const a = withTraits(architecture);
   const points = new Map();
   const add = (prefix) => ([name, shape, when]) => {
     if (!when || when(a)) points.set(prefix + name, (L) => shape(a, L));

@@ -4,7 +4,7 @@
 // into TransformerLens' layout; a replacement there goes back into the layer as a patch, so the
 // attention that follows is the package's, never a copy in JavaScript. The run may start inside
 // the model (`from`): the sweeps of patching.js recompute only what lies after a patch.
-import { addInto, geluTanh } from './elementwise.js';
+import { activate, activation, addInto } from './elementwise.js';
 import { rotateHalf } from './rotary.js';
 
 /** [A, B, C] -> [B, A, C]: the layer's [heads, L, D] rows and TransformerLens' [L, heads, D]. */
@@ -56,7 +56,8 @@ export class HookedForward {
   /**
    * Runs ids [L] through the model, passing every point `run` wants. `from` starts inside the
    * model: { layer, stage: 'pre' | 'mid', resid: Float32Array [L, E] } (the residual before layer's
-   * block, or after its attention: in an attention-only model, the block's output). `output`: 'logits' ([L, V]), 'residual' (the final resid_post
+   * block, or after its attention: in an attention-only model, the block's output; a parallel
+   * block's 'mid' also takes `residPre`, the resid_pre rows its MLP reads). `output`: 'logits' ([L, V]), 'residual' (the final resid_post
    * [L, E], before the final norm) or 'both'. Resolves to { logits?, residual? }.
    * `batch` > 1 (with `from`, and a run that wants no point): `from.resid` holds that many
    * sequences [batch, L, E] of the same length, run side by side (the sweeps' patches, whose
@@ -67,19 +68,29 @@ export class HookedForward {
     const L = ids.length;
     this.#batch = batch;
     let x = from ? Float32Array.from(from.resid) : await this.#embed(ids, run);
+    const parallel = this.#a.parallelResidual;
     for (let l = from ? from.layer : 0; l < numLayers; l++) {
       const p = `blocks.${l}.`;
       const layer = this.#model.layer(l);
+      let residPre;  // what a parallel block's MLP reads
       if (!(from && from.layer === l && from.stage === 'mid')) {
         x = await run.at(p + 'hook_resid_pre', x);
+        residPre = x;
         const input = await this.#norm(x, layer.norm1, p + 'ln1', run);
-        const attnOut = await run.at(p + 'hook_attn_out', await this.#attention(l, layer, input, L, run));
+        let attnOut = await this.#attention(l, layer, input, L, run);
+        if (layer.postAttnNorm) attnOut = await this.#norm(attnOut, layer.postAttnNorm, p + 'ln1_post', run);
+        attnOut = await run.at(p + 'hook_attn_out', attnOut);
         x = Float32Array.from(x);
         addInto(x, attnOut);
+      } else {
+        residPre = from.residPre;
       }
       if (layer.up) {  // (an attention-only block ends with its attention)
-        x = await run.at(p + 'hook_resid_mid', x);
-        const mlpOut = await run.at(p + 'hook_mlp_out', await this.#mlp(layer, await this.#norm(x, layer.norm2, p + 'ln2', run), L, p, run));
+        if (!parallel) x = await run.at(p + 'hook_resid_mid', x);
+        const mlpIn = await this.#norm(parallel ? residPre : x, layer.norm2, p + 'ln2', run);
+        let mlpOut = await this.#mlp(layer, mlpIn, L, p, run);
+        if (layer.postMlpNorm) mlpOut = await this.#norm(mlpOut, layer.postMlpNorm, p + 'ln2_post', run);
+        mlpOut = await run.at(p + 'hook_mlp_out', mlpOut);
         x = Float32Array.from(x);
         addInto(x, mlpOut);
       }
@@ -89,7 +100,7 @@ export class HookedForward {
     if (output !== 'logits') result.residual = x;
     if (output !== 'residual') {
       const normalized = await this.#norm(x, this.#model.finalNorm, 'ln_final', run);
-      result.logits = this.#model.product(normalized, batch * L, this.#model.unembedding);
+      result.logits = this.#model.unembedNormalized(normalized, batch * L);
     }
     return result;
   }
@@ -140,7 +151,7 @@ export class HookedForward {
   /** The attention's output [L, E] for its input rows, through its inner points. */
   async #attention(l, layer, input, L, run) {
     const p = `blocks.${l}.`;
-    const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E, ropeTheta } = this.#a;
+    const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E, rotary } = this.#a;
     const points = ATTENTION_POINTS.filter(([name]) => run.wants(p + name));
     const shape = this.#batch > 1 ? [this.#batch, L, E] : [L, E];
     const call = (patch) => layer.attention.forwardAsync({ data: input, shape }, null, null, {
@@ -159,7 +170,7 @@ export class HookedForward {
       if (step === 'q' || step === 'k' || step === 'v') {
         value = swapLeading(captured, heads[step] ?? K, L, D);
         if (name === 'attn.hook_q' || name === 'attn.hook_k') {
-          if (this.#a.family === 'llama') value = rotateHalf(value, L, heads[step], D, ropeTheta, -1);
+          if (rotary) value = rotateHalf(value, L, heads[step], D, rotary.base, -1, rotary.dim);
         }
       } else {
         value = captured;
@@ -172,8 +183,8 @@ export class HookedForward {
         patchStep = 'pattern';
         patchData = softmaxRows(replaced, L);
       } else if (step === 'q' || step === 'k' || step === 'v') {
-        const rows = (name === 'attn.hook_q' || name === 'attn.hook_k') && this.#a.family === 'llama'
-          ? rotateHalf(replaced, L, heads[step], D, ropeTheta, 1) : replaced;
+        const rows = (name === 'attn.hook_q' || name === 'attn.hook_k') && rotary
+          ? rotateHalf(replaced, L, heads[step], D, rotary.base, 1, rotary.dim) : replaced;
         patchData = swapLeading(rows, L, heads[step] ?? K, D);
       } else {
         patchData = replaced;
@@ -202,12 +213,12 @@ export class HookedForward {
   async #mlp(layer, h, L, p, run) {
     const names = ['mlp.hook_pre', 'mlp.hook_pre_linear', 'mlp.hook_post'].map((n) => p + n);
     if (!names.some((n) => run.wants(n))) return this.#model.mlp(layer, h, h.length / this.#a.embedDim);
-    const I = this.#a.hiddenDim;
+    const { hiddenDim: I, mlp } = this.#a;
     const up = this.#model.product(h, L, layer.up);
     let post;
-    if (this.#a.family === 'gpt2') {
+    if (!mlp.gated) {
       const pre = await run.at(names[0], up);
-      post = geluTanh(Float32Array.from(pre));
+      post = activate(Float32Array.from(pre), mlp.act);
     } else {
       // The stacked product's rows are [gate (I), up (I)].
       const gate = new Float32Array(L * I), linear = new Float32Array(L * I);
@@ -217,8 +228,9 @@ export class HookedForward {
       }
       const pre = await run.at(names[0], gate);
       const preLinear = await run.at(names[1], linear);
+      const f = activation(mlp.act);
       post = new Float32Array(L * I);
-      for (let i = 0; i < post.length; i++) post[i] = (pre[i] / (1 + Math.exp(-pre[i]))) * preLinear[i];
+      for (let i = 0; i < post.length; i++) post[i] = f(pre[i]) * preLinear[i];
     }
     post = await run.at(names[2], post);
     return this.#model.product(post, L, layer.down);

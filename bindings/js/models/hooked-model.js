@@ -68,7 +68,7 @@ function publicConfig(architecture, config) {
   const { family, numLayers, embedDim, numHeads, numKvHeads, headDim, vocabSize, maxPositions, hiddenDim } = architecture;
   return Object.freeze({
     family, modelType: config.model_type, numLayers, embedDim, numHeads, numKvHeads, headDim, vocabSize,
-    maxPositions, hiddenDim, normalization: { gpt2: 'layernorm', llama: 'rmsnorm' }[family] ?? 'none',
+    maxPositions, hiddenDim, normalization: architecture.norm,
   });
 }
 

@@ -9,7 +9,8 @@ import { abortError, checkIds, checkOptions } from './hooked-model.js';
 const OVERS = {
   resid_pre: { hooks: ['hook_resid_pre'], byPosition: true },
   attn_out: { hooks: ['hook_attn_out', 'hook_resid_pre'], byPosition: true },
-  mlp_out: { hooks: ['hook_mlp_out', 'hook_resid_mid'], byPosition: true },
+  // (resid_mid is resid_pre + attn_out, bit for bit; a parallel block has no resid_mid)
+  mlp_out: { hooks: ['hook_mlp_out', 'hook_attn_out', 'hook_resid_pre'], byPosition: true },
   head_out: { hooks: ['attn.hook_result', 'hook_attn_out', 'hook_resid_pre'], byPosition: false },
   head_out_by_pos: { hooks: ['attn.hook_result', 'hook_attn_out', 'hook_resid_pre'], byPosition: true },
 };
@@ -26,6 +27,18 @@ const row = (data, pos, width) => data.subarray(pos * width, (pos + 1) * width);
 function sum(a, b) {
   const out = Float32Array.from(a);
   for (let i = 0; i < out.length; i++) out[i] += b[i];
+  return out;
+}
+
+/** The attention's output before its post-norm: Σ_h result [L, H, E] + b_O. */
+function attentionOutput(result, bias, L, H, E) {
+  const out = new Float32Array(L * E);
+  for (let t = 0; t < L; t++) {
+    for (let h = 0; h < H; h++) {
+      for (let e = 0; e < E; e++) out[t * E + e] += result[(t * H + h) * E + e];
+    }
+    if (bias) for (let e = 0; e < E; e++) out[t * E + e] += bias[e];
+  }
   return out;
 }
 
@@ -71,15 +84,22 @@ export async function activationPatching(model, options = {}) {
   } else {
     tokenId('answer', answer, V);
     tokenId('wrong', wrong, V);
-    // The logit difference is one dot product with the final norm's last row: no unembedding.
-    const direction = model.transformer.unembeddingRow(answer);
-    const other = model.transformer.unembeddingRow(wrong);
-    for (let i = 0; i < E; i++) direction[i] -= other[i];
+    // The logit difference is one dot product with the final norm's last row: no unembedding
+    // (two, each logit capped, where the model caps its logits: Gemma 2).
+    const t = model.transformer;
+    const cap = t.architecture.finalSoftcap;
+    const direction = t.unembeddingRow(answer);
+    const other = t.unembeddingRow(wrong);
+    if (!cap) for (let i = 0; i < E; i++) direction[i] -= other[i];
+    const dot = (a, b) => {
+      let s = 0;
+      for (let i = 0; i < E; i++) s += a[i] * b[i];
+      return s;
+    };
     score = async ({ residual }) => {
-      const last = model.transformer.normalize(row(residual, L - 1, E), model.transformer.finalNorm);
-      let dot = 0;
-      for (let i = 0; i < E; i++) dot += last[i] * direction[i];
-      return dot;
+      const last = t.normalize(row(residual, L - 1, E), t.finalNorm);
+      if (!cap) return dot(last, direction);
+      return cap * Math.tanh(dot(last, direction) / cap) - cap * Math.tanh(dot(last, other) / cap);
     };
   }
   const output = metric ? 'logits' : 'residual';
@@ -95,6 +115,7 @@ export async function activationPatching(model, options = {}) {
   const span = cleanRun.score - corruptedRun.score;
   const normalized = metric ? (value) => value : (value) => (value - corruptedRun.score) / span;
 
+  const parallel = model.transformer.architecture.parallelResidual;
   const positions = byPosition ? L : 1;
   const perLayer = over.startsWith('head') ? positions * H : positions;
   const total = numLayers * perLayer;
@@ -109,36 +130,46 @@ export async function activationPatching(model, options = {}) {
       resid.set(row(cleanRun.get(p + 'hook_resid_pre'), i, E), i * E);
       return { layer: l, stage: 'pre', resid };
     }
+    const residPre = corruptedRun.get(p + 'hook_resid_pre');
+    // After the attention: the residual, and what a parallel block's MLP reads (resid_pre).
+    const mid = (attnOut) => ({ layer: l, stage: 'mid', resid: sum(residPre, attnOut), ...(parallel ? { residPre } : {}) });
     if (over === 'attn_out') {
       const attnOut = Float32Array.from(corruptedRun.get(p + 'hook_attn_out'));
       attnOut.set(row(cleanRun.get(p + 'hook_attn_out'), i, E), i * E);
-      return { layer: l, stage: 'mid', resid: sum(corruptedRun.get(p + 'hook_resid_pre'), attnOut) };
+      return mid(attnOut);
     }
     if (over === 'mlp_out') {
       const mlpOut = Float32Array.from(corruptedRun.get(p + 'hook_mlp_out'));
       mlpOut.set(row(cleanRun.get(p + 'hook_mlp_out'), i, E), i * E);
-      const resid = sum(corruptedRun.get(p + 'hook_resid_mid'), mlpOut);
+      const resid = sum(sum(residPre, corruptedRun.get(p + 'hook_attn_out')), mlpOut);
       return l + 1 < numLayers ? { layer: l + 1, stage: 'pre', resid } : { resid };
     }
     // head_out: head h at every position; head_out_by_pos: head h at position pos.
     const h = i % H, pos = byPosition ? Math.floor(i / H) : -1;
-    const attnOut = Float32Array.from(corruptedRun.get(p + 'hook_attn_out'));
     const cleanResult = cleanRun.get(p + 'attn.hook_result'), corruptedResult = corruptedRun.get(p + 'attn.hook_result');
+    // With a norm after the attention (Gemma 2) the heads' shares add up before it: Σ_h result + b_O, normalized.
+    const { postAttnNorm, outBias } = model.transformer.layer(l);
+    const attnOut = postAttnNorm ? attentionOutput(corruptedResult, outBias, L, H, E) : Float32Array.from(corruptedRun.get(p + 'hook_attn_out'));
     for (let t = 0; t < L; t++) {
       if (pos >= 0 && t !== pos) continue;
       const at = (t * H + h) * E;
       for (let e = 0; e < E; e++) attnOut[t * E + e] += cleanResult[at + e] - corruptedResult[at + e];
     }
-    return { layer: l, stage: 'mid', resid: sum(corruptedRun.get(p + 'hook_resid_pre'), attnOut) };
+    return mid(postAttnNorm ? model.transformer.normalize(attnOut, postAttnNorm) : attnOut);
   };
   // The scores of runs that start at the same place, side by side as one batch.
   const scoreBatch = async (starts) => {
     const { layer, stage } = starts[0];
     const resid = new Float32Array(starts.length * L * E);
     starts.forEach((s, b) => resid.set(s.resid, b * L * E));
+    const from = { layer, stage, resid };
+    if (starts[0].residPre) {
+      from.residPre = new Float32Array(starts.length * L * E);
+      starts.forEach((s, b) => from.residPre.set(s.residPre, b * L * E));
+    }
     const result = layer === undefined
       ? (metric ? { logits: model.transformer.unembed(resid) } : { residual: resid })
-      : await model.runFrom(corruptedIds, plain, { from: { layer, stage, resid }, output, batch: starts.length });
+      : await model.runFrom(corruptedIds, plain, { from, output, batch: starts.length });
     const part = (data, b) => data.subarray(b * (data.length / starts.length), (b + 1) * (data.length / starts.length));
     const scores = [];
     for (let b = 0; b < starts.length; b++) {

@@ -1,12 +1,14 @@
-// A GPT-2- or Llama-family checkpoint run through mha-wasm: every layer's attention is the
-// package's MultiHeadAttention (on wasm or WebGPU), the MLPs, the projections around them and the
-// unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
+// A checkpoint of any family in families/ run through mha-wasm: the family maps its weights into
+// one per-layer form, and every layer's attention is the package's MultiHeadAttention with the
+// options the architecture's traits give (rotary, window, softcap, scale; on wasm or WebGPU); the
+// MLPs, the projections around them and the unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
 // attention projections use); only the O(tokens x width) steps (norms, activations, residual adds)
 // are JavaScript loops. Weights stored in 16 bits stay 16-bit: attention layers and Linears with
 // weightDtype 'f16' (F16 bits passed as they are; BF16 widened once at load, then rounded to f16
 // as the attention layers' are). No DOM: worker and Node.
-import { addInto, concat, geluTanh, layerNorm, rmsNorm, swiglu } from './elementwise.js';
-import { transposed, widen } from './tensors.js';
+import { activate, addInto, concat, gated, layerNorm, rmsNorm, softcap } from './elementwise.js';
+import { familyOf, withTraits } from './families/index.js';
+import { widen } from './tensors.js';
 
 /** A weight matrix [out, in] as stored (and its bias or null) as an mha.Linear of `wasm`, loaded. */
 function linearLayer(wasm, tensor, bias = null) {
@@ -19,20 +21,6 @@ function linearLayer(wasm, tensor, bias = null) {
     layer.dispose();
     throw error;
   }
-}
-
-/** Rows [rows of out, ...] stacked: Llama's gate and up projections become one product. */
-function stacked(tensors) {
-  const { dtype } = tensors[0];
-  const cols = tensors[0].shape[1];
-  const rows = tensors.reduce((sum, t) => sum + t.shape[0], 0);
-  const data = new tensors[0].data.constructor(rows * cols);
-  let offset = 0;
-  for (const t of tensors) {
-    data.set(t.data, offset);
-    offset += t.data.length;
-  }
-  return { dtype, shape: [rows, cols], data };
 }
 
 /** create()'s constructor call: the layers are added one at a time after it. */
@@ -49,10 +37,10 @@ function disposedOnError(layer, build) {
   }
 }
 
-/** A checkpoint's tensor by its Hugging Face key; GPT-2 files may lack the 'transformer.' prefix. */
+/** A checkpoint's tensor by its Hugging Face key (or the family's alias of it: GPT-2 files may lack the 'transformer.' prefix). */
 function tensorGetter(tensors, family) {
   return (key, shape) => {
-    const tensor = tensors[key] ?? (family === 'gpt2' ? tensors[key.replace(/^transformer\./, '')] : undefined);
+    const tensor = tensors[key] ?? (family.alias ? tensors[family.alias(key)] : undefined);
     if (!tensor) throw new TypeError(`loadModel: the weights have no tensor '${key}'`);
     if (shape && tensor.shape.join(',') !== shape.join(',')) {
       throw new RangeError(`loadModel: '${key}' must have shape [${shape}], got [${tensor.shape}]`);
@@ -78,34 +66,22 @@ export class CheckpointModel {
    * @param checkpoint readCheckpoint()'s result
    */
   constructor(attention, wasm, checkpoint, deferLayers = null) {
-    const a = checkpoint.architecture;
+    const a = withTraits(checkpoint.architecture);
     this.architecture = a;
     this.dtype = checkpoint.dtype;
-    const get = tensorGetter(checkpoint.tensors, a.family);
+    this.family = familyOf(a);
+    const get = tensorGetter(checkpoint.tensors, this.family);
     const f32 = (key, shape) => widen(get(key, shape));
-    const E = a.embedDim, V = a.vocabSize;
     this.#build = { attention, wasm, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
     this.tensor = get;
     try {
-      if (a.family === 'attn-only') {
-        // An attention-only model (the demo page's default one): positions given as a table, no
-        // norms, an unembedding with a bias.
-        this.embedding = get('tok_embed.weight', [V, E]);
-        this.positions = get('pos_embed.weight', [a.maxPositions, E]);
-        this.finalNorm = null;
-        this.unembeddingTensor = get('unembed.weight', [V, E]);
-        this.unembedding = linearLayer(wasm, this.unembeddingTensor, f32('unembed.bias', [V]));
-      } else if (a.family === 'gpt2') {
-        this.embedding = get('transformer.wte.weight', [V, E]);
-        this.positions = get('transformer.wpe.weight');
-        this.finalNorm = { weight: f32('transformer.ln_f.weight', [E]), bias: f32('transformer.ln_f.bias', [E]) };
-      } else {
-        this.embedding = get('model.embed_tokens.weight', [V, E]);
-        this.finalNorm = { weight: f32('model.norm.weight', [E]) };
-      }
+      const parts = this.family.model({ get, f32 }, a);
+      this.embedding = parts.embedding;
+      this.positions = parts.positions ?? null;
+      this.finalNorm = parts.finalNorm;
       // The stored [V, E] matrix stays beside its Linear: directions read two of its rows.
-      this.unembeddingTensor ??= a.tiedUnembedding ? this.embedding : get('lm_head.weight', [V, E]);
-      this.unembedding ??= linearLayer(wasm, this.unembeddingTensor);
+      this.unembeddingTensor = parts.unembedding;
+      this.unembedding = linearLayer(wasm, this.unembeddingTensor, parts.unembeddingBias ?? null);
       if (deferLayers !== DEFER_LAYERS) for (let l = 0; l < a.numLayers; l++) this.#addLayer(l);
     } catch (error) {
       this.dispose();
@@ -134,83 +110,71 @@ export class CheckpointModel {
 
   #addLayer(l) {
     const { attention, wasm, get, f32, weightDtype } = this.#build;
-    const { family } = this.architecture;
-    this.#layers.push(family === 'attn-only' ? this.#attentionOnlyLayer(attention, get, f32, l, weightDtype)
-      : family === 'gpt2' ? this.#gpt2Layer(attention, wasm, get, f32, l, weightDtype)
-        : this.#llamaLayer(attention, wasm, get, f32, l, weightDtype));
+    this.#layers.push(this.#layer(attention, wasm, this.family.layer({ get, f32 }, this.architecture, l), l, weightDtype));
   }
 
-  /** An attention-only block: the layer's own state dict under `layers.{l}.`; no norms, no MLP. */
-  #attentionOnlyLayer(attention, get, f32, l, weightDtype) {
-    const { embedDim: E, numHeads } = this.architecture;
-    const layer = new attention.MultiHeadAttention({ embedDim: E, numHeads, weightDtype });
-    return disposedOnError(layer, () => {
-      const shapes = layer.stateDictShapes();
-      layer.loadStateDict(Object.fromEntries(Object.entries(shapes).map(([key, shape]) => [key, f32(`layers.${l}.${key}`, shape)])));
-      return { attention: layer, norm1: null, norm2: null, up: null, down: null, outBias: f32(`layers.${l}.out_proj.bias`, [E]) };
-    });
-  }
-
-  #gpt2Layer(attention, wasm, get, f32, l, weightDtype) {
-    const { embedDim: E, numHeads, hiddenDim: I } = this.architecture;
-    const p = `transformer.h.${l}.`;
-    const layer = new attention.MultiHeadAttention({ embedDim: E, numHeads, weightDtype });
-    return disposedOnError(layer, (made) => {
-      // Conv1D stores [in, out]; nn.Linear's (and the layer's) layout is [out, in].
-      layer.loadStateDict({
-        in_proj_weight: widen(transposed(get(p + 'attn.c_attn.weight', [E, 3 * E]))),
-        in_proj_bias: f32(p + 'attn.c_attn.bias', [3 * E]),
-        'out_proj.weight': widen(transposed(get(p + 'attn.c_proj.weight', [E, E]))),
-        'out_proj.bias': f32(p + 'attn.c_proj.bias', [E]),
-      });
-      const norm1 = { weight: f32(p + 'ln_1.weight', [E]), bias: f32(p + 'ln_1.bias', [E]) };
-      const norm2 = { weight: f32(p + 'ln_2.weight', [E]), bias: f32(p + 'ln_2.bias', [E]) };
-      const up = linearLayer(wasm, transposed(get(p + 'mlp.c_fc.weight', [E, I])), f32(p + 'mlp.c_fc.bias', [I]));
-      made.push(up);
-      const down = linearLayer(wasm, transposed(get(p + 'mlp.c_proj.weight', [I, E])), f32(p + 'mlp.c_proj.bias', [E]));
-      made.push(down);
-      return { attention: layer, norm1, norm2, up, down, outBias: f32(p + 'attn.c_proj.bias', [E]) };
-    });
-  }
-
-  #llamaLayer(attention, wasm, get, f32, l, weightDtype) {
+  /** The family's per-layer form (families/) as the package's layers: a MultiHeadAttention, norms and mha.Linears. */
+  #layer(attention, wasm, spec, l, weightDtype) {
     const a = this.architecture;
-    const { embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, hiddenDim: I } = a;
-    const p = `model.layers.${l}.`;
+    const { embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D } = a;
+    const s = spec.attention;
+    const qkvBias = s.qkvBias ?? (s.qBias ? concat([s.qBias, s.kBias, s.vBias]) : null);
+    const bias = s.stateDict ? true : qkvBias !== null || s.oBias != null;
+    const window = a.layerWindows[l];
     const layer = new attention.MultiHeadAttention({
-      embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, bias: a.attentionBias, weightDtype,
-      rotary: { base: a.ropeTheta }, ...(a.slidingWindow ? { slidingWindow: a.slidingWindow } : {}),
+      embedDim: E, numHeads: H, weightDtype,
+      // (the defaults left out: a GPT-2 layer is built as it always was)
+      ...(Hkv !== H ? { numKvHeads: Hkv } : {}),
+      ...(D * H !== E || Hkv !== H ? { headDim: D } : {}),
+      ...(s.stateDict ? {} : { bias }),
+      ...(a.rotary ? { rotary: { dim: a.rotary.dim, base: a.rotary.base } } : {}),
+      ...(window ? { slidingWindow: window } : {}),
+      ...(a.attnSoftcap ? { softcap: a.attnSoftcap } : {}),
+      ...(a.attnScale ? { scale: a.attnScale } : {}),
     });
     return disposedOnError(layer, (made) => {
-      const q = f32(p + 'self_attn.q_proj.weight', [H * D, E]);
-      const k = f32(p + 'self_attn.k_proj.weight', [Hkv * D, E]);
-      const v = f32(p + 'self_attn.v_proj.weight', [Hkv * D, E]);
-      const stateDict = { 'out_proj.weight': f32(p + 'self_attn.o_proj.weight', [E, H * D]) };
-      if ('in_proj_weight' in layer.stateDictShapes()) {
-        stateDict.in_proj_weight = concat([q, k, v]);
+      const shapes = layer.stateDictShapes();
+      let stateDict;
+      if (s.stateDict) {
+        stateDict = s.stateDict(shapes);
       } else {
-        Object.assign(stateDict, { q_proj_weight: q, k_proj_weight: k, v_proj_weight: v });
-      }
-      if (a.attentionBias) {
-        stateDict.in_proj_bias = concat([f32(p + 'self_attn.q_proj.bias', [H * D]),
-          f32(p + 'self_attn.k_proj.bias', [Hkv * D]), f32(p + 'self_attn.v_proj.bias', [Hkv * D])]);
-        stateDict['out_proj.bias'] = new Float32Array(E); // o_proj has none
+        stateDict = { 'out_proj.weight': s.o };
+        const qkv = s.qkv ?? concat([s.q, s.k, s.v]);
+        if ('in_proj_weight' in shapes) {
+          stateDict.in_proj_weight = qkv;
+        } else {
+          const qRows = H * D * E, kvRows = Hkv * D * E;
+          Object.assign(stateDict, {
+            q_proj_weight: s.q ?? qkv.subarray(0, qRows),
+            k_proj_weight: s.k ?? qkv.subarray(qRows, qRows + kvRows),
+            v_proj_weight: s.v ?? qkv.subarray(qRows + kvRows),
+          });
+        }
+        if (bias) {
+          stateDict.in_proj_bias = qkvBias ?? new Float32Array((H + 2 * Hkv) * D);
+          stateDict['out_proj.bias'] = s.oBias ?? new Float32Array(E);  // (o_proj may have none)
+        }
       }
       layer.loadStateDict(stateDict);
-      const norm1 = { weight: f32(p + 'input_layernorm.weight', [E]) };
-      const norm2 = { weight: f32(p + 'post_attention_layernorm.weight', [E]) };
-      // gate and up in one product: [2I, E].
-      const up = linearLayer(wasm, stacked([get(p + 'mlp.gate_proj.weight', [I, E]), get(p + 'mlp.up_proj.weight', [I, E])]));
-      made.push(up);
-      const down = linearLayer(wasm, get(p + 'mlp.down_proj.weight', [E, I]));
-      made.push(down);
-      return { attention: layer, norm1, norm2, up, down, outBias: null }; // o_proj has no bias
+      const linear = (part) => {
+        if (!part) return null;
+        const made1 = linearLayer(wasm, part.tensor, part.bias ?? null);
+        made.push(made1);
+        return made1;
+      };
+      const up = linear(spec.up);
+      const down = linear(spec.down);
+      return {
+        attention: layer, norm1: spec.norm1 ?? null, norm2: spec.norm2 ?? null,
+        postAttnNorm: spec.postAttnNorm ?? null, postMlpNorm: spec.postMlpNorm ?? null,
+        up, down, outBias: spec.outBias ?? s.oBias ?? null,
+      };
     });
   }
 
   get numLayers() { return this.architecture.numLayers; }
 
-  /** Layer l's parts: { attention, norm1, norm2, up, down } (read by hooked-forward.js). */
+  /** Layer l's parts: { attention, norm1, norm2, postAttnNorm, postMlpNorm, up, down, outBias } (read by hooked-forward.js). */
   layer(l) { return this.#layers[l]; }
 
   /** A stored tensor by its Hugging Face key, widened to float32. */
@@ -245,7 +209,7 @@ export class CheckpointModel {
     return linear.forward({ data: x, shape: [rows, linear.config.inFeatures] }).data;
   }
 
-  /** Token embeddings (plus GPT-2's learned positions from `start`, unless `positions: false`), [L, E]. */
+  /** Token embeddings (times the family's embedding scale; plus GPT-2's learned positions from `start`, unless `positions: false`), [L, E]. */
   embed(ids, start = 0, { positions = true } = {}) {
     const { embedDim: E, vocabSize: V, maxPositions } = this.architecture;
     const x = new Float32Array(ids.length * E);
@@ -253,6 +217,8 @@ export class CheckpointModel {
       if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`forward: token id ${id} at ${i} is outside the vocabulary [0, ${V})`);
       widen(this.embedding, id * E, (id + 1) * E, x.subarray(i * E, (i + 1) * E));
     });
+    const { embedScale } = this.architecture;
+    if (embedScale !== 1) for (let i = 0; i < x.length; i++) x[i] *= embedScale;
     if (this.positions) {
       if (start + ids.length > maxPositions) {
         throw new RangeError(`forward: ${start + ids.length} tokens exceed the model's ${maxPositions} positions (n_positions)`);
@@ -268,19 +234,39 @@ export class CheckpointModel {
     return widen(this.positions, start * E, (start + count) * E);
   }
 
-  /** The unembedding of residual rows [rows, E] after the final norm: logits [rows, V]. */
+  /** The unembedding of residual rows [rows, E] after the final norm: logits [rows, V] (softcapped where the model caps them). */
   unembed(x) {
     const rows = x.length / this.architecture.embedDim;
-    return this.#product(this.#norm(x, this.finalNorm), rows, this.unembedding);
+    return this.unembedNormalized(this.#norm(x, this.finalNorm), rows);
   }
 
-  /** The MLP's output [rows, E] for its normalized input rows. */
+  /** The unembedding of rows the final norm already normalized, then the final logit softcap (Gemma 2). */
+  unembedNormalized(normalized, rows) {
+    const logits = this.#product(normalized, rows, this.unembedding);
+    const cap = this.architecture.finalSoftcap;
+    return cap ? softcap(logits, cap) : logits;
+  }
+
+  /** The MLP's output [rows, E] for its normalized input rows (its post-norm not applied). */
   mlp(layer, h, rows) {
-    const { family, hiddenDim: I } = this.architecture;
-    if (family === 'gpt2') {
-      return this.#product(geluTanh(this.#product(h, rows, layer.up)), rows, layer.down);
-    }
-    return this.#product(swiglu(this.#product(h, rows, layer.up), rows, I), rows, layer.down);
+    const { mlp, hiddenDim: I } = this.architecture;
+    const up = this.#product(h, rows, layer.up);
+    return this.#product(mlp.gated ? gated(up, rows, I, mlp.act) : activate(up, mlp.act), rows, layer.down);
+  }
+
+  /**
+   * One block on the residual rows x [rows, E] (changed in place) after its attention's output:
+   * the post-attention norm, the MLP (reading resid_pre in a parallel block) and its post-norm.
+   */
+  #block(x, layer, attnOutput, rows) {
+    const a = this.architecture;
+    const attnOut = layer.postAttnNorm ? this.#norm(attnOutput, layer.postAttnNorm) : attnOutput;
+    const mlpInput = layer.up && a.parallelResidual ? this.#norm(x, layer.norm2) : null;
+    addInto(x, attnOut);
+    if (!layer.up) return;
+    let mlpOut = this.mlp(layer, mlpInput ?? this.#norm(x, layer.norm2), rows);
+    if (layer.postMlpNorm) mlpOut = this.#norm(mlpOut, layer.postMlpNorm);
+    addInto(x, mlpOut);
   }
 
   /**
@@ -320,8 +306,7 @@ export class CheckpointModel {
         ...(patch ? { patch } : {}),
       });
       attentionMs += performance.now() - started;
-      addInto(x, result.output.data);
-      if (layer.up) addInto(x, this.mlp(layer, this.#norm(x, layer.norm2), L));
+      this.#block(x, layer, result.output.data, L);
       layers.push({
         weights: result.weights.data, keys: result.weights.shape.at(-1), output: result.output.data,
         ...(capture === true ? { input, captured: result.captured } : {}),
