@@ -10,8 +10,9 @@ import { LatestOnly } from '../latest-only.js';
 
 const PANEL_HTML = `
   <p class="hint">A Hugging Face checkpoint folder's files: <code>config.json</code>, <code>model.safetensors</code>
-    (or <code>model.safetensors.index.json</code> with its shards) and <code>tokenizer.json</code>. GPT-2 and
-    Llama-style models (Llama, Mistral, Qwen2, SmolLM, TinyLlama). Nothing leaves this page.</p>
+    (or <code>model.safetensors.index.json</code> with its shards) and <code>tokenizer.json</code>. GPT-2,
+    Llama-style models (Llama, Mistral, Qwen2, SmolLM, TinyLlama), Pythia (GPT-NeoX), Gemma, Gemma 2 and Phi-3.
+    Nothing leaves this page.</p>
   <div id="model-drop" class="model-drop" tabindex="0">Drop the files here, or
     <label class="link">pick files<input id="model-files" type="file" multiple accept=".json,.safetensors" hidden></label>
     or <label class="link">a folder<input id="model-folder" type="file" webkitdirectory hidden></label></div>
@@ -41,6 +42,9 @@ const PANEL_HTML = `
     <button id="model-export-png" type="button" disabled>Heads PNG</button>
     <button id="model-export-json" type="button" disabled>State JSON</button>
   </div>`;
+
+/** The summary's name of each family mha-wasm/models loads (its config.family). */
+const FAMILY_NAMES = { gpt2: 'GPT-2', llama: 'Llama', gpt_neox: 'GPT-NeoX', gemma: 'Gemma', gemma2: 'Gemma 2', phi3: 'Phi-3' };
 
 const OTHER_SOURCES = ['default', 'custom', 'sentiment', 'train'];
 const NO_MODEL = 'No model loaded: drop a checkpoint\'s files above.';
@@ -192,7 +196,7 @@ export class YourModelMode {
       });
       this.model = loaded.model;
       const m = loaded.model;
-      this.#summary = `${m.family === 'gpt2' ? 'GPT-2' : 'Llama'} family · ${m.numLayers} layers · ${m.numHeads} heads`
+      this.#summary = `${FAMILY_NAMES[m.family] ?? m.family} family · ${m.numLayers} layers · ${m.numHeads} heads`
         + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype} · on ${loaded.backend}`;
       $('model-summary').textContent = this.#summary;
       for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = false;
