@@ -111,9 +111,10 @@ test('a checkpoint loaded: the loading row goes, the caption names the layer and
   assert.equal(await page.locator('#model-loading').isVisible(), false, 'the progress bar and Cancel are gone');
   assert.equal(await page.locator('#message').isVisible(), false);
   await page.evaluate(() => window.__mhaDemo.setText('the cat met a dog. the cat'));
-  const drawn = page.evaluate(() => window.__mhaDemo.nextRender());
+  // (the wait is registered before the click: Chromium may run the click before an evaluation sent ahead of it)
+  await page.evaluate(() => { window.__tileDrawn = window.__mhaDemo.nextRender(); });
   await page.locator('#grid .tile[data-layer="1"][data-head="2"]').click();
-  await drawn;
+  await page.evaluate(() => window.__tileDrawn);
   assert.equal(await page.locator('#selected-description').textContent(), 'Your model: layer 1, head 2.');
 
   const truncated = gpt2With('model.safetensors', (bytes) => bytes.subarray(0, 100));

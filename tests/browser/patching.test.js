@@ -41,14 +41,18 @@ const argmaxLast = ({ data, shape: [, L, V] }) => {
   for (let v = 1; v < V; v++) if (row[v] > row[best]) best = v;
   return best;
 };
-/** Clicks the centre of a figure's cell and waits for the redraw it causes. */
+/**
+ * Clicks the centre of a figure's cell and waits for the redraw it causes. The wait is registered
+ * in the page before the click is sent: Chromium may run an input event before a script evaluation
+ * sent ahead of it, and a redraw before the wait would leave it hanging.
+ */
 async function clickCell(figure, row, col) {
   await page.locator(`.patch-figure[data-figure="${figure}"]`).scrollIntoViewIfNeeded();
   const point = await page.evaluate(([f, r, c]) => window.__mhaDemo.patchingPoint(f, r, c), [figure, row, col]);
   assert.ok(point, `${figure} is drawn`);
-  const drawn = page.evaluate(() => window.__mhaDemo.nextRender());
+  await page.evaluate(() => { window.__cellDrawn = window.__mhaDemo.nextRender(); });
   await page.mouse.click(point.x, point.y);
-  await drawn;
+  await page.evaluate(() => window.__cellDrawn);
 }
 
 test('a head_out sweep from the panel\'s button: shape [layers, heads], and the values activationPatching gives in Node', async () => {
