@@ -5,7 +5,7 @@
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
 import { KvCacheBase, liveHandle } from '../core/cache.js';
-import { throwHandleError } from '../core/errors.js';
+import { noWeightsYet, throwHandleError } from '../core/errors.js';
 import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
 import { halfBufferBytes } from './cache-f16.js';
 import { submitChecked } from './gpu-work.js';
@@ -137,7 +137,7 @@ function submitKeyValue(device, state, c, w, k, v, kernels) {
  */
 export function setKeyValueOnGpu(layer, cache, key, value) {
   const state = checkCache(cache);
-  if (!layer.weights.loaded) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+  if (!layer.weights.loaded) throw noWeightsYet();
   const k = checkInput('key', key, { expected: '[B, S, kdim]' });
   const v = checkInput('value', value, { expected: '[B, S, vdim]' });
   if (!layer.planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) throwHandleError(layer.planner, 'setKeyValue');
