@@ -7,6 +7,7 @@
 import { KvCacheBase, liveHandle } from '../core/cache.js';
 import { noWeightsYet, throwHandleError } from '../core/errors.js';
 import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
+import { COPY_DST, COPY_SRC, STORAGE } from './buffer-usage.js';
 import { halfBufferBytes } from './cache-f16.js';
 import { submitChecked } from './gpu-work.js';
 import { encodeKeyValue } from './key-value.js';
@@ -67,7 +68,7 @@ export function createGpuCache(layer, options) {
   const handle = layer.planner.createPlannedCache(batch, options.capacity);
   if (!handle) throwHandleError(layer.planner, 'createCache');  // (the wasm layer's checks: batch, capacity, appended keys)
   const make = (floats, label) => layer.device.createBuffer({
-    label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04,
+    label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: STORAGE | COPY_DST | COPY_SRC,
   });
   const state = {
     handle, dtype, busy: false, pending: null,
