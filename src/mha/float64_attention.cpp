@@ -281,7 +281,7 @@ Float64Result Float64Attention::forward(const Float64Call& call) const {
 Float64Result Float64Attention::forward_for_training(const Float64Call& call,
                                                      std::unique_ptr<Float64SavedForward>& saved) const {
   const ForwardPlan plan = this->plan(call);
-  if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() or initialize() first");
+  if (!loaded_) throw no_weights_error();
   // The pass reads batch-first copies (its saved state for backward, when grad asks for one).
   auto s = std::make_unique<Float64SavedForward>();
   s->plan = plan;

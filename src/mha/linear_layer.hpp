@@ -78,7 +78,7 @@ class LinearLayer {
 
   // y [rows, out] = x [rows, in] W^T + b, on `pool` (null: the calling thread).
   void forward(const float* x, float* y, int64_t rows, ThreadPool* pool) const {
-    if (!loaded_) throw type_error("the layer has no weights yet; call loadWeights() first");
+    if (!loaded_) throw no_weights_error("loadWeights()");
     StageRunner(pool).project(packed_, x, y, rows);  // (f32 and f16 weights multiply float rows)
   }
 

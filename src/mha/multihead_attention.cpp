@@ -57,7 +57,7 @@ void MultiheadAttention::load_state_dict(const StateDict& state) {
 
 ForwardPlan MultiheadAttention::plan(const TensorRef& query, const TensorRef& key, const TensorRef& value,
                                      const ForwardOptions& options) const {
-  if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  if (!loaded_) throw no_weights_error();
   if (options.cache && options.cache->owner() != this)
     throw type_error("cache: this cache belongs to another layer (make one with this layer's createCache)");
   ForwardPlan p = plan_forward(config_, query, key, value, options);
@@ -305,7 +305,7 @@ float MultiheadAttention::dropout_in(const ForwardOptions& options) const {
 namespace mha {
 
 void MultiheadAttention::set_key_value(KvCache& cache, const TensorRef& key, const TensorRef& value) const {
-  if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  if (!loaded_) throw no_weights_error();
   const int64_t S = check_key_value(cache, key, value);
   const ResolvedConfig& c = config_;
   const int64_t B = cache.batch();

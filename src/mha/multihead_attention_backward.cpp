@@ -86,7 +86,7 @@ MultiheadAttention::TrainingForward MultiheadAttention::forward_for_training(con
   std::optional<BatchFirstCall> batch_first;
   if (planned.sequence_first) batch_first.emplace(planned, query, key, value);
   const ForwardPlan& p = batch_first ? batch_first->plan() : planned;
-  if (!loaded_) throw type_error("the layer has no weights yet; call loadStateDict() first");
+  if (!loaded_) throw no_weights_error();
   const int threads = pool_ ? pool_->size() : 1;
   std::vector<MemoryItem> need = training_memory(config_, p, options, !key.present(), false, threads);
   const bool step_by_step = steps && steps->present();

@@ -184,7 +184,7 @@ export const ROWS = [
   { input: 'state dict value a Float64Array', call: (t) => t.make({ embedDim: E, numHeads: H }).loadStateDict({ ...stateDict(), in_proj_bias: new Float64Array(24) }), error: TypeError, message: 'loadStateDict: stateDict[\'in_proj_bias\'] must be a Float32Array, got a Float64Array' },
 
   // ---- forward: the tensors ----
-  { input: 'forward before loading weights', call: (t) => t.make({ embedDim: E, numHeads: H }).forward(x(1, 2)), error: TypeError, message: 'forward: the layer has no weights yet; call loadStateDict() first' },
+  { input: 'forward before loading weights', call: (t) => t.make({ embedDim: E, numHeads: H }).forward(x(1, 2)), error: TypeError, message: 'forward: the layer has no weights yet; call loadStateDict() or initialize() first' },
   { input: 'query missing', call: (t) => t.layer.forward(), error: TypeError, message: 'forward: query is required: { data: Float32Array, shape: [B, L, embedDim] or [L, embedDim] }' },
   { input: 'query a bare Float32Array', call: (t) => t.layer.forward(f32(16)), error: TypeError, message: 'forward: query must be { data, shape } with shape [B, L, embedDim] or [L, embedDim], got a Float32Array' },
   { input: 'query data a plain array', call: (t) => t.layer.forward({ data: [1, 2], shape: [1, 2] }), error: TypeError, message: 'forward: query.data must be a Float32Array, got an Array' },

@@ -79,7 +79,7 @@ TEST(ForwardErrors, NamesTheArgumentAndShape) {
 TEST(ForwardErrors, NeedsWeightsFirst) {
   mha::MultiheadAttention layer(config(8, 2));
   std::vector<float> x(8, 0.0f);
-  expect_error([&] { layer.forward({x.data(), {1, 8}}, {}, {}); }, ErrorKind::kType, "call loadStateDict() first");
+  expect_error([&] { layer.forward({x.data(), {1, 8}}, {}, {}); }, ErrorKind::kType, "call loadStateDict() or initialize() first");
 }
 
 TEST(StateDictErrors, FailedLoadKeepsOldWeights) {

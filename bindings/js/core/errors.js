@@ -5,6 +5,12 @@ import { describeGrowthRefusal } from './memory-growth.js';
 
 const ERROR_CLASSES = [Error, TypeError, RangeError, Error];
 
+/**
+ * "No weights yet", worded once for JS: the twin of the core's no_weights_error (src/mha/errors.hpp),
+ * for the checks a JS backend makes before any C++ call would.
+ */
+export const noWeightsYet = () => new TypeError('the layer has no weights yet; call loadStateDict() or initialize() first');
+
 /** Throws the error a handle recorded for its last call, named by `context` once. */
 export function throwHandleError(handle, context) {
   const ErrorClass = ERROR_CLASSES[handle.lastErrorKind()] ?? Error;

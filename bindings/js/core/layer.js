@@ -1,7 +1,7 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
 import { cacheHandleOf, KvCache } from './cache.js';
 import { arrayOfDtype, checkSeed, readForwardCall, readRaggedCall } from './call-reader.js';
-import { constructedHandle, nameErrorsByCall, throwHandleError, withCallName } from './errors.js';
+import { constructedHandle, nameErrorsByCall, noWeightsYet, throwHandleError, withCallName } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { initialStateDict } from './initialize.js';
 import { leakRegistry } from './leak-warning.js';
@@ -193,7 +193,7 @@ class WasmMultiHeadAttention {
   stateDict() {
     const handle = this.#live('stateDict');
     const entries = handle.stateDict();
-    if (entries === null) throw new TypeError('stateDict: the layer has no weights yet; call loadStateDict() or initialize() first');
+    if (entries === null) throw withCallName(noWeightsYet(), 'stateDict');
     try {
       return Object.fromEntries(entries.map((e) => [e.name, copyOutFloats(this.#module, e.ptr, e.length, this.#Array)]));
     } finally {

@@ -3,6 +3,10 @@
 // its weight layouts (EinsumDense kernels [in, H, keyDim], output [H, valueDim, out]), its scale
 // 1/sqrt(keyDim) and its mask convention (1 = attend). A thin adapter: the layout conversion
 // happens once in setWeights, the mask inversion per call; the math is the core's.
+import {
+  checkBatchAxes, checkCausalOverAxes, checkKeyValue, checkSameRank, maskErrorMessage, outputShapeOf, readAttentionAxes,
+  readOutputDims, scoresShapeOf,
+} from './arguments.js';
 import { attentionLayout, foldForAttention, permute } from './attention-axes.js';
 import {
   coreConfigFromKeras, coreMasksFromKeras, kerasLayoutFromStateDict, kerasWeightShapes, stateDictFromKerasLayout,
@@ -25,16 +29,6 @@ const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape',
 const CALL_KEYS = ['attentionMask', 'queryMask', 'valueMask', 'keyMask', 'useCausalMask', 'returnAttentionScores', 'training',
   'seed', 'checkFinite', 'capture', 'patch'];
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
-
-/** attentionAxes: undefined/null (all inner axes), an integer or a non-empty list of integers. */
-function checkAttentionAxes(axes) {
-  if (axes === undefined || axes === null) return null;
-  const list = [axes].flat();
-  if (list.length === 0 || list.some((a) => !Number.isInteger(a))) {
-    throw new TypeError(`attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(axes)}`);
-  }
-  return Object.freeze(list);
-}
 
 // Errors start with the Keras call that failed; the PyTorch-side layer's call names become Keras'.
 const KERAS_METHODS = ['setWeights', 'getWeights', 'weightShapes', 'call'];
@@ -68,18 +62,12 @@ export class KerasMultiHeadAttention {
     for (const name of ['valueDim', 'queryDim', 'keyInputDim', 'valueInputDim']) {
       checkInteger(name, config[name], { optional: true });
     }
-    // Keras' output_shape: an int, or a tuple (the output's last axes: [B, T, ...outputShape]).
-    if (Array.isArray(config.outputShape)) {
-      if (config.outputShape.length === 0 || !config.outputShape.every((d) => Number.isInteger(d) && d > 0)) {
-        throw new RangeError(`outputShape must be a positive integer or a non-empty list of them, got [${config.outputShape.join(', ')}]`);
-      }
-    } else {
-      checkInteger('outputShape', config.outputShape, { optional: true });
-    }
+    // Keras' output_shape: an int, or a tuple (arguments.js).
+    if (!readOutputDims(config.outputShape)) checkInteger('outputShape', config.outputShape, { optional: true });
     checkBoolean('useBias', config.useBias);
     checkWeightDtype(config.weightDtype);  // here, not when the layer is built on its first call
     this.#args = {
-      ...config, ...readKeras315Options(config), attentionAxes: checkAttentionAxes(config.attentionAxes),
+      ...config, ...readKeras315Options(config), attentionAxes: Object.freeze(readAttentionAxes(config.attentionAxes)),
       kernelInitializer: readInitializer('kernelInitializer', config.kernelInitializer, 'GlorotUniform'),
       biasInitializer: readInitializer('biasInitializer', config.biasInitializer, 'Zeros'),
       kernelConstraint: readConstraint('kernelConstraint', config.kernelConstraint),
@@ -180,13 +168,8 @@ export class KerasMultiHeadAttention {
    * with the last axis the output's; key and value must agree in every axis but the last.
    */
   computeOutputShape(queryShape, valueShape, keyShape = null) {
-    const key = keyShape ?? valueShape;
-    const inner = (shape) => shape.slice(1, -1).join(',');
-    if (inner(valueShape) !== inner(key)) {
-      throw new RangeError(`computeOutputShape: all dimensions of value and key, except the last one, must be equal; `
-        + `got value [${valueShape.join(', ')}] and key [${key.join(', ')}]`);
-    }
-    return [...queryShape.slice(0, -1), ...[this.#args.outputShape ?? queryShape[queryShape.length - 1]].flat()];
+    checkKeyValue(valueShape, keyShape ?? valueShape, 'computeOutputShape');
+    return outputShapeOf(queryShape, this.#args.outputShape);
   }
 
   /** The underlying PyTorch-style layer (its stateDictShapes(), forward(), caches). */
@@ -293,10 +276,7 @@ export class KerasMultiHeadAttention {
     checkTensor('query', query, { expected: '[B, T, queryDim]' });
     checkTensor('value', value, { expected: '[B, S, valueInputDim]' });
     checkTensor('key', key, { expected: '[B, S, keyInputDim]', optional: true });
-    if (key && key.shape.slice(1, -1).join(',') !== value.shape.slice(1, -1).join(',')) {
-      throw new RangeError(`call: all dimensions of value and key, except the last one, must be equal; got value `
-        + `[${value.shape.join(', ')}] and key [${key.shape.join(', ')}]`);
-    }
+    if (key) checkKeyValue(value.shape, key.shape, 'call');
     checkPlainObject('call: options', options);
     checkKnownKeys('options', options, CALL_KEYS);
     checkBoolean('useCausalMask', options.useCausalMask);
@@ -341,21 +321,14 @@ export class KerasMultiHeadAttention {
   #callOverAxes(query, value, key, options, layout) {
     const rank = query.shape.length;
     for (const [name, t] of Object.entries({ value, key })) {
-      if (t && t.shape.length !== rank) throw new RangeError(`call: ${name} must have the query's rank ${rank}, got shape [${t.shape.join(', ')}]`);
-      if (t && layout.batch.some((a) => t.shape[a] !== query.shape[a])) {
-        throw new RangeError(`call: ${name}'s non-attended axes [${layout.batch.map((a) => t.shape[a]).join(', ')}] must equal the query's [${layout.batch.map((a) => query.shape[a]).join(', ')}]`);
-      }
+      if (!t) continue;
+      checkSameRank(name, t.shape, rank, 'call');
+      checkBatchAxes(name, t.shape, query.shape, layout, 'call');
     }
     for (const name of ['attentionMask', 'queryMask', 'valueMask', 'keyMask']) {
       if (options[name] != null) throw new Error(`call: ${name} is not supported with attentionAxes on inputs of rank > 3 yet`);
     }
-    // Keras' causal mask is [1, T, S] from axis 1 of query and value, broadcast over the scores'
-    // last axes: a causal mask over one attended axis when that axis is axis 1 (or as long).
-    if (options.useCausalMask && (layout.attended.length !== 1
-      || query.shape[1] !== query.shape[layout.attended[0]] || value.shape[1] !== value.shape[layout.attended[0]])) {
-      throw new RangeError(`call: useCausalMask on a rank-${rank} input needs one attention axis as long as axis 1 (Keras' `
-        + `causal mask is [1, T, S] from axis 1, broadcast over the attended axes), got attentionAxes [${layout.attended.join(', ')}]`);
-    }
+    if (options.useCausalMask) checkCausalOverAxes(query.shape, value.shape, layout, 'call');
     const fold = (t) => (t ? foldForAttention(t, layout) : null);
     return then(this.#call3d(fold(query), fold(value), fold(key), options), (result) => this.#unfold(result, query, value, layout));
   }
@@ -363,10 +336,9 @@ export class KerasMultiHeadAttention {
   #unfold({ output, scores }, query, value, layout) {
     const kept = layout.order.slice(0, -1).map((a) => query.shape[a]);
     const unfolded = permute(output.data, [...kept, output.shape[2]], layout.inverse);
-    const at = (t, axes) => axes.map((a) => t.shape[a]);
     return {
       output: unfolded,
-      scores: scores && { data: scores.data, shape: [...at(query, layout.batch), this.#config.numHeads, ...at(query, layout.attended), ...at(value, layout.attended)] },
+      scores: scores && { data: scores.data, shape: scoresShapeOf(query.shape, value.shape, layout, this.#config.numHeads) },
     };
   }
 
@@ -379,7 +351,7 @@ export class KerasMultiHeadAttention {
     }
     const [B, T] = query.shape, S = value.shape[value.shape.length - 2], H = this.#config.numHeads;
     const { error, ...masks } = coreMasksFromKeras(given, { B, T, S, H });
-    if (error) throw new RangeError(error.includes(':') && !error.startsWith('expected') ? error : `attentionMask: ${error}`);
+    if (error) throw new RangeError(maskErrorMessage(error));
     return masks;
   }
 

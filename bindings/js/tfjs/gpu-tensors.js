@@ -9,7 +9,7 @@
 // only after disposing the tfjs tensor; without zeroCopy tfjs owns its copy and the caller may
 // dispose its GPU tensor at once.
 
-const STORAGE = 0x80, COPY_SRC = 0x04;  // GPUBufferUsage
+import { COPY_SRC, STORAGE } from '../webgpu/buffer-usage.js';
 
 function webgpuBackendOf(tf, what) {
   if (tf === null || typeof tf !== 'object' || typeof tf.backend !== 'function') {

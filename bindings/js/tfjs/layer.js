@@ -3,6 +3,10 @@
 // Keras' layout and order; the forward pass reads them into an mha-wasm layer (PyTorch layout:
 // wasm-attention.js, or gpu-attention.js on tfjs' WebGPU device) and the gradient comes from
 // mha-wasm's backward through tf.customGrad, converted back to Keras' layout.
+import {
+  checkBatchAxes, checkCausalOverAxes, checkKeyValue, checkSameRank, maskErrorMessage, outputShapeOf, readAttentionAxes,
+  readOutputDims, scoresShapeOf,
+} from '../keras/arguments.js';
 import { attentionLayout } from '../keras/attention-axes.js';
 import { coreConfigFromKeras, coreMasksFromKeras, kerasWeightShapes } from '../keras/layout.js';
 import { KERAS_315_OPTIONS, readKeras315Options } from '../keras/options.js';
@@ -17,6 +21,7 @@ const CALL_KEYS = ['value', 'key', 'attentionMask', 'useCausalMask', 'returnAtte
 const INPUT_ROLES = ['query', 'value', 'key', 'mask'];
 
 const product = (dims) => dims.reduce((a, b) => a * b, 1);
+const dimsText = String;  // how this layer's messages write a list (keras/arguments.js' `dims`): '1,3'
 // The constructor's arguments: Keras' (as tfjs-layers' port names them), the input shapes Keras'
 // get_config writes once built, tf.layers.Layer's own, and the customObjects tfjs' deserializer
 // adds to every config it loads (for tf.layers.Layer). Any other is refused by name.
@@ -95,15 +100,9 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
   positive('numHeads', numHeads);
   positive('keyDim', keyDim);
   positive('valueDim', valueDim, true);
-  // Keras' output_shape: an int, or a tuple (the output's last axes: [B, T, ...outputShape]).
-  const outputDims = Array.isArray(outputShape) ? outputShape : null;
-  if (outputDims) {
-    if (outputDims.length === 0 || !outputDims.every((d) => Number.isInteger(d) && d > 0)) {
-      throw new RangeError(`MultiHeadAttention: outputShape must be a positive integer or a non-empty list of them, got [${outputDims}]`);
-    }
-  } else {
-    positive('outputShape', outputShape, true);
-  }
+  // Keras' output_shape: an int, or a tuple (keras/arguments.js).
+  const outputDims = readOutputDims(outputShape, 'MultiHeadAttention: ', dimsText);
+  if (!outputDims) positive('outputShape', outputShape, true);
   if (typeof dropout !== 'number' || !(dropout >= 0 && dropout < 1)) {
     throw new RangeError(`MultiHeadAttention: dropout must be a number in [0, 1), got ${dropout}`);
   }
@@ -113,10 +112,7 @@ function readKerasArgs(tf, { numHeads, keyDim, valueDim, dropout, useBias, outpu
       throw new TypeError(`MultiHeadAttention: ${name} must be a shape [batch, ..., features] (Keras writes it after build), got ${JSON.stringify(shape)}`);
     }
   }
-  const axes = attentionAxes == null ? null : [attentionAxes].flat();
-  if (axes && (axes.length === 0 || axes.some((a) => !Number.isInteger(a)))) {
-    throw new TypeError(`MultiHeadAttention: attentionAxes must be an integer or a non-empty list of integers, got ${JSON.stringify(attentionAxes)}`);
-  }
+  const axes = readAttentionAxes(attentionAxes, 'MultiHeadAttention: ');
   return {
     numHeads, keyDim, valueDim: valueDim ?? keyDim, dropout, useBias,
     ...readKeras315Options({ useGate, slidingWindow }, 'MultiHeadAttention: '),
@@ -145,13 +141,6 @@ function readWeightDtype(value) {
   }
 }
 
-/** Keras' check of key against value: every axis but the last equal (`caller` names the call). */
-function checkKeyValue(value, key, caller) {
-  if (value.slice(1, -1).join(',') !== key.slice(1, -1).join(',')) {
-    throw new RangeError(`${caller}: all dimensions of value and key, except the last one, must be equal; got value [${value.join(', ')}] and key [${key.join(', ')}]`);
-  }
-}
-
 /**
  * Attention over Keras' attention axes (`layout`, keras/attention-axes.js) of rank > 3 tfjs
  * tensors: the other axes fold into the batch, the attended ones into the sequence, `attend3d(q,
@@ -165,9 +154,7 @@ function attendOverAxes(tf, { query, value, key, attentionMask }, { batch, atten
     return tf.reshape(moved, [product(batch.map((a) => t.shape[a])), product(attended.map((a) => t.shape[a])), t.shape[rank - 1]]);
   };
   for (const [role, t] of Object.entries({ value, key })) {
-    if (t && batch.some((a) => t.shape[a] !== query.shape[a])) {
-      throw new RangeError(`MultiHeadAttention.call: ${role}'s non-attended axes [${batch.map((a) => t.shape[a])}] must equal the query's [${batch.map((a) => query.shape[a])}]`);
-    }
+    if (t) checkBatchAxes(role, t.shape, query.shape, { batch }, 'MultiHeadAttention.call', dimsText);
   }
   // Keras' mask over attention axes: [batch axes..., query's attended..., key's attended...], the
   // layout the fold gives the scores: read as [B', T', S'].
@@ -188,8 +175,7 @@ function attendOverAxes(tf, { query, value, key, attentionMask }, { batch, atten
   const unfolded = tf.reshape(output, [...order.slice(0, -1).map((a) => query.shape[a]), outFeatures]);
   const restored = tf.transpose(unfolded, inverse);
   if (!scores) return restored;
-  return [restored, tf.reshape(scores, [...batch.map((a) => query.shape[a]), numHeads,
-    ...attended.map((a) => query.shape[a]), ...attended.map((a) => value.shape[a])])];
+  return [restored, tf.reshape(scores, scoresShapeOf(query.shape, value.shape, { batch, attended }, numHeads))];
 }
 
 // The implicit mask (Embedding maskZero, Masking) of the input with `role` among `list` (whose
@@ -374,11 +360,9 @@ class MultiHeadAttentionLogic {
     const query = shapes[0], value = shapes[roles.indexOf('value')] ?? query, key = shapes[roles.indexOf('key')] ?? value;
     checkKeyValue(value, key, 'MultiHeadAttention.computeOutputShape');
     const layer = this.#layer;
-    const output = [...query.slice(0, -1), ...(layer.outputDims ?? [layer.outputShapeArg ?? query[query.length - 1]])];
+    const output = outputShapeOf(query, layer.outputDims ?? layer.outputShapeArg);
     if (!this.#symbolicCall?.returnAttentionScores) return output;
-    const { batch, attended } = this.#axes(query.length);
-    const scores = [...batch.map((a) => query[a]), layer.numHeads, ...attended.map((a) => query[a]), ...attended.map((a) => value[a])];
-    return [output, scores];
+    return [output, scoresShapeOf(query, value, this.#axes(query.length), layer.numHeads)];
   }
 
   // Keras' attention axes for an input of `rank`: the attended axes and the other (batch-like) ones.
@@ -424,19 +408,13 @@ class MultiHeadAttentionLogic {
     if (rank < 3) throw new RangeError(`MultiHeadAttention.call: query must have rank >= 3 ([batch, ..., features]), got shape [${query.shape}]`);
     if (key) checkKeyValue(value.shape, key.shape, 'MultiHeadAttention.call');
     for (const [role, t] of Object.entries({ value, key })) {
-      if (t && t.shape.length !== rank) throw new RangeError(`MultiHeadAttention.call: ${role} must have the query's rank ${rank}, got shape [${t.shape}]`);
+      if (t) checkSameRank(role, t.shape, rank, 'MultiHeadAttention.call', dimsText);
     }
     const layout = this.#axes(rank);  // (checks attentionAxes against the rank)
     if (rank === 3) return this.#attend3d(query, value, key, attentionMask, options);
     const implicit = Object.entries(options.implicitMasks).find(([, m]) => m != null);
     if (implicit) throw new Error(`MultiHeadAttention.call: an implicit ${implicit[0]} is not supported on inputs of rank > 3 yet`);
-    // Keras' causal mask is [1, T, S] from axis 1 of query and value, broadcast over the scores'
-    // last axes: a causal mask over one attended axis when that axis is axis 1 (or as long).
-    const a = layout.attended[0];
-    if (options.useCausalMask && (layout.attended.length !== 1 || query.shape[1] !== query.shape[a] || value.shape[1] !== value.shape[a])) {
-      throw new RangeError(`MultiHeadAttention.call: useCausalMask on a rank-${rank} input needs one attention axis as long as axis 1 `
-        + `(Keras' causal mask is [1, T, S] from axis 1, broadcast over the attended axes), got attentionAxes [${layout.attended}]`);
-    }
+    if (options.useCausalMask) checkCausalOverAxes(query.shape, value.shape, layout, 'MultiHeadAttention.call', dimsText);
     return attendOverAxes(this.#tf, { query, value, key, attentionMask }, layout, this.#layer.numHeads,
       (q, v, k, mask) => this.#attend3d(q, v, k, mask, options));
   }
@@ -502,7 +480,7 @@ class MultiHeadAttentionLogic {
     const given = {};
     for (const [name, t] of Object.entries(tensors)) if (t) given[name] = { data: t.dataSync(), shape: t.shape };
     const { error, ...masks } = coreMasksFromKeras(given, { B, T, S, H });
-    if (error) throw new RangeError(`MultiHeadAttention.call: ${error.startsWith('expected') ? `attentionMask: ${error}` : error}`);
+    if (error) throw new RangeError(`MultiHeadAttention.call: ${maskErrorMessage(error)}`);
     return masks;
   }
 

@@ -5,12 +5,12 @@
 // (bias corrections, decay) are computed here in float64 exactly as there.
 import { withCallName } from '../core/errors.js';
 import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
+import { COPY_DST, COPY_SRC, STORAGE } from './buffer-usage.js';
 import { lostError } from './device.js';
 import { failWithLoss, runChecked } from './gpu-work.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { CallBuffers, isGpuBuffer, readBack } from './tensors.js';
 
-const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08;
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 const MOST_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
 

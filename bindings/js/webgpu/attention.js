@@ -2,6 +2,7 @@
 // the call asks for weights, attention_weights.wgsl (the probabilities from the row's
 // log-sum-exp). Both take the score step's parameters from one uniform block (score_epilogue.wgsl).
 import { halfReadValues } from './half-reads.js';
+import { DECODE_CHUNK } from './kernel-plan.js';
 import { dispatch, pipeline } from './pipelines.js';
 
 /** The score step's uniform block (score_epilogue.wgsl's Params); the backward pass reuses it. */
@@ -52,7 +53,7 @@ export function encodeAttention(device, pass, buffers, c, call) {
   if (kernels.attention === 'decode') {  // flash-decoding: chunks of the keys in parallel, then their reduction
     const chunks = kernels.decodeChunks;
     const partials = buffers.storage(B * H * L * chunks * (Dv + 2), 'decode partials');
-    dispatch(device, pass, pipeline(device, 'decode_split', { DH: Dh, DV: Dv, ...kv }),
+    dispatch(device, pass, pipeline(device, 'decode_split', { DH: Dh, DV: Dv, CHUNK: DECODE_CHUNK, ...kv }),
       { ...shared, 2: call.v, 7: partials }, [chunks, H, B * L]);
     dispatch(device, pass, pipeline(device, 'decode_reduce', { DV: Dv, CHUNKS: chunks }),
       { 5: shared[5], 6: params, 7: call.attended, 8: partials }, [Math.ceil(Dv / 64), H, B * L]);

@@ -5,8 +5,9 @@
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
 import { KvCacheBase, liveHandle } from '../core/cache.js';
-import { throwHandleError } from '../core/errors.js';
+import { noWeightsYet, throwHandleError } from '../core/errors.js';
 import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
+import { COPY_DST, COPY_SRC, STORAGE } from './buffer-usage.js';
 import { halfBufferBytes } from './cache-f16.js';
 import { submitChecked } from './gpu-work.js';
 import { encodeKeyValue } from './key-value.js';
@@ -67,7 +68,7 @@ export function createGpuCache(layer, options) {
   const handle = layer.planner.createPlannedCache(batch, options.capacity);
   if (!handle) throwHandleError(layer.planner, 'createCache');  // (the wasm layer's checks: batch, capacity, appended keys)
   const make = (floats, label) => layer.device.createBuffer({
-    label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: 0x80 | 0x08 | 0x04,
+    label, size: dtype === 'f16' ? halfBufferBytes(floats) : Math.max(16, floats * 4), usage: STORAGE | COPY_DST | COPY_SRC,
   });
   const state = {
     handle, dtype, busy: false, pending: null,
@@ -137,7 +138,7 @@ function submitKeyValue(device, state, c, w, k, v, kernels) {
  */
 export function setKeyValueOnGpu(layer, cache, key, value) {
   const state = checkCache(cache);
-  if (!layer.weights.loaded) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+  if (!layer.weights.loaded) throw noWeightsYet();
   const k = checkInput('key', key, { expected: '[B, S, kdim]' });
   const v = checkInput('value', value, { expected: '[B, S, vdim]' });
   if (!layer.planner.planKeyValue(state.handle, { shape: k.shape }, { shape: v.shape })) throwHandleError(layer.planner, 'setKeyValue');

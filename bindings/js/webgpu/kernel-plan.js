@@ -8,7 +8,8 @@ const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup st
 const GEMM_TILE_ROWS = 32;  // gemm_tiled's rows of x per workgroup
 /** Query rows up to which a call with a cache uses flash-decoding. */
 export const DECODE_ROWS = 4;
-const DECODE_CHUNK = 128;  // keys per workgroup of decode_split.wgsl (its CHUNK)
+/** Keys per workgroup of decode_split.wgsl: its CHUNK, substituted into the kernel (attention.js). */
+export const DECODE_CHUNK = 128;
 
 const gemmChoices = new WeakMap();  // device -> 'auto' | 'gemm_tiled' | 'gemm' (setGemmKernel)
 

@@ -6,7 +6,7 @@
 // (#prepare) against the device's limits (device-limits.js), its kernels chosen (kernel-plan.js),
 // encoded (forward-pass.js, steps.js, backward.js) and submitted in error scopes (gpu-work.js),
 // its results shaped (tensors.js); KV caches in cache.js.
-import { throwHandleError, withCallName } from '../core/errors.js';
+import { noWeightsYet, throwHandleError, withCallName } from '../core/errors.js';
 import { readForwardCall, readRaggedCall } from '../core/call-reader.js';
 import { PLANNER } from '../core/planner.js';
 import { describe } from '../core/validate.js';
@@ -206,7 +206,7 @@ export class GpuMultiHeadAttention {
     // The sizes and the steps to capture / patch, as the C++ plan checked them (steps.js runs them).
     const sizes = this.#planner.plannedSizes();
     call.planned = call.steps ? this.#planner.plannedSteps() : null;
-    if (!this.#hasWeights) throw new TypeError('the layer has no weights yet; call loadStateDict() first');
+    if (!this.#hasWeights) throw noWeightsYet();
     call.outputShape = this.#planner.plannedOutputShape();
     call.weightsShape = call.needWeights ? this.#planner.plannedWeightsShape() : null;
     call.readOutBuffers(call.outputShape, call.weightsShape);

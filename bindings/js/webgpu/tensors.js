@@ -4,10 +4,10 @@
 // the GPU (outputLocation: 'gpu').
 import { checkFinite } from '../core/finite.js';
 import { checkTensor, describe } from '../core/validate.js';
+import { COPY_DST, COPY_SRC, MAP_READ, STORAGE, UNIFORM } from './buffer-usage.js';
 import { runChecked } from './gpu-work.js';
 import { dispatch, pipeline } from './pipelines.js';
 
-const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08, MAP_READ = 0x01;  // GPUBufferUsage
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 
 /** Whether `x` is a GPUBuffer (by its surface, so buffers of any WebGPU implementation pass). */
@@ -105,7 +105,7 @@ export class CallBuffers {
 
   /** A uniform buffer holding `array`. */
   uniform(array, label) {
-    const buffer = this.#device.createBuffer({ label, size: Math.ceil(array.byteLength / 16) * 16, usage: 0x40 | COPY_DST });
+    const buffer = this.#device.createBuffer({ label, size: Math.ceil(array.byteLength / 16) * 16, usage: UNIFORM | COPY_DST });
     this.#device.queue.writeBuffer(buffer, 0, array);
     this.#made.push(buffer);
     return buffer;

@@ -5,9 +5,8 @@
 // bytes, scales and zero points in the canonical layout (docs/quantized.md), not as floats: the
 // kernels dequantize (gemm.js).
 import { QUANTIZED_PROJECTION } from '../core/quantized.js';
+import { COPY_DST, COPY_SRC, STORAGE } from './buffer-usage.js';
 import { submitChecked } from './gpu-work.js';
-
-const STORAGE = 0x80, COPY_DST = 0x08, COPY_SRC = 0x04;
 
 function upload(device, array, label) {
   const buffer = device.createBuffer({ label, size: Math.max(16, Math.ceil(array.byteLength / 16) * 16), usage: STORAGE | COPY_DST });

@@ -3,7 +3,7 @@
 // uses the whole GPU even for one token. The chunk's scores (score_epilogue.wgsl) go to workgroup
 // memory, their max and sum are reduced across the workgroup, then invocation d sums
 // p_j v_j[d] over the chunk. It writes the chunk's max, sum and unnormalized values to
-// `partials`; decode_reduce.wgsl combines the chunks. Template: DH, DV, and how k and v are read
+// `partials`; decode_reduce.wgsl combines the chunks. Template: DH, DV, CHUNK, and how k and v are read
 // (ENABLE_F16, K_T, V_T, K_AT, V_AT: float32, or an f16 cache's halves read directly; half-reads.js).
 // Dispatch: (chunks, H, B * L); partials [B, H, L, chunks, DV + 2].
 
@@ -12,7 +12,7 @@
 
 const DH: u32 = {{DH}}u;
 const DV: u32 = {{DV}}u;
-const CHUNK: u32 = 128u;
+const CHUNK: u32 = {{CHUNK}}u;  // kernel-plan.js' DECODE_CHUNK: the plan counts the chunks with it
 const LANES: u32 = 64u;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
