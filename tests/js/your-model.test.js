@@ -42,7 +42,7 @@ for (const name of FIXTURES) {
     assert.deepEqual(tokenizer.encode(text, { prependBos: false }), withoutTemplate);
     assert.deepEqual(tokenizer.encode(text, { prependBos: true }), [config.bos_token_id, ...withoutTemplate]);
     // (TransformerLens' default_prepend_bos is off for Qwen2 and, since v3, GPT-NeoX / Pythia)
-    assert.equal(tokenizer.prependBos, !['qwen2', 'pythia'].includes(name));
+    assert.equal(tokenizer.prependBos, !['qwen2', 'gpt_neox'].includes(config.model_type));
     assert.deepEqual(tokenizer.toStrTokens(ids), encoded.labels);
     assert.equal(tokenizer.decode(ids).replace(/^<s> ?/, ''), text);
   });

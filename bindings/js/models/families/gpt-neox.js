@@ -80,14 +80,15 @@ export const gptNeox = {
   /**
    * TransformerLens (weight_conversions/neox.py, then fold_ln and fold_value_biases): the v bias of
    * each head from query_key_value's interleaved rows, plus input_layernorm's bias read through
-   * W_V (b_V' = b_V + ln1.b · W_V), through dense [E, H·D].
+   * W_V (b_V' = b_V + ln1.b · W_V), through dense [E, H·D]. Without attention biases
+   * (attention_bias false) b_V starts at 0, but ln1's bias still folds in.
    */
   valueBias(weight, a, l) {
-    if (!a.attentionBias) return null;
     const { embedDim: E, numHeads: H, headDim: D } = a;
     const p = `gpt_neox.layers.${l}.`;
     const [, , W_V] = deinterleave(weight(p + 'attention.query_key_value.weight'), H, D, E);
-    const [, , bias] = deinterleave(weight(p + 'attention.query_key_value.bias'), H, D, 1);
+    const bias = a.attentionBias
+      ? deinterleave(weight(p + 'attention.query_key_value.bias'), H, D, 1)[2] : new Float32Array(H * D);
     const lnBias = weight(p + 'input_layernorm.bias');
     for (let j = 0; j < H * D; j++) {
       for (let i = 0; i < E; i++) bias[j] += lnBias[i] * W_V[j * E + i];
