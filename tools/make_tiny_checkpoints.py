@@ -395,7 +395,8 @@ def dims(cfg):
 
 def family_forward(w, cfg, ids, hooks=None):
     """gpt_neox: LayerNorm, fused query_key_value viewed [L, H, 3·D] (q, k, v per head), partial
-    rotary (rotary_pct), parallel residual x + attn(ln1(x)) + mlp(ln2(x)), exact-erf GELU, embed_out.
+    rotary (rotary_pct), parallel residual x + attn(ln1(x)) + mlp(ln2(x)) (use_parallel_residual; else
+    sequential), exact-erf GELU, embed_out (or the tied embed_in), attention biases unless attention_bias false.
     gemma: RMSNorm × (1 + w) (in float), embeddings × sqrt(hidden_size), GeGLU with gelu tanh, free
     head_dim, tied. gemma2: gemma plus post-attention / post-feedforward norms, scores × q_scalar^-1/2
     and softcapped, even layers sliding, the logits softcapped. phi3: fused qkv_proj (row blocks q, k, v)
@@ -571,7 +572,8 @@ def family_weights(gen, cfg):
     if mt == "gpt_neox":
         w["gpt_neox.embed_in.weight"] = r(V, E, std=0.5)
         w["gpt_neox.final_layer_norm.weight"], w["gpt_neox.final_layer_norm.bias"] = 1 + r(E, std=0.1), r(E, std=0.1)
-        w["embed_out.weight"] = lin(V, E)
+        if not cfg.get("tie_word_embeddings"):
+            w["embed_out.weight"] = lin(V, E)
         P, rot = cfg["max_position_embeddings"], int(D * cfg["rotary_pct"])
         for l in range(n_layers):
             p = f"gpt_neox.layers.{l}."
@@ -579,7 +581,10 @@ def family_weights(gen, cfg):
                 w[p + name + ".weight"], w[p + name + ".bias"] = 1 + r(E, std=0.1), r(E, std=0.1)
             for name, (o, i) in {"attention.query_key_value": (3 * E, E), "attention.dense": (E, E),
                                  "mlp.dense_h_to_4h": (I, E), "mlp.dense_4h_to_h": (E, I)}.items():
-                w[p + name + ".weight"], w[p + name + ".bias"] = lin(o, i), r(o, std=0.05)
+                w[p + name + ".weight"] = lin(o, i)
+                # (attention_bias false: query_key_value and dense have none; the MLP's biases stay)
+                if cfg.get("attention_bias", True) or name.startswith("mlp."):
+                    w[p + name + ".bias"] = r(o, std=0.05)
             buffers[p + "attention.bias"] = torch.tril(torch.ones(P, P, dtype=torch.bool))[None, None]
             buffers[p + "attention.masked_bias"] = torch.tensor(-1e9, dtype=torch.float32)
             buffers[p + "attention.rotary_emb.inv_freq"] = (
@@ -672,6 +677,15 @@ CHECKPOINTS = {
         "num_hidden_layers": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "rope_scaling": None,
         "partial_rotary_factor": 0.75, "max_position_embeddings": 64, "original_max_position_embeddings": 64,
         "sliding_window": 5, "tie_word_embeddings": False, "torch_dtype": "float32"}),
+    # Pythia's other options (gpt_neox): float32, sequential blocks (use_parallel_residual false: a
+    # hook_resid_mid, ln2 reads it), attention_bias false (the MLP keeps its biases), rotary_pct 0.25
+    # (4 of head 16's features), embed_out tied to embed_in (not in the file), no old buffers.
+    "pythia-sequential": dict(family="gpt_neox", dtype=torch.float32, shards=1, merges=43, old_buffers=False, config={
+        "architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox", "hidden_act": "gelu",
+        "hidden_size": 48, "intermediate_size": 64, "num_attention_heads": 3, "num_hidden_layers": 2,
+        "layer_norm_eps": 1e-5, "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 64,
+        "use_parallel_residual": False, "attention_bias": False, "tie_word_embeddings": True,
+        "rope_scaling": None, "torch_dtype": "float32"}),
 }
 
 # ---------------------------------------------------------------- hooks.safetensors: TransformerLens' workflows
@@ -750,9 +764,11 @@ def family_folded_view(w, cfg):
             p = f"gpt_neox.layers.{l}."
             W = w[p + "attention.query_key_value.weight"].view(H, 3, D, E)
             W_V = W[:, 2].permute(2, 0, 1)  # [E, H, D]
-            b_V = w[p + "attention.query_key_value.bias"].view(H, 3, D)[:, 2]
-            b_V = b_V + torch.einsum("e,ehd->hd", w[p + "input_layernorm.bias"], W_V)
-            layers.append(dict(W_O=w[p + "attention.dense.weight"].T.reshape(H, D, E), b_O=w[p + "attention.dense.bias"],
+            qkv_bias = w.get(p + "attention.query_key_value.bias", zeros(3 * E))
+            # (fold_ln adds ln1.b · W_V to b_V even where attention_bias is false and b_V starts at 0)
+            b_V = qkv_bias.view(H, 3, D)[:, 2] + torch.einsum("e,ehd->hd", w[p + "input_layernorm.bias"], W_V)
+            layers.append(dict(W_O=w[p + "attention.dense.weight"].T.reshape(H, D, E),
+                               b_O=w.get(p + "attention.dense.bias", zeros(E)),
                                W_V=w[p + "input_layernorm.weight"][:, None, None] * W_V, b_V=b_V))
             continue
         p = f"model.layers.{l}."
@@ -895,6 +911,8 @@ def make(name, spec, seed):
     buffers = None
     if new:
         weights, buffers = family_weights(gen, cfg)
+        if not spec.get("old_buffers", True):
+            buffers = None
     else:
         weights = (gpt2_weights if gpt2 else llama_weights)(gen, cfg)
     stored = save_weights(folder, weights, spec["dtype"], spec["shards"], buffers)

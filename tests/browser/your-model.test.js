@@ -71,6 +71,33 @@ test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s pat
   assert.deepEqual(problems, []);
 });
 
+// Issue 48's families in the page: each loads, every head is drawn with torch's pattern, and the
+// prediction is torch's (Pythia parallel and sequential, Gemma multi-query, Gemma 2 windows and
+// softcaps, Phi-3 fused projections).
+for (const name of ['pythia', 'pythia-sequential', 'gemma', 'gemma2', 'phi3']) {
+  test(`${name} dropped in: every head drawn, torch's patterns and prediction`, async () => {
+    await load(name);
+    const { text, ids, tensors, family } = expectedValues(name);
+    const s = await state();
+    assert.equal(s.model.family, family);
+    await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+    const after = await state();
+    assert.deepEqual(after.ids, ids);
+    const L = ids.length, numLayers = s.model.numLayers, H = s.model.numHeads;
+    assert.equal(after.numLayers, numLayers);
+    assert.equal(await page.locator('#grid canvas').count(), numLayers * H, 'every head of every layer has a tile');
+    for (let l = 0; l < numLayers; l++) {
+      assert.deepEqual(tensors[`pattern.${l}`].shape, [H, L, L]);
+      for (let h = 0; h < H; h++) {
+        const weights = await page.evaluate(([layer, head]) => window.__mhaDemo.getWeights(layer, head), [l, h]);
+        assertClose(Float32Array.from(weights), tensors[`pattern.${l}`].data.subarray(h * L * L, (h + 1) * L * L), 1e-4, `${name} layer ${l} head ${h}`);
+      }
+    }
+    assert.deepEqual(after.prediction.map((p) => p.id), torchTop(tensors.logits));
+    assert.deepEqual(problems, []);
+  });
+}
+
 test('GPT-2 picked as File objects; ablating a head in the Steps view gives torch\'s ablated prediction', async () => {
   const dir = fileURLToPath(new URL('../fixtures/your-model/gpt2/', import.meta.url));
   const paths = checkpointFiles('gpt2').map((f) => dir + f.name);
@@ -136,6 +163,6 @@ test('a file the page refuses: loadModel rejects with the page\'s message', asyn
     : { name: f.name, bytes: Array.from(f.bytes) }));
   const message = await page.evaluate((fs) => window.__mhaDemo.loadModel(fs.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) })))
     .then(() => 'loaded', (error) => error.message), files);
-  assert.equal(message, 'Could not load the model: config.json: model_type "bert", architectures ["BertModel"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2');
+  assert.equal(message, 'Could not load the model: config.json: model_type "bert", architectures ["BertModel"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3');
   assert.equal(await page.locator('#message').textContent(), message);
 });

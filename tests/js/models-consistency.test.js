@@ -1,9 +1,10 @@
 // mha-wasm/models' workflows against TransformerLens' own way of computing them, through the
 // model's hooks: activationPatching's sweeps (which start mid-model, batch patched runs and skip
 // unchanged slices) must equal one runWithHooks per slice that copies the clean activation in at
-// its hook point, as patching.py's generic_activation_patch does. On the tiny GPT-2, Llama, Pythia and Gemma 2
-// checkpoints and on the demo page's default model (attention-only, web/demo-hooked.js), whose
-// HookedModel must also give the default model's own logits and patterns (web/model.js).
+// its hook point, as patching.py's generic_activation_patch does. On the tiny GPT-2, Llama, Pythia
+// (parallel and sequential blocks) and Gemma 2 checkpoints and on the demo page's default model
+// (attention-only, web/demo-hooked.js), whose HookedModel must also give the default model's own
+// logits and patterns (web/model.js).
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
@@ -58,7 +59,7 @@ function slicesOf(over, { numLayers, numHeads: H, embedDim: E, headDim: D }, L) 
   return slices;
 }
 
-for (const name of ['gpt2', 'llama', 'pythia', 'gemma2']) {  // (Pythia: parallel blocks; Gemma 2: post-norms, capped logits)
+for (const name of ['gpt2', 'llama', 'pythia', 'pythia-sequential', 'gemma2']) {  // (Pythia: parallel and sequential blocks; Gemma 2: post-norms, capped logits)
   test(`${name}: every sweep equals one hooked run per slice (patching.py's generic_activation_patch)`, async () => {
     const model = await loadFixture(mha, name);
     try {

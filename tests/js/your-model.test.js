@@ -42,7 +42,7 @@ for (const name of FIXTURES) {
     assert.deepEqual(tokenizer.encode(text, { prependBos: false }), withoutTemplate);
     assert.deepEqual(tokenizer.encode(text, { prependBos: true }), [config.bos_token_id, ...withoutTemplate]);
     // (TransformerLens' default_prepend_bos is off for Qwen2 and, since v3, GPT-NeoX / Pythia)
-    assert.equal(tokenizer.prependBos, !['qwen2', 'pythia'].includes(name));
+    assert.equal(tokenizer.prependBos, !['qwen2', 'gpt_neox'].includes(config.model_type));
     assert.deepEqual(tokenizer.toStrTokens(ids), encoded.labels);
     assert.equal(tokenizer.decode(ids).replace(/^<s> ?/, ''), text);
   });
@@ -113,6 +113,9 @@ test('what the new families\' configs ask for and the forward lacks is refused b
     [pythia, { hidden_act: 'relu' }, /hidden_act 'relu' is not supported \(only gelu, gelu_new, gelu_pytorch_tanh\)/],
     [pythia, { rotary_pct: 0.4 }, /rotary_pct 0.4 gives 3 rotary features of the head's 8; it must be a positive even number/],
     [pythia, { num_key_value_heads: 2 }, /num_key_value_heads 2 is not supported \(GPT-NeoX has one key\/value head per query head\)/],
+    [pythia, { partial_rotary_factor: 0.25 }, /rotary_pct 0.5 and partial_rotary_factor 0.25 disagree/],
+    [pythia, { rope_theta: 500000 }, /rotary_emb_base 10000 and rope_theta 500000 disagree/],
+    [pythia, { rope_parameters: { rope_type: 'linear', factor: 2 } }, /rope_parameters \{"rope_type":"linear","factor":2\}: rope type 'linear' is not supported/],
     [gemma, { rope_scaling: { rope_type: 'linear', factor: 8 } }, /rope_scaling \{"rope_type":"linear","factor":8\}: rope type 'linear' is not supported/],
     [gemma, { attention_bias: true }, /attention_bias true is not supported \(Gemma has no attention biases\)/],
     [gemma, { hidden_activation: 'relu' }, /hidden_activation 'relu' is not supported/],
@@ -138,6 +141,12 @@ test('what the new families\' configs ask for and the forward lacks is refused b
   assert.deepEqual([defaults.attnSoftcap, defaults.finalSoftcap, defaults.layerWindows], [50, null, [null, 4, null]]);
   assert.deepEqual(architectureOf({ ...phi3, rope_parameters: { rope_type: 'default', rope_theta: 500000, partial_rotary_factor: 0.5 } }).rotary, { dim: 4, base: 500000 });
   assert.deepEqual(architectureOf(pythia).rotary, { dim: 4, base: 10000 });
+  // (4.48+ configs name them twice; one alone is read)
+  assert.deepEqual(architectureOf({ ...pythia, rotary_pct: undefined, partial_rotary_factor: 0.25, rope_theta: 10000 }).rotary, { dim: 2, base: 10000 });
+  assert.deepEqual(architectureOf({ ...pythia, partial_rotary_factor: 0.5, rope_theta: 10000 }).rotary, { dim: 4, base: 10000 });
+  const sequential = architectureOf(configOf('pythia-sequential'));
+  assert.deepEqual([sequential.parallelResidual, sequential.attentionBias, sequential.tiedUnembedding], [false, false, true]);
+  assert.equal(architectureOf(gemma).embedScale, Math.fround(Math.sqrt(32)));  // (float32, as the forward runs)
   assert.equal(architectureOf(pythia).parallelResidual, true);
   assert.equal(architectureOf({ ...gemma, hidden_activation: undefined, hidden_act: 'gelu' }).mlp.act, 'gelu_tanh');  // transformers 4.x
 });

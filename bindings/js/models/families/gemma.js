@@ -37,7 +37,9 @@ export function gemmaArchitecture(config, family) {
     tiedUnembedding: config.tie_word_embeddings !== false,
     rotary: { dim: rotaryDim(headDim, rope.partial, rope.partialKey), base: rope.theta },
     mlp: { gated: true, act: ACTIVATIONS[activation] },
-    embedScale: Math.sqrt(E),
+    // transformers multiplies by √hidden_size as a tensor of the activations' dtype (bf16 runs:
+    // √2048 → 45.25); this forward's activations are float32, as TransformerLens' default is.
+    embedScale: Math.fround(Math.sqrt(E)),
   };
 }
 

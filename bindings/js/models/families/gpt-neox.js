@@ -22,7 +22,12 @@ export const gptNeox = {
     const headDim = E / numHeads;
     const activation = config.hidden_act ?? 'gelu';
     refuseUnless(activation in ACTIVATIONS, `hidden_act '${activation}' is not supported (only ${Object.keys(ACTIVATIONS).join(', ')})`);
-    const rope = ropeOf(config, { thetaKey: 'rotary_emb_base', partialKey: 'rotary_pct', partial: 0.25 });
+    // (transformers 4.48+ also saves rotary_pct as partial_rotary_factor and rotary_emb_base as rope_theta)
+    const rope = ropeOf({
+      ...config,
+      rotary_pct: agreed(config, 'rotary_pct', 'partial_rotary_factor'),
+      rotary_emb_base: agreed(config, 'rotary_emb_base', 'rope_theta'),
+    }, { thetaKey: 'rotary_emb_base', partialKey: 'rotary_pct', partial: 0.25 });
     refuseKey(config, 'num_key_value_heads', (v) => v === null || v === numHeads, 'GPT-NeoX has one key/value head per query head');
     refuseMixtureOfExperts(config);
     const numLayers = positiveInteger(config, 'num_hidden_layers');
@@ -80,14 +85,15 @@ export const gptNeox = {
   /**
    * TransformerLens (weight_conversions/neox.py, then fold_ln and fold_value_biases): the v bias of
    * each head from query_key_value's interleaved rows, plus input_layernorm's bias read through
-   * W_V (b_V' = b_V + ln1.b · W_V), through dense [E, H·D].
+   * W_V (b_V' = b_V + ln1.b · W_V), through dense [E, H·D]. Without attention biases
+   * (attention_bias false) b_V starts at 0, but ln1's bias still folds in.
    */
   valueBias(weight, a, l) {
-    if (!a.attentionBias) return null;
     const { embedDim: E, numHeads: H, headDim: D } = a;
     const p = `gpt_neox.layers.${l}.`;
     const [, , W_V] = deinterleave(weight(p + 'attention.query_key_value.weight'), H, D, E);
-    const [, , bias] = deinterleave(weight(p + 'attention.query_key_value.bias'), H, D, 1);
+    const bias = a.attentionBias
+      ? deinterleave(weight(p + 'attention.query_key_value.bias'), H, D, 1)[2] : new Float32Array(H * D);
     const lnBias = weight(p + 'input_layernorm.bias');
     for (let j = 0; j < H * D; j++) {
       for (let i = 0; i < E; i++) bias[j] += lnBias[i] * W_V[j * E + i];
@@ -96,6 +102,15 @@ export const gptNeox = {
     return { bias, at: (h, d, e) => out[e * H * D + h * D + d] };
   },
 };
+
+/** config[key], else config[alias]; the two must agree where both are set (the forward reads one). */
+function agreed(config, key, alias) {
+  const [value, other] = [config[key], config[alias]];
+  if (value === undefined || value === null) return other;
+  refuseUnless(other === undefined || other === null || other === value,
+    `${key} ${JSON.stringify(value)} and ${alias} ${JSON.stringify(other)} disagree`);
+  return value;
+}
 
 /** query_key_value's rows [H, 3, D] (each row `cols` wide) as q, k, v [H·D rows] each. */
 function deinterleave(data, H, D, cols) {
