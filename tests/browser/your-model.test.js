@@ -74,7 +74,7 @@ test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s pat
 // Issue 48's families in the page: each loads, every head is drawn with torch's pattern, and the
 // prediction is torch's (Pythia parallel and sequential, Gemma multi-query, Gemma 2 windows and
 // softcaps, Phi-3 fused projections).
-for (const name of ['pythia', 'pythia-sequential', 'gemma', 'gemma2', 'phi3']) {
+for (const name of ['mistral', 'pythia', 'pythia-sequential', 'gemma', 'gemma2', 'phi3']) {
   test(`${name} dropped in: every head drawn, torch's patterns and prediction`, async () => {
     await load(name);
     const { text, ids, tensors, family } = expectedValues(name);
