@@ -5,7 +5,9 @@
 // output, for the residual add and the JavaScript unembedding / cross-entropy / embedding), dx
 // back up, one float per gradient for the clip, and a mirror of the layers' parameters and
 // moments (mirror()), so a lost device or a switch to wasm continues from the last step.
-const STORAGE = 0x80, COPY_SRC = 0x04, COPY_DST = 0x08;
+import { COPY_DST, COPY_SRC, MAP_READ, STORAGE } from '../../bindings/js/webgpu/buffer-usage.js';
+
+const MAP_MODE_READ = 0x01;  // GPUMapMode.READ (a map mode, not a usage flag)
 const LAYER_KEYS = ['in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias'];
 
 export class GpuLayers {
@@ -152,12 +154,12 @@ export class GpuLayers {
 
 async function readTensor(device, t) {
   const bytes = t.shape.reduce((n, d) => n * d, 1) * 4;
-  const staging = device.createBuffer({ size: bytes, usage: 0x01 | COPY_DST });
+  const staging = device.createBuffer({ size: bytes, usage: MAP_READ | COPY_DST });
   try {
     const encoder = device.createCommandEncoder();
     encoder.copyBufferToBuffer(t.buffer, 0, staging, 0, bytes);
     device.queue.submit([encoder.finish()]);
-    await staging.mapAsync(0x01);
+    await staging.mapAsync(MAP_MODE_READ);
     return new Float32Array(staging.getMappedRange().slice(0));
   } finally {
     staging.destroy();
