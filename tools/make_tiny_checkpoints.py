@@ -952,9 +952,194 @@ def make(name, spec, seed):
           f"answer {info['answer']} wrong {info['wrong']}")
 
 
+# ---------------------------------------------------------------- encoders (issue 48): BERT
+
+# A WordPiece vocabulary as BERT's tokenizer.json holds it: the special tokens first ([PAD] 0 as
+# bert-base-uncased's pad_token_id), then whole words, single characters and "##" continuations.
+BERT_SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+BERT_WORDS = ["the", "cat", "sat", "on", "mat", "dog", "log", "met", "a", "hill", "then", "ran", "at", "and", "other"]
+BERT_TEXT = "the cats sat on the [MASK]. the dog ran"
+# The padded run: BERT_TEXT's ids then three [PAD]s, attention_mask 0 there; token types 1 from the middle.
+BERT_PADS = 3
+
+
+def bert_vocab():
+    chars = list("abcdefghijklmnopqrstuvwxyz.,")
+    tokens = BERT_SPECIAL + BERT_WORDS + chars + ["##" + c for c in chars if c.isalpha()]
+    return {t: i for i, t in enumerate(tokens)}
+
+
+def bert_tokenizer(vocab):
+    """tokenizer.json as transformers' BertTokenizerFast saves it (lowercasing BertNormalizer,
+    BertPreTokenizer, WordPiece with "##", [CLS] A [SEP] / [CLS] A [SEP] B [SEP] template)."""
+    special = lambda t: {"id": vocab[t], "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                         "normalized": False, "special": True}
+    sp = lambda t, type_id=0: {"SpecialToken": {"id": t, "type_id": type_id}}
+    seq = lambda s, type_id=0: {"Sequence": {"id": s, "type_id": type_id}}
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [special(t) for t in BERT_SPECIAL],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [sp("[CLS]"), seq("A"), sp("[SEP]")],
+                           "pair": [sp("[CLS]"), seq("A"), sp("[SEP]"), seq("B", 1), sp("[SEP]", 1)],
+                           "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ("[CLS]", "[SEP]")}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": vocab},
+    }
+
+
+def wordpiece_encode(vocab, text):
+    """[CLS] + greedy longest-match-first WordPiece of each lower-cased word / punctuation + [SEP];
+    "[MASK]" stays one token (an added token)."""
+    ids = [vocab["[CLS]"]]
+    for part in re.findall(r"\[MASK\]|\w+|[^\w\s]", text.lower().replace("[mask]", "[MASK]")):
+        if part in vocab:
+            ids.append(vocab[part])
+            continue
+        start = 0
+        while start < len(part):
+            end = len(part)
+            while end > start and (("##" if start else "") + part[start:end]) not in vocab:
+                end -= 1
+            assert end > start, part
+            ids.append(vocab[("##" if start else "") + part[start:end]])
+            start = end
+    return ids + [vocab["[SEP]"]]
+
+
+def bert_weights(gen, cfg):
+    """Random BertForMaskedLM weights under Hugging Face's keys, LayerNorms named gamma / beta as in
+    bert-base-uncased's files; the pooler and the next-sentence head (BertForPreTraining) as well,
+    which the masked-LM forward does not read. The decoder is tied to the word embeddings (no
+    cls.predictions.decoder.weight in the file)."""
+    E, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    r = lambda *shape, std=0.3: torch.randn(*shape, generator=gen, dtype=torch.float64) * std
+    w = {}
+    def ln(p):
+        w[p + ".gamma"], w[p + ".beta"] = 1 + r(E, std=0.1), r(E, std=0.1)
+    w["bert.embeddings.word_embeddings.weight"] = r(V, E, std=0.5)
+    w["bert.embeddings.position_embeddings.weight"] = r(cfg["max_position_embeddings"], E, std=0.3)
+    w["bert.embeddings.token_type_embeddings.weight"] = r(cfg["type_vocab_size"], E, std=0.3)
+    ln("bert.embeddings.LayerNorm")
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"bert.encoder.layer.{l}."
+        for part in ("query", "key", "value"):
+            w[p + f"attention.self.{part}.weight"], w[p + f"attention.self.{part}.bias"] = r(E, E), r(E, std=0.1)
+        w[p + "attention.output.dense.weight"], w[p + "attention.output.dense.bias"] = r(E, E), r(E, std=0.1)
+        ln(p + "attention.output.LayerNorm")
+        w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"] = r(I, E), r(I, std=0.1)
+        w[p + "output.dense.weight"], w[p + "output.dense.bias"] = r(E, I, std=0.2), r(E, std=0.1)
+        ln(p + "output.LayerNorm")
+    w["bert.pooler.dense.weight"], w["bert.pooler.dense.bias"] = r(E, E), r(E, std=0.1)
+    w["cls.seq_relationship.weight"], w["cls.seq_relationship.bias"] = r(2, E), r(2, std=0.1)
+    w["cls.predictions.transform.dense.weight"], w["cls.predictions.transform.dense.bias"] = r(E, E), r(E, std=0.1)
+    ln("cls.predictions.transform.LayerNorm")
+    w["cls.predictions.bias"] = r(V, std=0.1)
+    return w
+
+
+def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None):
+    """modeling_bert.py's BertForMaskedLM in float64, hooked under TransformerLens' HookedEncoder names
+    (components/bert_embed.py, bert_block.py, bert_mlm_head.py): embeddings word + position + token type
+    then LayerNorm (hook_full_embed); post-LN blocks: resid_mid = resid_pre + attn, ln1 (attention.output
+    .LayerNorm), resid_post = ln1 out + mlp, ln2 (output.LayerNorm) -> hook_normalized_resid_post; the
+    keys where attention_mask is 0 masked with -inf (hook_attn_scores); exact erf GELU; the masked-LM head
+    (transform dense, GELU, LayerNorm, tied decoder + cls.predictions.bias)."""
+    hk = Hooks(hooks)
+    E, H, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["layer_norm_eps"]
+    D, L = E // H, len(ids)
+    tok = torch.tensor(ids)
+    tt = torch.tensor(token_types if token_types is not None else [0] * L)
+    keep = torch.tensor(mask if mask is not None else [1] * L).bool()
+    gelu = lambda x: 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+    def ln(x, p, name):
+        xc = x - x.mean(-1, keepdim=True)
+        scale = hk(name + ".hook_scale", (xc.pow(2).mean(-1, keepdim=True) + eps).sqrt())
+        return hk(name + ".hook_normalized", xc / scale) * w[p + ".gamma"] + w[p + ".beta"]
+
+    lin = lambda x, p: x @ w[p + ".weight"].T + w[p + ".bias"]
+    x = hk("embed.hook_embed", w["bert.embeddings.word_embeddings.weight"][tok])
+    x = x + hk("embed.hook_pos_embed", w["bert.embeddings.position_embeddings.weight"][:L])
+    x = x + hk("embed.hook_token_type_embed", w["bert.embeddings.token_type_embeddings.weight"][tt])
+    x = hk("hook_full_embed", ln(x, "bert.embeddings.LayerNorm", "embed.ln"))
+    heads = lambda t: t.view(L, H, D)
+    for l in range(cfg["num_hidden_layers"]):
+        p, b = f"bert.encoder.layer.{l}.", f"blocks.{l}."
+        x = hk(b + "hook_resid_pre", x)
+        q, k, v = (hk(b + f"attn.hook_{n}", heads(lin(x, p + f"attention.self.{part}"))).transpose(0, 1)
+                   for n, part in (("q", "query"), ("k", "key"), ("v", "value")))
+        scores = (q @ k.transpose(1, 2)) / math.sqrt(D)
+        scores = hk(b + "attn.hook_attn_scores", scores.masked_fill(~keep[None, None, :], -math.inf))
+        pattern = hk(b + "attn.hook_pattern", torch.softmax(scores, dim=-1))
+        z = hk(b + "attn.hook_z", pattern @ v, lambda t: t.transpose(0, 1)[None], lambda t: t[0].transpose(0, 1))
+        W_O = w[p + "attention.output.dense.weight"].T.reshape(H, D, E)
+        plain = lin(z.transpose(0, 1).reshape(L, E), p + "attention.output.dense")
+        attn_out = attention_out(z, W_O, w[p + "attention.output.dense.bias"], plain, hk, b)
+        resid_mid = hk(b + "hook_resid_mid", x + attn_out)
+        normalized = ln(resid_mid, p + "attention.output.LayerNorm", b + "ln1")
+        pre = hk(b + "mlp.hook_pre", lin(normalized, p + "intermediate.dense"))
+        post = hk(b + "mlp.hook_post", gelu(pre))
+        mlp_out = hk(b + "hook_mlp_out", lin(post, p + "output.dense"))
+        resid_post = hk(b + "hook_resid_post", normalized + mlp_out)
+        x = hk(b + "hook_normalized_resid_post", ln(resid_post, p + "output.LayerNorm", b + "ln2"))
+    h = ln(gelu(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm", "mlm_head.ln")
+    logits = h @ w["bert.embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
+    return logits, hk, x
+
+
+ENCODERS = {
+    # BERT (BertForMaskedLM): float32, 2 layers, 4 heads of 8, LayerNorms named gamma / beta, tied decoder.
+    "bert": dict(dtype=torch.float32, config={
+        "architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_act": "gelu",
+        "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "max_position_embeddings": 64, "type_vocab_size": 2, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+        "position_embedding_type": "absolute", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "initializer_range": 0.02, "classifier_dropout": None, "use_cache": True, "torch_dtype": "float32"}),
+}
+
+
+def make_encoder(name, spec, seed):
+    folder = os.path.join(OUT_DIR, name)
+    os.makedirs(folder, exist_ok=True)
+    for old in os.listdir(folder):
+        os.remove(os.path.join(folder, old))
+    vocab = bert_vocab()
+    cfg = dict(spec["config"], vocab_size=len(vocab))
+    gen = torch.Generator().manual_seed(seed)
+    stored = save_weights(folder, bert_weights(gen, cfg), spec["dtype"], 1)
+    w = {k: v.to(torch.float64) for k, v in stored.items()}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(dict(sorted(cfg.items())), f, indent=2)
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(bert_tokenizer(vocab), f, ensure_ascii=False, indent=1)
+    ids = wordpiece_encode(vocab, BERT_TEXT)
+    logits, clean, _ = bert_forward(w, cfg, ids)
+    out = {"logits": logits[None], **clean.cache}
+    padded_ids = ids + [vocab["[PAD]"]] * BERT_PADS
+    mask = [1] * len(ids) + [0] * BERT_PADS
+    token_types = [0] * (len(ids) // 2) + [1] * (len(padded_ids) - len(ids) // 2)
+    padded_logits, padded, _ = bert_forward(w, cfg, padded_ids, token_types, mask)
+    out["padded.logits"] = padded_logits[None]
+    out.update({f"padded.{k}": v for k, v in padded.cache.items()})
+    write_safetensors(os.path.join(folder, "hooks.safetensors"), {k: v.to(torch.float32) for k, v in out.items()})
+    mask_position = ids.index(vocab["[MASK]"])
+    with open(os.path.join(folder, "hooks.json"), "w") as f:
+        json.dump({"text": BERT_TEXT, "ids": ids, "hookNames": clean.names, "maskPosition": mask_position,
+                   "fill": int(logits[mask_position].argmax()),
+                   "padded": {"ids": padded_ids, "attentionMask": mask, "tokenTypeIds": token_types}}, f, indent=2)
+    print(f"{name}: vocab {len(vocab)}, ids {ids}, [MASK] at {mask_position} -> {int(logits[mask_position].argmax())}")
+
+
 def main():
     for seed, (name, spec) in enumerate(CHECKPOINTS.items()):
         make(name, spec, 43 + seed)
+    for seed, (name, spec) in enumerate(ENCODERS.items()):
+        make_encoder(name, spec, 143 + seed)
 
 
 if __name__ == "__main__":
