@@ -5,21 +5,25 @@
 import { BY_MODEL_TYPE, withTraits } from './families/index.js';
 import { what } from './families/common.js';
 
+const ENCODER_TYPES = [...BY_MODEL_TYPE].filter(([, f]) => f.traits?.encoder).map(([type]) => type);
+const KNOWN_DECODERS = [...BY_MODEL_TYPE.keys()].filter((type) => !ENCODER_TYPES.includes(type)).join(', ');
 const KNOWN = [...BY_MODEL_TYPE.keys()].join(', ');
 
 /**
  * The hyperparameters of a parsed config.json, or a TypeError naming the model_type and
- * architectures found when they are not a family this forward runs.
+ * architectures found when they are not a family this forward runs. Encoders (bert, roberta) only
+ * with `encoders: true` (mha-wasm/models' loadModel; the page's views and generation run decoders).
  */
-export function architectureOf(config) {
+export function architectureOf(config, { encoders = false } = {}) {
   if (config === null || typeof config !== 'object' || Array.isArray(config)) {
     throw new TypeError(`${what} must be a JSON object, got ${Array.isArray(config) ? 'an array' : typeof config}`);
   }
-  const family = BY_MODEL_TYPE.get(config.model_type);
+  let family = BY_MODEL_TYPE.get(config.model_type);
+  if (family?.traits?.encoder && !encoders) family = undefined;
   if (!family) {
     const found = `model_type ${JSON.stringify(config.model_type ?? null)}`
       + (config.architectures ? `, architectures ${JSON.stringify(config.architectures)}` : '');
-    throw new TypeError(`${what}: ${found} is not a supported architecture; supported model_type: ${KNOWN}`);
+    throw new TypeError(`${what}: ${found} is not a supported architecture; supported model_type: ${encoders ? KNOWN : KNOWN_DECODERS}`);
   }
   return withTraits(family.architecture(config));
 }

@@ -8,7 +8,7 @@
 //   LayerNorm, b_V there already holds ln1's bias read through W_V, as fold_ln put it).
 // The accumulated residual is the logit lens as numbers: each layer's resid_pre, then the final
 // resid_post, each normalized by its own statistics.
-import { checkOptions } from './hooked-model.js';
+import { checkOptions, refuseEncoder } from './hooked-model.js';
 
 function needs(cache, names) {
   const missing = names.filter((name) => !cache.has(name));
@@ -46,6 +46,7 @@ function valueBiasOutputs(model, l) {
  */
 export function directLogitAttribution(model, cache, options = {}) {
   const { answer, wrong, position } = checkOptions('directLogitAttribution', options, ['answer', 'wrong', 'position']);
+  refuseEncoder('directLogitAttribution', model.config, 'a post-LN block normalizes the residual after every attention and MLP, so no head or MLP writes a direct, additive share of the logits');
   const { numLayers, numHeads: H, embedDim: E, vocabSize: V, normalization } = model.config;
   const L = cache.ids.length;
   for (const [what, id] of [['answer', answer], ['wrong', wrong]]) {

@@ -54,13 +54,14 @@ function weightFiles(map) {
 /**
  * Reads the files: { architecture, config, tensors (name -> { dtype, shape, data }), dtype (the
  * weights' one float dtype), tokenizerJson (or null) }. `onProgress(done, total, name)` is called
- * after each weight file.
+ * after each weight file. `encoders` (loadModel's) accepts BERT and RoBERTa; without it (the page,
+ * whose views run decoders) they are refused as before.
  */
-export function readCheckpoint(files, { onProgress } = {}) {
+export function readCheckpoint(files, { onProgress, encoders = false } = {}) {
   const map = byName(files);
   if (!map.has('config.json')) throw new TypeError(`loadModel: config.json is missing; got ${[...map.keys()].join(', ')}`);
   const config = parseJson('config.json', map.get('config.json'));
-  const architecture = architectureOf(config);
+  const architecture = architectureOf(config, { encoders });
   const ignored = familyOf(architecture).ignored ?? (() => false);
   const tensors = {};
   const dtypes = new Set();

@@ -50,6 +50,36 @@ const MODEL_POINTS_AFTER = [
   ['ln_final.hook_normalized', (a, L) => [1, L, a.embedDim], normed],
 ];
 
+// An encoder's points (BERT, RoBERTa), as TransformerLens' HookedEncoder names them
+// (components/bert_embed.py, bert_block.py, bert_mlm_head.py): the embeddings under `embed.` and
+// their LayerNorm's output hook_full_embed; post-LN blocks, where ln1 normalizes hook_resid_mid
+// (attention.output.LayerNorm) and ln2 hook_resid_post (output.LayerNorm), whose output is
+// hook_normalized_resid_post (the next block's hook_resid_pre); the masked-LM head's LayerNorm.
+const ENCODER_POINTS_BEFORE = [
+  ['embed.hook_embed', (a, L) => [1, L, a.embedDim]],
+  ['embed.hook_pos_embed', (a, L) => [1, L, a.embedDim]],
+  ['embed.hook_token_type_embed', (a, L) => [1, L, a.embedDim], (a) => a.typeVocabSize > 0],
+  ['embed.ln.hook_scale', (a, L) => [1, L, 1]],
+  ['embed.ln.hook_normalized', (a, L) => [1, L, a.embedDim]],
+  ['hook_full_embed', (a, L) => [1, L, a.embedDim]],
+];
+const ENCODER_BLOCK_POINTS = [
+  ...BLOCK_POINTS.filter(([name]) => name.startsWith('attn.') && !name.startsWith('attn.hook_rot') || name === 'hook_resid_pre' || name === 'hook_attn_out' || name === 'hook_resid_mid'),
+  ['ln1.hook_scale', (a, L) => [1, L, 1]],
+  ['ln1.hook_normalized', (a, L) => [1, L, a.embedDim]],
+  ['mlp.hook_pre', (a, L) => [1, L, a.hiddenDim]],
+  ['mlp.hook_post', (a, L) => [1, L, a.hiddenDim]],
+  ['hook_mlp_out', (a, L) => [1, L, a.embedDim]],
+  ['hook_resid_post', (a, L) => [1, L, a.embedDim]],
+  ['ln2.hook_scale', (a, L) => [1, L, 1]],
+  ['ln2.hook_normalized', (a, L) => [1, L, a.embedDim]],
+  ['hook_normalized_resid_post', (a, L) => [1, L, a.embedDim]],
+];
+const ENCODER_POINTS_AFTER = [
+  ['mlm_head.ln.hook_scale', (a, L) => [1, L, 1], (a) => a.mlmHead],
+  ['mlm_head.ln.hook_normalized', (a, L) => [1, L, a.embedDim], (a) => a.mlmHead],
+];
+
 /**
  * The model's hook points: name -> shape(L) (the shape for a run of L tokens), in forward order.
  * Built once per model.
@@ -60,6 +90,12 @@ export function hookPoints(architecture) {
   const add = (prefix) => ([name, shape, when]) => {
     if (!when || when(a)) points.set(prefix + name, (L) => shape(a, L));
   };
+  if (a.encoder) {
+    ENCODER_POINTS_BEFORE.forEach(add(''));
+    for (let l = 0; l < a.numLayers; l++) ENCODER_BLOCK_POINTS.forEach(add(`blocks.${l}.`));
+    ENCODER_POINTS_AFTER.forEach(add(''));
+    return points;
+  }
   MODEL_POINTS_BEFORE.forEach(add(''));
   for (let l = 0; l < a.numLayers; l++) BLOCK_POINTS.forEach(add(`blocks.${l}.`));
   MODEL_POINTS_AFTER.forEach(add(''));

@@ -47,6 +47,7 @@ export class HookedForward {
   #model;
   #a;
   #batch = 1;   // the run's sequences side by side (run()'s `batch`)
+  #padding = null;  // an encoder run's key padding mask (Uint8Array [L], 1 = padding) or null
 
   constructor(model) {
     this.#model = model;
@@ -63,8 +64,10 @@ export class HookedForward {
    * sequences [batch, L, E] of the same length, run side by side (the sweeps' patches, whose
    * products are faster on more rows); the results then hold every sequence's rows.
    */
-  async run(ids, run, { from = null, output = 'logits', batch = 1 } = {}) {
+  async run(ids, run, { from = null, output = 'logits', batch = 1, padding = null, tokenTypes = null } = {}) {
     const { numLayers } = this.#a;
+    this.#padding = null;
+    if (this.#a.encoder) return this.#runEncoder(ids, run, { output, padding, tokenTypes });
     const L = ids.length;
     this.#batch = batch;
     let x = from ? Float32Array.from(from.resid) : await this.#embed(ids, run);
@@ -101,6 +104,45 @@ export class HookedForward {
     if (output !== 'residual') {
       const normalized = await this.#norm(x, this.#model.finalNorm, 'ln_final', run);
       result.logits = this.#model.unembedNormalized(normalized, batch * L);
+    }
+    return result;
+  }
+
+  /**
+   * An encoder (BERT, RoBERTa) on ids [L]: embeddings (word + position + token type) and their
+   * LayerNorm, post-LN blocks (resid_mid = resid_pre + attn; ln1; resid_post = ln1's output + mlp;
+   * ln2), every key attending to every key but the padding ones, then the masked-LM head where the
+   * model has one. Resolves to { logits [L, V] } or, without a head, { residual: the last hidden state [L, E] }.
+   */
+  async #runEncoder(ids, run, { output, padding, tokenTypes }) {
+    const m = this.#model, a = this.#a, L = ids.length;
+    this.#batch = 1;
+    this.#padding = padding;
+    const x = Float32Array.from(await run.at('embed.hook_embed', m.embed(ids, 0, { positions: false })));
+    addInto(x, await run.at('embed.hook_pos_embed', m.encoderPositionRows(ids)));
+    if (a.typeVocabSize > 0) addInto(x, await run.at('embed.hook_token_type_embed', m.tokenTypeRows(tokenTypes, L)));
+    let resid = await run.at('hook_full_embed', await this.#norm(x, m.embedNorm, 'embed.ln', run));
+    for (let l = 0; l < a.numLayers; l++) {
+      const p = `blocks.${l}.`;
+      const layer = m.layer(l);
+      resid = await run.at(p + 'hook_resid_pre', resid);
+      const attnOut = await run.at(p + 'hook_attn_out', await this.#attention(l, layer, resid, L, run));
+      const mid = Float32Array.from(resid);
+      addInto(mid, attnOut);
+      const normalized = await this.#norm(await run.at(p + 'hook_resid_mid', mid), layer.norm1, p + 'ln1', run);
+      const mlpOut = await run.at(p + 'hook_mlp_out', await this.#mlp(layer, normalized, L, p, run));
+      const post = Float32Array.from(normalized);
+      addInto(post, mlpOut);
+      const residPost = await run.at(p + 'hook_resid_post', post);
+      resid = await run.at(p + 'hook_normalized_resid_post', await this.#norm(residPost, layer.norm2, p + 'ln2', run));
+    }
+    this.#padding = null;
+    const result = {};
+    if (output !== 'logits' || !m.mlmHead) result.residual = resid;
+    if (output !== 'residual' && m.mlmHead) {
+      const h = activate(m.product(resid, L, m.mlmHead.dense), 'gelu');
+      const normalized = await this.#norm(h, m.mlmHead.norm, 'mlm_head.ln', run);
+      result.logits = m.unembedNormalized(normalized, L);
     }
     return result;
   }
@@ -155,7 +197,8 @@ export class HookedForward {
     const points = ATTENTION_POINTS.filter(([name]) => run.wants(p + name));
     const shape = this.#batch > 1 ? [this.#batch, L, E] : [L, E];
     const call = (patch) => layer.attention.forwardAsync({ data: input, shape }, null, null, {
-      causal: true,
+      ...(this.#a.encoder ? {} : { causal: true }),
+      ...(this.#padding ? { keyPaddingMask: { data: this.#padding, shape: [L] } } : {}),
       ...(points.length ? { capture: [...new Set(points.map(([, step]) => step))] } : {}),
       ...(patch ? { patch } : {}),
     });

@@ -69,7 +69,41 @@ function publicConfig(architecture, config) {
   return Object.freeze({
     family, modelType: config.model_type, numLayers, embedDim, numHeads, numKvHeads, headDim, vocabSize,
     maxPositions, hiddenDim, normalization: architecture.norm,
+    ...(architecture.encoder ? { encoder: true, mlmHead: architecture.mlmHead, typeVocabSize: architecture.typeVocabSize } : {}),
   });
+}
+
+/** A list of L integers (an array or typed array) or undefined; errors name `what`. */
+function integerList(what, list, L, ok, expected) {
+  if (list === undefined || list === null) return null;
+  if (!(Array.isArray(list) || ArrayBuffer.isView(list))) throw new TypeError(`${what} must be an array of ${L} numbers, got ${typeof list}`);
+  if (list.length !== L) throw new RangeError(`${what} must hold one number per token (${L}), got ${list.length}`);
+  for (let i = 0; i < L; i++) {
+    if (!ok(list[i])) throw new RangeError(`${what}[${i}] = ${list[i]}: ${expected}`);
+  }
+  return Array.from(list);
+}
+
+/**
+ * An encoder run's inputs beside the ids: `attentionMask` (Hugging Face's: 1 a token, 0 padding,
+ * whose keys no query then sees) as the key padding mask (1 = padding), and `tokenTypeIds`.
+ * A decoder takes neither.
+ */
+function encoderInputs(what, architecture, { attentionMask, tokenTypeIds }, L) {
+  if (!architecture.encoder) {
+    for (const [key, value] of [['attentionMask', attentionMask], ['tokenTypeIds', tokenTypeIds]]) {
+      if (value !== undefined) throw new TypeError(`${what}: ${key} is for encoders (bert, roberta); a ${architecture.family} decoder runs one unpadded sequence causally`);
+    }
+    return {};
+  }
+  const mask = integerList(`${what}: attentionMask`, attentionMask, L, (v) => v === 0 || v === 1, 'must be 1 (a token) or 0 (padding)');
+  if (mask && !mask.includes(1)) throw new RangeError(`${what}: attentionMask is 0 everywhere: no key is left to attend to`);
+  const types = integerList(`${what}: tokenTypeIds`, tokenTypeIds, L,
+    (v) => Number.isInteger(v) && v >= 0 && v < architecture.typeVocabSize, `must be a token type in [0, ${architecture.typeVocabSize}) (type_vocab_size)`);
+  return {
+    padding: mask && mask.includes(0) ? Uint8Array.from(mask, (v) => 1 - v) : null,
+    tokenTypes: types,
+  };
 }
 
 export class HookedModel {
@@ -109,11 +143,28 @@ export class HookedModel {
     return { data, shape: [1, L, this.config.vocabSize] };
   }
 
-  /** The logits of one sequence: { logits: { data, shape: [1, pos, vocab] } }. */
-  async forward(ids) {
+  /** What a run gives: { logits }, or an encoder without a masked-LM head's { logits: null, lastHiddenState [1, L, E] }. */
+  #outputs({ logits, residual }, L) {
+    if (logits) return { logits: this.#logits(logits, L) };
+    return { logits: null, lastHiddenState: { data: residual, shape: [1, L, this.config.embedDim] } };
+  }
+
+  /** The run's options the encoders add (attentionMask, tokenTypeIds), checked. */
+  #inputs(what, options, L) {
+    return encoderInputs(what, this.transformer.architecture, options, L);
+  }
+
+  /**
+   * The logits of one sequence: { logits: { data, shape: [1, pos, vocab] } } (an encoder's
+   * masked-LM logits; an encoder without the head gives { logits: null, lastHiddenState }).
+   * Encoders take `attentionMask` and `tokenTypeIds`.
+   */
+  async forward(ids, options = {}) {
+    checkOptions('forward', options, ['attentionMask', 'tokenTypeIds']);
     const checked = this.#ids('forward', ids);
-    const { logits } = await this.#forward.run(checked, new HookRun(this.#points, checked.length, { what: 'forward' }));
-    return { logits: this.#logits(logits, checked.length) };
+    const inputs = this.#inputs('forward', options, checked.length);
+    const out = await this.#forward.run(checked, new HookRun(this.#points, checked.length, { what: 'forward' }), inputs);
+    return this.#outputs(out, checked.length);
   }
 
   /**
@@ -121,11 +172,12 @@ export class HookedModel {
    * { logits, cache }, cache.get(name) -> { data, shape }.
    */
   async runWithCache(ids, options = {}) {
-    const { names } = checkOptions('runWithCache', options, ['names']);
+    const { names } = checkOptions('runWithCache', options, ['names', 'attentionMask', 'tokenTypeIds']);
     const checked = this.#ids('runWithCache', ids);
+    const inputs = this.#inputs('runWithCache', options, checked.length);
     const run = new HookRun(this.#points, checked.length, { keep: namesToKeep(names, this.#points), what: 'runWithCache' });
-    const { logits } = await this.#forward.run(checked, run);
-    return { logits: this.#logits(logits, checked.length), cache: new ActivationCache(run.kept, checked) };
+    const out = await this.#forward.run(checked, run, inputs);
+    return { ...this.#outputs(out, checked.length), cache: new ActivationCache(run.kept, checked) };
   }
 
   /**
@@ -133,13 +185,14 @@ export class HookedModel {
    * at their points: { logits }. A hook may also keep a cache: `names` as runWithCache's.
    */
   async runWithHooks(ids, options = {}) {
-    const { hooks = {}, names = null } = checkOptions('runWithHooks', options, ['hooks', 'names']);
+    const { hooks = {}, names = null } = checkOptions('runWithHooks', options, ['hooks', 'names', 'attentionMask', 'tokenTypeIds']);
     const checked = this.#ids('runWithHooks', ids);
+    const inputs = this.#inputs('runWithHooks', options, checked.length);
     const run = new HookRun(this.#points, checked.length, {
       hooks: hooksMap(hooks, this.#points), keep: names === null ? null : namesToKeep(names, this.#points), what: 'runWithHooks',
     });
-    const { logits } = await this.#forward.run(checked, run);
-    return { logits: this.#logits(logits, checked.length), ...(names === null ? {} : { cache: new ActivationCache(run.kept, checked) }) };
+    const out = await this.#forward.run(checked, run, inputs);
+    return { ...this.#outputs(out, checked.length), ...(names === null ? {} : { cache: new ActivationCache(run.kept, checked) }) };
   }
 
   /**
@@ -148,6 +201,7 @@ export class HookedModel {
    */
   async runFrom(ids, run, options) {
     this.#alive('activationPatching');
+    refuseEncoder('activationPatching', this.config, 'its sweeps start the forward inside a pre-LN residual stream');
     return this.#forward.run(ids, run, options);
   }
 
@@ -161,6 +215,7 @@ export class HookedModel {
    */
   async generate(ids, options = {}) {
     const { maxNewTokens = 20, onToken = null, stopAtEos = true, signal = null } = checkOptions('generate', options, ['maxNewTokens', 'onToken', 'stopAtEos', 'signal']);
+    refuseEncoder('generate', this.config, 'an encoder predicts the tokens at its [MASK] positions (forward), it does not decode left to right');
     const prompt = this.#ids('generate', ids);
     if (!Number.isInteger(maxNewTokens) || maxNewTokens < 0) {
       throw new RangeError(`generate: maxNewTokens must be a non-negative integer, got ${maxNewTokens}`);
@@ -192,6 +247,11 @@ export class HookedModel {
     this.transformer.dispose();
     this.#disposed = true;
   }
+}
+
+/** The TypeError of a workflow that makes no sense on an encoder (BERT, RoBERTa), naming it and why. */
+export function refuseEncoder(what, config, why) {
+  if (config.encoder) throw new TypeError(`${what}: not supported on an encoder (${config.modelType}): ${why}`);
 }
 
 /** An Error named AbortError, as fetch() rejects with on an aborted signal. */
@@ -260,6 +320,7 @@ export async function loadModel(mha, files, options = {}) {
   }
   const named = await Promise.all(files.map(namedBytes));
   const checkpoint = readCheckpoint(named, {
+    encoders: true,
     onProgress: (done, total, name) => options.onProgress?.({ phase: 'weights', done, total, name }),
   });
   return modelFromCheckpoint(mha, checkpoint, options);

@@ -4,7 +4,7 @@
 // cache (HookedModel.runFrom) and recomputes only what follows. A head's output is its share of
 // hook_attn_out (hook_result, z_h · W_O[h]): patching the head's z, as TransformerLens does, is
 // the same as swapping that share, so a head's patch starts from its layer's attention output.
-import { abortError, checkIds, checkOptions } from './hooked-model.js';
+import { abortError, checkIds, checkOptions, refuseEncoder } from './hooked-model.js';
 
 const OVERS = {
   resid_pre: { hooks: ['hook_resid_pre'], byPosition: true },
@@ -60,6 +60,7 @@ const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
 export async function activationPatching(model, options = {}) {
   checkOptions('activationPatching', options, ['clean', 'corrupted', 'answer', 'wrong', 'over', 'metric', 'onProgress', 'signal']);
   const { clean, corrupted, answer, wrong, over, metric = null, onProgress = null, signal = null } = options;
+  refuseEncoder('activationPatching', model.config, "its sweeps restart the forward from a patched residual of a pre-LN decoder's stream, and its metric is the next-token logit difference at the last position; on an encoder, patch with runWithHooks and read the logits at the [MASK] position");
   const { numLayers, numHeads: H, embedDim: E, vocabSize: V, maxPositions } = model.config;
   if (!(over in OVERS)) {
     throw new TypeError(`activationPatching: over must be one of ${Object.keys(OVERS).map((o) => `'${o}'`).join(', ')}, got ${JSON.stringify(over)}`);

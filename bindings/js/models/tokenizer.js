@@ -8,6 +8,8 @@ import { checkKnownKeys } from '../core/validate.js';
 
 // TransformerLens' default_prepend_bos is False for these model types (loading_from_pretrained.py).
 const NO_BOS_BY_DEFAULT = ['qwen', 'qwen2', 'qwen3', 'gpt_neox', 'phi', 'bloom'];
+// Encoders take tokenizer.json's own special tokens ([CLS] … [SEP], <s> … </s>), as HookedEncoder does.
+const ENCODERS = ['bert', 'roberta', 'distilbert'];
 
 export class CheckpointTokenizer {
   #tokenizer;
@@ -26,6 +28,10 @@ export class CheckpointTokenizer {
     this.bosTokenId = config.bos_token_id ?? config.eos_token_id ?? null;
     this.eosTokenId = config.eos_token_id ?? null;
     this.prependBos = !NO_BOS_BY_DEFAULT.includes(config.model_type);
+    this.encoder = ENCODERS.includes(config.model_type);
+    // The fill-mask token: [MASK] (BERT) or <mask> (RoBERTa), where tokenizer.json adds one.
+    const mask = (json.added_tokens ?? []).find((t) => t.content === '[MASK]' || t.content === '<mask>');
+    this.maskTokenId = mask ? mask.id : null;
   }
 
   /**
@@ -33,6 +39,13 @@ export class CheckpointTokenizer {
    * the BOS token first when `prependBos` (default: TransformerLens' default for the model type).
    */
   encode(text, options = {}) {
+    if (this.encoder) {
+      // An encoder's ids as tokenizer.json's post-processor makes them: [CLS] … [SEP] (BERT).
+      checkKnownKeys('tokenizer.encode', options, ['addSpecialTokens']);
+      const { addSpecialTokens = true } = options;
+      if (typeof text !== 'string') throw new TypeError(`tokenizer.encode: text must be a string, got ${typeof text}`);
+      return this.#tokenizer.encode(text, { add_special_tokens: addSpecialTokens }).ids;
+    }
     checkKnownKeys('tokenizer.encode', options, ['prependBos']);
     const { prependBos = this.prependBos } = options;
     if (typeof text !== 'string') throw new TypeError(`tokenizer.encode: text must be a string, got ${typeof text}`);

@@ -37,10 +37,18 @@ function disposedOnError(layer, build) {
   }
 }
 
-/** A checkpoint's tensor by its Hugging Face key (or the family's alias of it: GPT-2 files may lack the 'transformer.' prefix). */
+/** The stored tensor of a Hugging Face key, or of the family's alias of it (GPT-2 files may lack the 'transformer.' prefix; bert-base-uncased's name LayerNorm weights gamma / beta), or undefined. */
+function lookup(tensors, family, key) {
+  if (tensors[key]) return tensors[key];
+  if (family.alias && tensors[family.alias(key)]) return tensors[family.alias(key)];
+  for (const other of family.aliases?.(key) ?? []) if (tensors[other]) return tensors[other];
+  return undefined;
+}
+
+/** A checkpoint's tensor by its Hugging Face key (or the family's alias of it). */
 function tensorGetter(tensors, family) {
   return (key, shape) => {
-    const tensor = tensors[key] ?? (family.alias ? tensors[family.alias(key)] : undefined);
+    const tensor = lookup(tensors, family, key);
     if (!tensor) throw new TypeError(`loadModel: the weights have no tensor '${key}'`);
     if (shape && tensor.shape.join(',') !== shape.join(',')) {
       throw new RangeError(`loadModel: '${key}' must have shape [${shape}], got [${tensor.shape}]`);
@@ -72,16 +80,22 @@ export class CheckpointModel {
     this.family = familyOf(a);
     const get = tensorGetter(checkpoint.tensors, this.family);
     const f32 = (key, shape) => widen(get(key, shape));
+    const has = (key) => lookup(checkpoint.tensors, this.family, key) !== undefined;
     this.#build = { attention, wasm, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
     this.tensor = get;
     try {
-      const parts = this.family.model({ get, f32 }, a);
+      const parts = this.family.model({ get, f32, has }, a);
       this.embedding = parts.embedding;
       this.positions = parts.positions ?? null;
       this.finalNorm = parts.finalNorm;
+      // Encoders: token-type rows, the embeddings' LayerNorm, and the masked-LM head (or none: the file is a bare encoder).
+      this.tokenTypes = parts.tokenTypes ?? null;
+      this.embedNorm = parts.embedNorm ?? null;
+      if (a.encoder) a.mlmHead = parts.mlmHead !== null;
+      this.mlmHead = parts.mlmHead ? { ...parts.mlmHead, dense: linearLayer(wasm, parts.mlmHead.dense, parts.mlmHead.denseBias) } : null;
       // The stored [V, E] matrix stays beside its Linear: directions read two of its rows.
       this.unembeddingTensor = parts.unembedding;
-      this.unembedding = linearLayer(wasm, this.unembeddingTensor, parts.unembeddingBias ?? null);
+      this.unembedding = parts.unembedding ? linearLayer(wasm, this.unembeddingTensor, parts.unembeddingBias ?? null) : null;
       if (deferLayers !== DEFER_LAYERS) for (let l = 0; l < a.numLayers; l++) this.#addLayer(l);
     } catch (error) {
       this.dispose();
@@ -228,6 +242,31 @@ export class CheckpointModel {
     return x;
   }
 
+  /** An encoder's position rows [L, E] for ids: 0..L-1 (BERT), or RoBERTa's padding_idx + 1 + the count of non-pad tokens before, padding_idx for a pad. */
+  encoderPositionRows(ids) {
+    const { embedDim: E, positionOffset, padTokenId, maxPositions } = this.architecture;
+    if (ids.length > maxPositions) throw new RangeError(`forward: ${ids.length} tokens exceed the model's ${maxPositions} positions (max_position_embeddings)`);
+    const out = new Float32Array(ids.length * E);
+    let count = 0;
+    ids.forEach((id, i) => {
+      let row = i;
+      if (positionOffset > 0) row = id === padTokenId ? padTokenId : padTokenId + 1 + count++;
+      widen(this.positions, row * E, (row + 1) * E, out.subarray(i * E, (i + 1) * E));
+    });
+    return out;
+  }
+
+  /** An encoder's token-type rows [L, E] (type 0 everywhere without `types`). */
+  tokenTypeRows(types, L) {
+    const { embedDim: E, typeVocabSize } = this.architecture;
+    const out = new Float32Array(L * E);
+    for (let i = 0; i < L; i++) {
+      const t = types ? types[i] : 0;
+      widen(this.tokenTypes, t * E, (t + 1) * E, out.subarray(i * E, (i + 1) * E));
+    }
+    return out;
+  }
+
   /** GPT-2's learned position rows [count, E] from `start`. */
   positionRows(start, count) {
     const E = this.architecture.embedDim;
@@ -283,6 +322,9 @@ export class CheckpointModel {
    */
   async forward(ids, options = {}) {
     const { embedDim: E, numHeads: H, numLayers } = this.architecture;
+    if (this.architecture.encoder) {
+      throw new TypeError(`forward: ${this.architecture.family} is an encoder; the page's views and generation run decoders only (run it through mha-wasm/models' HookedModel: forward, runWithCache, runWithHooks)`);
+    }
     const { caches = null, patches = [], capture = false, logits = 'all', lens: withLens = true } = options;
     const L = ids.length;
     if (L < 1) throw new RangeError('forward: ids must hold at least one token');
@@ -336,5 +378,7 @@ export class CheckpointModel {
     this.#layers = [];
     this.unembedding?.dispose();
     this.unembedding = null;
+    this.mlmHead?.dense.dispose();
+    this.mlmHead = null;
   }
 }

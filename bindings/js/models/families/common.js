@@ -35,11 +35,14 @@ export function refuseUnless(condition, message) {
  * - postNorms: norms after the attention and after the MLP (Gemma 2: ln1_post, ln2_post);
  * - embedScale: the embeddings' factor (Gemma's √hidden_size); attnScale: the scores' factor
  *   (null: 1/√headDim); attnSoftcap / finalSoftcap: c·tanh(x / c) of the scores / the logits;
- * - layerWindows: each layer's sliding window (keys) or null.
+ * - layerWindows: each layer's sliding window (keys) or null;
+ * - encoder: bidirectional attention (padding masks only), embeddings with token types and their own
+ *   LayerNorm, post-LN blocks (norm1 after the attention's add, norm2 after the MLP's: BERT, RoBERTa).
  */
 export const DEFAULT_TRAITS = Object.freeze({
   norm: 'none', rotary: null, learnedPositions: false, mlp: null, parallelResidual: false, postNorms: false,
   embedScale: 1, attnScale: null, attnSoftcap: null, finalSoftcap: null, layerWindows: null,
+  encoder: false,
 });
 
 /** Config keys that ask for mixture-of-experts layers (refused by every family here). */
