@@ -1,0 +1,176 @@
+// mha-wasm/models on encoders: the tiny BERT of tools/make_tiny_checkpoints.py (BertForMaskedLM's
+// keys, LayerNorms named gamma / beta as bert-base-uncased's, a WordPiece tokenizer.json) against
+// its float64 torch reference: the masked-LM logits and every hook point under TransformerLens'
+// HookedEncoder names, a padded batch row through attentionMask (and token types), the file
+// without its head, weight / bias names, RoBERTa's layout and positions, the WordPiece round trip,
+// and what is refused by name. Logits to 1e-4 relative (as the decoders' tests), hook points to 1e-5.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { init, readSafetensors, writeSafetensors } from '../../bindings/js/index.js';
+import { readCheckpoint } from '../../bindings/js/models/checkpoint.js';
+import { activationPatching, directLogitAttribution, loadModel } from '../../bindings/js/models/index.js';
+import { assertCloseMasked } from './models-reference.js';
+import { assertClose, checkpointFiles } from './your-model-fixtures.js';
+
+const mha = await init({ threads: 1 });
+const dir = new URL('../fixtures/your-model/bert/', import.meta.url);
+const ref = {
+  ...JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8')),
+  tensors: readSafetensors(readFileSync(new URL('hooks.safetensors', dir))).tensors,
+};
+
+/** The bert fixture's files with its weights and config.json changed by `edit(tensors, config)`. */
+function editedFiles(edit) {
+  return checkpointFiles('bert').map((file) => {
+    if (file.name === 'model.safetensors') {
+      const { tensors } = readSafetensors(file.bytes);
+      const config = JSON.parse(readFileSync(new URL('config.json', dir), 'utf8'));
+      return { name: file.name, bytes: writeSafetensors(edit(tensors, config).tensors) };
+    }
+    if (file.name === 'config.json') {
+      const { tensors } = readSafetensors(readFileSync(new URL('model.safetensors', dir)));
+      const config = JSON.parse(new TextDecoder().decode(file.bytes));
+      return { name: file.name, bytes: new TextEncoder().encode(JSON.stringify(edit(tensors, config).config)) };
+    }
+    return file;
+  });
+}
+
+const withConfig = (changes) => editedFiles((tensors, config) => ({ tensors, config: { ...config, ...changes } }));
+
+async function withModel(files, fn) {
+  const model = await loadModel(mha, files);
+  try {
+    return await fn(model);
+  } finally {
+    model.dispose();
+  }
+}
+
+test('bert: the masked-LM logits and every hook point match the torch reference (HookedEncoder names)', () => withModel(checkpointFiles('bert'), async (model) => {
+  assert.deepEqual(model.hookNames, ref.hookNames);
+  assert.equal(model.config.encoder, true);
+  assert.equal(model.config.mlmHead, true);
+  const { logits, cache } = await model.runWithCache(ref.ids);
+  assert.deepEqual(logits.shape, [1, ref.ids.length, model.config.vocabSize]);
+  assertClose(logits.data, ref.tensors.logits.data, 1e-5, 'logits');
+  for (const name of ref.hookNames) {
+    assert.deepEqual(cache.get(name).shape, ref.tensors[name].shape, `${name}: shape`);
+    assertCloseMasked(cache.get(name).data, ref.tensors[name].data, 1e-5, name);
+  }
+  // fill-mask: the [MASK] position's top token is torch's
+  const V = model.config.vocabSize, row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
+  assert.equal(ref.ids[ref.maskPosition], model.tokenizer.maskTokenId);
+  assert.equal(row.indexOf(Math.max(...row)), ref.fill);
+  assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-5, 'forward logits');
+}));
+
+test('bert: a padded row through attentionMask (keys at 0 unseen) and tokenTypeIds, every hook point', () => withModel(checkpointFiles('bert'), async (model) => {
+  const { ids, attentionMask, tokenTypeIds } = ref.padded;
+  const { logits, cache } = await model.runWithCache(ids, { attentionMask, tokenTypeIds });
+  assertClose(logits.data, ref.tensors['padded.logits'].data, 1e-5, 'padded logits');
+  for (const name of ref.hookNames) assertCloseMasked(cache.get(name).data, ref.tensors[`padded.${name}`].data, 1e-5, `padded ${name}`);
+  const scores = cache.get('blocks.0.attn.hook_attn_scores').data, S = ids.length;
+  for (let j = 0; j < S; j++) assert.equal(scores[j] === -Infinity, attentionMask[j] === 0, `key ${j}`);
+  // An all-ones mask is the unpadded run.
+  const unpadded = await model.forward(ref.ids, { attentionMask: ref.ids.map(() => 1) });
+  assertClose(unpadded.logits.data, ref.tensors.logits.data, 1e-5, 'all-ones mask');
+}));
+
+test('bert: runWithHooks replaces an activation (hook_attn_out zeroed: resid_mid is resid_pre, the logits move)', () => withModel(checkpointFiles('bert'), async (model) => {
+  const name = 'blocks.1.hook_attn_out';
+  const zeroed = await model.runWithHooks(ref.ids, { hooks: { [name]: (a) => ({ data: new Float32Array(a.data.length), shape: a.shape }) }, names: ['blocks.1.hook_resid_mid'] });
+  assertClose(zeroed.cache.get('blocks.1.hook_resid_mid').data, ref.tensors['blocks.1.hook_resid_pre'].data, 1e-6, 'resid_mid = resid_pre');
+  assert.ok(zeroed.logits.data.some((v, i) => Math.abs(v - ref.tensors.logits.data[i]) > 1e-3));
+}));
+
+test('bert: weight / bias LayerNorm names load as gamma / beta do; without cls.* the forward gives the last hidden state', async () => {
+  const renamed = editedFiles((tensors, config) => ({
+    config,
+    tensors: Object.fromEntries(Object.entries(tensors).map(([k, v]) => [k.replace(/\.gamma$/, '.weight').replace(/\.beta$/, '.bias'), v])),
+  }));
+  await withModel(renamed, async (model) => {
+    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-5, 'weight/bias logits');
+  });
+  const bare = editedFiles((tensors, config) => ({
+    config: { ...config, architectures: ['BertModel'] },
+    tensors: Object.fromEntries(Object.entries(tensors).filter(([k]) => !k.startsWith('cls.'))),
+  }));
+  await withModel(bare, async (model) => {
+    assert.equal(model.config.mlmHead, false);
+    assert.ok(!model.hookNames.includes('mlm_head.ln.hook_scale'));
+    const out = await model.forward(ref.ids);
+    assert.equal(out.logits, null);
+    const last = `blocks.${model.config.numLayers - 1}.hook_normalized_resid_post`;
+    assert.deepEqual(out.lastHiddenState.shape, [1, ref.ids.length, model.config.embedDim]);
+    assertClose(out.lastHiddenState.data, ref.tensors[last].data, 1e-5, 'last hidden state');
+  });
+});
+
+test("roberta: BERT's layers under roberta. with lm_head, positions from padding_idx + 1", async () => {
+  const files = editedFiles((tensors, config) => {
+    const out = {};
+    for (const [key, t] of Object.entries(tensors)) {
+      if (key.startsWith('cls.seq_relationship') || key.startsWith('bert.pooler')) continue;
+      const name = key.replace(/^bert\./, 'roberta.').replace('cls.predictions.transform.dense', 'lm_head.dense')
+        .replace('cls.predictions.transform.LayerNorm.gamma', 'lm_head.layer_norm.weight')
+        .replace('cls.predictions.transform.LayerNorm.beta', 'lm_head.layer_norm.bias').replace('cls.predictions.bias', 'lm_head.bias');
+      out[name] = t;
+    }
+    // padding_idx 0: the sequence's positions are rows 1.. (BERT's row i moved to i + 1)
+    const pos = out['roberta.embeddings.position_embeddings.weight'];
+    const [P, E] = pos.shape;
+    const data = new Float32Array((P + 1) * E);
+    data.set(pos.data, E);
+    out['roberta.embeddings.position_embeddings.weight'] = { dtype: 'F32', shape: [P + 1, E], data };
+    return { tensors: out, config: { ...config, model_type: 'roberta', architectures: ['RobertaForMaskedLM'], max_position_embeddings: P + 1 } };
+  });
+  await withModel(files, async (model) => {
+    assert.equal(model.config.family, 'roberta');
+    assert.equal(model.config.maxPositions, 64);
+    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-5, 'roberta logits');
+  });
+});
+
+test('bert: the WordPiece tokenizer encodes [CLS] … [SEP] and decodes back', () => withModel(checkpointFiles('bert'), async (model) => {
+  const t = model.tokenizer;
+  assert.deepEqual(t.encode(ref.text), ref.ids);
+  const ids = t.encode('The cats sat on the mat.');
+  assert.deepEqual(t.toStrTokens(ids), ['[CLS]', 'the', 'cat', '##s', 'sat', 'on', 'the', 'mat', '.', '[SEP]']);
+  assert.equal(t.decode(ids, { skipSpecial: true }), 'the cats sat on the mat.');
+  assert.deepEqual(t.encode('the cats', { addSpecialTokens: false }), ids.slice(1, 4));
+  assert.throws(() => t.encode('the', { prependBos: true }), /unknown/);
+}));
+
+test('encoders: what is not implemented is refused by name, with the value found', async () => {
+  for (const [changes, message] of [
+    [{ position_embedding_type: 'relative_key' }, /position_embedding_type "relative_key" is not supported/],
+    [{ hidden_act: 'gelu_new' }, /hidden_act "gelu_new" is not supported/],
+    [{ is_decoder: true }, /is_decoder true is not supported/],
+    [{ add_cross_attention: true }, /add_cross_attention true is not supported/],
+    [{ num_experts: 4 }, /num_experts 4 asks for mixture-of-experts/],
+  ]) {
+    await assert.rejects(loadModel(mha, withConfig(changes)), { name: 'TypeError', message });
+  }
+  // The page's readCheckpoint (its views run decoders) still refuses an encoder.
+  assert.throws(() => readCheckpoint(checkpointFiles('bert')), /model_type "bert", architectures \["BertForMaskedLM"\] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3$/);
+  await withModel(checkpointFiles('bert'), async (model) => {
+    const L = ref.ids.length;
+    await assert.rejects(model.generate(ref.ids), /generate: not supported on an encoder \(bert\)/);
+    await assert.rejects(activationPatching(model, { clean: ref.ids, corrupted: ref.ids, answer: 1, wrong: 2, over: 'resid_pre' }), /activationPatching: not supported on an encoder/);
+    const { cache } = await model.runWithCache(ref.ids);
+    assert.throws(() => directLogitAttribution(model, cache, { answer: 1, wrong: 2 }), /directLogitAttribution: not supported on an encoder/);
+    await assert.rejects(model.forward(ref.ids, { attentionMask: Array(L).fill(0) }), /attentionMask is 0 everywhere/);
+    await assert.rejects(model.forward(ref.ids, { attentionMask: [1, 2] }), /attentionMask must hold one number per token/);
+    await assert.rejects(model.forward(ref.ids, { tokenTypeIds: Array(L).fill(2) }), /tokenTypeIds\[0\] = 2: must be a token type in \[0, 2\)/);
+    await assert.rejects(model.forward(ref.ids, { causal: true }), /unknown/);
+    await assert.rejects(model.runWithCache(ref.ids, { names: ['ln_final.hook_scale'] }), /unknown hook point "ln_final.hook_scale"/);
+  });
+  const gpt2 = await loadModel(mha, checkpointFiles('gpt2'));
+  try {
+    await assert.rejects(gpt2.forward([1, 2], { attentionMask: [1, 1] }), /forward: attentionMask is for encoders/);
+  } finally {
+    gpt2.dispose();
+  }
+});
