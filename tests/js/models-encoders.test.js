@@ -54,7 +54,7 @@ test('bert: the masked-LM logits and every hook point match the torch reference 
   assert.equal(model.config.mlmHead, true);
   const { logits, cache } = await model.runWithCache(ref.ids);
   assert.deepEqual(logits.shape, [1, ref.ids.length, model.config.vocabSize]);
-  assertClose(logits.data, ref.tensors.logits.data, 1e-5, 'logits');
+  assertClose(logits.data, ref.tensors.logits.data, 1e-4, 'logits');
   for (const name of ref.hookNames) {
     assert.deepEqual(cache.get(name).shape, ref.tensors[name].shape, `${name}: shape`);
     assertCloseMasked(cache.get(name).data, ref.tensors[name].data, 1e-5, name);
@@ -63,19 +63,19 @@ test('bert: the masked-LM logits and every hook point match the torch reference 
   const V = model.config.vocabSize, row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
   assert.equal(ref.ids[ref.maskPosition], model.tokenizer.maskTokenId);
   assert.equal(row.indexOf(Math.max(...row)), ref.fill);
-  assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-5, 'forward logits');
+  assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-4, 'forward logits');
 }));
 
 test('bert: a padded row through attentionMask (keys at 0 unseen) and tokenTypeIds, every hook point', () => withModel(checkpointFiles('bert'), async (model) => {
   const { ids, attentionMask, tokenTypeIds } = ref.padded;
   const { logits, cache } = await model.runWithCache(ids, { attentionMask, tokenTypeIds });
-  assertClose(logits.data, ref.tensors['padded.logits'].data, 1e-5, 'padded logits');
+  assertClose(logits.data, ref.tensors['padded.logits'].data, 1e-4, 'padded logits');
   for (const name of ref.hookNames) assertCloseMasked(cache.get(name).data, ref.tensors[`padded.${name}`].data, 1e-5, `padded ${name}`);
   const scores = cache.get('blocks.0.attn.hook_attn_scores').data, S = ids.length;
   for (let j = 0; j < S; j++) assert.equal(scores[j] === -Infinity, attentionMask[j] === 0, `key ${j}`);
   // An all-ones mask is the unpadded run.
   const unpadded = await model.forward(ref.ids, { attentionMask: ref.ids.map(() => 1) });
-  assertClose(unpadded.logits.data, ref.tensors.logits.data, 1e-5, 'all-ones mask');
+  assertClose(unpadded.logits.data, ref.tensors.logits.data, 1e-4, 'all-ones mask');
 }));
 
 test('bert: runWithHooks replaces an activation (hook_attn_out zeroed: resid_mid is resid_pre, the logits move)', () => withModel(checkpointFiles('bert'), async (model) => {
@@ -91,7 +91,7 @@ test('bert: weight / bias LayerNorm names load as gamma / beta do; without cls.*
     tensors: Object.fromEntries(Object.entries(tensors).map(([k, v]) => [k.replace(/\.gamma$/, '.weight').replace(/\.beta$/, '.bias'), v])),
   }));
   await withModel(renamed, async (model) => {
-    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-5, 'weight/bias logits');
+    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-4, 'weight/bias logits');
   });
   const bare = editedFiles((tensors, config) => ({
     config: { ...config, architectures: ['BertModel'] },
@@ -129,7 +129,7 @@ test("roberta: BERT's layers under roberta. with lm_head, positions from padding
   await withModel(files, async (model) => {
     assert.equal(model.config.family, 'roberta');
     assert.equal(model.config.maxPositions, 64);
-    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-5, 'roberta logits');
+    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-4, 'roberta logits');
   });
 });
 
