@@ -149,6 +149,12 @@ export class HookedModel {
     return { logits: null, lastHiddenState: { data: residual, shape: [1, L, this.config.embedDim] } };
   }
 
+  /** The options an encoder's runs add (a decoder's refuse them by name). */
+  #encoderKeys(what, options) {
+    if (!this.config.encoder && options && typeof options === 'object') encoderInputs(what, this.transformer.architecture, options, 0);
+    return this.config.encoder ? ['attentionMask', 'tokenTypeIds'] : [];
+  }
+
   /** The run's options the encoders add (attentionMask, tokenTypeIds), checked. */
   #inputs(what, options, L) {
     return encoderInputs(what, this.transformer.architecture, options, L);
@@ -160,7 +166,7 @@ export class HookedModel {
    * Encoders take `attentionMask` and `tokenTypeIds`.
    */
   async forward(ids, options = {}) {
-    checkOptions('forward', options, ['attentionMask', 'tokenTypeIds']);
+    checkOptions('forward', options, this.#encoderKeys('forward', options));
     const checked = this.#ids('forward', ids);
     const inputs = this.#inputs('forward', options, checked.length);
     const out = await this.#forward.run(checked, new HookRun(this.#points, checked.length, { what: 'forward' }), inputs);
@@ -172,7 +178,7 @@ export class HookedModel {
    * { logits, cache }, cache.get(name) -> { data, shape }.
    */
   async runWithCache(ids, options = {}) {
-    const { names } = checkOptions('runWithCache', options, ['names', 'attentionMask', 'tokenTypeIds']);
+    const { names } = checkOptions('runWithCache', options, ['names', ...this.#encoderKeys('runWithCache', options)]);
     const checked = this.#ids('runWithCache', ids);
     const inputs = this.#inputs('runWithCache', options, checked.length);
     const run = new HookRun(this.#points, checked.length, { keep: namesToKeep(names, this.#points), what: 'runWithCache' });
@@ -185,7 +191,7 @@ export class HookedModel {
    * at their points: { logits }. A hook may also keep a cache: `names` as runWithCache's.
    */
   async runWithHooks(ids, options = {}) {
-    const { hooks = {}, names = null } = checkOptions('runWithHooks', options, ['hooks', 'names', 'attentionMask', 'tokenTypeIds']);
+    const { hooks = {}, names = null } = checkOptions('runWithHooks', options, ['hooks', 'names', ...this.#encoderKeys('runWithHooks', options)]);
     const checked = this.#ids('runWithHooks', ids);
     const inputs = this.#inputs('runWithHooks', options, checked.length);
     const run = new HookRun(this.#points, checked.length, {
