@@ -35,8 +35,8 @@ export interface LoadModelOptions {
 
 /** A model's hyperparameters, as config.json gives them. */
 export interface ModelConfig {
-  /** The family: 'gpt2', 'llama' (Llama, Mistral, Qwen2), 'gpt_neox' (Pythia), 'gemma', 'gemma2', 'phi3'; 'attn-only' for the demo page's default model. */
-  readonly family: 'gpt2' | 'llama' | 'gpt_neox' | 'gemma' | 'gemma2' | 'phi3' | 'attn-only';
+  /** The family: 'gpt2', 'llama' (Llama, Mistral, Qwen2), 'gpt_neox' (Pythia), 'gemma', 'gemma2', 'phi3'; the encoders 'bert', 'roberta'; 'attn-only' for the demo page's default model. */
+  readonly family: 'gpt2' | 'llama' | 'gpt_neox' | 'gemma' | 'gemma2' | 'phi3' | 'bert' | 'roberta' | 'attn-only';
   /** config.json's model_type. */
   readonly modelType: string;
   /** Transformer blocks. */
@@ -57,6 +57,20 @@ export interface ModelConfig {
   readonly hiddenDim: number;
   /** The norm the blocks use ('none': attention-only). */
   readonly normalization: 'layernorm' | 'rmsnorm' | 'none';
+  /** Encoders only: true (bidirectional attention, padding masks, post-LN blocks). */
+  readonly encoder?: true;
+  /** Encoders only: whether the checkpoint has the masked-LM head (without it forward gives the last hidden state). */
+  readonly mlmHead?: boolean;
+  /** Encoders only: the token types the embeddings know. */
+  readonly typeVocabSize?: number;
+}
+
+/** An encoder's inputs beside the ids (a decoder refuses them by name). */
+export interface EncoderInputs {
+  /** Hugging Face's attention mask: 1 for a token, 0 for padding (one per id). */
+  attentionMask?: ArrayLike<number>;
+  /** The token type of each id (BERT's segment A = 0, B = 1). */
+  tokenTypeIds?: ArrayLike<number>;
 }
 
 /** A checkpoint's tokenizer.json, with TransformerLens' BOS handling. */
@@ -67,8 +81,10 @@ export interface ModelTokenizer {
   readonly bosTokenId: number | null;
   /** config.json's eos_token_id, or null. */
   readonly eosTokenId: number | null;
-  /** The ids of `text`, the BOS token first when `prependBos` (default: {@link ModelTokenizer.prependBos}). */
-  encode(text: string, options?: { prependBos?: boolean }): number[];
+  /** An encoder's [MASK] (or <mask>) token, else null. */
+  readonly maskTokenId?: number | null;
+  /** The ids of `text`: a decoder's with the BOS token first when `prependBos` (default: {@link ModelTokenizer.prependBos}); an encoder's as [CLS] … [SEP] unless `addSpecialTokens: false`. */
+  encode(text: string, options?: { prependBos?: boolean; addSpecialTokens?: boolean }): number[];
   /** Each id's text on its own (TransformerLens' to_str_tokens). */
   toStrTokens(ids: ArrayLike<number>): string[];
   /** The text of `ids`; skipSpecial leaves out special tokens. */
@@ -95,22 +111,28 @@ export interface ActivationCache {
 
 /** What forward resolves to. */
 export interface ModelOutput {
-  /** [1, pos, vocab]. */
-  logits: Tensor;
+  /** [1, pos, vocab]; null for an encoder without its masked-LM head. */
+  logits: Tensor | null;
+  /** An encoder without its masked-LM head: the last hidden state [1, pos, embedDim]. */
+  lastHiddenState?: Tensor;
 }
 
 /** What runWithCache resolves to. */
 export interface CachedOutput {
-  /** [1, pos, vocab]. */
-  logits: Tensor;
+  /** [1, pos, vocab]; null for an encoder without its masked-LM head. */
+  logits: Tensor | null;
+  /** An encoder without its masked-LM head: the last hidden state [1, pos, embedDim]. */
+  lastHiddenState?: Tensor;
   /** The activations kept. */
   cache: ActivationCache;
 }
 
 /** What runWithHooks resolves to. */
 export interface HookedOutput {
-  /** [1, pos, vocab]. */
-  logits: Tensor;
+  /** [1, pos, vocab]; null for an encoder without its masked-LM head. */
+  logits: Tensor | null;
+  /** An encoder without its masked-LM head: the last hidden state [1, pos, embedDim]. */
+  lastHiddenState?: Tensor;
   /** The activations kept, when `names` was given. */
   cache?: ActivationCache;
 }
@@ -134,11 +156,11 @@ export interface HookedModel {
   /** A hook point's shape for a run of `L` tokens. */
   hookShape(name: string, L: number): number[];
   /** The logits of one sequence, shape [1, pos, vocab]. */
-  forward(ids: ArrayLike<number>): Promise<ModelOutput>;
+  forward(ids: ArrayLike<number>, options?: EncoderInputs): Promise<ModelOutput>;
   /** The logits and the activations at `names` (all hook points when left out). */
-  runWithCache(ids: ArrayLike<number>, options?: { names?: HookNames }): Promise<CachedOutput>;
+  runWithCache(ids: ArrayLike<number>, options?: { names?: HookNames } & EncoderInputs): Promise<CachedOutput>;
   /** The logits with `hooks` run at their points (and a cache of `names` when given). */
-  runWithHooks(ids: ArrayLike<number>, options?: { hooks?: Record<string, Hook>; names?: HookNames | null }): Promise<HookedOutput>;
+  runWithHooks(ids: ArrayLike<number>, options?: { hooks?: Record<string, Hook>; names?: HookNames | null } & EncoderInputs): Promise<HookedOutput>;
   /** Greedy decoding through every layer's KV cache; `onToken` returning false stops. */
   generate(ids: ArrayLike<number>, options?: {
     maxNewTokens?: number;

@@ -9,7 +9,10 @@ import type { ActivationCache, HookedModel, PatchingSweep } from 'mha-wasm/model
 const mha = await init();
 const model: HookedModel = await loadModelFromFolder(mha, './gpt2');
 const ids: number[] = model.tokenizer.encode('the cat met a dog. the cat', { prependBos: false });
-const { logits, cache }: { logits: Tensor; cache: ActivationCache } = await model.runWithCache(ids, { names: (name) => name.endsWith('hook_pattern') });
+const { logits, cache }: { logits: Tensor | null; cache: ActivationCache } = await model.runWithCache(ids, { names: (name) => name.endsWith('hook_pattern') });
+// @ts-expect-error: logits is null for an encoder without its masked-LM head, so it must be checked
+logits.shape;
+if (!logits) throw new Error('a decoder always has logits');
 const [, positions, vocab] = logits.shape;
 const zeroHead = (activation: Tensor): void => {
   for (let p = 0; p < positions; p++) activation.data.fill(0, (p * model.config.numHeads + 1) * model.config.headDim, (p * model.config.numHeads + 2) * model.config.headDim);
