@@ -6,26 +6,9 @@
 //     { done, total } progress messages; patchCancel stops it (it rejects with an AbortError).
 // No DOM.
 import { activationPatching, directLogitAttribution, headScores } from '../bindings/js/models/index.js';
+import { topTokens } from './your-model/session.js';
 
-const TOP = 5;
 export const SCORE_KINDS = ['previous_token', 'duplicate_token', 'induction'];
-
-/** The k largest entries of one row of logits as { id, token, probability } (softmax over the row). */
-function topOf(logits, tokenizer, k = TOP) {
-  let max = -Infinity;
-  for (const v of logits) max = Math.max(max, v);
-  let total = 0;
-  for (const v of logits) total += Math.exp(v - max);
-  const best = [];
-  logits.forEach((v, id) => {
-    if (best.length < k || v > best[best.length - 1].v) {
-      best.push({ id, v });
-      best.sort((a, b) => b.v - a.v);
-      if (best.length > k) best.pop();
-    }
-  });
-  return best.map(({ id, v }) => ({ id, token: tokenizer.decodeOne(id), probability: Math.exp(v - max) / total }));
-}
 
 /** The last position's logits of a run ({ data, shape: [1, pos, vocab] }). */
 const lastRow = ({ data, shape: [, L, V] }) => data.subarray((L - 1) * V, L * V);
@@ -107,8 +90,8 @@ export function patchingHandlers({ hookedModel, backend = () => null }) {
     const { logits, cache } = await m.runWithCache(cleanRun.ids);
     const totalMs = performance.now() - started;
     const other = await m.forward(corruptedRun.ids);
-    const cleanTop = topOf(lastRow(logits), m.tokenizer);
-    const corruptedTop = topOf(lastRow(other.logits), m.tokenizer);
+    const cleanTop = topTokens(lastRow(logits), m.tokenizer);
+    const corruptedTop = topTokens(lastRow(other.logits), m.tokenizer);
     // Defaults: the clean run's top next token, and the corrupted run's (its best other than the answer).
     const answerId = tokenOf(m, 'answer', answer) ?? cleanTop[0].id;
     const wrongId = tokenOf(m, 'wrong', wrong) ?? (corruptedTop.find((t) => t.id !== answerId) ?? cleanTop[1]).id;

@@ -4,6 +4,17 @@
 import { positiveInteger, positiveNumber, refuseMixtureOfExperts, refuseUnless } from './common.js';
 import { stacked } from './stack.js';
 
+/** The model-level weights under Llama's keys (Phi-3 shares them): embeddings, final RMSNorm, unembedding. */
+export function llamaModelWeights({ get, f32 }, a) {
+  const E = a.embedDim, V = a.vocabSize;
+  const embedding = get('model.embed_tokens.weight', [V, E]);
+  return {
+    embedding,
+    finalNorm: { weight: f32('model.norm.weight', [E]) },
+    unembedding: a.tiedUnembedding ? embedding : get('lm_head.weight', [V, E]),
+  };
+}
+
 export const llama = {
   name: 'llama',
   modelTypes: ['llama', 'mistral', 'qwen2'],
@@ -52,15 +63,7 @@ export const llama = {
     };
   },
 
-  model({ get, f32 }, a) {
-    const E = a.embedDim, V = a.vocabSize;
-    const embedding = get('model.embed_tokens.weight', [V, E]);
-    return {
-      embedding,
-      finalNorm: { weight: f32('model.norm.weight', [E]) },
-      unembedding: a.tiedUnembedding ? embedding : get('lm_head.weight', [V, E]),
-    };
-  },
+  model: llamaModelWeights,
 
   layer({ get, f32 }, a, l) {
     const { embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, hiddenDim: I } = a;

@@ -6,6 +6,7 @@
 import {
   headsOf, positiveInteger, positiveNumber, refuseMixtureOfExperts, refuseUnless, ropeOf, rotaryDim,
 } from './common.js';
+import { llamaModelWeights } from './llama.js';
 
 export const phi3 = {
   name: 'phi3',
@@ -41,15 +42,7 @@ export const phi3 = {
     };
   },
 
-  model({ get, f32 }, a) {
-    const E = a.embedDim, V = a.vocabSize;
-    const embedding = get('model.embed_tokens.weight', [V, E]);
-    return {
-      embedding,
-      finalNorm: { weight: f32('model.norm.weight', [E]) },
-      unembedding: a.tiedUnembedding ? embedding : get('lm_head.weight', [V, E]),
-    };
-  },
+  model: llamaModelWeights,  // (Llama's keys)
 
   layer({ get, f32 }, a, l) {
     const { embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, hiddenDim: I } = a;
