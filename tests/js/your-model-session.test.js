@@ -89,3 +89,24 @@ test('a checkpoint without tokenizer.json, and a run before any load, are refuse
     { name: 'TypeError', message: 'loadModel: tokenizer.json is missing' });
   await assert.rejects(s.run({ text: 'x' }), /no model loaded: drop its files first/);
 });
+
+test('a checkpoint refused while its layers are built leaves the model the session had', async () => {
+  const s = session();
+  await s.load({ files: checkpointFiles('gpt2') });
+  const { text, tensors } = expectedValues('gpt2');
+  const before = await s.run({ text });
+  // Mistral's files with one layer's weight missing: they read, and layer 1 is refused while built.
+  const { readSafetensors, writeSafetensors } = await import('../../bindings/js/index.js');
+  const broken = checkpointFiles('mistral').map((file) => {
+    if (file.name !== 'model.safetensors') return file;
+    const { tensors: all } = readSafetensors(file.bytes);
+    delete all['model.layers.1.mlp.down_proj.weight'];
+    return { name: file.name, bytes: writeSafetensors(all) };
+  });
+  await assert.rejects(s.load({ files: broken }), /the weights have no tensor 'model.layers.1.mlp.down_proj.weight'/);
+  const after = await s.run({ text });
+  assert.equal(after.model.family, 'gpt2');
+  assert.deepEqual(after.prediction.map((p) => p.id), before.prediction.map((p) => p.id));
+  assert.deepEqual(after.prediction.map((p) => p.id), torchTop(tensors.logits));
+  s.dispose();
+});

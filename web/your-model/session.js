@@ -64,10 +64,14 @@ export class YourModelSession {
   /** files: [{ name, bytes }]; progress({ phase, done, total, name }). */
   async load({ files }, progress = () => {}) {
     this.#cancelled = false;
-    this.dispose();
     const checkpoint = readCheckpoint(files, { onProgress: (done, total, name) => progress({ phase: 'weights', done, total, name }) });
     if (!checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
     await this.#checkpointPoint();
+    // The model it had is freed before the new one is built (both would crowd a tab's memory), but
+    // its checkpoint is kept until the new one stands: a refusal or a cancel while building goes
+    // back to it (rebuilt on the next run).
+    const previous = this.#checkpoint;
+    this.dispose();
     this.#checkpoint = checkpoint;
     try {
       await this.#modelOnBackend(async (done, total) => {
@@ -75,7 +79,7 @@ export class YourModelSession {
         await this.#checkpointPoint();
       });
     } catch (error) {
-      this.#checkpoint = null;
+      this.#checkpoint = previous;
       throw error;
     }
     return { model: this.#model.transformer.summary, config: this.#config(), backend: this.#modelBackend };
