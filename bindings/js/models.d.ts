@@ -35,8 +35,8 @@ export interface LoadModelOptions {
 
 /** A model's hyperparameters, as config.json gives them. */
 export interface ModelConfig {
-  /** The family: 'gpt2', 'llama' (Llama, Mistral, Qwen2), 'gpt_neox' (Pythia), 'gemma', 'gemma2', 'phi3'; the encoders 'bert', 'roberta'; 'attn-only' for the demo page's default model. */
-  readonly family: 'gpt2' | 'llama' | 'gpt_neox' | 'gemma' | 'gemma2' | 'phi3' | 'bert' | 'roberta' | 'attn-only';
+  /** The family: 'gpt2', 'llama' (Llama, Mistral, Qwen2), 'gpt_neox' (Pythia), 'gemma', 'gemma2', 'phi3'; the encoders 'bert', 'roberta', 'distilbert'; 'attn-only' for the demo page's default model. */
+  readonly family: 'gpt2' | 'llama' | 'gpt_neox' | 'gemma' | 'gemma2' | 'phi3' | 'bert' | 'roberta' | 'distilbert' | 'attn-only';
   /** config.json's model_type. */
   readonly modelType: string;
   /** Transformer blocks. */

@@ -133,6 +133,58 @@ test("roberta: BERT's layers under roberta. with lm_head, positions from padding
   });
 });
 
+test("distilbert: BERT's layers under DistilBERT's names and config keys, no token types", async () => {
+  const rename = [
+    [/^bert\.embeddings\.LayerNorm\.gamma$/, 'distilbert.embeddings.LayerNorm.weight'],
+    [/^bert\.embeddings\.LayerNorm\.beta$/, 'distilbert.embeddings.LayerNorm.bias'],
+    [/^bert\.embeddings\.(word|position)_embeddings\.weight$/, 'distilbert.embeddings.$1_embeddings.weight'],
+    [/^bert\.encoder\.layer\.(\d+)\.attention\.self\.query\./, 'distilbert.transformer.layer.$1.attention.q_lin.'],
+    [/^bert\.encoder\.layer\.(\d+)\.attention\.self\.key\./, 'distilbert.transformer.layer.$1.attention.k_lin.'],
+    [/^bert\.encoder\.layer\.(\d+)\.attention\.self\.value\./, 'distilbert.transformer.layer.$1.attention.v_lin.'],
+    [/^bert\.encoder\.layer\.(\d+)\.attention\.output\.dense\./, 'distilbert.transformer.layer.$1.attention.out_lin.'],
+    [/^bert\.encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.gamma$/, 'distilbert.transformer.layer.$1.sa_layer_norm.weight'],
+    [/^bert\.encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.beta$/, 'distilbert.transformer.layer.$1.sa_layer_norm.bias'],
+    [/^bert\.encoder\.layer\.(\d+)\.intermediate\.dense\./, 'distilbert.transformer.layer.$1.ffn.lin1.'],
+    [/^bert\.encoder\.layer\.(\d+)\.output\.dense\./, 'distilbert.transformer.layer.$1.ffn.lin2.'],
+    [/^bert\.encoder\.layer\.(\d+)\.output\.LayerNorm\.gamma$/, 'distilbert.transformer.layer.$1.output_layer_norm.weight'],
+    [/^bert\.encoder\.layer\.(\d+)\.output\.LayerNorm\.beta$/, 'distilbert.transformer.layer.$1.output_layer_norm.bias'],
+    [/^cls\.predictions\.transform\.dense\./, 'vocab_transform.'],
+    [/^cls\.predictions\.transform\.LayerNorm\.gamma$/, 'vocab_layer_norm.weight'],
+    [/^cls\.predictions\.transform\.LayerNorm\.beta$/, 'vocab_layer_norm.bias'],
+    [/^cls\.predictions\.bias$/, 'vocab_projector.bias'],
+  ];
+  const files = editedFiles((tensors, config) => {
+    const out = {};
+    for (const [key, t] of Object.entries(tensors)) {
+      const rule = rename.find(([from]) => from.test(key));
+      if (rule) out[key.replace(rule[0], rule[1])] = t;
+    }
+    // No token types: BERT's type-0 row (what an input without tokenTypeIds adds) goes into the positions.
+    const pos = out['distilbert.embeddings.position_embeddings.weight'];
+    const type0 = tensors['bert.embeddings.token_type_embeddings.weight'].data;
+    const E = pos.shape[1];
+    const data = Float32Array.from(pos.data, (v, i) => v + type0[i % E]);
+    out['distilbert.embeddings.position_embeddings.weight'] = { dtype: 'F32', shape: pos.shape, data };
+    const { hidden_size: dim, num_attention_heads: n_heads, num_hidden_layers: n_layers, intermediate_size: hidden_dim } = config;
+    return {
+      tensors: out,
+      config: {
+        model_type: 'distilbert', architectures: ['DistilBertForMaskedLM'], vocab_size: config.vocab_size, dim, n_heads, n_layers,
+        hidden_dim, max_position_embeddings: config.max_position_embeddings, activation: 'gelu', pad_token_id: config.pad_token_id,
+        sinusoidal_pos_embds: false,
+      },
+    };
+  });
+  await withModel(files, async (model) => {
+    assert.equal(model.config.family, 'distilbert');
+    assert.equal(model.config.typeVocabSize, 0);
+    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-4, 'distilbert logits');
+    await assert.rejects(model.forward(ref.ids, { tokenTypeIds: ref.ids.map(() => 1) }), /tokenTypeIds/);
+  });
+  const sinusoidal = editedFiles((tensors, config) => ({ tensors, config: { ...config, model_type: 'distilbert', dim: 32, n_heads: 4, n_layers: 2, hidden_dim: 64, sinusoidal_pos_embds: true } }));
+  await assert.rejects(loadModel(mha, sinusoidal), /sinusoidal_pos_embds/);
+});
+
 test('bert: the WordPiece tokenizer encodes [CLS] … [SEP] and decodes back', () => withModel(checkpointFiles('bert'), async (model) => {
   const t = model.tokenizer;
   assert.deepEqual(t.encode(ref.text), ref.ids);

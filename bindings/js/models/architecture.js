@@ -11,7 +11,7 @@ const KNOWN = [...BY_MODEL_TYPE.keys()].join(', ');
 
 /**
  * The hyperparameters of a parsed config.json, or a TypeError naming the model_type and
- * architectures found when they are not a family this forward runs. Encoders (bert, roberta) only
+ * architectures found when they are not a family this forward runs. Encoders (bert, roberta, distilbert) only
  * with `encoders: true` (mha-wasm/models' loadModel; the page's views and generation run decoders).
  */
 export function architectureOf(config, { encoders = false } = {}) {

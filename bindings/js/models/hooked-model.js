@@ -92,7 +92,7 @@ function integerList(what, list, L, ok, expected) {
 function encoderInputs(what, architecture, { attentionMask, tokenTypeIds }, L) {
   if (!architecture.encoder) {
     for (const [key, value] of [['attentionMask', attentionMask], ['tokenTypeIds', tokenTypeIds]]) {
-      if (value !== undefined) throw new TypeError(`${what}: ${key} is for encoders (bert, roberta); a ${architecture.family} decoder runs one unpadded sequence causally`);
+      if (value !== undefined) throw new TypeError(`${what}: ${key} is for encoders (bert, roberta, distilbert); a ${architecture.family} decoder runs one unpadded sequence causally`);
     }
     return {};
   }

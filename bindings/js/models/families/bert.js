@@ -7,7 +7,9 @@
 // GELU, layer_norm, decoder + lm_head.bias). RoBERTa's positions count from padding_idx + 1
 // (modeling_roberta.py create_position_ids_from_input_ids). bert-base-uncased's files name the
 // LayerNorms' weights gamma / beta (transformers renames them on load): both are read. The pooler
-// and the next-sentence / classifier heads are not read.
+// and the next-sentence / classifier heads are not read. DistilBERT (distilbert:
+// DistilBertForMaskedLM, DistilBertModel) is the same encoder under its own config keys and weight
+// names (modeling_distilbert.py), without token types; its sinusoidal positions option is refused.
 import { positiveInteger, positiveNumber, refuseKey, refuseMixtureOfExperts, refuseUnless } from './common.js';
 
 /** The encoders' shared config reading; `prefix` is the weights' ('bert.', 'roberta.'). */
@@ -132,4 +134,51 @@ export const roberta = {
     dense: 'lm_head.dense', norm: 'lm_head.layer_norm', decoder: 'lm_head.decoder', bias: 'lm_head.bias',
   }),
   layer: (ctx, a, l) => encoderLayer(ctx, a, `roberta.encoder.layer.${l}.`),
+};
+
+/** DistilBERT's config keys read as BERT's (dim, n_heads, n_layers, hidden_dim, activation). */
+function distilbertArchitecture(config) {
+  refuseKey(config, 'sinusoidal_pos_embds', (v) => v === false || v === null || v === undefined,
+    'only learned positions (sinusoidal_pos_embds: false), as the released checkpoints have them');
+  const renamed = {
+    ...config, hidden_size: config.dim, num_attention_heads: config.n_heads, num_hidden_layers: config.n_layers,
+    intermediate_size: config.hidden_dim, hidden_act: config.activation ?? 'gelu', type_vocab_size: 0,
+    layer_norm_eps: config.layer_norm_eps ?? 1e-12,
+  };
+  for (const key of ['dim', 'n_heads', 'n_layers', 'hidden_dim']) {
+    if (config[key] === undefined) throw new TypeError(`config.json: ${key} is missing (DistilBERT's config names it so)`);
+  }
+  return encoderArchitecture(renamed, 'distilbert');
+}
+
+export const distilbert = {
+  name: 'distilbert',
+  modelTypes: ['distilbert'],
+  traits: ENCODER_TRAITS,
+  architecture: distilbertArchitecture,
+  aliases: (key) => {
+    const bare = key.startsWith('distilbert.') ? key.slice(11) : null;
+    return [bare].filter(Boolean);
+  },
+  model: (ctx, a) => encoderModel(ctx, a, 'distilbert.', {
+    dense: 'vocab_transform', norm: 'vocab_layer_norm', decoder: 'vocab_projector', bias: 'vocab_projector.bias',
+  }),
+  layer: (ctx, a, l) => {
+    const { embedDim: E, hiddenDim: I } = a;
+    const { get, f32 } = ctx;
+    const p = `distilbert.transformer.layer.${l}.`;
+    return {
+      attention: {
+        q: f32(p + 'attention.q_lin.weight', [E, E]), qBias: f32(p + 'attention.q_lin.bias', [E]),
+        k: f32(p + 'attention.k_lin.weight', [E, E]), kBias: f32(p + 'attention.k_lin.bias', [E]),
+        v: f32(p + 'attention.v_lin.weight', [E, E]), vBias: f32(p + 'attention.v_lin.bias', [E]),
+        o: f32(p + 'attention.out_lin.weight', [E, E]), oBias: f32(p + 'attention.out_lin.bias', [E]),
+      },
+      // Post-LN, as BERT's: sa_layer_norm after the attention's residual add, output_layer_norm after the MLP's.
+      norm1: { weight: f32(p + 'sa_layer_norm.weight', [E]), bias: f32(p + 'sa_layer_norm.bias', [E]) },
+      norm2: { weight: f32(p + 'output_layer_norm.weight', [E]), bias: f32(p + 'output_layer_norm.bias', [E]) },
+      up: { tensor: get(p + 'ffn.lin1.weight', [I, E]), bias: f32(p + 'ffn.lin1.bias', [I]) },
+      down: { tensor: get(p + 'ffn.lin2.weight', [E, I]), bias: f32(p + 'ffn.lin2.bias', [E]) },
+    };
+  },
 };

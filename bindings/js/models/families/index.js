@@ -4,7 +4,7 @@
 // transformer.js, hooked-forward.js, hook-points.js and attribution.js read only the traits an
 // architecture carries (common.js), never a family's name.
 import { attnOnly } from './attn-only.js';
-import { bert, roberta } from './bert.js';
+import { bert, distilbert, roberta } from './bert.js';
 import { DEFAULT_TRAITS } from './common.js';
 import { gemma } from './gemma.js';
 import { gemma2 } from './gemma2.js';
@@ -15,7 +15,7 @@ import { phi3 } from './phi3.js';
 
 // (qwen3, gemma3_text and olmo2 normalize q and k per head between the projection and rotary, which
 // MultiHeadAttention has no option for: their model_type stays unknown, and so refused.)
-export const FAMILIES = [gpt2, llama, gptNeox, gemma, gemma2, phi3, bert, roberta, attnOnly];
+export const FAMILIES = [gpt2, llama, gptNeox, gemma, gemma2, phi3, bert, roberta, distilbert, attnOnly];
 
 const byName = new Map(FAMILIES.map((f) => [f.name, f]));
 
