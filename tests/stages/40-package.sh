@@ -60,6 +60,7 @@ echo "--- mha-wasm/models from ESM and CommonJS: a tiny checkpoint's hook points
 cp -r tests/fixtures/your-model/gpt2 "$APP/gpt2"
 cp tests/package/models.mjs "$APP/"
 (cd "$APP" && node models.mjs)
+(cd "$APP" && node node_modules/mha-wasm/examples/patching.mjs gpt2 "the cat met a dog. the cat" "the dog met a cat. the dog" | grep -F 'heads that matter most')
 
 echo "--- TypeScript (tsc --strict): examples/typed-usage.ts, the README's example, the per-head weights use case, mha-wasm/models (models-usage.ts), CommonJS (typed-require.cts)"
 cat > "$APP/tsconfig.json" <<'JSON'
