@@ -86,6 +86,9 @@ export function testHook(page) {
         /** Your model: what was loaded ({ family, layers, heads, ... }) and the logit lens, or null on another source. */
         model: state.source === 'model' && yourModel.model ? { ...yourModel.model } : null,
         ...(state.source === 'model' ? { lens: structuredClone(state.result?.lens ?? null) } : {}),
+        /** Your model on an encoder (BERT, RoBERTa): the prediction's title and [{ position, token, top }] per [MASK] / <mask>. */
+        ...(state.source === 'model' && state.result?.encoder
+          ? { predictionTitle: $('prediction-title').textContent, fillMask: structuredClone(state.result.fillMask) } : {}),
         /**
          * Patching: { error, running: { over, done, total } | null, prepared: { clean, corrupted: { text, ids, tokens },
          * refused, answer, wrong: { id, token, chosen }, logitDiff: { clean, corrupted }, attribution: { heads, mlps,

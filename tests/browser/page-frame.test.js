@@ -96,9 +96,9 @@ test('a first checkpoint refused (a truncated model.safetensors, then an unknown
   s = await state();
   assert.equal(s.labels.slice(1).join(''), 'kelumi likes the boat. kelu', 'the default model drew the text');
 
-  const bert = gpt2With('config.json', () => new TextEncoder().encode('{"model_type":"bert","architectures":["BertModel"]}'));
-  const second = await loadFiles(bert);
-  assert.match(second, /^Could not load the model: config\.json: model_type "bert"/);
+  const t5 = gpt2With('config.json', () => new TextEncoder().encode('{"model_type":"t5","architectures":["T5Model"]}'));
+  const second = await loadFiles(t5);
+  assert.match(second, /^Could not load the model: config\.json: model_type "t5"/);
   assert.equal(await page.locator('#message').textContent(), second);
   assert.equal((await state()).source, 'default');
   assert.equal(await setTextSettles('the red boat'), 'settled');

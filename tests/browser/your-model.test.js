@@ -2,7 +2,8 @@
 // tools/make_tiny_checkpoints.py: the files go in through the test hook (as { name, bytes }, and as
 // File objects through the file picker), every head of every layer is drawn and equals torch's
 // pattern, the prediction is torch's, ablating a head in the Steps view gives torch's ablated
-// prediction, Generate runs, export works, and a refused file shows the page's message.
+// prediction, Generate runs, export works, a refused file shows the page's message, and BERT's
+// bidirectional heads and fill-mask match the reference (Generate, the lens and head edits off).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -159,10 +160,102 @@ test('Generate: tokens through the caches, the text grows, export SVG / PNG / JS
 
 test('a file the page refuses: loadModel rejects with the page\'s message', async () => {
   const files = checkpointFiles('gpt2').map((f) => (f.name === 'config.json'
-    ? { name: f.name, bytes: Array.from(new TextEncoder().encode('{"model_type":"bert","architectures":["BertModel"]}')) }
+    ? { name: f.name, bytes: Array.from(new TextEncoder().encode('{"model_type":"t5","architectures":["T5Model"]}')) }
     : { name: f.name, bytes: Array.from(f.bytes) }));
   const message = await page.evaluate((fs) => window.__mhaDemo.loadModel(fs.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) })))
     .then(() => 'loaded', (error) => error.message), files);
-  assert.equal(message, 'Could not load the model: config.json: model_type "bert", architectures ["BertModel"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3');
+  assert.equal(message, 'Could not load the model: config.json: model_type "t5", architectures ["T5Model"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3, bert, roberta');
   assert.equal(await page.locator('#message').textContent(), message);
+});
+
+// Issue 48's encoders in the page: the tiny BERT (BertForMaskedLM's keys, a WordPiece
+// tokenizer.json) with a [MASK] in the text: every head of every layer is the float64 reference's
+// bidirectional pattern (full rows, no causal triangle), and the fill-mask list is the top 5 of
+// mha-wasm/models' masked-LM logits at the mask in Node. Generate and the logit lens are off with
+// the hint; the Steps view draws a head's steps with ablating and patching off.
+test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask at [MASK] is Node\'s forward', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { init, readSafetensors } = await import('../../bindings/js/index.js');
+  const { loadModel } = await import('../../bindings/js/models/index.js');
+  const dir = new URL('../fixtures/your-model/bert/', import.meta.url);
+  const ref = JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8'));
+  const { tensors } = readSafetensors(readFileSync(new URL('hooks.safetensors', dir)));
+  const mha = await init({ threads: 1 });
+  const node = await loadModel(mha, checkpointFiles('bert'));
+  const { logits } = await node.forward(ref.ids);
+  const V = logits.shape[2];
+  const row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
+  const nodeTop = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
+  node.dispose();
+  assert.equal(nodeTop[0], ref.fill, 'Node\'s top token at the mask is torch\'s');
+
+  await load('bert');
+  const s = await state();
+  assert.deepEqual(s.model, { family: 'bert', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
+  assert.match(await page.locator('#model-summary').textContent(), /^BERT family · encoder \(bidirectional heads, fill-mask\) · 2 layers · 4 heads/);
+  assert.match(await page.locator('#model-panel .hint').first().textContent(), /BERT and RoBERTa/);
+  await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
+  const after = await state();
+  assert.deepEqual(after.ids, ref.ids);
+  assert.equal(after.labels[0], '[CLS]');
+  assert.equal(after.labels.at(-1), '[SEP]');
+  assert.equal(after.causal, false);
+  const L = ref.ids.length, H = 4;
+  assert.equal(await page.locator('#grid canvas').count(), 2 * H, 'every head of every layer has a tile');
+  for (let l = 0; l < 2; l++) {
+    const expected = tensors[`blocks.${l}.attn.hook_pattern`];
+    assert.deepEqual(expected.shape, [1, H, L, L]);
+    for (let h = 0; h < H; h++) {
+      const weights = Float32Array.from(await page.evaluate(([layer, head]) => window.__mhaDemo.getWeights(layer, head), [l, h]));
+      assertClose(weights, expected.data.subarray(h * L * L, (h + 1) * L * L), 1e-4, `bert layer ${l} head ${h}`);
+      // Bidirectional: the first query sees the last key (a causal triangle would hide it).
+      assert.ok(weights[L - 1] > 0, `layer ${l} head ${h}: row 0 reaches key ${L - 1}`);
+    }
+  }
+  // The heatmap draws full rows: its top-right corner (query 0, the last key) is not the causal-mask color.
+  const corner = await page.evaluate(() => {
+    const canvas = document.getElementById('heatmap');
+    return Array.from(canvas.getContext('2d').getImageData(canvas.width - 2, 1, 1, 1).data.slice(0, 3));
+  });
+  assert.notDeepEqual(corner, [228, 231, 238], 'the heatmap\'s top-right cell is drawn, not masked');
+  assert.deepEqual(after.prediction.map((p) => p.id), nodeTop);
+  assert.equal(after.predictionTitle, `Fill-mask: [MASK] at position ${ref.maskPosition}`);
+  assert.equal(await page.locator('#prediction-title').textContent(), `Fill-mask: [MASK] at position ${ref.maskPosition}`);
+  assert.deepEqual(after.fillMask.map((m) => [m.position, m.top.map((t) => t.id)]), [[ref.maskPosition, nodeTop]]);
+  assert.equal(await page.locator('#model-fill li').count(), 1);
+  assert.deepEqual(after.lens, []);
+  assert.equal(await page.locator('#model-gen-start').isDisabled(), true);
+  assert.match(await page.locator('#model-gen-status').textContent(), /^Generate: not for an encoder \(BERT\)/);
+  assert.match(await page.locator('#model-lens-status').textContent(), /^Logit lens: not for an encoder \(BERT\)/);
+  // No mask in the text: the last non-special token's prediction, and the title says so.
+  await page.evaluate(() => window.__mhaDemo.setText('the cats sat'));
+  assert.match(await page.locator('#prediction-title').textContent(), /^No \[MASK\] in the text: the prediction at position \d+ 'sat' \(the last non-special token\)$/);
+  // The Steps view: the head's steps are drawn (bidirectional), ablating and patching are off.
+  await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
+  await page.evaluate(() => window.__mhaDemo.showSteps({ layer: 1, head: 2 }));
+  const steps = await page.evaluate(async () => {
+    while (!window.__mhaDemo.getState().steps) await window.__mhaDemo.nextRender();
+    return window.__mhaDemo.getState().steps;
+  });
+  const p1 = tensors['blocks.1.attn.hook_pattern'].data;
+  const q = steps.query;
+  assertClose(Float32Array.from(steps.pattern), p1.subarray((2 * L + q) * L, (2 * L + q + 1) * L), 1e-4, 'steps pattern');
+  assert.equal(await page.locator('#steps-ablate').isDisabled(), true);
+  assert.equal(await page.locator('#steps-patch').isDisabled(), true);
+  assert.match(await page.locator('#steps-summary').textContent(), /Ablating or patching a head: not for an encoder \(bert\)/);
+  await page.locator('#view-heatmap').click();
+  assert.deepEqual(problems, []);
+});
+
+test('after BERT, a decoder loads with Generate and the logit lens back on', async () => {
+  await load('gpt2');
+  const { text, tensors } = expectedValues('gpt2');
+  await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+  const s = await state();
+  assert.equal(s.causal, true);
+  assert.deepEqual(s.prediction.map((p) => p.id), torchTop(tensors.logits));
+  assert.equal(await page.locator('#prediction-title').textContent(), 'Next token');
+  assert.equal(await page.locator('#model-gen-start').isDisabled(), false);
+  assert.equal(await page.locator('#model-lens-status').isHidden(), true);
+  assert.equal(await page.locator('#model-fill-set').isHidden(), true);
 });

@@ -1,6 +1,7 @@
 // The worker's side of the "Your model" mode (web/your-model/session.js) in Node: a load, a run
 // in the shape the page draws (every head, steps, prediction, logit lens), ablation through the
-// Steps view's lists against torch, greedy generation through the caches, cancel, and refusals.
+// Steps view's lists against torch, greedy generation through the caches, cancel, refusals, and
+// the tiny BERT (every bidirectional head, fill-mask at [MASK], what an encoder refuses).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { init } from '../../bindings/js/index.js';
@@ -108,5 +109,64 @@ test('a checkpoint refused while its layers are built leaves the model the sessi
   assert.equal(after.model.family, 'gpt2');
   assert.deepEqual(after.prediction.map((p) => p.id), before.prediction.map((p) => p.id));
   assert.deepEqual(after.prediction.map((p) => p.id), torchTop(tensors.logits));
+  s.dispose();
+});
+
+test('bert: every bidirectional head is the float64 reference\'s, fill-mask at [MASK] is forward\'s top 5; generate and head edits refused by name', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { readSafetensors } = await import('../../bindings/js/index.js');
+  const dir = new URL('../fixtures/your-model/bert/', import.meta.url);
+  const ref = JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8'));
+  const { tensors } = readSafetensors(readFileSync(new URL('hooks.safetensors', dir)));
+  const s = session();
+  const loaded = await s.load({ files: checkpointFiles('bert') });
+  assert.deepEqual(loaded.model, { family: 'bert', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
+  const result = await s.run({ text: ref.text });
+  assert.deepEqual(result.ids, ref.ids);
+  assert.deepEqual([result.labels[0], result.labels.at(-1)], ['[CLS]', '[SEP]']);
+  assert.equal(result.causal, false);
+  assert.equal(result.encoder, true);
+  const L = ref.ids.length;
+  for (let l = 0; l < 2; l++) {
+    assertClose(result.layers[l].weights, tensors[`blocks.${l}.attn.hook_pattern`].data, 1e-4, `layer ${l} pattern`);
+    assertClose(result.layers[l].output, tensors[`blocks.${l}.hook_attn_out`].data, 1e-4, `layer ${l} attention output`);
+  }
+  assert.ok(result.layers[0].weights[L - 1] > 0, 'query 0 sees the last key');
+  // fill-mask: the masked-LM logits at the mask (the HookedModel's forward), top 5
+  const { logits } = await s.model.forward(ref.ids);
+  const V = logits.shape[2];
+  const row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
+  const top = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
+  assert.equal(top[0], ref.fill);
+  assert.deepEqual(result.prediction.map((p) => p.id), top);
+  assert.equal(result.predictionTitle, `Fill-mask: [MASK] at position ${ref.maskPosition}`);
+  assert.deepEqual(result.fillMask.map((m) => [m.position, m.token, m.top.map((t) => t.id)]), [[ref.maskPosition, '[MASK]', top]]);
+  assert.deepEqual(result.lens, []);
+  // Two masks: each has its own list; the prediction is the first's.
+  const two = await s.run({ text: 'the [MASK] sat on the [MASK].' });
+  assert.equal(two.fillMask.length, 2);
+  assert.match(two.predictionTitle, /^Fill-mask: \[MASK\] at position 2 \(1 of 2 masks: every one in the panel\)$/);
+  // No mask: the last non-special position, said in the title.
+  const plain = await s.run({ text: 'the cats sat' });
+  assert.equal(plain.ids.at(-1), ref.ids.at(-1), '[SEP] last');
+  assert.equal(plain.predictionTitle, `No [MASK] in the text: the prediction at position ${plain.ids.length - 2} 'sat' (the last non-special token)`);
+  // The Steps view's steps from the hook points (bidirectional: every key of every query).
+  const { headSteps } = await import('../../web/steps-view.js');
+  const stepped = await s.run({ text: ref.text, steps: { ablated: [], patched: [], patchText: '' } });
+  const hs = headSteps(stepped.layers[1], { head: 2, config: stepped.config });
+  assert.deepEqual([hs.sizes.L, hs.sizes.S, hs.sizes.Dh], [L, L, 8]);
+  assertClose(hs.mats.pattern.data, tensors['blocks.1.attn.hook_pattern'].data.subarray(2 * L * L, 3 * L * L), 1e-4, 'steps pattern');
+  assertClose(hs.mats.q.data.subarray(0, 8), tensors['blocks.1.attn.hook_q'].data.subarray(2 * 8, 3 * 8), 1e-4, 'steps q, token 0');
+  await assert.rejects(s.generate({ text: ref.text, count: 2 }), /^TypeError: generate: not supported on an encoder \(bert\)/);
+  await assert.rejects(s.run({ text: ref.text, steps: { ablated: [[0, 1]], patched: [], patchText: '' } }),
+    /ablating or patching a head from the Steps view: not supported on an encoder \(bert\)/);
+  // A decoder after it runs as before (causal, next token, logit lens).
+  await s.load({ files: checkpointFiles('gpt2') });
+  const { text, tensors: gpt2 } = expectedValues('gpt2');
+  const decoded = await s.run({ text });
+  assert.equal(decoded.causal, true);
+  assert.equal(decoded.encoder, undefined);
+  assert.deepEqual(decoded.prediction.map((p) => p.id), torchTop(gpt2.logits));
+  assert.equal(decoded.lens.length, 2);
   s.dispose();
 });

@@ -100,6 +100,13 @@ export class StepsMode {
       : source === 'model' ? 'second text (the same number of tokens)' : 'second text';
     $('steps-patch-label').htmlFor = custom ? 'steps-patch-file' : 'steps-patch-text';
     $('steps-ablate').parentElement.hidden = !changeable;
+    // An encoder (Your model's BERT / RoBERTa): its heads' steps are drawn, but ablating or
+    // patching one is refused by name (the controls are off, the summary says why).
+    const encoder = source === 'model' && Boolean(result.encoder);
+    for (const id of ['steps-ablate', 'steps-patch', 'steps-patch-text']) {
+      $(id).disabled = encoder;
+      $(id).title = encoder ? `not for an encoder (${result.model.family})` : '';
+    }
     if (result.generation) {
       this.#renderCacheSteps();
       return;
@@ -135,7 +142,8 @@ export class StepsMode {
       ...this.patched.map(([l, h]) => `L${l} H${h} patched from ${custom ? this.patchFile?.name : `'${this.patchText}'`}`),
     ];
     $('steps-summary').textContent = `Layer ${layer}, head ${head}, query ${query} '${displayToken(labels[query])}'. `
-      + (changes.length && changeable ? `Changed: ${changes.join(', ')} (the prediction and later layers follow).` : '');
+      + (encoder ? `Ablating or patching a head: not for an encoder (${result.model.family}); on one, use mha-wasm/models' runWithHooks at hook_z.`
+        : changes.length && changeable ? `Changed: ${changes.join(', ')} (the prediction and later layers follow).` : '');
   }
 
   /** Generate: the newest token's step, its one query row against everything the cache holds. */

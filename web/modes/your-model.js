@@ -1,4 +1,5 @@
-// The page's "Your model" mode: a Hugging Face GPT-2- or Llama-family checkpoint from the user's
+// The page's "Your model" mode: a Hugging Face GPT-2- or Llama-family checkpoint (or a BERT /
+// RoBERTa encoder: every head, fill-mask at its [MASK] / <mask> tokens) from the user's
 // disk (config.json, model.safetensors or the sharded index with its shards, tokenizer.json),
 // dropped or picked. The worker loads and runs it (web/your-model/session.js) and answers in the
 // shape every view reads, so the grid shows every head of every layer, the large view the
@@ -11,7 +12,8 @@ import { LatestOnly } from '../latest-only.js';
 const PANEL_HTML = `
   <p class="hint">A Hugging Face checkpoint folder's files: <code>config.json</code>, <code>model.safetensors</code>
     (or <code>model.safetensors.index.json</code> with its shards) and <code>tokenizer.json</code>. GPT-2,
-    Llama-style models (Llama, Mistral, Qwen2, SmolLM, TinyLlama), Pythia (GPT-NeoX), Gemma, Gemma 2 and Phi-3.
+    Llama-style models (Llama, Mistral, Qwen2, SmolLM, TinyLlama), Pythia (GPT-NeoX), Gemma, Gemma 2 and Phi-3;
+    encoders: BERT and RoBERTa (every head, and fill-mask at a <code>[MASK]</code> / <code>&lt;mask&gt;</code> in the text).
     Nothing leaves this page.</p>
   <div id="model-drop" class="model-drop" tabindex="0">Drop the files here, or
     <label class="link">pick files<input id="model-files" type="file" multiple accept=".json,.safetensors" hidden></label>
@@ -33,8 +35,13 @@ const PANEL_HTML = `
     </div>
     <p id="model-gen-status" class="hint" aria-live="polite"></p>
   </fieldset>
+  <fieldset id="model-fill-set" hidden>
+    <legend>Fill-mask <small>(each mask token's top 5, from the masked-LM head)</small></legend>
+    <ol id="model-fill"></ol>
+  </fieldset>
   <fieldset>
     <legend>Logit lens <small>(the last token's prediction if the model stopped after each layer)</small></legend>
+    <p id="model-lens-status" class="hint" hidden></p>
     <ol id="model-lens" start="0"></ol>
   </fieldset>
   <div class="row">
@@ -44,7 +51,13 @@ const PANEL_HTML = `
   </div>`;
 
 /** The summary's name of each family mha-wasm/models loads (its config.family). */
-const FAMILY_NAMES = { gpt2: 'GPT-2', llama: 'Llama', gpt_neox: 'GPT-NeoX', gemma: 'Gemma', gemma2: 'Gemma 2', phi3: 'Phi-3' };
+const FAMILY_NAMES = { gpt2: 'GPT-2', llama: 'Llama', gpt_neox: 'GPT-NeoX', gemma: 'Gemma', gemma2: 'Gemma 2', phi3: 'Phi-3', bert: 'BERT', roberta: 'RoBERTa' };
+
+/** An encoder's hints: what the panel refuses for it, by name. */
+const ENCODER_HINTS = {
+  generate: (name) => `Generate: not for an encoder (${name}): it predicts the tokens at its [MASK] / <mask> positions, it does not decode left to right.`,
+  lens: (name) => `Logit lens: not for an encoder (${name}): its post-LN blocks leave a residual stream the masked-LM head does not read layer by layer.`,
+};
 
 const OTHER_SOURCES = ['default', 'custom', 'sentiment', 'train'];
 const NO_MODEL = 'No model loaded: drop a checkpoint\'s files above.';
@@ -196,9 +209,11 @@ export class YourModelMode {
       });
       this.model = loaded.model;
       const m = loaded.model;
-      this.#summary = `${FAMILY_NAMES[m.family] ?? m.family} family · ${m.numLayers} layers · ${m.numHeads} heads`
+      this.#summary = `${FAMILY_NAMES[m.family] ?? m.family} family · ${m.encoder ? `encoder (bidirectional heads${m.mlmHead ? ', fill-mask' : ', no masked-LM head'}) · ` : ''}`
+        + `${m.numLayers} layers · ${m.numHeads} heads`
         + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype} · on ${loaded.backend}`;
       $('model-summary').textContent = this.#summary;
+      this.#encoderControls();
       for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = false;
       showMessage(null);
       $('model-loading').hidden = true;  // (loaded: the first view is drawn next)
@@ -233,6 +248,7 @@ export class YourModelMode {
         return;
       }
       this.model = null;  // (the worker has no model: 'no model loaded')
+      this.#encoderControls();
       for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = true;
     }
     $('model-summary').textContent = NO_MODEL;
@@ -240,6 +256,19 @@ export class YourModelMode {
       this.#hide();
       await this.#page.backToDefault();
     }
+  }
+
+  /** Generate and the logit lens: off, with the hint saying why, for an encoder; on for a decoder. */
+  #encoderControls() {
+    const { $ } = this.#page;
+    const encoder = Boolean(this.model?.encoder);
+    const name = encoder ? FAMILY_NAMES[this.model.family] ?? this.model.family : '';
+    for (const id of ['model-gen-start', 'model-gen-count']) $(id).disabled = encoder;
+    $('model-gen-status').textContent = encoder ? ENCODER_HINTS.generate(name) : '';
+    $('model-lens-status').hidden = !encoder;
+    $('model-lens-status').textContent = encoder ? ENCODER_HINTS.lens(name) : '';
+    $('model-fill-set').hidden = !encoder;
+    if (!encoder) $('model-fill').replaceChildren();
   }
 
   /** Cancel: a load (between files, or at the worker's next pause) or a generation (between tokens). */
@@ -256,7 +285,12 @@ export class YourModelMode {
     const { $, accept, state } = this.#page;
     if (!this.active) return;
     accept(result);
-    $('prediction-title').textContent = 'Next token';
+    $('prediction-title').textContent = result.predictionTitle ?? 'Next token';
+    $('model-fill').replaceChildren(...(result.fillMask ?? []).map(({ position, token, top }) => {
+      const item = document.createElement('li');
+      item.textContent = `${token} at position ${position}: ${top.map((t) => `${JSON.stringify(t.token)} ${(t.probability * 100).toFixed(1)}%`).join(', ')}`;
+      return item;
+    }));
     $('model-lens').replaceChildren(...result.lens.map(({ layer, top }) => {
       const item = document.createElement('li');
       item.textContent = `layer ${layer}: ${top.map((t) => `${JSON.stringify(t.token)} ${(t.probability * 100).toFixed(1)}%`).join(', ')}`;
@@ -296,6 +330,11 @@ export class YourModelMode {
   async generate() {
     const { $, worker, showMessage } = this.#page;
     if (!this.model || this.generating) return null;
+    if (this.model.encoder) {
+      const message = `Could not generate: ${ENCODER_HINTS.generate(FAMILY_NAMES[this.model.family] ?? this.model.family)}`;
+      showMessage(message);
+      throw new Error(message);
+    }
     this.generating = true;
     $('model-gen-start').disabled = true;
     $('model-gen-stop').disabled = false;

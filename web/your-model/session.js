@@ -64,7 +64,8 @@ export class YourModelSession {
   /** files: [{ name, bytes }]; progress({ phase, done, total, name }). */
   async load({ files }, progress = () => {}) {
     this.#cancelled = false;
-    const checkpoint = readCheckpoint(files, { onProgress: (done, total, name) => progress({ phase: 'weights', done, total, name }) });
+    // encoders: BERT and RoBERTa load too (their views come from runWithCache: #runEncoder).
+    const checkpoint = readCheckpoint(files, { encoders: true, onProgress: (done, total, name) => progress({ phase: 'weights', done, total, name }) });
     if (!checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
     await this.#checkpointPoint();
     // The model it had is freed before the new one is built (both would crowd a tab's memory), but
@@ -82,8 +83,17 @@ export class YourModelSession {
       this.#checkpoint = previous;
       throw error;
     }
-    return { model: this.#model.transformer.summary, config: this.#config(), backend: this.#modelBackend };
+    return { model: this.#summary(), config: this.#config(), backend: this.#modelBackend };
   }
+
+  /** The page's line on the model: CheckpointModel's summary, plus encoder: true for BERT / RoBERTa. */
+  #summary() {
+    const summary = this.#model.transformer.summary;
+    return this.#checkpoint.architecture.encoder ? { ...summary, encoder: true, mlmHead: Boolean(this.#model.config.mlmHead) } : summary;
+  }
+
+  /** True when the loaded model is an encoder (BERT, RoBERTa). */
+  get encoder() { return Boolean(this.#checkpoint?.architecture.encoder); }
 
   /** The loaded model (mha-wasm/models' HookedModel) on the backend it was last run on, or null. */
   get model() { return this.#model; }
@@ -144,6 +154,7 @@ export class YourModelSession {
 
   /** The page's result for `text`: every head of every layer with its steps, the prediction and the logit lens. */
   async run({ text, steps = null }) {
+    if (this.encoder) return this.#runEncoder({ text, steps });
     const model = await this.#modelOnBackend();
     const { ids, labels } = this.#encode(text);
     const started = performance.now();
@@ -164,6 +175,10 @@ export class YourModelSession {
    */
   async generate({ text, count, steps = null }, progress = () => {}) {
     this.#cancelled = false;
+    if (this.encoder) {
+      throw new TypeError(`generate: not supported on an encoder (${this.#checkpoint.architecture.family}): `
+        + 'it predicts the tokens at its [MASK] / <mask> positions (fill-mask), it does not decode left to right');
+    }
     const model = await this.#modelOnBackend();
     const { ids } = this.#encode(text);
     const total = Math.min(ids.length + count, this.#checkpoint.architecture.maxPositions);
@@ -197,6 +212,95 @@ export class YourModelSession {
     // The text as the page shows it: without the special tokens tokenizer.json adds (Llama's <s>).
     const result = await this.run({ text: this.tokenizer.decode([...ids, ...generated], { skipSpecial: true }) });
     return { ...result, generation: { generated: generated.length, ids: generated, tokensPerSecond: generated.length / seconds, cancelled } };
+  }
+
+  /**
+   * An encoder's result (BERT, RoBERTa), from the HookedModel's runWithCache: every head of every
+   * layer (bidirectional: causal false), each layer's attention output, the Steps view's steps
+   * when it is open (from the hook points), and the fill-mask prediction: the top tokens of the
+   * masked-LM logits at each [MASK] / <mask> position, or with none at the last non-special
+   * position. No logit lens (a post-LN encoder's residual stream is not the head's input);
+   * ablating or patching a head is refused by name.
+   */
+  async #runEncoder({ text, steps }) {
+    const model = await this.#hookedOnBackend();
+    const { family, numLayers, numHeads: H, headDim: D, embedDim: E } = this.#checkpoint.architecture;
+    if (steps && (steps.ablated.length || steps.patched.length)) {
+      throw new TypeError(`ablating or patching a head from the Steps view: not supported on an encoder (${family}): `
+        + 'the page\'s Steps view edits a decoder\'s heads; on an encoder, hook_z through mha-wasm/models\' runWithHooks does it');
+    }
+    const { ids, labels } = this.#encode(text);
+    const L = ids.length;
+    const started = performance.now();
+    const stepNames = ['hook_resid_pre', 'attn.hook_q', 'attn.hook_k', 'attn.hook_v', 'attn.hook_attn_scores', 'attn.hook_z', 'attn.hook_result'];
+    const names = [];
+    for (let l = 0; l < numLayers; l++) {
+      names.push(`blocks.${l}.attn.hook_pattern`, `blocks.${l}.hook_attn_out`);
+      if (steps) names.push(...stepNames.map((name) => `blocks.${l}.${name}`));
+    }
+    const { logits, cache } = await model.runWithCache(ids, { names });
+    const get = (l, name) => cache.get(`blocks.${l}.${name}`).data;
+    // [L, H, D] (TransformerLens' [pos, head, d_head]) as the page's [H, L, D].
+    const headsFirst = (data) => {
+      const out = new Float32Array(H * L * D);
+      for (let i = 0; i < L; i++) for (let h = 0; h < H; h++) out.set(data.subarray((i * H + h) * D, (i * H + h + 1) * D), (h * L + i) * D);
+      return out;
+    };
+    const layers = Array.from({ length: numLayers }, (_, l) => {
+      const layer = { weights: get(l, 'attn.hook_pattern'), keys: L, output: get(l, 'hook_attn_out') };
+      if (!steps) return layer;
+      const scores = get(l, 'attn.hook_attn_scores');
+      return {
+        ...layer, input: get(l, 'hook_resid_pre'),
+        captured: {
+          q: { data: headsFirst(get(l, 'attn.hook_q')), shape: [H, L, D] },
+          k: { data: headsFirst(get(l, 'attn.hook_k')), shape: [H, L, D] },
+          v: { data: headsFirst(get(l, 'attn.hook_v')), shape: [H, L, D] },
+          scores: { data: scores, shape: [H, L, L] },
+          logits: { data: scores, shape: [H, L, L] },  // (no mask: the scores are the logits softmax reads)
+          pattern: { data: get(l, 'attn.hook_pattern'), shape: [H, L, L] },
+          z: { data: get(l, 'attn.hook_z'), shape: [L, H, D] },
+          result: { data: get(l, 'attn.hook_result'), shape: [L, H, E] },
+        },
+      };
+    });
+    const fill = this.#fillMask(ids, labels, logits);
+    const totalMs = performance.now() - started;
+    return {
+      source: 'model', text, ids, labels, layers, wasmMs: totalMs, totalMs,
+      backend: this.#modelBackend, padding: null, causal: false, config: this.#config(), model: this.#summary(), steps,
+      encoder: true, prediction: fill.prediction, predictionTitle: fill.title, fillMask: fill.masks, lens: [],
+    };
+  }
+
+  /**
+   * The fill-mask prediction: { masks: [{ position, token, top }] for each [MASK] / <mask>,
+   * prediction (the first mask's top tokens, or the last non-special position's), title }.
+   */
+  #fillMask(ids, labels, logits) {
+    if (!logits) {
+      return { masks: [], prediction: null, title: 'No prediction: the checkpoint has no masked-LM head' };
+    }
+    const V = logits.shape[2];
+    const at = (i) => topTokens(logits.data.subarray(i * V, (i + 1) * V), this.tokenizer);
+    const maskId = this.tokenizer.maskTokenId;
+    const masks = [];
+    ids.forEach((id, position) => {
+      if (maskId !== null && id === maskId) masks.push({ position, token: labels[position], top: at(position) });
+    });
+    if (masks.length) {
+      const { position, token, top } = masks[0];
+      const others = masks.length > 1 ? ` (1 of ${masks.length} masks: every one in the panel)` : '';
+      return { masks, prediction: top, title: `Fill-mask: ${token} at position ${position}${others}` };
+    }
+    const special = new Set((this.#checkpoint.tokenizerJson.added_tokens ?? []).filter((t) => t.special).map((t) => t.id));
+    let position = ids.length - 1;
+    while (position > 0 && special.has(ids[position])) position--;
+    const mask = this.tokenizer.decodeOne(maskId ?? 0);
+    return {
+      masks, prediction: at(position),
+      title: `No ${maskId === null ? 'mask token' : mask} in the text: the prediction at position ${position} '${labels[position]}' (the last non-special token)`,
+    };
   }
 
   dispose() {
