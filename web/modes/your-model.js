@@ -13,7 +13,7 @@ const PANEL_HTML = `
   <p class="hint">A Hugging Face checkpoint folder's files: <code>config.json</code>, <code>model.safetensors</code>
     (or <code>model.safetensors.index.json</code> with its shards) and <code>tokenizer.json</code>. GPT-2,
     Llama-style models (Llama, Mistral, Qwen2, SmolLM, TinyLlama), Pythia (GPT-NeoX), Gemma, Gemma 2 and Phi-3;
-    encoders: BERT and RoBERTa (every head, and fill-mask at a <code>[MASK]</code> / <code>&lt;mask&gt;</code> in the text).
+    encoders: BERT, RoBERTa and DistilBERT (every head, and fill-mask at a <code>[MASK]</code> / <code>&lt;mask&gt;</code> in the text).
     Nothing leaves this page.</p>
   <div id="model-drop" class="model-drop" tabindex="0">Drop the files here, or
     <label class="link">pick files<input id="model-files" type="file" multiple accept=".json,.safetensors" hidden></label>
@@ -51,7 +51,7 @@ const PANEL_HTML = `
   </div>`;
 
 /** The summary's name of each family mha-wasm/models loads (its config.family). */
-const FAMILY_NAMES = { gpt2: 'GPT-2', llama: 'Llama', gpt_neox: 'GPT-NeoX', gemma: 'Gemma', gemma2: 'Gemma 2', phi3: 'Phi-3', bert: 'BERT', roberta: 'RoBERTa' };
+const FAMILY_NAMES = { gpt2: 'GPT-2', llama: 'Llama', gpt_neox: 'GPT-NeoX', gemma: 'Gemma', gemma2: 'Gemma 2', phi3: 'Phi-3', bert: 'BERT', roberta: 'RoBERTa', distilbert: 'DistilBERT' };
 
 /** An encoder's hints: what the panel refuses for it, by name. */
 const ENCODER_HINTS = {
