@@ -164,7 +164,7 @@ test('a file the page refuses: loadModel rejects with the page\'s message', asyn
     : { name: f.name, bytes: Array.from(f.bytes) }));
   const message = await page.evaluate((fs) => window.__mhaDemo.loadModel(fs.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) })))
     .then(() => 'loaded', (error) => error.message), files);
-  assert.equal(message, 'Could not load the model: config.json: model_type "t5", architectures ["T5Model"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3, bert, roberta');
+  assert.equal(message, 'Could not load the model: config.json: model_type "t5", architectures ["T5Model"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3, bert, roberta, distilbert');
   assert.equal(await page.locator('#message').textContent(), message);
 });
 
@@ -193,7 +193,7 @@ test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask a
   const s = await state();
   assert.deepEqual(s.model, { family: 'bert', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
   assert.match(await page.locator('#model-summary').textContent(), /^BERT family · encoder \(bidirectional heads, fill-mask\) · 2 layers · 4 heads/);
-  assert.match(await page.locator('#model-panel .hint').first().textContent(), /BERT and RoBERTa/);
+  assert.match(await page.locator('#model-panel .hint').first().textContent(), /BERT, RoBERTa and DistilBERT/);
   await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
   const after = await state();
   assert.deepEqual(after.ids, ref.ids);
