@@ -194,3 +194,40 @@ test('the CommonJS entry reaches the same functions', async () => {
     model.dispose();
   }
 });
+
+test("llama with attention_bias: o_proj's bias is read (each layer's attention output moves by it), not ignored", async () => {
+  const { readSafetensors, writeSafetensors } = await import('../../bindings/js/index.js');
+  const plain = await loadFixture(mha, 'llama');
+  const E = plain.config.embedDim, H = plain.config.numHeads, K = plain.config.numKvHeads, D = plain.config.headDim;
+  const oBias = Float32Array.from({ length: E }, (_, i) => 0.05 * Math.sin(i + 1));
+  // Zero q/k/v biases and an o_proj bias, as a Llama checkpoint saved with attention_bias: true holds them.
+  const files = checkpointFiles('llama').map((file) => {
+    if (file.name === 'config.json') {
+      const config = JSON.parse(new TextDecoder().decode(file.bytes));
+      return { name: file.name, bytes: new TextEncoder().encode(JSON.stringify({ ...config, attention_bias: true })) };
+    }
+    if (!file.name.endsWith('.safetensors')) return file;
+    const { tensors } = readSafetensors(file.bytes);
+    for (const key of Object.keys(tensors)) {
+      const m = /^model\.layers\.(\d+)\.self_attn\.o_proj\.weight$/.exec(key);
+      if (!m) continue;
+      const p = `model.layers.${m[1]}.self_attn.`;
+      tensors[p + 'o_proj.bias'] = { dtype: 'F32', shape: [E], data: oBias };
+      tensors[p + 'q_proj.bias'] = { dtype: 'F32', shape: [H * D], data: new Float32Array(H * D) };
+      tensors[p + 'k_proj.bias'] = { dtype: 'F32', shape: [K * D], data: new Float32Array(K * D) };
+      tensors[p + 'v_proj.bias'] = { dtype: 'F32', shape: [K * D], data: new Float32Array(K * D) };
+    }
+    return { name: file.name, bytes: writeSafetensors(tensors) };
+  });
+  const biased = await loadModel(mha, files);
+  try {
+    const { ids } = hookReference('llama');
+    const addBias = (a) => { for (let i = 0; i < a.data.length; i++) a.data[i] += oBias[i % E]; };
+    const hooks = Object.fromEntries(Array.from({ length: plain.config.numLayers }, (_, l) => [`blocks.${l}.hook_attn_out`, addBias]));
+    const expected = (await plain.runWithHooks(ids, { hooks })).logits.data;
+    assertClose((await biased.forward(ids)).logits.data, expected, 1e-5, 'o_proj bias');
+  } finally {
+    biased.dispose();
+    plain.dispose();
+  }
+});

@@ -78,7 +78,9 @@ export const llama = {
           kBias: f32(p + 'self_attn.k_proj.bias', [Hkv * D]),
           vBias: f32(p + 'self_attn.v_proj.bias', [Hkv * D]),
         } : {}),
-        o: f32(p + 'self_attn.o_proj.weight', [E, H * D]),  // o_proj has no bias
+        o: f32(p + 'self_attn.o_proj.weight', [E, H * D]),
+        // Llama's o_proj has a bias with attention_bias (modeling_llama.py); Mistral's and Qwen2's never.
+        ...(a.modelType === 'llama' && a.attentionBias ? { oBias: f32(p + 'self_attn.o_proj.bias', [E]) } : {}),
       },
       norm1: { weight: f32(p + 'input_layernorm.weight', [E]) },
       norm2: { weight: f32(p + 'post_attention_layernorm.weight', [E]) },
