@@ -412,7 +412,7 @@ async function redrawOn(backends) {
     await nextRender();
   }
   if (state.source === 'model') await yourModelMode.run();  // (Your model runs in the worker on the new backend)
-  if (state.source === 'patching') await patchingMode.prepare();  // (and so does Patching, on Your model's model)
+  if (state.source === 'patching') await patchingMode.prepare();  // (and so does Patching)
 }
 
 /** Runs the default model on the text box's text; while a run is in flight only the latest waits. */
@@ -539,7 +539,7 @@ const yourModelMode = new YourModelMode({
   },
 });
 
-// Patching (web/modes/patching.js): on Your model's model; its cells open a head or a position in the views.
+// Patching (web/modes/patching.js): on Your model's model or the default one; its cells open a head or a position in the views.
 const patchingMode = new PatchingMode({
   $, worker, state, accept, showMessage, yourModel: yourModelMode,
   leaveOthers: () => showSource('default'),

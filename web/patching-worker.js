@@ -6,7 +6,7 @@
 //     { done, total } progress messages; patchCancel stops it (it rejects with an AbortError).
 // No DOM.
 import { activationPatching, directLogitAttribution, headScores } from '../bindings/js/models/index.js';
-import { topTokens } from './your-model/session.js';
+import { topTokens } from './your-model/top-tokens.js';
 
 export const SCORE_KINDS = ['previous_token', 'duplicate_token', 'induction'];
 

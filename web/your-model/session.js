@@ -2,29 +2,12 @@
 // (every head, the Steps view's steps, ablations and patches, the logit lens, the prediction) and
 // generates token by token through every layer's KV cache. Each answer has the shape the page's
 // views draw (as web/worker.js's run). Loading and generating pause between steps so that a
-// cancel message can stop them. No DOM.
-import { zPatch } from '../z-patch.js';
+// cancel message can stop them. An encoder's run is encoder-run.js'. No DOM.
 import { readCheckpoint } from '../../bindings/js/models/checkpoint.js';
 import { modelFromCheckpoint } from '../../bindings/js/models/hooked-model.js';
-
-const TOP = 5;
-
-/** The k largest logits of a row as { token, id, probability } (softmax over the whole row). */
-export function topTokens(logits, tokenizer, k = TOP) {
-  let max = -Infinity;
-  for (const v of logits) max = Math.max(max, v);
-  let total = 0;
-  for (const v of logits) total += Math.exp(v - max);
-  const best = [];
-  logits.forEach((v, id) => {
-    if (best.length < k || v > best[best.length - 1].v) {
-      best.push({ id, v });
-      best.sort((a, b) => b.v - a.v);
-      if (best.length > k) best.pop();
-    }
-  });
-  return best.map(({ id, v }) => ({ token: tokenizer.decodeOne(id), id, probability: Math.exp(v - max) / total }));
-}
+import { zPatch } from '../z-patch.js';
+import { encoderRun } from './encoder-run.js';
+import { topTokens } from './top-tokens.js';
 
 export class CancelledError extends Error {
   constructor() {
@@ -154,7 +137,13 @@ export class YourModelSession {
 
   /** The page's result for `text`: every head of every layer with its steps, the prediction and the logit lens. */
   async run({ text, steps = null }) {
-    if (this.encoder) return this.#runEncoder({ text, steps });
+    if (this.encoder) {
+      const model = await this.#hookedOnBackend();
+      return {
+        ...(await encoderRun(model, this.#encode(text), steps, this.#checkpoint)),
+        text, backend: this.#modelBackend, config: this.#config(), model: this.#summary(), steps,
+      };
+    }
     const model = await this.#modelOnBackend();
     const { ids, labels } = this.#encode(text);
     const started = performance.now();
@@ -212,95 +201,6 @@ export class YourModelSession {
     // The text as the page shows it: without the special tokens tokenizer.json adds (Llama's <s>).
     const result = await this.run({ text: this.tokenizer.decode([...ids, ...generated], { skipSpecial: true }) });
     return { ...result, generation: { generated: generated.length, ids: generated, tokensPerSecond: generated.length / seconds, cancelled } };
-  }
-
-  /**
-   * An encoder's result (BERT, RoBERTa), from the HookedModel's runWithCache: every head of every
-   * layer (bidirectional: causal false), each layer's attention output, the Steps view's steps
-   * when it is open (from the hook points), and the fill-mask prediction: the top tokens of the
-   * masked-LM logits at each [MASK] / <mask> position, or with none at the last non-special
-   * position. No logit lens (a post-LN encoder's residual stream is not the head's input);
-   * ablating or patching a head is refused by name.
-   */
-  async #runEncoder({ text, steps }) {
-    const model = await this.#hookedOnBackend();
-    const { family, numLayers, numHeads: H, headDim: D, embedDim: E } = this.#checkpoint.architecture;
-    if (steps && (steps.ablated.length || steps.patched.length)) {
-      throw new TypeError(`ablating or patching a head from the Steps view: not supported on an encoder (${family}): `
-        + 'the page\'s Steps view edits a decoder\'s heads; on an encoder, hook_z through mha-wasm/models\' runWithHooks does it');
-    }
-    const { ids, labels } = this.#encode(text);
-    const L = ids.length;
-    const started = performance.now();
-    const stepNames = ['hook_resid_pre', 'attn.hook_q', 'attn.hook_k', 'attn.hook_v', 'attn.hook_attn_scores', 'attn.hook_z', 'attn.hook_result'];
-    const names = [];
-    for (let l = 0; l < numLayers; l++) {
-      names.push(`blocks.${l}.attn.hook_pattern`, `blocks.${l}.hook_attn_out`);
-      if (steps) names.push(...stepNames.map((name) => `blocks.${l}.${name}`));
-    }
-    const { logits, cache } = await model.runWithCache(ids, { names });
-    const get = (l, name) => cache.get(`blocks.${l}.${name}`).data;
-    // [L, H, D] (TransformerLens' [pos, head, d_head]) as the page's [H, L, D].
-    const headsFirst = (data) => {
-      const out = new Float32Array(H * L * D);
-      for (let i = 0; i < L; i++) for (let h = 0; h < H; h++) out.set(data.subarray((i * H + h) * D, (i * H + h + 1) * D), (h * L + i) * D);
-      return out;
-    };
-    const layers = Array.from({ length: numLayers }, (_, l) => {
-      const layer = { weights: get(l, 'attn.hook_pattern'), keys: L, output: get(l, 'hook_attn_out') };
-      if (!steps) return layer;
-      const scores = get(l, 'attn.hook_attn_scores');
-      return {
-        ...layer, input: get(l, 'hook_resid_pre'),
-        captured: {
-          q: { data: headsFirst(get(l, 'attn.hook_q')), shape: [H, L, D] },
-          k: { data: headsFirst(get(l, 'attn.hook_k')), shape: [H, L, D] },
-          v: { data: headsFirst(get(l, 'attn.hook_v')), shape: [H, L, D] },
-          scores: { data: scores, shape: [H, L, L] },
-          logits: { data: scores, shape: [H, L, L] },  // (no mask: the scores are the logits softmax reads)
-          pattern: { data: get(l, 'attn.hook_pattern'), shape: [H, L, L] },
-          z: { data: get(l, 'attn.hook_z'), shape: [L, H, D] },
-          result: { data: get(l, 'attn.hook_result'), shape: [L, H, E] },
-        },
-      };
-    });
-    const fill = this.#fillMask(ids, labels, logits);
-    const totalMs = performance.now() - started;
-    return {
-      source: 'model', text, ids, labels, layers, wasmMs: totalMs, totalMs,
-      backend: this.#modelBackend, padding: null, causal: false, config: this.#config(), model: this.#summary(), steps,
-      encoder: true, prediction: fill.prediction, predictionTitle: fill.title, fillMask: fill.masks, lens: [],
-    };
-  }
-
-  /**
-   * The fill-mask prediction: { masks: [{ position, token, top }] for each [MASK] / <mask>,
-   * prediction (the first mask's top tokens, or the last non-special position's), title }.
-   */
-  #fillMask(ids, labels, logits) {
-    if (!logits) {
-      return { masks: [], prediction: null, title: 'No prediction: the checkpoint has no masked-LM head' };
-    }
-    const V = logits.shape[2];
-    const at = (i) => topTokens(logits.data.subarray(i * V, (i + 1) * V), this.tokenizer);
-    const maskId = this.tokenizer.maskTokenId;
-    const masks = [];
-    ids.forEach((id, position) => {
-      if (maskId !== null && id === maskId) masks.push({ position, token: labels[position], top: at(position) });
-    });
-    if (masks.length) {
-      const { position, token, top } = masks[0];
-      const others = masks.length > 1 ? ` (1 of ${masks.length} masks: every one in the panel)` : '';
-      return { masks, prediction: top, title: `Fill-mask: ${token} at position ${position}${others}` };
-    }
-    const special = new Set((this.#checkpoint.tokenizerJson.added_tokens ?? []).filter((t) => t.special).map((t) => t.id));
-    let position = ids.length - 1;
-    while (position > 0 && special.has(ids[position])) position--;
-    const mask = this.tokenizer.decodeOne(maskId ?? 0);
-    return {
-      masks, prediction: at(position),
-      title: `No ${maskId === null ? 'mask token' : mask} in the text: the prediction at position ${position} '${labels[position]}' (the last non-special token)`,
-    };
   }
 
   dispose() {

@@ -5,16 +5,8 @@
 // attention that follows is the package's, never a copy in JavaScript. The run may start inside
 // the model (`from`): the sweeps of patching.js recompute only what lies after a patch.
 import { activate, activation, addInto } from './elementwise.js';
+import { swapLeading } from './layout.js';
 import { rotateHalf } from './rotary.js';
-
-/** [A, B, C] -> [B, A, C]: the layer's [heads, L, D] rows and TransformerLens' [L, heads, D]. */
-function swapLeading(data, A, B, C) {
-  const out = new Float32Array(data.length);
-  for (let a = 0; a < A; a++) {
-    for (let b = 0; b < B; b++) out.set(data.subarray((a * B + b) * C, (a * B + b + 1) * C), (b * A + a) * C);
-  }
-  return out;
-}
 
 /** Softmax of each row of `cols` (a -Infinity is a blocked key; a row with none open, or NaN, is 0). */
 function softmaxRows(scores, cols) {
@@ -58,8 +50,9 @@ export class HookedForward {
    * Runs ids [L] through the model, passing every point `run` wants. `from` starts inside the
    * model: { layer, stage: 'pre' | 'mid', resid: Float32Array [L, E] } (the residual before layer's
    * block, or after its attention: in an attention-only model, the block's output; a parallel
-   * block's 'mid' also takes `residPre`, the resid_pre rows its MLP reads). `output`: 'logits' ([L, V]), 'residual' (the final resid_post
-   * [L, E], before the final norm) or 'both'. Resolves to { logits?, residual? }.
+   * block's 'mid' also takes `residPre`, the resid_pre rows its MLP reads). `output`: 'logits'
+   * ([L, V]), 'residual' (the final resid_post [L, E], before the final norm) or 'both'. Resolves to
+   * { logits?, residual? }.
    * `batch` > 1 (with `from`, and a run that wants no point): `from.resid` holds that many
    * sequences [batch, L, E] of the same length, run side by side (the sweeps' patches, whose
    * products are faster on more rows); the results then hold every sequence's rows.
@@ -83,7 +76,9 @@ export class HookedForward {
         let attnOut = await this.#attention(l, layer, input, L, run);
         if (layer.postAttnNorm) attnOut = await this.#norm(attnOut, layer.postAttnNorm, p + 'ln1_post', run);
         attnOut = await run.at(p + 'hook_attn_out', attnOut);
-        x = Float32Array.from(x);
+        // x is this run's own array (the cache and the hooks got copies); a parallel block's MLP
+        // still reads it as resid_pre, so only then the sum goes to a new one.
+        if (parallel) x = Float32Array.from(x);
         addInto(x, attnOut);
       } else {
         residPre = from.residPre;
@@ -94,7 +89,6 @@ export class HookedForward {
         let mlpOut = await this.#mlp(layer, mlpIn, L, p, run);
         if (layer.postMlpNorm) mlpOut = await this.#norm(mlpOut, layer.postMlpNorm, p + 'ln2_post', run);
         mlpOut = await run.at(p + 'hook_mlp_out', mlpOut);
-        x = Float32Array.from(x);
         addInto(x, mlpOut);
       }
       x = await run.at(p + 'hook_resid_post', x);
