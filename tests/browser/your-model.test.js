@@ -74,8 +74,9 @@ test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s pat
 
 // Issue 48's families in the page: each loads, every head is drawn with torch's pattern, and the
 // prediction is torch's (Pythia parallel and sequential, Gemma multi-query, Gemma 2 windows and
-// softcaps, Phi-3 fused projections).
-for (const name of ['mistral', 'pythia', 'pythia-sequential', 'gemma', 'gemma2', 'phi3']) {
+// softcaps, Phi-3 fused projections, Qwen3 and Gemma 3 q/k norms per head with Gemma 3's local
+// rotary base, OLMo-2's post-norms and q/k norms over the projection).
+for (const name of ['mistral', 'pythia', 'pythia-sequential', 'gemma', 'gemma2', 'phi3', 'qwen3', 'olmo2', 'gemma3']) {
   test(`${name} dropped in: every head drawn, torch's patterns and prediction`, async () => {
     await load(name);
     const { text, ids, tensors, family } = expectedValues(name);
@@ -164,7 +165,7 @@ test('a file the page refuses: loadModel rejects with the page\'s message', asyn
     : { name: f.name, bytes: Array.from(f.bytes) }));
   const message = await page.evaluate((fs) => window.__mhaDemo.loadModel(fs.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) })))
     .then(() => 'loaded', (error) => error.message), files);
-  assert.equal(message, 'Could not load the model: config.json: model_type "t5", architectures ["T5Model"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3, bert, roberta, distilbert');
+  assert.equal(message, 'Could not load the model: config.json: model_type "t5", architectures ["T5Model"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, phi3, olmo2, bert, roberta, distilbert');
   assert.equal(await page.locator('#message').textContent(), message);
 });
 

@@ -206,7 +206,7 @@ test('encoders: what is not implemented is refused by name, with the value found
     await assert.rejects(loadModel(mha, withConfig(changes)), { name: 'TypeError', message });
   }
   // The page's readCheckpoint (its views run decoders) still refuses an encoder.
-  assert.throws(() => readCheckpoint(checkpointFiles('bert')), /model_type "bert", architectures \["BertForMaskedLM"\] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3$/);
+  assert.throws(() => readCheckpoint(checkpointFiles('bert')), /model_type "bert", architectures \["BertForMaskedLM"\] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, phi3, olmo2$/);
   await withModel(checkpointFiles('bert'), async (model) => {
     const L = ref.ids.length;
     await assert.rejects(model.generate(ref.ids), /generate: not supported on an encoder \(bert\)/);
