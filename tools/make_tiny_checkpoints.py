@@ -1120,7 +1120,7 @@ def bert_weights(gen, cfg):
     return w
 
 
-def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None):
+def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None, positions=None):
     """modeling_bert.py's BertForMaskedLM in float64, hooked under TransformerLens' HookedEncoder names
     (components/bert_embed.py, bert_block.py, bert_mlm_head.py): embeddings word + position + token type
     then LayerNorm (hook_full_embed); post-LN blocks: resid_mid = resid_pre + attn, ln1 (attention.output
@@ -1142,7 +1142,8 @@ def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None):
 
     lin = lambda x, p: x @ w[p + ".weight"].T + w[p + ".bias"]
     x = hk("embed.hook_embed", w["bert.embeddings.word_embeddings.weight"][tok])
-    x = x + hk("embed.hook_pos_embed", w["bert.embeddings.position_embeddings.weight"][:L])
+    pos = torch.tensor(positions) if positions is not None else torch.arange(L)
+    x = x + hk("embed.hook_pos_embed", w["bert.embeddings.position_embeddings.weight"][pos])
     x = x + hk("embed.hook_token_type_embed", w["bert.embeddings.token_type_embeddings.weight"][tt])
     x = hk("hook_full_embed", ln(x, "bert.embeddings.LayerNorm", "embed.ln"))
     heads = lambda t: t.view(L, H, D)
@@ -1168,6 +1169,123 @@ def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None):
     h = ln(gelu(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm", "mlm_head.ln")
     logits = h @ w["bert.embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
     return logits, hk, x
+
+
+# ---------------------------------------------------------------- RoBERTa
+
+ROBERTA_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>"]  # ids 0-3 as roberta-base's; <mask> is the last id
+ROBERTA_TEXT = "the cats sat on the <mask>. the dog ran"
+
+
+def roberta_tokenizer(merge_count):
+    """tokenizer.json as RobertaTokenizerFast saves it: GPT-2's byte-level BPE after <s>, <pad>, </s>,
+    <unk>, then <mask> (an added token that strips the space before it), and RobertaProcessing's
+    <s> A </s>. Returns it, the encoder of a text (the template's tokens added) and the vocab."""
+    byte_chars = bytes_to_unicode()
+    to_chars = lambda text: "".join(byte_chars[b] for b in text.encode("utf-8"))
+    merges = learn_merges([to_chars(w) for w in GPT2_SPLIT.findall(CORPUS)], merge_count)
+    vocab = {t: i for i, t in enumerate(ROBERTA_SPECIAL)}
+    for c in (byte_chars[b] for b in range(256)):
+        vocab.setdefault(c, len(vocab))
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    vocab["<mask>"] = len(vocab)
+    ranks = {m: r for r, m in enumerate(merges)}
+    words = lambda text: [vocab[t] for w in GPT2_SPLIT.findall(text) for t in apply_merges(to_chars(w), ranks)]
+
+    def encode(text):
+        parts = text.split("<mask>")
+        ids = [vocab["<s>"]]
+        for i, part in enumerate(parts):
+            ids += words(part.rstrip(" ") if i < len(parts) - 1 else part)  # (<mask> strips the space on its left)
+            if i < len(parts) - 1:
+                ids.append(vocab["<mask>"])
+        return ids + [vocab["</s>"]]
+
+    added = lambda t, lstrip=False: {"id": vocab[t], "content": t, "single_word": False, "lstrip": lstrip,
+                                      "rstrip": False, "normalized": t != "<mask>", "special": True}
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [added(t) for t in ROBERTA_SPECIAL] + [added("<mask>", lstrip=True)],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", vocab["</s>"]], "cls": ["<s>", vocab["<s>"]],
+                           "trim_offsets": True, "add_prefix_space": False},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
+    }
+    return tokenizer, encode, vocab
+
+
+# RobertaForMaskedLM's keys for BERT's (the forward reads BERT's): roberta. for bert., LayerNorms
+# named weight / bias, the head lm_head.dense / layer_norm / bias (decoder tied to the embeddings).
+ROBERTA_KEYS = [(r"^bert\.", "roberta."), (r"\.gamma$", ".weight"), (r"\.beta$", ".bias"),
+                (r"^cls\.predictions\.transform\.dense", "lm_head.dense"),
+                (r"^cls\.predictions\.transform\.LayerNorm", "lm_head.layer_norm"),
+                (r"^cls\.predictions\.bias$", "lm_head.bias")]
+
+
+def roberta_key(bert_key):
+    for pattern, to in ROBERTA_KEYS:
+        bert_key = re.sub(pattern, to, bert_key)
+    return bert_key
+
+
+def roberta_positions(ids, pad):
+    """modeling_roberta.create_position_ids_from_input_ids: padding_idx + the count of non-pad tokens
+    up to and including each one; padding_idx itself for a pad."""
+    keep = [int(i != pad) for i in ids]
+    return [pad + sum(keep[:j + 1]) * keep[j] for j in range(len(ids))]
+
+
+def make_roberta(name, spec, seed):
+    folder = os.path.join(OUT_DIR, name)
+    os.makedirs(folder, exist_ok=True)
+    for old in os.listdir(folder):
+        os.remove(os.path.join(folder, old))
+    tokenizer, encode, vocab = roberta_tokenizer(spec["merges"])
+    pad = vocab["<pad>"]
+    cfg = dict(spec["config"], vocab_size=len(vocab), pad_token_id=pad, bos_token_id=vocab["<s>"], eos_token_id=vocab["</s>"])
+    gen = torch.Generator().manual_seed(seed)
+    bert_w = bert_weights(gen, cfg)
+    for key in ("bert.pooler.dense.weight", "bert.pooler.dense.bias", "cls.seq_relationship.weight", "cls.seq_relationship.bias"):
+        del bert_w[key]  # (RobertaForMaskedLM has no pooler and no next-sentence head)
+    stored = save_weights(folder, {roberta_key(k): v for k, v in bert_w.items()}, spec["dtype"], 1)
+    inverse = {roberta_key(k): k for k in bert_w}
+    w = {inverse[k]: v.to(torch.float64) for k, v in stored.items()}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(dict(sorted(cfg.items())), f, indent=2)
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer, f, ensure_ascii=False, indent=1)
+    ids = encode(ROBERTA_TEXT)
+    logits, clean, _ = bert_forward(w, cfg, ids, positions=roberta_positions(ids, pad))
+    out = {"logits": logits[None], **clean.cache}
+    padded_ids = ids + [pad] * BERT_PADS
+    mask = [1] * len(ids) + [0] * BERT_PADS
+    padded_logits, padded, _ = bert_forward(w, cfg, padded_ids, mask=mask, positions=roberta_positions(padded_ids, pad))
+    out["padded.logits"] = padded_logits[None]
+    out.update({f"padded.{k}": v for k, v in padded.cache.items()})
+    write_safetensors(os.path.join(folder, "hooks.safetensors"), {k: v.to(torch.float32) for k, v in out.items()})
+    mask_position = ids.index(vocab["<mask>"])
+    with open(os.path.join(folder, "hooks.json"), "w") as f:
+        json.dump({"text": ROBERTA_TEXT, "ids": ids, "hookNames": clean.names, "maskPosition": mask_position,
+                   "fill": int(logits[mask_position].argmax()),
+                   "padded": {"ids": padded_ids, "attentionMask": mask, "tokenTypeIds": [0] * len(padded_ids)}}, f, indent=2)
+    print(f"{name}: vocab {len(vocab)}, ids {ids}, <mask> at {mask_position} -> {int(logits[mask_position].argmax())}")
+
+
+ROBERTAS = {
+    # RoBERTa (RobertaForMaskedLM): float32, 2 layers, 4 heads of 8, byte-level BPE, one token type,
+    # positions from padding_idx + 1 (the table holds padding_idx + 1 + the longest text's rows).
+    "roberta": dict(dtype=torch.float32, merges=43, config={
+        "architectures": ["RobertaForMaskedLM"], "model_type": "roberta", "hidden_act": "gelu",
+        "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "max_position_embeddings": 40, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
+        "position_embedding_type": "absolute", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "initializer_range": 0.02, "classifier_dropout": None, "use_cache": True, "torch_dtype": "float32"}),
+}
 
 
 ENCODERS = {
@@ -1218,6 +1336,8 @@ def main():
         make(name, spec, 43 + seed)
     for seed, (name, spec) in enumerate(ENCODERS.items()):
         make_encoder(name, spec, 143 + seed)
+    for seed, (name, spec) in enumerate(ROBERTAS.items()):
+        make_roberta(name, spec, 243 + seed)
 
 
 if __name__ == "__main__":

@@ -248,6 +248,47 @@ test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask a
   assert.deepEqual(problems, []);
 });
 
+// RoBERTa in the page: its byte-level BPE with <s> … </s>, positions from padding_idx + 1, every
+// bidirectional head the float64 reference's, and fill-mask at <mask> Node's forward.
+test('RoBERTa dropped in: every head is the reference\'s, fill-mask at <mask> is Node\'s forward', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { init, readSafetensors } = await import('../../bindings/js/index.js');
+  const { loadModel } = await import('../../bindings/js/models/index.js');
+  const dir = new URL('../fixtures/your-model/roberta/', import.meta.url);
+  const ref = JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8'));
+  const { tensors } = readSafetensors(readFileSync(new URL('hooks.safetensors', dir)));
+  const mha = await init({ threads: 1 });
+  const node = await loadModel(mha, checkpointFiles('roberta'));
+  const { logits } = await node.forward(ref.ids);
+  const V = logits.shape[2];
+  const row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
+  const nodeTop = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
+  node.dispose();
+  assert.equal(nodeTop[0], ref.fill, 'Node\'s top token at the mask is torch\'s');
+
+  await load('roberta');
+  const s = await state();
+  assert.deepEqual(s.model, { family: 'roberta', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
+  await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
+  const after = await state();
+  assert.deepEqual(after.ids, ref.ids);
+  assert.equal(after.labels[0], '<s>');
+  assert.equal(after.labels.at(-1), '</s>');
+  assert.equal(after.causal, false);
+  const L = ref.ids.length, H = 4;
+  assert.equal(await page.locator('#grid canvas').count(), 2 * H, 'every head of every layer has a tile');
+  for (let l = 0; l < 2; l++) {
+    const expected = tensors[`blocks.${l}.attn.hook_pattern`];
+    for (let h = 0; h < H; h++) {
+      const weights = Float32Array.from(await page.evaluate(([layer, head]) => window.__mhaDemo.getWeights(layer, head), [l, h]));
+      assertClose(weights, expected.data.subarray(h * L * L, (h + 1) * L * L), 1e-4, `roberta layer ${l} head ${h}`);
+    }
+  }
+  assert.deepEqual(after.prediction.map((p) => p.id), nodeTop);
+  assert.equal(after.predictionTitle, `Fill-mask: <mask> at position ${ref.maskPosition}`);
+  assert.deepEqual(problems, []);
+});
+
 test('after BERT, a decoder loads with Generate and the logit lens back on', async () => {
   await load('gpt2');
   const { text, tensors } = expectedValues('gpt2');

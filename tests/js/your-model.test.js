@@ -84,8 +84,9 @@ test('an unknown architecture is refused with what config.json names', () => {
     message: 'config.json: model_type "bert", architectures ["BertForMaskedLM"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, phi3, olmo2',
   });
   // The multimodal Gemma 3 (a vision tower, text_config) is not gemma3_text.
-  assert.throws(() => architectureOf({ model_type: 'gemma3', architectures: ['Gemma3ForConditionalGeneration'] }),
-    /model_type "gemma3", architectures \["Gemma3ForConditionalGeneration"\] is not a supported architecture/);
+  assert.throws(() => architectureOf({ model_type: 'gemma3', architectures: ['Gemma3ForConditionalGeneration'],
+    vision_config: { model_type: 'siglip_vision_model' }, text_config: { model_type: 'gemma3_text' } }),
+  /model_type "gemma3", architectures \["Gemma3ForConditionalGeneration"\] \(vision_config: a vision tower, which is not supported; its text model, model_type "gemma3_text", loads from a checkpoint of that text model alone\) is not a supported architecture/);
   assert.throws(() => architectureOf({ architectures: ['T5ForConditionalGeneration'] }),
     /model_type null, architectures \["T5ForConditionalGeneration"\] is not a supported architecture/);
   const files = checkpointFiles('gpt2').map((file) => (file.name === 'config.json'
