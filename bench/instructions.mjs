@@ -11,6 +11,9 @@
 // with 1 + calls: the difference divided by calls is one call, start-up and compilation excluded.
 // V8 runs with --no-liftoff --single-threaded, so the wasm is compiled once by TurboFan on the
 // main thread and the counts repeat (to within about 1% of one call: give more --calls for less).
+// A checkout with GEMM variants (src/mha/kernels/kernel_choice.hpp) runs the variant its
+// calibration picks on this machine, asked once outside callgrind (whose slowed clock would pick
+// at random), or the one MHA_KERNELS=gemm=NAME names; the table says which.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
@@ -27,22 +30,34 @@ const shapes = (args.shapes ?? '0,3,5').split(',').map((i) => SHAPES[Number(i)])
 const CALLS = Number(args.calls ?? 5);
 const configs = [args['config-a'] ?? '{}', args['config-b'] ?? '{}'];
 
+/** The GEMM variant a checkout's mha-simd build calibrates to here (null: a build without variants). */
+function calibratedGemm(checkout) {
+  if (process.env.MHA_KERNELS) return process.env.MHA_KERNELS.replace(/^gemm=/, '');
+  const script = `const { loadBuild } = await import(${JSON.stringify(`${checkout}/tools/load-wasm-build.mjs`)});`
+    + "const { module } = await loadBuild('mha-simd');"
+    + 'console.log(module.kernelChoice ? JSON.parse(module.kernelChoice()).gemm.variant : "");';
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  return run.stdout.trim() || null;
+}
+const gemms = checkouts.map(calibratedGemm);
+
 /** Instructions callgrind counts for a process making `calls` forward calls in `checkout`. */
-function instructions(checkout, s, calls, config) {
+function instructions(checkout, s, calls, config, gemm) {
   const script = new URL('instructions-forward.mjs', import.meta.url).pathname;
   const run = spawnSync('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--callgrind-out-file=/dev/null',
     process.execPath, '--no-liftoff', '--single-threaded', script, checkout, ...[s.B, s.L, s.S, s.E, s.H, calls].map(String), config],
-  { encoding: 'utf8', maxBuffer: 1 << 26 });
+  { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, ...(gemm ? { MHA_KERNELS: `gemm=${gemm}` } : {}) } });
   const found = /Collected : (\d+)/.exec(run.stderr ?? '');  // valgrind's summary, on stderr
   if (run.status !== 0 || !found) throw new Error(`callgrind failed on ${checkout} ${label(s)}: ${run.error?.message ?? run.stderr}`);
   return Number(found[1]);
 }
 
 console.log(`instructions per forward call (callgrind, mha-simd, 1 thread; calls=${CALLS}) — ${new Date().toISOString().slice(0, 10)}`);
-console.log(`A: ${checkouts[0]} ${configs[0]}\nB: ${checkouts[1]} ${configs[1]}\n`);
+const gemmNote = (i) => (gemms[i] ? ` (GEMM variant ${gemms[i]})` : '');
+console.log(`A: ${checkouts[0]} ${configs[0]}${gemmNote(0)}\nB: ${checkouts[1]} ${configs[1]}${gemmNote(1)}\n`);
 console.log('| shape | A (M instr.) | B (M instr.) | B / A |');
 console.log('| --- | ---: | ---: | ---: |');
 for (const s of shapes) {
-  const perCall = checkouts.map((c, i) => (instructions(c, s, 1 + CALLS, configs[i]) - instructions(c, s, 1, configs[i])) / CALLS / 1e6);
+  const perCall = checkouts.map((c, i) => (instructions(c, s, 1 + CALLS, configs[i], gemms[i]) - instructions(c, s, 1, configs[i], gemms[i])) / CALLS / 1e6);
   console.log(`| ${label(s)} | ${perCall[0].toFixed(2)} | ${perCall[1].toFixed(2)} | ${(perCall[1] / perCall[0]).toFixed(3)} |`);
 }

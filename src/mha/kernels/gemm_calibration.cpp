@@ -68,10 +68,16 @@ GemmCalibration calibrate_gemm() {
   // A batch spans at least 20 clock steps and 40 us (sized anew each round from the fastest time
   // so far: the first calls may run unoptimized code).
   const double batch_seconds = std::max(20 * clock_step(), 40e-6);
-  // Rounds over every variant, each variant's best kept, until a round improves none by more than
-  // 5%: an engine runs new wasm code from a baseline compile first and swaps in optimized code
-  // (compiled in the background) a few calls later, at a different moment for each variant, so
-  // one round alone may time some variants unoptimized. The first call of each starts that.
+  // Rounds over every variant, each variant's best kept, until two rounds in a row improve none by
+  // more than 5%, and in wasm not before kSettleSeconds: an engine runs new wasm code from a
+  // baseline compile first and swaps in optimized code, compiled in the background, some time
+  // after a function gets hot (V8 on the loaded 2-core machine: 10 ms to 0.5 s), so early rounds
+  // may time some variants unoptimized. Natively the code is optimized from the start.
+#ifdef __EMSCRIPTEN__
+  constexpr double kSettleSeconds = 0.03, kMaxSeconds = 0.3;
+#else
+  constexpr double kSettleSeconds = 0, kMaxSeconds = 0.3;
+#endif
   double fastest = 1e30;
   for (int i = 0; i < count; ++i) {
     const auto once = Clock::now();
@@ -79,7 +85,9 @@ GemmCalibration calibrate_gemm() {
     fastest = std::min(fastest, std::max(seconds_since(once), 1e-7));
   }
   std::vector<double> seconds(count, 1e30);
-  for (int round = 0; round < 8; ++round) {
+  GemmCalibration c;
+  for (int round = 0, quiet = 0; quiet < 2 || seconds_since(t0) < kSettleSeconds; ++round) {
+    if (seconds_since(t0) > kMaxSeconds) break;  // (c.settled stays false: not worth keeping)
     const int reps = std::max(1, static_cast<int>(batch_seconds / fastest));
     bool improved = false;
     for (int i = 0; i < count; ++i) {
@@ -88,9 +96,10 @@ GemmCalibration calibrate_gemm() {
       seconds[i] = std::min(seconds[i], s);
       fastest = std::min(fastest, s);
     }
-    if (!improved) break;
+    quiet = improved ? 0 : quiet + 1;
+    c.rounds = round + 1;
+    c.settled = quiet >= 2 && seconds_since(t0) >= kSettleSeconds;
   }
-  GemmCalibration c;
   int best = 0;
   for (int i = 0; i < count; ++i) {
     c.gflops.push_back(problem.flops() / seconds[i] * 1e-9);

@@ -14,6 +14,8 @@ struct GemmCalibration {
   const GemmVariant* best = nullptr;
   std::vector<double> gflops;  // per variant, in gemm_variants()' order
   double seconds = 0;          // the calibration's own wall time
+  int rounds = 0;              // rounds over every variant
+  bool settled = false;        // the times stopped improving (false: cut off at 0.3 s, still moving)
 };
 
 GemmCalibration calibrate_gemm();

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "gemm_panel.hpp"
+
 namespace mha::kernels {
 namespace {
 

@@ -5,9 +5,22 @@
 
 #include <cstdint>
 
-#include "gemm_panel.hpp"
-
 namespace mha::kernels {
+
+// What a variant runs on: one panel of the packed weights for one depth block, against a task's
+// rows (PackedLinear::apply; the loop itself is gemm_panel.hpp's).
+struct GemmPanelJob {
+  const float* x;           // x's rows, each from the depth block's first column
+  int64_t x_stride;         // floats between x rows (in_features)
+  float* y;                 // y's rows, each from the panel's first column
+  int64_t y_stride;         // floats between y rows (out_features)
+  const float* panel;       // the panel's depth block: [depth][simd::kTileCols]
+  const float* bias;        // the bias at the panel's first column (simd::kTileCols floats)
+  int64_t cols;             // the panel's columns that exist (<= simd::kTileCols)
+  int64_t depth;            // depth steps in this block
+  bool first;               // the first depth block: start from the bias, else from y
+  int64_t row_begin, row_end;
+};
 
 struct GemmVariant {
   // "<rows>x<columns>[-shuffle][-k4]": the tile's rows and columns, columns counted in floats of

@@ -58,6 +58,7 @@ std::string KernelChoice::force(const std::string& spec, ChoiceSource source) {
     gemm_source_ = source;
     gemm_gflops_.clear();
     calibration_ms_ = 0;
+    settled_ = false;
     gemm_.store(v, std::memory_order_release);
   }
   return "";
@@ -75,6 +76,7 @@ const GemmVariant& KernelChoice::calibrate_gemm_once() {
   gemm_source_ = ChoiceSource::kCalibrated;
   gemm_gflops_ = c.gflops;
   calibration_ms_ = c.seconds * 1e3;
+  settled_ = c.settled;
   gemm_.store(c.best, std::memory_order_release);
   return *c.best;
 }
@@ -93,7 +95,8 @@ std::string KernelChoice::describe() {
   }
   std::snprintf(number, sizeof number, "%.2f", calibration_ms_);
   return std::string("{\"gemm\":{\"variant\":\"") + chosen.name + "\",\"source\":\"" + source_name(gemm_source_) +
-         "\",\"variants\":[" + names + "],\"gflops\":[" + rates + "],\"calibrationMs\":" + number + "}}";
+         "\",\"variants\":[" + names + "],\"gflops\":[" + rates + "],\"calibrationMs\":" + number +
+         ",\"settled\":" + (settled_ ? "true" : "false") + "}}";
 }
 
 }  // namespace mha::kernels

@@ -37,7 +37,8 @@ class KernelChoice {
   void recalibrate();
   // What was chosen, as JSON: {"gemm":{"variant":"4x8","source":"calibrated","variants":[...],
   // "gflops":[...] (the calibration's, per variant; empty unless this process calibrated),
-  // "calibrationMs":1.9}}. Calibrates first if nothing was chosen yet.
+  // "calibrationMs":31.9,"settled":true (its times stopped improving; false: cut off while an
+  // engine was still optimizing, not worth saving)}}. Calibrates first if nothing was chosen yet.
   std::string describe();
 
  private:
@@ -49,6 +50,7 @@ class KernelChoice {
   ChoiceSource gemm_source_ = ChoiceSource::kCalibrated;
   std::vector<double> gemm_gflops_;
   double calibration_ms_ = 0;
+  bool settled_ = false;
 };
 
 }  // namespace mha::kernels
