@@ -103,7 +103,15 @@ describe('between processes (Node)', () => {
     assert.ok(first.variants.includes(first.variant));
     assert.equal(Object.keys(first.gflops).length, first.variants.length);
     assert.ok(first.gflops[first.variant] >= Math.max(...Object.values(first.gflops)));
-    const saved = JSON.parse(readFileSync(file, 'utf8'));
+    let saved;
+    try {
+      saved = JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      // A calibration cut off while the engine was still optimizing (a very loaded machine) is used
+      // but not kept: the next process measures again.
+      assert.equal(childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' }).source, 'calibrated');
+      return;
+    }
     assert.equal(saved.version, 1);
     const [key] = Object.keys(saved.choices);
     assert.match(key, /^mha-simd \| .* \| node v/);
