@@ -170,3 +170,17 @@ test('bert: every bidirectional head is the float64 reference\'s, fill-mask at [
   assert.equal(decoded.lens.length, 2);
   s.dispose();
 });
+
+test('the page\'s File objects load as they are (read a tensor at a time), with the memory estimate reported first', async () => {
+  const s = session();
+  const phases = [];
+  const files = checkpointFiles('llama').map(({ name, bytes }) => Object.assign(new Blob([bytes]), { name }));
+  const loaded = await s.load({ files, weightDtype: 'int8' }, (p) => phases.push(p));
+  assert.equal(loaded.model.weightDtype, 'int8');
+  const estimate = phases.find((p) => p.phase === 'estimate').estimate;
+  assert.equal(estimate.weightDtype, 'int8');
+  assert.ok(estimate.fits && estimate.bytes.total > estimate.bytes.weights);
+  const { text } = expectedValues('llama');
+  assert.equal((await s.run({ text })).layers.length, 3);
+  s.dispose();
+});

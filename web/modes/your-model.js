@@ -201,7 +201,7 @@ export class YourModelMode {
       $('model-summary').textContent = 'reading the headers…';
       // The worker: each weight file's header read (to 1/4), the memory estimate, then each layer
       // read and built (to the end). File objects go as they are (structured clone shares the file).
-      const buffers = [...new Set(named.filter((f) => f.bytes).map((f) => f.bytes.buffer))];
+      const buffers = [...new Set(named.filter((f) => f.bytes instanceof Uint8Array).map((f) => f.bytes.buffer))];  // (a File has a bytes() method)
       let estimate = '';
       const loaded = await worker.request('modelLoad', { files: named }, buffers, ({ phase, done, total, name, estimate: e }) => {
         if (phase === 'estimate') {
