@@ -268,7 +268,7 @@ test('RoBERTa dropped in: every head is the reference\'s, fill-mask at <mask> is
 
   await load('roberta');
   const s = await state();
-  assert.deepEqual(s.model, { family: 'roberta', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
+  assert.deepEqual(s.model, { family: 'roberta', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', weightDtype: 'f32', encoder: true, mlmHead: true });
   await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
   const after = await state();
   assert.deepEqual(after.ids, ref.ids);
