@@ -7,6 +7,7 @@
 // weightDtype 'f16' (F16 bits passed as they are; BF16 widened once at load, then rounded to f16
 // as the attention layers' are). No DOM: worker and Node.
 import { activate, addInto, concat, gated, layerNorm, rmsNorm, softcap } from './elementwise.js';
+import { rotaryOf } from './families/common.js';
 import { familyOf, withTraits } from './families/index.js';
 import { widen } from './tensors.js';
 
@@ -59,6 +60,7 @@ function tensorGetter(tensors, family) {
 
 export class CheckpointModel {
   #layers = [];
+  #preNorm = new Map();  // preNormProjection()'s Linears, by `${layer}.${which}`
 
   /**
    * @param attention the module whose MultiHeadAttention runs the heads (init(), or init({ backend: 'webgpu' }))
@@ -135,13 +137,15 @@ export class CheckpointModel {
     const qkvBias = s.qkvBias ?? (s.qBias ? concat([s.qBias, s.kBias, s.vBias]) : null);
     const bias = s.stateDict ? true : qkvBias !== null || s.oBias != null;
     const window = a.layerWindows[l];
+    const rotary = rotaryOf(a, l);
     const layer = new attention.MultiHeadAttention({
       embedDim: E, numHeads: H, weightDtype,
       // (the defaults left out: a GPT-2 layer is built as it always was)
       ...(Hkv !== H ? { numKvHeads: Hkv } : {}),
       ...(D * H !== E || Hkv !== H ? { headDim: D } : {}),
       ...(s.stateDict ? {} : { bias }),
-      ...(a.rotary ? { rotary: { dim: a.rotary.dim, base: a.rotary.base } } : {}),
+      ...(a.qkNorm ? { qkNorm: a.qkNorm } : {}),
+      ...(rotary ? { rotary: { dim: rotary.dim, base: rotary.base } } : {}),
       ...(window ? { slidingWindow: window } : {}),
       ...(a.attnSoftcap ? { softcap: a.attnSoftcap } : {}),
       ...(a.attnScale ? { scale: a.attnScale } : {}),
@@ -168,6 +172,7 @@ export class CheckpointModel {
           stateDict.in_proj_bias = qkvBias ?? new Float32Array((H + 2 * Hkv) * D);
           stateDict['out_proj.bias'] = s.oBias ?? new Float32Array(E);  // (o_proj may have none)
         }
+        if (a.qkNorm) Object.assign(stateDict, { 'q_norm.weight': s.qNorm, 'k_norm.weight': s.kNorm });
       }
       layer.loadStateDict(stateDict);
       const linear = (part) => {
@@ -182,14 +187,30 @@ export class CheckpointModel {
         attention: layer, norm1: spec.norm1 ?? null, norm2: spec.norm2 ?? null,
         postAttnNorm: spec.postAttnNorm ?? null, postMlpNorm: spec.postMlpNorm ?? null,
         up, down, outBias: spec.outBias ?? s.oBias ?? null,
+        qkNorm: a.qkNorm ? { q: s.qNorm, k: s.kNorm } : null,
       };
     });
   }
 
   get numLayers() { return this.architecture.numLayers; }
 
-  /** Layer l's parts: { attention, norm1, norm2, postAttnNorm, postMlpNorm, up, down, outBias } (read by hooked-forward.js). */
+  /** Layer l's parts: { attention, norm1, norm2, postAttnNorm, postMlpNorm, up, down, outBias, qkNorm } (read by hooked-forward.js). */
   layer(l) { return this.#layers[l]; }
+
+  /**
+   * Layer l's q or k projection (`which`) as an mha.Linear, made on first use and kept: the values
+   * before the q/k norms (hook_q, hook_k), which the attention layer never hands out. Only a
+   * model with qkNorm asks; one that never reads those hooks never holds the copy.
+   */
+  preNormProjection(l, which) {
+    const key = `${l}.${which}`;
+    if (!this.#preNorm.has(key)) {
+      const keys = this.family.qkProjections(this.architecture, l);
+      const bias = keys[which + 'Bias'] ? this.weight(keys[which + 'Bias']) : null;
+      this.#preNorm.set(key, linearLayer(this.#build.wasm, this.tensor(keys[which]), bias));
+    }
+    return this.#preNorm.get(key);
+  }
 
   /** A stored tensor by its Hugging Face key, widened to float32. */
   weight(key) { return widen(this.tensor(key)); }
@@ -376,6 +397,8 @@ export class CheckpointModel {
       down?.dispose();
     }
     this.#layers = [];
+    for (const linear of this.#preNorm.values()) linear.dispose();
+    this.#preNorm.clear();
     this.unembedding?.dispose();
     this.unembedding = null;
     this.mlmHead?.dense.dispose();
