@@ -1,19 +1,23 @@
-// Instructions per forward call, counted by callgrind, for A/B comparisons on a machine too busy
-// for wall-clock timing (the counts do not move with the load). Each checkout must have its own
-// dist/ built (the mha-simd build is the one counted).
+// Instructions per forward call and per training step, counted by callgrind, for A/B comparisons
+// on a machine too busy for wall-clock timing (the counts do not move with the load). Each
+// checkout must have its own dist/ built (the mha-simd build is the one counted).
 //
 //   node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5]
-//                               [--config-a=JSON] [--config-b=JSON]
+//                               [--config-a=JSON] [--config-b=JSON] [--training=16,96,192,3,64|no]
 // The configs are added to each side's layer: the same checkout twice with --config-b='{"batchFirst":false}'
 // counts what the sequence-first layout costs, with --config-b='{"dtype":"float64"}' a float64 layer's.
+//
+// A checkout with GEMM variants (src/mha/kernels/kernel_choice.hpp) runs the variant its
+// calibration picks on this machine, asked once outside callgrind (whose slowed clock would pick
+// at random), or the one MHA_KERNELS=gemm=NAME names; the table says which.
+// --training=B,L,E,H,Dh adds a row for one training step (forward with grad: true and its backward,
+// bench/instructions-training.mjs) on that self-attention shape, without the configs; no leaves
+// it out. The default, 16x96x192x3x64 (3 heads of 64), is issue 49's.
 //
 // For each shape and checkout it runs a forward script twice under callgrind, with 1 call and
 // with 1 + calls: the difference divided by calls is one call, start-up and compilation excluded.
 // V8 runs with --no-liftoff --single-threaded, so the wasm is compiled once by TurboFan on the
 // main thread and the counts repeat (to within about 1% of one call: give more --calls for less).
-// A checkout with GEMM variants (src/mha/kernels/kernel_choice.hpp) runs the variant its
-// calibration picks on this machine, asked once outside callgrind (whose slowed clock would pick
-// at random), or the one MHA_KERNELS=gemm=NAME names; the table says which.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
@@ -22,13 +26,14 @@ import { label, SHAPES } from './shapes.mjs';
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
 if (positional.length !== 2) {
-  console.error('usage: node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5] [--config-a=JSON] [--config-b=JSON]');
+  console.error('usage: node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5] [--config-a=JSON] [--config-b=JSON] [--training=B,L,E,H,Dh|no]');
   process.exit(2);
 }
 const checkouts = positional.map((p) => path.resolve(p));
-const shapes = (args.shapes ?? '0,3,5').split(',').map((i) => SHAPES[Number(i)]);
+const shapes = (args.shapes ?? '0,3,5').split(',').filter(Boolean).map((i) => SHAPES[Number(i)]);  // --shapes= : none
 const CALLS = Number(args.calls ?? 5);
 const configs = [args['config-a'] ?? '{}', args['config-b'] ?? '{}'];
+const training = (args.training ?? '16,96,192,3,64') === 'no' ? null : args.training ?? '16,96,192,3,64';
 
 /** The GEMM variant a checkout's mha-simd build calibrates to here (null: a build without variants). */
 function calibratedGemm(checkout) {
@@ -41,23 +46,35 @@ function calibratedGemm(checkout) {
 }
 const gemms = checkouts.map(calibratedGemm);
 
-/** Instructions callgrind counts for a process making `calls` forward calls in `checkout`. */
-function instructions(checkout, s, calls, config, gemm) {
-  const script = new URL('instructions-forward.mjs', import.meta.url).pathname;
+/** Instructions callgrind counts for `node <script> <checkout> ...scriptArgs` (one process), on `gemm`. */
+function instructions(script, checkout, scriptArgs, what, gemm) {
   const run = spawnSync('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--callgrind-out-file=/dev/null',
-    process.execPath, '--no-liftoff', '--single-threaded', script, checkout, ...[s.B, s.L, s.S, s.E, s.H, calls].map(String), config],
+    process.execPath, '--no-liftoff', '--single-threaded', new URL(script, import.meta.url).pathname, checkout, ...scriptArgs],
   { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, ...(gemm ? { MHA_KERNELS: `gemm=${gemm}` } : {}) } });
   const found = /Collected : (\d+)/.exec(run.stderr ?? '');  // valgrind's summary, on stderr
-  if (run.status !== 0 || !found) throw new Error(`callgrind failed on ${checkout} ${label(s)}: ${run.error?.message ?? run.stderr}`);
+  if (run.status !== 0 || !found) throw new Error(`callgrind failed on ${checkout} ${what}: ${run.error?.message ?? run.stderr}`);
   return Number(found[1]);
 }
 
-console.log(`instructions per forward call (callgrind, mha-simd, 1 thread; calls=${CALLS}) — ${new Date().toISOString().slice(0, 10)}`);
+/** Millions of instructions of one call: (1 + CALLS calls) - (1 call), over CALLS. */
+function perCall(count) {
+  return (count(1 + CALLS) - count(1)) / CALLS / 1e6;
+}
+
+const row = (name, [a, b]) => console.log(`| ${name} | ${a.toFixed(2)} | ${b.toFixed(2)} | ${(b / a).toFixed(3)} |`);
+
+console.log(`instructions per forward call${training ? ' and per training step' : ''} (callgrind, mha-simd, 1 thread; calls=${CALLS}) — ${new Date().toISOString().slice(0, 10)}`);
 const gemmNote = (i) => (gemms[i] ? ` (GEMM variant ${gemms[i]})` : '');
 console.log(`A: ${checkouts[0]} ${configs[0]}${gemmNote(0)}\nB: ${checkouts[1]} ${configs[1]}${gemmNote(1)}\n`);
 console.log('| shape | A (M instr.) | B (M instr.) | B / A |');
 console.log('| --- | ---: | ---: | ---: |');
 for (const s of shapes) {
-  const perCall = checkouts.map((c, i) => (instructions(c, s, 1 + CALLS, configs[i], gemms[i]) - instructions(c, s, 1, configs[i], gemms[i])) / CALLS / 1e6);
-  console.log(`| ${label(s)} | ${perCall[0].toFixed(2)} | ${perCall[1].toFixed(2)} | ${(perCall[1] / perCall[0]).toFixed(3)} |`);
+  row(label(s), checkouts.map((c, i) => perCall((calls) => instructions('instructions-forward.mjs', c,
+    [...[s.B, s.L, s.S, s.E, s.H, calls].map(String), configs[i]], label(s), gemms[i]))));
+}
+if (training) {
+  const [B, L, E, H, Dh = E / H] = training.split(',').map(Number);
+  const name = `training step ${B}x${L}x${E}x${H}x${Dh}`;
+  row(name, checkouts.map((c, i) => perCall((calls) => instructions('instructions-training.mjs', c,
+    [B, L, E, H, Dh, calls].map(String), name, gemms[i]))));
 }

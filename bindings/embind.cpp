@@ -906,17 +906,23 @@ class LinearHandle {
   std::string lastError() const { return error_; }
   double weightBytes() const { return static_cast<double>(layer_->weight_bytes()); }
 
-  // Before the wrapper copies a weight of `weight_bytes` bytes (and the bias) in: does loading fit?
-  bool checkLoad(double weight_bytes) {
+  // Before the wrapper copies a weight of `weight_bytes` bytes in `source`'s format ('f32', 'f16'
+  // or 'bf16') and the bias in: does loading fit?
+  bool checkLoad(double weight_bytes, std::string source) {
     return guard([&] {
-      mha::check_fits("the weights", layer_->load_memory(static_cast<uint64_t>(weight_bytes)), heap_in_use(),
-                      mha::addressable_bytes());
+      mha::check_fits("the weights", layer_->load_memory(static_cast<uint64_t>(weight_bytes), mha::parse_weight_source(source)),
+                      heap_in_use(), mha::addressable_bytes());
     });
   }
 
-  // weight: float32 or (half) binary16 bits [out, in]; bias [out] or 0.
-  bool load(double weight, bool half, double bias) {
-    return guard([&] { layer_->load(at<const void>(weight), half, at<const float>(bias)); });
+  // weight [out, in]: float32, or binary16 / bfloat16 bits (`source`); bias [out] or 0.
+  bool load(double weight, std::string source, double bias) {
+    return guard([&] { layer_->load(at<const void>(weight), mha::parse_weight_source(source), at<const float>(bias)); });
+  }
+
+  // out [n, in] = rows ids[0..n) of the weight (an embedding lookup).
+  bool rows(double ids, double n, double out) {
+    return guard([&] { layer_->rows(at<const int32_t>(ids), static_cast<int64_t>(n), at<float>(out)); });
   }
 
   bool checkForward(double rows) {
@@ -1071,6 +1077,8 @@ class AttentionFunctionHandle {
 
 // Bytes the allocator has handed out and not yet freed; the leak tests watch this.
 double heapAllocatedBytes() { return static_cast<double>(heap_in_use()); }
+// The most the heap can grow to (the module's maximum memory: 4 GiB for wasm32).
+double heapLimitBytes() { return static_cast<double>(mha::addressable_bytes()); }
 
 }  // namespace
 
@@ -1144,7 +1152,8 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("checkLoad", &LinearHandle::checkLoad)
       .function("load", &LinearHandle::load)
       .function("checkForward", &LinearHandle::checkForward)
-      .function("forward", &LinearHandle::forward);
+      .function("forward", &LinearHandle::forward)
+      .function("rows", &LinearHandle::rows);
   emscripten::class_<Float64SavedHandle>("Float64SavedHandle");
   emscripten::class_<Float64LayerHandle>("Float64LayerHandle")
       .constructor<val>()
@@ -1172,6 +1181,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("weightsShape", &Float64LayerHandle::weightsShape)
       .function("releaseResult", &Float64LayerHandle::releaseResult);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
+  emscripten::function("heapLimitBytes", &heapLimitBytes);
   emscripten::function("linearForward", &linearForward);
   emscripten::function("linearBackward", &linearBackward);
 #ifdef __EMSCRIPTEN_PTHREADS__

@@ -33,7 +33,7 @@ export interface MhaModule {
    */
   linearBackward(dOutput: Tensor, input: Tensor, weight: Tensor, options?: LinearBackwardOptions): LinearGradients;
   /**
-   * nn.Linear with its weights kept in wasm memory (f32 or f16): `new mha.Linear({ inFeatures,
+   * nn.Linear with its weights kept in wasm memory (f32, f16, int8 or q4): `new mha.Linear({ inFeatures,
    * outFeatures, bias, weightDtype })`, then loadWeights({ weight, bias }) and forward(x). See docs/training.md.
    */
   Linear: LinearConstructor;
@@ -43,6 +43,8 @@ export interface MhaModule {
   KerasMultiHeadAttention: KerasMultiHeadAttentionConstructor;
   /** Bytes of wasm heap currently allocated (for leak checks). */
   heapAllocatedBytes(): number;
+  /** The most bytes the wasm heap can grow to (the build's maximum memory: 4 GiB for wasm32). */
+  heapLimitBytes(): number;
   /** Total size of the wasm linear memory, in bytes. */
   memoryBytes(): number;
   /** Which build was loaded. */

@@ -12,6 +12,11 @@ async function loadModel(mha, files, options) {
   return (await load()).loadModel(mha, files, options);
 }
 
+/** The same as the ES module's estimateModelMemory(files, options). */
+async function estimateModelMemory(files, options) {
+  return (await load()).estimateModelMemory(files, options);
+}
+
 /** The same as the ES module's loadModelFromFolder(mha, path, options). */
 async function loadModelFromFolder(mha, path, options) {
   return (await load()).loadModelFromFolder(mha, path, options);
@@ -32,4 +37,4 @@ async function headScores(model, cache, kind) {
   return (await load()).headScores(model, cache, kind);
 }
 
-module.exports = { loadModel, loadModelFromFolder, activationPatching, directLogitAttribution, headScores, load };
+module.exports = { loadModel, estimateModelMemory, loadModelFromFolder, activationPatching, directLogitAttribution, headScores, load };

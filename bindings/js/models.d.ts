@@ -11,10 +11,18 @@ export interface NamedBytes {
   bytes: Uint8Array | ArrayBuffer;
 }
 
+/** A checkpoint file by its path (Node only): read at offsets, a tensor at a time. */
+export interface NamedPath {
+  /** The file's name, as Hugging Face writes it. */
+  name: string;
+  /** Its path on disk. */
+  path: string;
+}
+
 /** What loadModel reports while it works. */
 export interface LoadProgress {
-  /** 'weights': a weight file was read; 'layers': a layer was built. */
-  phase: 'weights' | 'layers';
+  /** 'weights': a weight file's header was read; 'estimate': the memory estimate passed (name: the weightDtype); 'layers': a layer was read and built. */
+  phase: 'weights' | 'estimate' | 'layers';
   /** How many are done. */
   done: number;
   /** How many there are. */
@@ -23,14 +31,75 @@ export interface LoadProgress {
   name: string;
 }
 
+/** The precision every matrix of a model is held in: 'auto' takes the most precise, at most the stored one, that fits the wasm heap. */
+export type ModelWeightDtype = 'f32' | 'f16' | 'int8' | 'q4' | 'auto';
+
 /** loadModel's options. */
 export interface LoadModelOptions {
   /** With a WebGPU `mha`: the wasm module (`await init()`), which runs the products outside the attention. */
   wasm?: MhaModule;
-  /** Called after each weight file and each layer. */
+  /** Every matrix's precision (attention, MLPs, unembedding, embedding rows); default the stored one (F32 as f32, F16 / BF16 as f16). docs/quantized.md. */
+  weightDtype?: ModelWeightDtype;
+  /** The tokens the memory estimate sizes the KV caches for (default 2048, or the model's positions if fewer). */
+  contextLength?: number;
+  /** Called after each weight file's header, the estimate and each layer. */
   onProgress?: (progress: LoadProgress) => void | Promise<void>;
   /** Stops the load between layers (rejecting with an Error named 'AbortError'). */
   signal?: AbortSignal;
+}
+
+/** estimateModelMemory's options. */
+export interface EstimateOptions {
+  /** The module whose heap is asked (what it can still hold); without it, an empty 4 GiB heap. */
+  wasm?: MhaModule;
+  /** The precision to size (default the stored one); 'auto' reports the one loadModel would take. */
+  weightDtype?: ModelWeightDtype;
+  /** The tokens the KV caches are sized for (default 2048, or the model's positions if fewer). */
+  contextLength?: number;
+}
+
+/** Bytes of wasm heap, by what holds them. */
+export interface MemoryBytes {
+  /** The matrices, packed in the weightDtype (panels padded to 32 columns, scales, biases). */
+  weights: number;
+  /** The KV caches for contextLength tokens (float32). */
+  caches: number;
+  /** The largest transient: loading the largest matrix, or a 128-row product, plus the runtime's share. */
+  work: number;
+  /** weights + caches + work. */
+  total: number;
+}
+
+/** The total bytes at each precision. */
+export interface MemoryByDtype {
+  /** At float32. */
+  f32: number;
+  /** At float16. */
+  f16: number;
+  /** At int8 (a scale per row). */
+  int8: number;
+  /** At q4 (a scale per 32 weights). */
+  q4: number;
+}
+
+/** What a checkpoint needs of the wasm heap, from its headers alone (docs/models.md#memory). */
+export interface MemoryEstimate {
+  /** The precision sized (the one 'auto' picked). */
+  weightDtype: 'f32' | 'f16' | 'int8' | 'q4';
+  /** The weights' stored dtype: 'F32', 'F16' or 'BF16'. */
+  storedDtype: string;
+  /** The elements of every tensor. */
+  parameters: number;
+  /** The tokens the caches are sized for. */
+  contextLength: number;
+  /** Bytes: the packed matrices, the KV caches, the largest transient work, and their sum. */
+  bytes: MemoryBytes;
+  /** Bytes the heap can still give. */
+  available: number;
+  /** Whether `bytes.total` fits `available`. */
+  fits: boolean;
+  /** The total at every precision. */
+  byDtype: MemoryByDtype;
 }
 
 /** A model's hyperparameters, as config.json gives them. */
@@ -173,7 +242,10 @@ export interface HookedModel {
 }
 
 /** Loads a Hugging Face checkpoint's files (config.json, the weights, tokenizer.json). */
-export declare function loadModel(mha: MhaModule | WebGpuModule, files: Array<File | Blob | NamedBytes>, options?: LoadModelOptions): Promise<HookedModel>;
+export declare function loadModel(mha: MhaModule | WebGpuModule, files: Array<File | Blob | NamedBytes | NamedPath>, options?: LoadModelOptions): Promise<HookedModel>;
+
+/** What loading `files` would need of the wasm heap, from the JSON files and the weights' headers (no weight is read). */
+export declare function estimateModelMemory(files: Array<File | Blob | NamedBytes | NamedPath>, options?: EstimateOptions): Promise<MemoryEstimate>;
 
 /** loadModel on a checkpoint folder's files, by its path (Node only). */
 export declare function loadModelFromFolder(mha: MhaModule | WebGpuModule, path: string, options?: LoadModelOptions): Promise<HookedModel>;

@@ -49,6 +49,11 @@ import(${JSON.stringify(url.href)}).then(
   };
 }
 
+/** A page has no file paths: loadModel takes the File objects a drop or a picker gives. */
+export async function openFileRange() {
+  throw new TypeError('loadModel: a { name, path } file needs Node; in a browser, pass the File objects of a drop or a file picker');
+}
+
 /** A page has no folder paths: loadModel takes the File objects a drop or a picker gives. */
 export async function readCheckpointFolder() {
   throw new TypeError('loadModelFromFolder: a folder path needs Node; in a browser, pass the File objects of a drop or a file picker to loadModel');

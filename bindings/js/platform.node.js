@@ -1,6 +1,7 @@
 // What the loader needs from Node (chosen by the "#platform" import condition in package.json,
 // so browser bundles never see node: imports).
-import { access, readFile } from 'node:fs/promises';
+import { readSync } from 'node:fs';
+import { access, open, readFile } from 'node:fs/promises';
 import { arch, availableParallelism, cpus, homedir } from 'node:os';
 import * as workerThreads from 'node:worker_threads';
 
@@ -42,8 +43,48 @@ export async function workerScriptUrl(url) {
 }
 
 /**
- * A checkpoint folder's files as { name, bytes } (mha-wasm/models' loadModelFromFolder): config.json,
- * tokenizer.json and the weights (model.safetensors, or the index and the shards it names).
+ * A file read at offsets through an open handle (mha-wasm/models' streaming load): { size,
+ * read(begin, end), readSync(begin, end), close() }; only the ranges asked for are read.
+ */
+export async function openFileRange(path) {
+  const handle = await open(path, 'r');
+  const { size } = await handle.stat();
+  const check = (begin, end) => {
+    if (!(begin >= 0 && end >= begin && end <= size)) throw new RangeError(`${path}: bytes ${begin}..${end} are outside the file's ${size}`);
+    return new Uint8Array(end - begin);
+  };
+  let closed = false;
+  return {
+    size,
+    async read(begin, end) {
+      const out = check(begin, end);
+      for (let at = 0; at < out.length;) {
+        const { bytesRead } = await handle.read(out, at, out.length - at, begin + at);
+        if (bytesRead === 0) throw new RangeError(`${path}: the file ended at ${begin + at} bytes (it shrank while read)`);
+        at += bytesRead;
+      }
+      return out;
+    },
+    readSync(begin, end) {
+      const out = check(begin, end);
+      for (let at = 0; at < out.length;) {
+        const read = readSync(handle.fd, out, at, out.length - at, begin + at);
+        if (read === 0) throw new RangeError(`${path}: the file ended at ${begin + at} bytes (it shrank while read)`);
+        at += read;
+      }
+      return out;
+    },
+    async close() {
+      if (!closed) await handle.close();
+      closed = true;
+    },
+  };
+}
+
+/**
+ * A checkpoint folder's files as { name, path } (mha-wasm/models' loadModelFromFolder, which reads
+ * them at offsets): config.json, tokenizer.json and the weights (model.safetensors, or the index
+ * and the shards it names).
  */
 export async function readCheckpointFolder(path) {
   const { readdir } = await import('node:fs/promises');
@@ -60,7 +101,7 @@ export async function readCheckpointFolder(path) {
     // (shards the index names but the folder lacks are left for loadModel to name)
     names.push(...new Set(Object.values(index?.weight_map ?? {}).filter((name) => present.has(name))));
   }
-  return Promise.all(names.map(async (name) => ({ name, bytes: new Uint8Array(await readFile(join(path, name))) })));
+  return names.map((name) => ({ name, path: join(path, name) }));
 }
 
 /**

@@ -51,7 +51,7 @@ test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s pat
   await load('llama');
   const s = await state();
   assert.equal(s.source, 'model');
-  assert.deepEqual(s.model, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32' });
+  assert.deepEqual(s.model, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32', weightDtype: 'f32' });
   const { text, ids, tensors } = expectedValues('llama');
   await page.evaluate((t) => window.__mhaDemo.setText(t), text);
   const after = await state();
@@ -192,7 +192,7 @@ test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask a
 
   await load('bert');
   const s = await state();
-  assert.deepEqual(s.model, { family: 'bert', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
+  assert.deepEqual(s.model, { family: 'bert', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', weightDtype: 'f32', encoder: true, mlmHead: true });
   assert.match(await page.locator('#model-summary').textContent(), /^BERT family · encoder \(bidirectional heads, fill-mask\) · 2 layers · 4 heads/);
   assert.match(await page.locator('#model-panel .hint').first().textContent(), /BERT, RoBERTa and DistilBERT/);
   await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
@@ -268,7 +268,7 @@ test('RoBERTa dropped in: every head is the reference\'s, fill-mask at <mask> is
 
   await load('roberta');
   const s = await state();
-  assert.deepEqual(s.model, { family: 'roberta', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
+  assert.deepEqual(s.model, { family: 'roberta', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', weightDtype: 'f32', encoder: true, mlmHead: true });
   await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
   const after = await state();
   assert.deepEqual(after.ids, ref.ids);

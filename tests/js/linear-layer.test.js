@@ -2,6 +2,9 @@
 // weights give what linear() gives and the textbook float64 product; f16 weights (as Uint16Array
 // bits, or a Float32Array rounded there) give the float64 product of the f16 values; shapes on the
 // kernels' tile edges, with and without bias, a few rows (decoding's GEMV) and many (the GEMM);
+// int8 and q4 weights (from float32, f16 or bf16 bits, quantized in wasm a row at a time) give
+// the float64 product of quantized-reference.js' dequantized values, within the int16 rounding of
+// x on the GEMV path; rows() gives the held weights' rows (an embedding lookup);
 // the heap stays flat across calls and dispose() gives back everything loadWeights took.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -9,6 +12,7 @@ import { describe, test } from 'node:test';
 import { floatToHalf, halfToFloat } from '../../bindings/js/formats/float16.js';
 import { loadAllBuilds } from './all-builds.js';
 import { assertClose, textbookLinear } from './float64-linear.js';
+import { roundTrip } from './quantized-reference.js';
 import { seededFloats } from './seeded.js';
 
 const ROWS = [1, 3, 9, 130];  // below few_rows() (the GEMV), and the GEMM's row blocks
@@ -122,8 +126,60 @@ for (const build of builds) {
       assert.equal(build.heapAllocatedBytes(), before);
     });
 
+    test('int8 and q4 weights from float32, f16 and bf16 bits give the product of the dequantized weights; rows() reads them back', () => {
+      let seed = 300;
+      const bf16 = (x) => new Uint32Array(new Float32Array([x]).buffer)[0] >>> 16;  // (truncated: an exact bf16 value)
+      const fromBf16 = (b) => new Float32Array(new Uint32Array([b << 16]).buffer)[0];
+      for (const weightDtype of ['int8', 'q4']) {
+        for (const [inF, outF] of SHAPES) {
+          const floats = seededFloats(outF * inF, seed++);
+          const sources = {
+            f32: { weight: floats, values: floats },
+            f16: { weight: Uint16Array.from(floats, floatToHalf), values: Float32Array.from(Uint16Array.from(floats, floatToHalf), halfToFloat) },
+            bf16: { weight: Uint16Array.from(floats, bf16), values: Float32Array.from(Uint16Array.from(floats, bf16), fromBf16), weightFormat: 'bf16' },
+          };
+          for (const [format, { weight, values, weightFormat }] of Object.entries(sources)) {
+            const held = roundTrip(weightDtype, values, outF, inF);
+            const bias = seededFloats(outF, seed++);
+            const layer = new build.Linear({ inFeatures: inF, outFeatures: outF, weightDtype });
+            try {
+              layer.loadWeights({ weight, bias, ...(weightFormat ? { weightFormat } : {}) });
+              assert.ok(layer.byteSize < outF * inF + 64 * 32 + 16 * inF, `${weightDtype}: ${layer.byteSize} bytes for ${outF * inF} weights`);
+              for (const rows of ROWS) {
+                const x = seededFloats(rows * inF, seed++);
+                const y = layer.forward({ data: x, shape: [rows, inF] }).data;
+                const want = textbookLinear(x, held, bias, rows, inF, outF);
+                // (the GEMV multiplies x rounded to int16: 2^-15 of each row's largest |x|, over `inF` terms)
+                y.forEach((v, i) => assert.ok(Math.abs(v - want[i]) <= 1e-3 * (1 + Math.abs(want[i])) + 1e-4 * inF,
+                  `${weightDtype} from ${format}, ${rows}x${inF}x${outF} [${i}]: ${v} vs ${want[i]}`));
+              }
+              const ids = [outF - 1, 0, Math.floor(outF / 2)];
+              const got = layer.rows(ids);
+              ids.forEach((id, r) => assert.deepEqual(got.subarray(r * inF, (r + 1) * inF), held.subarray(id * inF, (id + 1) * inF), `${weightDtype} from ${format}: row ${id}`));
+            } finally {
+              layer.dispose();
+            }
+          }
+        }
+      }
+    });
+
+    test('rows() and weightFormat refuse bad input by name', () => {
+      const layer = new build.Linear({ inFeatures: 4, outFeatures: 3, bias: false, weightDtype: 'q4' });
+      try {
+        assert.throws(() => layer.loadWeights({ weight: new Float32Array(12), weightFormat: 'bf16' }), { name: 'TypeError', message: /weights.weightFormat must be 'f32' \(or left out\) for a Float32Array/ });
+        assert.throws(() => layer.loadWeights({ weight: new Uint16Array(12), weightFormat: 'f8' }), { name: 'TypeError', message: /weights.weightFormat must be 'f16' or 'bf16' for a Uint16Array/ });
+        layer.loadWeights({ weight: new Uint16Array(12), weightFormat: 'bf16' });
+        assert.throws(() => layer.rows([3]), { name: 'RangeError', message: 'rows: ids[0] = 3 is not a row index in [0, 3) (outFeatures)' });
+        assert.throws(() => layer.rows('0'), { name: 'TypeError', message: /rows: ids must be an array or an Int32Array/ });
+        assert.ok(layer.rows([2, 0]).every((v) => v === 0), 'zero weights give zero rows');
+      } finally {
+        layer.dispose();
+      }
+    });
+
     test('the heap is flat across calls, and dispose() gives back what loadWeights took', () => {
-      for (const weightDtype of ['f32', 'f16']) {
+      for (const weightDtype of ['f32', 'f16', 'int8', 'q4']) {
         const before = build.heapAllocatedBytes();
         const layer = new build.Linear({ inFeatures: 96, outFeatures: 200, weightDtype });
         layer.loadWeights({ weight: seededFloats(200 * 96, 12), bias: seededFloats(200, 13) });

@@ -99,7 +99,7 @@ test('bad inputs get an Error naming the argument, the hook and the shape expect
     await assert.rejects(loadModel(mha, []), /loadModel: files must be a non-empty array/);
     // An option the API does not implement is refused by name, never ignored.
     await assert.rejects(loadModel(mha, checkpointFiles('gpt2'), { prependBos: false }), {
-      name: 'TypeError', message: "loadModel: unknown option 'prependBos'; known options: wasm, onProgress, signal" });
+      name: 'TypeError', message: "loadModel: unknown option 'prependBos'; known options: wasm, onProgress, signal, weightDtype, contextLength" });
     await assert.rejects(model.runWithCache(ids, { name: ['hook_embed'] }), { message: "runWithCache: unknown option 'name'; known options: names" });
     await assert.rejects(model.generate(ids, { maxTokens: 3 }), /generate: unknown option 'maxTokens'; known options: maxNewTokens, onToken, stopAtEos, signal/);
     await assert.rejects(activationPatching(model, { clean: ids, corrupted: otherIds, answer, wrong, over: 'resid_pre', normalize: false }),

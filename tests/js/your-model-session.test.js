@@ -16,9 +16,9 @@ test('load and run: every head of every layer, the steps, the prediction and the
   const s = session();
   const phases = [];
   const loaded = await s.load({ files: checkpointFiles('llama') }, (p) => phases.push(p));
-  assert.deepEqual(loaded.model, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32' });
+  assert.deepEqual(loaded.model, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32', weightDtype: 'f32' });
   assert.deepEqual(phases.map((p) => `${p.phase} ${p.done}/${p.total}`),
-    ['weights 1/2', 'weights 2/2', 'layers 1/3', 'layers 2/3', 'layers 3/3']);
+    ['weights 1/2', 'weights 2/2', 'estimate 1/1', 'layers 1/3', 'layers 2/3', 'layers 3/3']);
   const { text, ids, tensors } = expectedValues('llama');
   const result = await s.run({ text });
   assert.deepEqual(result.ids, ids);
@@ -120,7 +120,7 @@ test('bert: every bidirectional head is the float64 reference\'s, fill-mask at [
   const { tensors } = readSafetensors(readFileSync(new URL('hooks.safetensors', dir)));
   const s = session();
   const loaded = await s.load({ files: checkpointFiles('bert') });
-  assert.deepEqual(loaded.model, { family: 'bert', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', encoder: true, mlmHead: true });
+  assert.deepEqual(loaded.model, { family: 'bert', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', weightDtype: 'f32', encoder: true, mlmHead: true });
   const result = await s.run({ text: ref.text });
   assert.deepEqual(result.ids, ref.ids);
   assert.deepEqual([result.labels[0], result.labels.at(-1)], ['[CLS]', '[SEP]']);
@@ -168,5 +168,19 @@ test('bert: every bidirectional head is the float64 reference\'s, fill-mask at [
   assert.equal(decoded.encoder, undefined);
   assert.deepEqual(decoded.prediction.map((p) => p.id), torchTop(gpt2.logits));
   assert.equal(decoded.lens.length, 2);
+  s.dispose();
+});
+
+test('the page\'s File objects load as they are (read a tensor at a time), with the memory estimate reported first', async () => {
+  const s = session();
+  const phases = [];
+  const files = checkpointFiles('llama').map(({ name, bytes }) => Object.assign(new Blob([bytes]), { name }));
+  const loaded = await s.load({ files, weightDtype: 'int8' }, (p) => phases.push(p));
+  assert.equal(loaded.model.weightDtype, 'int8');
+  const estimate = phases.find((p) => p.phase === 'estimate').estimate;
+  assert.equal(estimate.weightDtype, 'int8');
+  assert.ok(estimate.fits && estimate.bytes.total > estimate.bytes.weights);
+  const { text } = expectedValues('llama');
+  assert.equal((await s.run({ text })).layers.length, 3);
   s.dispose();
 });

@@ -51,7 +51,7 @@ for (const name of FIXTURES) {
 test('the model summary the page reports', async () => {
   const model = await CheckpointModel.create(mha, mha, readCheckpoint(checkpointFiles('llama')));
   try {
-    assert.deepEqual(model.summary, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32' });
+    assert.deepEqual(model.summary, { family: 'llama', numLayers: 3, numHeads: 4, numKvHeads: 2, dtype: 'f32', weightDtype: 'f32' });
   } finally {
     model.dispose();
   }

@@ -37,3 +37,19 @@ test('generation through the GPU caches gives the logits of recomputing the whol
     model.dispose();
   }
 });
+
+test('int8 and q4 weights on WebGPU (the attention quantized on the GPU, the rest on wasm) give the wasm model\'s logits', async () => {
+  const { ids } = expectedValues('llama');
+  for (const weightDtype of ['int8', 'q4']) {
+    const onWasm = await CheckpointModel.create(wasm, wasm, readCheckpoint(checkpointFiles('llama')), { weightDtype });
+    const onGpu = await CheckpointModel.create(gpu, wasm, readCheckpoint(checkpointFiles('llama')), { weightDtype });
+    try {
+      assert.equal(onGpu.summary.weightDtype, weightDtype);
+      // (the same dequantized weights; the GPU's kernels do not round x to int16 as the wasm GEMV does)
+      assertClose((await onGpu.forward(ids, { lens: false })).logits, (await onWasm.forward(ids, { lens: false })).logits, 5e-3, `${weightDtype} logits`);
+    } finally {
+      onWasm.dispose();
+      onGpu.dispose();
+    }
+  }
+});

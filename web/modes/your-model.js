@@ -62,11 +62,12 @@ const ENCODER_HINTS = {
 const OTHER_SOURCES = ['default', 'custom', 'sentiment', 'train'];
 const NO_MODEL = 'No model loaded: drop a checkpoint\'s files above.';
 
-/** A File or { name, bytes } as { name, bytes: Uint8Array } (the worker's form). */
-async function asNamedBytes(file) {
-  if (typeof File !== 'undefined' && file instanceof File) {
-    return { name: file.webkitRelativePath || file.name, bytes: new Uint8Array(await file.arrayBuffer()) };
-  }
+/**
+ * A File as it is (the worker reads its tensors a slice at a time: the page never holds the file),
+ * or { name, bytes } with a Uint8Array (the tests' form).
+ */
+function workerFile(file) {
+  if (typeof File !== 'undefined' && file instanceof File) return file;
   if (file && typeof file.name === 'string' && (file.bytes instanceof Uint8Array || file.bytes instanceof ArrayBuffer || Array.isArray(file.bytes))) {
     return { name: file.name, bytes: file.bytes instanceof Uint8Array ? file.bytes : new Uint8Array(file.bytes) };
   }
@@ -195,23 +196,27 @@ export class YourModelMode {
     this.#loadRequest = { cancelled: false };
     const request = this.#loadRequest;
     try {
-      const named = [];
-      for (const [i, file] of files.entries()) {
-        named.push(await asNamedBytes(file));
-        if (request.cancelled) throw new Error('loading cancelled');
-        progress.value = (i + 1) / files.length / 2;  // reading: the first half
-      }
-      $('model-summary').textContent = 'loading the weights…';
-      // The worker: each weight file parsed (to 3/4), then each layer built (to the end).
-      const loaded = await worker.request('modelLoad', { files: named }, [...new Set(named.map((f) => f.bytes.buffer))], ({ phase, done, total, name }) => {
-        progress.value = (phase === 'weights' ? 0.5 : 0.75) + done / total / 4;
-        $('model-summary').textContent = phase === 'weights' ? `read ${name} (${done} of ${total})` : `built layer ${done} of ${total}`;
+      const named = files.map(workerFile);
+      if (request.cancelled) throw new Error('loading cancelled');
+      $('model-summary').textContent = 'reading the headers…';
+      // The worker: each weight file's header read (to 1/4), the memory estimate, then each layer
+      // read and built (to the end). File objects go as they are (structured clone shares the file).
+      const buffers = [...new Set(named.filter((f) => f.bytes instanceof Uint8Array).map((f) => f.bytes.buffer))];  // (a File has a bytes() method)
+      let estimate = '';
+      const loaded = await worker.request('modelLoad', { files: named }, buffers, ({ phase, done, total, name, estimate: e }) => {
+        if (phase === 'estimate') {
+          estimate = `needs ${(e.bytes.total / 2 ** 30).toFixed(2)} GiB of wasm memory at ${e.weightDtype} (${(e.available / 2 ** 30).toFixed(2)} GiB free)`;
+        }
+        progress.value = phase === 'weights' ? done / total / 4 : phase === 'estimate' ? 0.25 : 0.25 + 0.75 * done / total;
+        $('model-summary').textContent = phase === 'weights' ? `read the header of ${name} (${done} of ${total})`
+          : phase === 'estimate' ? estimate : `built layer ${done} of ${total} · ${estimate}`;
       });
       this.model = loaded.model;
       const m = loaded.model;
       this.#summary = `${FAMILY_NAMES[m.family] ?? m.family} family · ${m.encoder ? `encoder (bidirectional heads${m.mlmHead ? ', fill-mask' : ', no masked-LM head'}) · ` : ''}`
         + `${m.numLayers} layers · ${m.numHeads} heads`
-        + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype} · on ${loaded.backend}`;
+        + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype}`
+        + `${m.weightDtype && m.weightDtype !== { f32: 'f32', f16: 'f16', bf16: 'f16' }[m.dtype] ? `, run at ${m.weightDtype}` : ''} · on ${loaded.backend}`;
       $('model-summary').textContent = this.#summary;
       this.#encoderControls();
       for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = false;

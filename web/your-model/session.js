@@ -1,10 +1,10 @@
 // The worker's side of the "Your model" mode: loads a checkpoint's files, runs a text through it
 // (every head, the Steps view's steps, ablations and patches, the logit lens, the prediction) and
 // generates token by token through every layer's KV cache. Each answer has the shape the page's
-// views draw (as web/worker.js's run). Loading and generating pause between steps so that a
-// cancel message can stop them. An encoder's run is encoder-run.js'. No DOM.
-import { readCheckpoint } from '../../bindings/js/models/checkpoint.js';
-import { modelFromCheckpoint } from '../../bindings/js/models/hooked-model.js';
+// views draw (as web/modes/generate-worker.js' run). Loading and generating pause between steps
+// so that a cancel message can stop them. An encoder's run is encoder-run.js'. No DOM.
+import { openCheckpoint } from '../../bindings/js/models/checkpoint.js';
+import { checkpointEstimate, modelFromCheckpoint } from '../../bindings/js/models/hooked-model.js';
 import { zPatch } from '../z-patch.js';
 import { encoderRun } from './encoder-run.js';
 import { topTokens } from './top-tokens.js';
@@ -44,12 +44,20 @@ export class YourModelSession {
     return { cancelled: true };
   }
 
-  /** files: [{ name, bytes }]; progress({ phase, done, total, name }). */
-  async load({ files }, progress = () => {}) {
+  /**
+   * files: File objects (read a tensor at a time, never whole) or { name, bytes }; weightDtype
+   * ('f32' | 'f16' | 'int8' | 'q4' | 'auto', default the stored precision); progress({ phase,
+   * done, total, name, estimate }): 'weights' after each header, 'estimate' (the memory the model
+   * needs: refused before any weight is read when it cannot fit), 'layers' after each layer.
+   */
+  async load({ files, weightDtype }, progress = () => {}) {
     this.#cancelled = false;
     // encoders: BERT and RoBERTa load too (their views come from runWithCache: #runEncoder).
-    const checkpoint = readCheckpoint(files, { encoders: true, onProgress: (done, total, name) => progress({ phase: 'weights', done, total, name }) });
+    const checkpoint = await openCheckpoint(files, { encoders: true, onProgress: (done, total, name) => progress({ phase: 'weights', done, total, name }) });
     if (!checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
+    const estimate = checkpointEstimate('loadModel', checkpoint, this.#context().wasm, { weightDtype });
+    checkpoint.weightDtype = estimate.weightDtype;
+    progress({ phase: 'estimate', done: 1, total: 1, name: estimate.weightDtype, estimate });
     await this.#checkpointPoint();
     // The model it had is freed before the new one is built (both would crowd a tab's memory), but
     // its checkpoint is kept until the new one stands: a refusal or a cancel while building goes
@@ -89,7 +97,7 @@ export class YourModelSession {
     this.#model?.dispose();
     this.#model = null;
     this.#model = await modelFromCheckpoint(attention, this.#checkpoint, {
-      wasm, onProgress: afterLayer && (({ done, total }) => afterLayer(done, total)),
+      wasm, weightDtype: this.#checkpoint.weightDtype, onProgress: afterLayer && (({ done, total }) => afterLayer(done, total)),
     });
     this.tokenizer = this.#model.tokenizer;
     this.#modelBackend = backend;

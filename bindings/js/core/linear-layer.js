@@ -1,7 +1,9 @@
 // mha.Linear: nn.Linear whose weights stay in wasm memory between calls (src/mha/linear_layer.hpp),
-// packed once as the attention layers' projections are, in float32 or float16 ('f16': 16-bit
-// stays 16-bit, widened in registers by the same kernels). linear() (linear.js) copies its weight
-// in on every call; this is for weights read again and again (a model's MLPs, its unembedding).
+// packed once as the attention layers' projections are, in float32, float16, int8 or q4 (the
+// formats of docs/quantized.md, on the same kernels). The weight comes as float32 or as a
+// checkpoint's 16-bit bits (f16 or bf16) and is converted in wasm a row at a time, so 16-bit
+// never passes through a float32 copy. linear() (linear.js) copies its weight in on every call;
+// this is for weights read again and again (a model's MLPs, its unembedding, its embedding rows).
 import { constructedHandle, nameErrorsByCall, throwHandleError } from './errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { leakRegistry } from './leak-warning.js';
@@ -11,8 +13,10 @@ import {
 } from './validate.js';
 
 const CONFIG_KEYS = ['inFeatures', 'outFeatures', 'bias', 'weightDtype'];
-const WEIGHT_DTYPES = ['f32', 'f16'];
-const LOAD_KEYS = ['weight', 'bias'];
+const WEIGHT_DTYPES = ['f32', 'f16', 'int8', 'q4'];
+const LOAD_KEYS = ['weight', 'bias', 'weightFormat'];
+/** How a Uint16Array weight's bits are read. */
+const HALF_FORMATS = ['f16', 'bf16'];
 const FORWARD_OPTIONS = ['out'];
 
 const shapeText = (shape) => `[${shape.join(', ')}]`;
@@ -39,7 +43,7 @@ export function defineLinearLayer(module) {
       checkBoolean('bias', config.bias);
       const weightDtype = config.weightDtype ?? 'f32';
       if (!WEIGHT_DTYPES.includes(weightDtype)) {
-        throw new TypeError(`weightDtype must be 'f32' or 'f16' (how the weight is stored), got ${describe(config.weightDtype)}`);
+        throw new TypeError(`weightDtype must be 'f32', 'f16', 'int8' or 'q4' (how the weight is stored), got ${describe(config.weightDtype)}`);
       }
       this.#config = Object.freeze({
         inFeatures: config.inFeatures, outFeatures: config.outFeatures, bias: config.bias ?? true, weightDtype,
@@ -71,21 +75,25 @@ export function defineLinearLayer(module) {
     }
 
     /**
-     * weight [outFeatures, inFeatures] (nn.Linear's layout): a Float32Array, or for weightDtype
-     * 'f16' also a Uint16Array of binary16 bits (as safetensors stores F16); a Float32Array is
-     * rounded to f16 there. bias: a Float32Array [outFeatures] when the layer has one. Returns the layer.
+     * weight [outFeatures, inFeatures] (nn.Linear's layout): a Float32Array, or a Uint16Array of
+     * 16-bit bits as safetensors stores them, binary16 (`weightFormat` 'f16', the default) or
+     * bfloat16 ('bf16'). Any of them loads into any weightDtype (rounded or quantized in wasm).
+     * bias: a Float32Array [outFeatures] when the layer has one. Returns the layer.
      */
     loadWeights(weights) {
       const handle = this.#live('loadWeights');
       checkPlainObject('loadWeights: weights', weights);
       checkKnownKeys('weights', weights, LOAD_KEYS);
-      const { inFeatures, outFeatures, bias: hasBias, weightDtype } = this.#config;
+      const { inFeatures, outFeatures, bias: hasBias } = this.#config;
       const shape = `[outFeatures, inFeatures] = [${outFeatures}, ${inFeatures}]`;
-      const kinds = weightDtype === 'f16' ? 'a Float32Array or a Uint16Array (f16 bits)' : 'a Float32Array';
       const { weight, bias } = weights;
       const half = weight instanceof Uint16Array;
-      if (!(weight instanceof Float32Array) && !(half && weightDtype === 'f16')) {
-        throw new TypeError(`weights.weight must be ${kinds} of shape ${shape}, got ${describe(weight)}`);
+      if (!(weight instanceof Float32Array) && !half) {
+        throw new TypeError(`weights.weight must be a Float32Array or a Uint16Array (f16 / bf16 bits) of shape ${shape}, got ${describe(weight)}`);
+      }
+      const format = weights.weightFormat ?? (half ? 'f16' : 'f32');
+      if (half ? !HALF_FORMATS.includes(format) : format !== 'f32') {
+        throw new TypeError(`weights.weightFormat must be ${half ? "'f16' or 'bf16' for a Uint16Array" : "'f32' (or left out) for a Float32Array"}, got ${describe(weights.weightFormat)}`);
       }
       if (weight.length !== outFeatures * inFeatures) {
         throw new RangeError(`weights.weight: expected ${outFeatures * inFeatures} elements (shape ${shape}), got ${weight.length}`);
@@ -99,16 +107,42 @@ export function defineLinearLayer(module) {
         throw new TypeError(`weights.bias: the layer was made with bias: false, got ${describe(bias)}`);
       }
       // The memory budget first, so weights that cannot fit allocate nothing.
-      if (!handle.checkLoad(weight.byteLength)) throwHandleError(handle, 'loadWeights');
+      if (!handle.checkLoad(weight.byteLength, format)) throwHandleError(handle, 'loadWeights');
       const scope = new HeapScope(module);
       try {
         const w = scope.copyIn(weight);
         const b = hasBias ? scope.copyIn(bias) : 0;
-        if (!handle.load(w, half, b)) throwHandleError(handle, 'loadWeights');
+        if (!handle.load(w, format, b)) throwHandleError(handle, 'loadWeights');
       } finally {
         scope.free();
       }
       return this;
+    }
+
+    /**
+     * Rows `ids` of the weight as float32 [ids.length, inFeatures] (dequantized): an embedding
+     * table's lookup, with the table kept once, in its weightDtype, in wasm memory.
+     */
+    rows(ids) {
+      const handle = this.#live('rows');
+      const { inFeatures, outFeatures } = this.#config;
+      if (!(Array.isArray(ids) || ids instanceof Int32Array)) {
+        throw new TypeError(`rows: ids must be an array or an Int32Array of row indices in [0, ${outFeatures}), got ${describe(ids)}`);
+      }
+      for (let i = 0; i < ids.length; i++) {
+        if (!Number.isInteger(ids[i]) || ids[i] < 0 || ids[i] >= outFeatures) {
+          throw new RangeError(`rows: ids[${i}] = ${ids[i]} is not a row index in [0, ${outFeatures}) (outFeatures)`);
+        }
+      }
+      const scope = new HeapScope(module);
+      try {
+        const at = scope.copyIn(Int32Array.from(ids));
+        const out = scope.allocate(4 * ids.length * inFeatures);
+        if (!handle.rows(at, ids.length, out)) throwHandleError(handle, 'rows');
+        return copyOutFloats(module, out, ids.length * inFeatures);
+      } finally {
+        scope.free();
+      }
     }
 
     /**
@@ -161,5 +195,5 @@ export function defineLinearLayer(module) {
     [disposeSymbol]() {
       this.dispose();
     }
-  }, 'Linear', ['loadWeights', 'forward']);
+  }, 'Linear', ['loadWeights', 'forward', 'rows']);
 }

@@ -71,6 +71,7 @@ export async function instantiate(name, numThreads, options) {
     Linear: defineLinearLayer(module),
     ...defineAttentionFunction(module),
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
+    heapLimitBytes: () => module.heapLimitBytes(),
     [PLANNER]: forwardPlanner(module),
     memoryBytes: () => memory().byteLength,
     kernelChoice: () => readKernelChoice(module),

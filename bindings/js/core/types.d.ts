@@ -768,7 +768,7 @@ export interface LinearGradients {
 
 // mha.Linear (bindings/js/core/linear-layer.js, docs/training.md).
 /** How {@link Linear} stores its weight: float32, or IEEE binary16 (half the memory, widened in registers). */
-export type LinearWeightDtype = 'f32' | 'f16';
+export type LinearWeightDtype = 'f32' | 'f16' | 'int8' | 'q4';
 
 /** The config of `new mha.Linear(config)`. */
 export interface LinearConfig {
@@ -785,10 +785,14 @@ export interface LinearConfig {
 /** The weights {@link Linear.loadWeights} takes. */
 export interface LinearWeights {
   /**
-   * [outFeatures, inFeatures] row-major (nn.Linear's layout): a Float32Array, or for weightDtype
-   * 'f16' a Uint16Array of binary16 bits (safetensors' F16) or a Float32Array rounded to f16.
+   * [outFeatures, inFeatures] row-major (nn.Linear's layout): a Float32Array, or a Uint16Array
+   * of 16-bit bits as safetensors stores them (binary16, or bfloat16 with `weightFormat: 'bf16'`).
+   * Any of them loads into any weightDtype: rounded to f16, or quantized to int8 / q4 in wasm a
+   * row at a time (docs/quantized.md's formats).
    */
   weight: Float32Array | Uint16Array;
+  /** How a Uint16Array weight's bits are read: 'f16' (the default) or 'bf16'; 'f32' (or left out) for a Float32Array. */
+  weightFormat?: 'f32' | 'f16' | 'bf16';
   /** [outFeatures]; required when the layer has a bias, refused when it has none. */
   bias?: Float32Array | null;
 }
@@ -816,6 +820,12 @@ export interface Linear {
    * @throws {TypeError | RangeError} naming the argument and the expected shape, or before loadWeights.
    */
   forward(input: Tensor, options?: { out?: Float32Array }): Tensor;
+  /**
+   * Rows `ids` of the weight as float32, [ids.length, inFeatures] (dequantized from its
+   * weightDtype): an embedding table's lookup, the table kept once in wasm memory.
+   * @throws {TypeError | RangeError} for an id outside [0, outFeatures), or before loadWeights.
+   */
+  rows(ids: number[] | Int32Array): Float32Array;
   /** Frees the layer's wasm memory. Safe to call more than once. */
   dispose(): void;
   /** The same as dispose(), for `using` declarations. */

@@ -33,19 +33,27 @@ function asBytes(what, bytes) {
   throw new TypeError(`${what}: bytes must be a Uint8Array or an ArrayBuffer, got ${describe(bytes)}`);
 }
 
-function readHeader(file) {
-  if (file.length < 8) {
-    throw new RangeError(`readSafetensors: the file is ${file.length} bytes; it must start with an 8-byte header length`);
+/**
+ * The header's length N from a file's first 8 bytes, checked against the file's size (a guard
+ * against bogus lengths before N bytes are read).
+ */
+export function safetensorsHeaderLength(first, fileSize) {
+  if (fileSize < 8 || first.length < 8) {
+    throw new RangeError(`readSafetensors: the file is ${fileSize} bytes; it must start with an 8-byte header length`);
   }
-  const headerLength = new DataView(file.buffer, file.byteOffset, 8).getBigUint64(0, true);
-  if (headerLength > BigInt(file.length - 8) || headerLength > BigInt(MAX_HEADER_BYTES)) {
-    throw new RangeError(`readSafetensors: header length ${headerLength} exceeds the ${file.length - 8} bytes `
+  const headerLength = new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true);
+  if (headerLength > BigInt(fileSize - 8) || headerLength > BigInt(MAX_HEADER_BYTES)) {
+    throw new RangeError(`readSafetensors: header length ${headerLength} exceeds the ${fileSize - 8} bytes `
       + `after the length field${headerLength > BigInt(MAX_HEADER_BYTES) ? ` (or the ${MAX_HEADER_BYTES}-byte limit)` : ''}`);
   }
-  const end = 8 + Number(headerLength);
+  return Number(headerLength);
+}
+
+/** The header's JSON bytes parsed (an object, not yet checked). */
+function parseHeaderJson(bytes) {
   let text;
   try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(file.subarray(8, end));
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {
     throw new TypeError('readSafetensors: the header is not valid UTF-8');
   }
@@ -56,7 +64,13 @@ function readHeader(file) {
   } catch (error) {
     throw new TypeError(`readSafetensors: the header is not valid JSON: ${error.message}`);
   }
-  return { header, data: file.subarray(end) };
+  return header;
+}
+
+function readHeader(file) {
+  const length = safetensorsHeaderLength(file, file.length);
+  const end = 8 + length;
+  return { header: parseHeaderJson(file.subarray(8, end)), data: file.subarray(end) };
 }
 
 function readMetadata(what, metadata) {
@@ -150,6 +164,30 @@ export function readSafetensors(bytes) {
     return [name, { dtype, shape, data: new Array(data.slice(begin, end).buffer) }];
   }));
   return { tensors, metadata };
+}
+
+/**
+ * The tensors a .safetensors file of `fileSize` bytes holds, from its header alone (`headerBytes`:
+ * the N bytes after the length field): { entries: [{ name, dtype, shape, begin, end }] with
+ * begin / end offsets in the file, metadata }, checked as readSafetensors checks them. For reading
+ * the tensors one at a time (mha-wasm/models' streaming load) without holding the file.
+ */
+export function readSafetensorsHeader(headerBytes, fileSize) {
+  const header = parseHeaderJson(asBytes('readSafetensorsHeader', headerBytes));
+  if (!isObject(header)) throw new TypeError('readSafetensors: the header must be a JSON object');
+  const metadata = readMetadata('readSafetensors', header[METADATA_KEY]);
+  const dataStart = 8 + headerBytes.byteLength;
+  const entries = Object.entries(header).filter(([name]) => name !== METADATA_KEY)
+    .map(([name, info]) => readEntry(name, info, fileSize - dataStart));
+  checkTiling(entries, fileSize - dataStart);
+  return { entries: entries.map((e) => ({ ...e, begin: dataStart + e.begin, end: dataStart + e.end })), metadata };
+}
+
+/** A tensor's bytes (a fresh, aligned copy or a buffer of its own) as the typed array of its dtype. */
+export function typedTensorData(dtype, bytes) {
+  const Array = DTYPES[dtype];
+  const own = bytes.byteOffset % Array.BYTES_PER_ELEMENT === 0 ? bytes : bytes.slice();
+  return new Array(own.buffer, own.byteOffset, own.byteLength / Array.BYTES_PER_ELEMENT);
 }
 
 /** A float tensor's data as `Float` (Float32Array, or a float64 layer's Float64Array). */

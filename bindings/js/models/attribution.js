@@ -17,28 +17,8 @@ function needs(cache, names) {
   }
 }
 
-/**
- * Each head's value-bias output b_V[kv(h)] · W_O[h] [H, E] of layer l (zeros where v has no bias):
- * the family says where its value bias and output weight are, with fold_ln's share of the first
- * norm's bias already added for LayerNorm families (families/).
- */
-function valueBiasOutputs(model, l) {
-  const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E } = model.config;
-  const out = new Float32Array(H * E);
-  const t = model.transformer;
-  const folded = t.family.valueBias((key) => t.weight(key), t.architecture, l);
-  if (!folded) return out;
-  const { bias, at } = folded;
-  for (let h = 0; h < H; h++) {
-    const kv = Math.floor(h / (H / K));
-    for (let e = 0; e < E; e++) {
-      let s = 0;
-      for (let d = 0; d < D; d++) s += bias[kv * D + d] * at(h, d, e);
-      out[h * E + e] = s;
-    }
-  }
-  return out;
-}
+/** Each head's value-bias output [H, E] of layer l (value-bias.js, computed at load). */
+const valueBiasOutputs = (model, l) => model.transformer.valueBiasOutputs(l);
 
 /**
  * { heads: [layers, heads], mlps: [layers], accumulated: [layers + 1] }, each { data, shape }, of

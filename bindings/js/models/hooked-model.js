@@ -4,11 +4,12 @@
 // on the module given (wasm, or WebGPU with a wasm module for the other products). No DOM: page,
 // worker and Node.
 import { ActivationCache } from './activation-cache.js';
-import { readCheckpoint } from './checkpoint.js';
+import { closeCheckpoint, openCheckpoint } from './checkpoint.js';
 import { HookedForward } from './hooked-forward.js';
 import { hookPoints, unknownHookError } from './hook-points.js';
 import { HookRun } from './hook-run.js';
 import { CheckpointTokenizer } from './tokenizer.js';
+import { estimateCheckpoint, tooBigError, WEIGHT_DTYPES } from './memory-estimate.js';
 import { CheckpointModel } from './transformer.js';
 import { checkKnownKeys, checkPlainObject } from '../core/validate.js';
 
@@ -267,19 +268,6 @@ export function abortError(what) {
   return error;
 }
 
-/** A File / Blob (with a name) or { name, bytes } as { name, bytes: Uint8Array }. */
-async function namedBytes(file, i) {
-  if (typeof Blob !== 'undefined' && file instanceof Blob) {
-    const name = file.webkitRelativePath || file.name;
-    if (typeof name !== 'string' || !name) throw new TypeError(`loadModel: files[${i}] is a Blob without a name; give a File, or { name, bytes }`);
-    return { name, bytes: new Uint8Array(await file.arrayBuffer()) };
-  }
-  if (file && typeof file.name === 'string' && (file.bytes instanceof Uint8Array || file.bytes instanceof ArrayBuffer)) {
-    return { name: file.name, bytes: file.bytes instanceof Uint8Array ? file.bytes : new Uint8Array(file.bytes) };
-  }
-  throw new TypeError(`loadModel: files[${i}] must be a File, a named Blob or { name: string, bytes: Uint8Array | ArrayBuffer }`);
-}
-
 /** The two modules a model runs on: attention on `mha`, the other products on wasm. */
 function modulesOf(mha, wasm) {
   if (!mha || typeof mha.MultiHeadAttention !== 'function') {
@@ -295,16 +283,51 @@ function modulesOf(mha, wasm) {
   return { attention: mha, wasm: mha };
 }
 
+/** The KV caches' length the estimate counts unless `contextLength` says: 2048 tokens, or the model's positions if fewer. */
+const DEFAULT_CONTEXT = 2048;
+
+/** loadModel's and estimateModelMemory's weightDtype and contextLength, checked; errors name `what`. */
+function precisionOptions(what, { weightDtype, contextLength }, architecture) {
+  if (weightDtype !== undefined && weightDtype !== 'auto' && !WEIGHT_DTYPES.includes(weightDtype)) {
+    throw new TypeError(`${what}: weightDtype must be one of 'f32', 'f16', 'int8', 'q4', 'auto' (the precision every matrix is held in), got ${JSON.stringify(weightDtype)}`);
+  }
+  if (contextLength !== undefined && (!Number.isInteger(contextLength) || contextLength < 1)) {
+    throw new RangeError(`${what}: contextLength must be a positive integer (the tokens the KV caches are sized for), got ${JSON.stringify(contextLength)}`);
+  }
+  return { weightDtype, contextLength: contextLength ?? Math.min(DEFAULT_CONTEXT, architecture.maxPositions) };
+}
+
+/** The wasm heap a module can still give: { available, inUse } (4 GiB, nothing in use, without one). */
+function heapRoom(wasm) {
+  const limit = wasm?.heapLimitBytes?.() ?? 2 ** 32;
+  const inUse = wasm?.heapAllocatedBytes?.() ?? 0;
+  return { available: Math.max(0, limit - inUse), inUse };
+}
+
 /**
- * A HookedModel from a checkpoint already read (readCheckpoint()): `onProgress({ phase: 'layers',
- * done, total })` after each layer; `signal` (an AbortSignal) stops between layers; `tokenizer`
- * stands in for tokenizer.json's (the page's default model has its own characters).
+ * The checkpoint's estimate (memory-estimate.js) against the module's heap; throws, before any
+ * weight is read, when the chosen precision cannot fit.
  */
-export async function modelFromCheckpoint(mha, checkpoint, { wasm = null, onProgress = null, signal = null, tokenizer = null } = {}) {
+export function checkpointEstimate(what, checkpoint, wasm, options) {
+  const { weightDtype, contextLength } = precisionOptions(what, options, checkpoint.architecture);
+  const { available, inUse } = heapRoom(wasm);
+  const estimate = estimateCheckpoint(checkpoint, { weightDtype, contextLength, available });
+  if (!estimate.fits) throw tooBigError(what, estimate, inUse);
+  return estimate;
+}
+
+/**
+ * A HookedModel from a checkpoint already opened (openCheckpoint()): `onProgress({ phase: 'layers',
+ * done, total })` after each layer; `signal` (an AbortSignal) stops between layers; `tokenizer`
+ * stands in for tokenizer.json's (the page's default model has its own characters); `weightDtype`
+ * ('f32' | 'f16' | 'int8' | 'q4'; default the stored precision) is what every matrix is held in.
+ */
+export async function modelFromCheckpoint(mha, checkpoint, { wasm = null, onProgress = null, signal = null, tokenizer = null, weightDtype = null } = {}) {
   const modules = modulesOf(mha, wasm);
   if (!tokenizer && !checkpoint.tokenizerJson) throw new TypeError('loadModel: tokenizer.json is missing');
   tokenizer ??= new CheckpointTokenizer(checkpoint.tokenizerJson, checkpoint.config);
   const transformer = await CheckpointModel.create(modules.attention, modules.wasm, checkpoint, {
+    weightDtype,
     afterLayer: async (done, total) => {
       await onProgress?.({ phase: 'layers', done, total, name: `layer ${done}` });
       if (signal?.aborted) throw abortError('loadModel');
@@ -315,19 +338,41 @@ export async function modelFromCheckpoint(mha, checkpoint, { wasm = null, onProg
 
 /**
  * Loads a Hugging Face checkpoint's files (config.json, model.safetensors or the index with its
- * shards, tokenizer.json) as a HookedModel. files: File / Blob objects or { name, bytes }.
- * options: { wasm (with a WebGPU mha), onProgress({ phase, done, total, name }), signal }.
+ * shards, tokenizer.json) as a HookedModel, reading each tensor when its layer is built. files:
+ * File / Blob objects, { name, bytes } or (Node) { name, path }. options: { wasm (with a WebGPU
+ * mha), weightDtype ('f32' | 'f16' | 'int8' | 'q4' | 'auto'), contextLength (the estimate's KV
+ * caches), onProgress({ phase, done, total, name }), signal }. A model that cannot fit the wasm
+ * heap at weightDtype is refused before any weight is read.
  */
 export async function loadModel(mha, files, options = {}) {
-  checkOptions('loadModel', options, ['wasm', 'onProgress', 'signal']);
-  modulesOf(mha, options.wasm);
-  if (!Array.isArray(files) || files.length === 0) {
-    throw new TypeError('loadModel: files must be a non-empty array of File objects or { name, bytes }');
-  }
-  const named = await Promise.all(files.map(namedBytes));
-  const checkpoint = readCheckpoint(named, {
+  checkOptions('loadModel', options, ['wasm', 'onProgress', 'signal', 'weightDtype', 'contextLength']);
+  const modules = modulesOf(mha, options.wasm);
+  const checkpoint = await openCheckpoint(files, {
     encoders: true,
     onProgress: (done, total, name) => options.onProgress?.({ phase: 'weights', done, total, name }),
   });
-  return modelFromCheckpoint(mha, checkpoint, options);
+  try {
+    const { weightDtype } = checkpointEstimate('loadModel', checkpoint, modules.wasm, options);
+    await options.onProgress?.({ phase: 'estimate', done: 1, total: 1, name: weightDtype });
+    return await modelFromCheckpoint(mha, checkpoint, { ...options, weightDtype });
+  } finally {
+    await closeCheckpoint(checkpoint);
+  }
+}
+
+/**
+ * What loading `files` would need of the wasm heap, from their headers alone: { weightDtype (the
+ * one 'auto' picks, or the one given), storedDtype, parameters, contextLength, bytes: { weights,
+ * caches, work, total }, available, fits, byDtype }. options: { weightDtype, contextLength, wasm
+ * (the module whose heap is asked; without it, an empty 4 GiB heap) }.
+ */
+export async function estimateModelMemory(files, options = {}) {
+  checkOptions('estimateModelMemory', options, ['wasm', 'weightDtype', 'contextLength']);
+  const checkpoint = await openCheckpoint(files, { encoders: true });
+  try {
+    const { weightDtype, contextLength } = precisionOptions('estimateModelMemory', options, checkpoint.architecture);
+    return estimateCheckpoint(checkpoint, { weightDtype, contextLength, available: heapRoom(options.wasm).available });
+  } finally {
+    await closeCheckpoint(checkpoint);
+  }
 }

@@ -3,26 +3,53 @@
 // options the architecture's traits give (rotary, window, softcap, scale; on wasm or WebGPU); the
 // MLPs, the projections around them and the unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
 // attention projections use); only the O(tokens x width) steps (norms, activations, residual adds)
-// are JavaScript loops. Weights stored in 16 bits stay 16-bit: attention layers and Linears with
-// weightDtype 'f16' (F16 bits passed as they are; BF16 widened once at load, then rounded to f16
-// as the attention layers' are). No DOM: worker and Node.
+// are JavaScript loops. Every matrix is held in the model's weightDtype (default: the stored
+// precision, F32 as f32, F16 / BF16 as f16; or 'int8' / 'q4'): attention layers and Linears of
+// that dtype, the Linears given the stored bits as they are (converted in wasm a row at a time, so
+// no float32 copy of a 16-bit matrix is made). The embedding rows are read from a Linear too (the
+// unembedding's, when tied). The checkpoint's tensors are read a layer at a time (create()) and
+// dropped once the layer is built. No DOM: worker and Node.
 import { activate, addInto, concat, gated, layerNorm, rmsNorm, softcap } from './elementwise.js';
 import { rotaryOf } from './families/common.js';
 import { familyOf, withTraits } from './families/index.js';
 import { widen } from './tensors.js';
+import { valueBiasOutputs } from './value-bias.js';
 
-/** A weight matrix [out, in] as stored (and its bias or null) as an mha.Linear of `wasm`, loaded. */
-function linearLayer(wasm, tensor, bias = null) {
+/** The precision a stored dtype keeps by default. */
+export const storedPrecision = (dtype) => (dtype === 'F32' ? 'f32' : 'f16');
+
+/** A weight matrix [out, in] as stored (and its bias or null) as an mha.Linear of `wasm` in `weightDtype`, loaded. */
+function linearLayer(wasm, tensor, bias, weightDtype) {
   const [outFeatures, inFeatures] = tensor.shape;
-  const weightDtype = tensor.dtype === 'F32' ? 'f32' : 'f16';
   const layer = new wasm.Linear({ inFeatures, outFeatures, bias: bias !== null, weightDtype });
   try {
-    return layer.loadWeights({ weight: tensor.dtype === 'BF16' ? widen(tensor) : tensor.data, ...(bias ? { bias } : {}) });
+    const weightFormat = { F32: 'f32', F16: 'f16', BF16: 'bf16' }[tensor.dtype];
+    return layer.loadWeights({ weight: tensor.data, weightFormat, ...(bias ? { bias } : {}) });
   } catch (error) {
     layer.dispose();
     throw error;
   }
 }
+
+/** The index of the layer a Hugging Face key belongs to (its first all-digit part), or -1 for the model's own tensors. */
+function layerOfKey(key) {
+  const part = key.split('.').find((p) => /^\d+$/.test(p));
+  return part === undefined ? -1 : Number(part);
+}
+
+/** The checkpoint's tensors by the layer they belong to (-1: embeddings, final norm, unembedding). */
+function tensorsByLayer(tensors) {
+  const groups = new Map();
+  for (const tensor of Object.values(tensors)) {
+    const l = layerOfKey(tensor.name ?? '');
+    if (!groups.has(l)) groups.set(l, []);
+    groups.get(l).push(tensor);
+  }
+  return groups;
+}
+
+/** A stored tensor the model keeps after the load (GPT-2's position table, BERT's token types) as a plain { dtype, shape, data }. */
+const kept = (tensor) => tensor && { dtype: tensor.dtype, shape: tensor.shape, data: tensor.data };
 
 /** create()'s constructor call: the layers are added one at a time after it. */
 const DEFER_LAYERS = Symbol('layers added by create()');
@@ -75,7 +102,7 @@ export class CheckpointModel {
    * @param wasm the wasm module whose Linear runs the other products (the same as `attention` on wasm)
    * @param checkpoint readCheckpoint()'s result
    */
-  constructor(attention, wasm, checkpoint, deferLayers = null) {
+  constructor(attention, wasm, checkpoint, deferLayers = null, { weightDtype = null } = {}) {
     const a = withTraits(checkpoint.architecture);
     this.architecture = a;
     this.dtype = checkpoint.dtype;
@@ -83,21 +110,23 @@ export class CheckpointModel {
     const get = tensorGetter(checkpoint.tensors, this.family);
     const f32 = (key, shape) => widen(get(key, shape));
     const has = (key) => lookup(checkpoint.tensors, this.family, key) !== undefined;
-    this.#build = { attention, wasm, get, f32, weightDtype: this.dtype === 'F32' ? 'f32' : 'f16' };
+    /** The precision every matrix is held in: 'f32' | 'f16' | 'int8' | 'q4'. */
+    this.weightDtype = weightDtype ?? storedPrecision(this.dtype);
+    this.#build = { attention, wasm, get, f32, weightDtype: this.weightDtype };
     this.tensor = get;
     try {
       const parts = this.family.model({ get, f32, has }, a);
-      this.embedding = parts.embedding;
-      this.positions = parts.positions ?? null;
+      this.positions = kept(parts.positions ?? null);
       this.finalNorm = parts.finalNorm;
       // Encoders: token-type rows, the embeddings' LayerNorm, and the masked-LM head (or none: the file is a bare encoder).
-      this.tokenTypes = parts.tokenTypes ?? null;
+      this.tokenTypes = kept(parts.tokenTypes ?? null);
       this.embedNorm = parts.embedNorm ?? null;
       if (a.encoder) a.mlmHead = parts.mlmHead !== null;
-      this.mlmHead = parts.mlmHead ? { ...parts.mlmHead, dense: linearLayer(wasm, parts.mlmHead.dense, parts.mlmHead.denseBias) } : null;
-      // The stored [V, E] matrix stays beside its Linear: directions read two of its rows.
-      this.unembeddingTensor = parts.unembedding;
-      this.unembedding = parts.unembedding ? linearLayer(wasm, this.unembeddingTensor, parts.unembeddingBias ?? null) : null;
+      this.mlmHead = parts.mlmHead ? { ...parts.mlmHead, dense: linearLayer(wasm, parts.mlmHead.dense, parts.mlmHead.denseBias, this.weightDtype) } : null;
+      this.unembedding = parts.unembedding ? linearLayer(wasm, parts.unembedding, parts.unembeddingBias ?? null, this.weightDtype) : null;
+      // The embedding rows come from a Linear's weight (rows()): the unembedding's when tied, else their own.
+      this.embeddingTable = parts.embedding === parts.unembedding && this.unembedding
+        ? this.unembedding : linearLayer(wasm, parts.embedding, null, this.weightDtype);
       if (deferLayers !== DEFER_LAYERS) for (let l = 0; l < a.numLayers; l++) this.#addLayer(l);
     } catch (error) {
       this.dispose();
@@ -110,11 +139,22 @@ export class CheckpointModel {
    * worker reports progress there, lets a cancel message in, and throws to stop; the layers made
    * so far are then freed).
    */
-  static async create(attention, wasm, checkpoint, { afterLayer = null } = {}) {
-    const model = new CheckpointModel(attention, wasm, checkpoint, DEFER_LAYERS);
+  static async create(attention, wasm, checkpoint, { afterLayer = null, weightDtype = null } = {}) {
+    // Each group's tensors are read just before the part that needs them, and dropped after it.
+    const groups = tensorsByLayer(checkpoint.tensors);
+    const withTensors = async (l, build) => {
+      const tensors = groups.get(l) ?? [];
+      try {
+        for (const tensor of tensors) await tensor.load?.();
+        return build();
+      } finally {
+        for (const tensor of tensors) tensor.release?.();
+      }
+    };
+    const model = await withTensors(-1, () => new CheckpointModel(attention, wasm, checkpoint, DEFER_LAYERS, { weightDtype }));
     try {
       for (let l = 0; l < model.numLayers; l++) {
-        model.#addLayer(l);
+        await withTensors(l, () => model.#addLayer(l));
         await afterLayer?.(l + 1, model.numLayers);
       }
       return model;
@@ -126,7 +166,10 @@ export class CheckpointModel {
 
   #addLayer(l) {
     const { attention, wasm, get, f32, weightDtype } = this.#build;
-    this.#layers.push(this.#layer(attention, wasm, this.family.layer({ get, f32 }, this.architecture, l), l, weightDtype));
+    const layer = this.#layer(attention, wasm, this.family.layer({ get, f32 }, this.architecture, l), l, weightDtype);
+    this.#layers.push(layer);
+    // (while its tensors are in memory: what attribution needs of them later)
+    layer.valueBias = valueBiasOutputs(this.family, this.architecture, (key) => widen(get(key)), l);
   }
 
   /** The family's per-layer form (families/) as the package's layers: a MultiHeadAttention, norms and mha.Linears. */
@@ -177,7 +220,7 @@ export class CheckpointModel {
       layer.loadStateDict(stateDict);
       const linear = (part) => {
         if (!part) return null;
-        const made1 = linearLayer(wasm, part.tensor, part.bias ?? null);
+        const made1 = linearLayer(wasm, part.tensor, part.bias ?? null, weightDtype);
         made.push(made1);
         return made1;
       };
@@ -198,27 +241,36 @@ export class CheckpointModel {
   layer(l) { return this.#layers[l]; }
 
   /**
-   * Layer l's q or k projection (`which`) as an mha.Linear, made on first use and kept: the values
-   * before the q/k norms (hook_q, hook_k), which the attention layer never hands out. Only a
-   * model with qkNorm asks; one that never reads those hooks never holds the copy.
+   * Layer l's q or k projection (`which`) as an mha.Linear in the model's weightDtype, made on first
+   * use and kept: the values before the q/k norms (hook_q, hook_k), which the attention layer never
+   * hands out. Its tensor is read from its file again (a streamed load dropped it). Only a model
+   * with qkNorm asks; one that never reads those hooks never holds the copy.
    */
-  preNormProjection(l, which) {
+  async preNormProjection(l, which) {
     const key = `${l}.${which}`;
     if (!this.#preNorm.has(key)) {
       const keys = this.family.qkProjections(this.architecture, l);
-      const bias = keys[which + 'Bias'] ? this.weight(keys[which + 'Bias']) : null;
-      this.#preNorm.set(key, linearLayer(this.#build.wasm, this.tensor(keys[which]), bias));
+      const tensors = [this.tensor(keys[which]), ...(keys[which + 'Bias'] ? [this.tensor(keys[which + 'Bias'])] : [])];
+      try {
+        for (const tensor of tensors) await tensor.load?.();
+        const bias = tensors[1] ? widen(tensors[1]) : null;
+        this.#preNorm.set(key, linearLayer(this.#build.wasm, tensors[0], bias, this.weightDtype));
+      } finally {
+        for (const tensor of tensors) tensor.release?.();
+      }
     }
     return this.#preNorm.get(key);
   }
 
-  /** A stored tensor by its Hugging Face key, widened to float32. */
+  /** A stored tensor by its Hugging Face key, widened to float32 (read from its file again: Node or in-memory files only). */
   weight(key) { return widen(this.tensor(key)); }
 
-  /** Row `id` of the unembedding [V, E] as float32: the direction of token id's logit. */
+  /** Layer l's value-bias outputs [H, E] (value-bias.js; zeros where v has no bias). */
+  valueBiasOutputs(l) { return this.#layers[l].valueBias; }
+
+  /** Row `id` of the unembedding [V, E] as float32 (in the model's weightDtype): the direction of token id's logit. */
   unembeddingRow(id) {
-    const E = this.architecture.embedDim;
-    return widen(this.unembeddingTensor, id * E, (id + 1) * E);
+    return this.unembedding.rows([id]);
   }
 
   /** A norm's output for rows [rows, E] (LayerNorm with bias, RMSNorm without). */
@@ -227,10 +279,10 @@ export class CheckpointModel {
   /** x [rows, in] through one of the model's mha.Linears: [rows, out]. */
   product(x, rows, linear) { return this.#product(x, rows, linear); }
 
-  /** What the page reports: { family, numLayers, numHeads, numKvHeads, dtype }. */
+  /** What the page reports: { family, numLayers, numHeads, numKvHeads, dtype (stored), weightDtype (held) }. */
   get summary() {
     const { family, numLayers, numHeads, numKvHeads } = this.architecture;
-    return { family, numLayers, numHeads, numKvHeads, dtype: this.dtype.toLowerCase() };
+    return { family, numLayers, numHeads, numKvHeads, dtype: this.dtype.toLowerCase(), weightDtype: this.weightDtype };
   }
 
   #norm(x, norm) {
@@ -247,11 +299,10 @@ export class CheckpointModel {
   /** Token embeddings (times the family's embedding scale; plus GPT-2's learned positions from `start`, unless `positions: false`), [L, E]. */
   embed(ids, start = 0, { positions = true } = {}) {
     const { embedDim: E, vocabSize: V, maxPositions } = this.architecture;
-    const x = new Float32Array(ids.length * E);
     ids.forEach((id, i) => {
       if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`forward: token id ${id} at ${i} is outside the vocabulary [0, ${V})`);
-      widen(this.embedding, id * E, (id + 1) * E, x.subarray(i * E, (i + 1) * E));
     });
+    const x = this.embeddingTable.rows(Array.from(ids));
     const { embedScale } = this.architecture;
     if (embedScale !== 1) for (let i = 0; i < x.length; i++) x[i] *= embedScale;
     if (this.positions) {
@@ -399,6 +450,8 @@ export class CheckpointModel {
     this.#layers = [];
     for (const linear of this.#preNorm.values()) linear.dispose();
     this.#preNorm.clear();
+    if (this.embeddingTable !== this.unembedding) this.embeddingTable?.dispose();
+    this.embeddingTable = null;
     this.unembedding?.dispose();
     this.unembedding = null;
     this.mlmHead?.dense.dispose();

@@ -56,6 +56,13 @@ std::vector<float> PackedLinear::weight() const {
   return w;
 }
 
+void PackedLinear::weight_row(int64_t o, float* out) const {
+  const float* panel = panels_.data() + (o / kCols) * in_ * kCols + o % kCols;
+  for (int64_t i = 0; i < in_; ++i) out[i] = panel[i * kCols];
+}
+
+int64_t PackedLinear::panel_width() { return kCols; }
+
 PackedLinear PackedLinear::from_transposed(const float* weight_t, int64_t out_features, int64_t in_features,
                                           const uint8_t* zero_inputs) {
   PackedLinear p;

@@ -41,6 +41,10 @@ class PackedLinear {
   const QuantizedPanels* quantized() const { return quantized_.get(); }
   // W [out_features, in_features] as float32 (dequantized for a quantized projection).
   std::vector<float> weight() const;
+  // Row o of a float32 projection's W (in_features floats), read from its panels.
+  void weight_row(int64_t o, float* out) const;
+  // Output columns per panel (the build's tile width; QuantizedPanels' P too).
+  static int64_t panel_width();
 
   // y[r] = x[r] W^T + b for rows [row_begin, row_end); x rows are in_features long, y rows
   // out_features long. Disjoint row ranges may run on different threads.
