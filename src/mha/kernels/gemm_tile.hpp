@@ -94,8 +94,10 @@ struct GemmTile {
         }
       }
     } else {
-      for (; k + Unroll <= depth; k += Unroll)
-        for (int u = 0; u < Unroll; ++u) splat_step(rows, k + u, panel + (k + u) * kStride);
+      // (the panel pointer stepped, not indexed: the old 4x8 kernel's loop, instruction for instruction)
+      const float* p = panel;
+      for (; k + Unroll <= depth; k += Unroll, p += Unroll * kStride)
+        for (int u = 0; u < Unroll; ++u) splat_step(rows, k + u, p + u * kStride);
     }
     for (; k < depth; ++k) splat_step(rows, k, panel + k * kStride);
   }
