@@ -1,5 +1,5 @@
 // mha-wasm's whole-model decode against the two peers users pick, side by side in one run, on the
-// same random weights (a Llama-architecture checkpoint in Hugging Face's layout): onnxruntime-web's
+// same random weights (a Llama- or GPT-2-architecture checkpoint in Hugging Face's layout): onnxruntime-web's
 // wasm backend in Node on a torch.onnx.export of it with past keys and values
 // (tools/export_onnx_decoder.py, bench/peers/ort-decoder.mjs), and llama.cpp's wasm build (wllama)
 // in Chromium on GGUF files of it (tools/gguf-from-checkpoint.mjs: F32, F16, Q8_0, Q4_0;
@@ -21,7 +21,7 @@ import { floatToHalf } from '../bindings/js/formats/float16.js';
 import { writeSafetensors } from '../bindings/js/formats/safetensors.js';
 import { init } from '../bindings/js/index.js';
 import { loadModelFromFolder } from '../bindings/js/models/index.js';
-import { byteLevelIds, byteLevelText, byteLevelVocab, llamaGguf } from '../tools/gguf-from-checkpoint.mjs';
+import { byteLevelIds, byteLevelText, byteLevelVocab, gpt2Gguf, llamaGguf } from '../tools/gguf-from-checkpoint.mjs';
 import { openWllama } from './peers/wllama.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
@@ -31,6 +31,12 @@ const THREADS = list('threads', '1,2').map(Number);
 const PROMPT = Number(args.prompt ?? 128), TOKENS = Number(args.tokens ?? 32);
 const PRECISIONS = list('precisions', 'f32,f16,q8_0,q4_0');
 const PEERS = list('peers', 'ours,ort,wllama');
+
+/** GPT-2 shapes: GPT-2 small's (124M), and a tiny one for a smoke run. */
+const GPT2_CONFIGS = {
+  'gpt2-tiny': { n_embd: 64, n_head: 4, n_layer: 2, n_positions: 256, vocab_size: 320 },
+  'gpt2-small': { n_embd: 768, n_head: 12, n_layer: 12, n_positions: 1024, vocab_size: 50257 },
+};
 
 /** Llama-architecture shapes (no biases, untied unless said): SmolLM-135M's, and Qwen2.5-0.5B's and Llama-3.2-1B's dims. */
 const SHAPE_CONFIGS = {
@@ -80,6 +86,35 @@ function randomLlama(shape) {
   return { config: c, tensors: t, shapeOf: (key) => shapes[key] };
 }
 
+/** A GPT-2 checkpoint's config.json object and its float32 tensors (Conv1D weights [in, out], biases). */
+function randomGpt2(shape) {
+  const c = { architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', activation_function: 'gelu_new', layer_norm_epsilon: 1e-5, ...GPT2_CONFIGS[shape] };
+  c.n_ctx = c.n_positions;
+  const E = c.n_embd, V = c.vocab_size;
+  const random = filler(124);
+  const t = {}, shapes = {};
+  const put = (key, shape, scale, offset = 0) => {
+    t[key] = random(shape.reduce((a, b) => a * b, 1), scale, offset);
+    shapes[key] = shape;
+  };
+  put('transformer.wte.weight', [V, E], 0.1);
+  put('transformer.wpe.weight', [c.n_positions, E], 0.01);
+  put('transformer.ln_f.weight', [E], 0.1, 1);
+  put('transformer.ln_f.bias', [E], 0.1);
+  for (let l = 0; l < c.n_layer; l++) {
+    const p = `transformer.h.${l}.`;
+    for (const n of ['ln_1', 'ln_2']) { put(`${p}${n}.weight`, [E], 0.1, 1); put(`${p}${n}.bias`, [E], 0.1); }
+    for (const [n, i, o] of [['attn.c_attn', E, 3 * E], ['attn.c_proj', E, E], ['mlp.c_fc', E, 4 * E], ['mlp.c_proj', 4 * E, E]]) {
+      put(`${p}${n}.weight`, [i, o], 1 / Math.sqrt(i));
+      put(`${p}${n}.bias`, [o], 0.02);
+    }
+  }
+  return { config: c, tensors: t, shapeOf: (key) => shapes[key] };
+}
+
+const isGpt2 = (shape) => shape in GPT2_CONFIGS;
+const randomCheckpoint = (shape) => (isGpt2(shape) ? randomGpt2(shape) : randomLlama(shape));
+
 /** A tokenizer.json of the byte-level vocabulary (BPE, no merges), so mha-wasm/models loads the folder. */
 function tokenizerJson(vocab) {
   return {
@@ -98,6 +133,7 @@ function tokenizerJson(vocab) {
 function writeFiles(dir, shape, { config, tensors, shapeOf }) {
   const vocab = byteLevelVocab(config.vocab_size);
   const eos = config.vocab_size - 1;
+  // (GPT-2 small's 50257 tokens hold the byte-level vocabulary's 128 ASCII symbols and placeholders)
   const full = { ...config, bos_token_id: eos, eos_token_id: eos, torch_dtype: 'float32' };
   for (const file of new Set(PRECISIONS.map((p) => OURS[p].file))) {
     const folder = join(dir, `hf-${file.toLowerCase()}`);
@@ -109,7 +145,8 @@ function writeFiles(dir, shape, { config, tensors, shapeOf }) {
     writeFileSync(join(folder, 'tokenizer.json'), JSON.stringify(tokenizerJson(vocab)));
   }
   if (PEERS.includes('wllama')) {
-    for (const p of PRECISIONS) writeFileSync(join(dir, `${shape}-${p}.gguf`), llamaGguf(config, (key) => tensors[key], p.toUpperCase()).bytes);
+    const gguf = isGpt2(shape) ? gpt2Gguf : llamaGguf;
+    for (const p of PRECISIONS) writeFileSync(join(dir, `${shape}-${p}.gguf`), gguf(config, (key) => tensors[key], p.toUpperCase()).bytes);
   }
   if (PEERS.includes('ort') && PRECISIONS.includes('f32')) {
     execFileSync('/usr/bin/python3', [fileURLToPath(new URL('../tools/export_onnx_decoder.py', import.meta.url)), join(dir, 'hf-f32'), join(dir, 'model.onnx')], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -164,7 +201,7 @@ const rows = [];
 console.log(`# ${cpus()[0]?.model ?? 'unknown CPU'} · ${cpus().length} cores · ${new Date().toISOString()} · prompt ${PROMPT}, ${TOKENS} greedy tokens`);
 try {
   for (const shape of SHAPES) {
-    const checkpoint = randomLlama(shape);
+    const checkpoint = randomCheckpoint(shape);
     const vocab = writeFiles(dir, shape, checkpoint);
     // An ASCII prompt of PROMPT characters: one token a character in the byte-level vocabulary.
     const text = Array.from({ length: PROMPT }, (_, i) => String.fromCharCode(97 + ((i * 7 + 3) % 26))).join('');

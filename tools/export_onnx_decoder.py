@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""A Llama-architecture Hugging Face checkpoint folder (config.json, model.safetensors, float32) as
+"""A Llama- or GPT-2-architecture Hugging Face checkpoint folder (config.json, model.safetensors, float32) as
 an ONNX decoder with a KV cache, the interface transformers.js and onnxruntime-web users run
 (../shared/WHOLE-MODEL-PEERS.md §3): inputs input_ids [1, seq], attention_mask [1, past + seq],
 position_ids [1, seq] (int64) and past_key_values.{i}.key / .value [1, Hkv, past, D]; outputs
 logits [1, seq, V] and present.{i}.key / .value [1, Hkv, past + seq, D]. The forward is written
 here from modeling_llama.py (RMSNorm, rotate_half rotary at position_ids, grouped-query heads,
-SwiGLU), so transformers is not needed; torch.onnx.export (TorchScript, opset 17) traces it with a
+SwiGLU) and modeling_gpt2.py (LayerNorm, learned positions at position_ids, Conv1D weights, the
+tanh GELU), so transformers is not needed; torch.onnx.export (TorchScript, opset 17) traces it with a
 non-empty past, every length symbolic; <out>.json beside it holds the cache's static sizes
 (layers, numKvHeads, headDim). For bench/whole-model-peers.mjs, on random weights.
 
@@ -98,13 +99,53 @@ class LlamaDecoder(torch.nn.Module):
         return (x @ unembed.T)[None], *presents
 
 
+class Gpt2Decoder(LlamaDecoder):
+    """GPT-2: pre-LN blocks, a fused c_attn [E, 3E] (Conv1D: x @ W + b), learned positions, gelu_new."""
+
+    def __init__(self, cfg, w):
+        torch.nn.Module.__init__(self)
+        self.cfg = cfg
+        self.E, self.H = cfg["n_embd"], cfg["n_head"]
+        self.K, self.D = self.H, self.E // self.H
+        self.eps, self.layers = cfg["layer_norm_epsilon"], cfg["n_layer"]
+        for key, t in w.items():
+            self.register_buffer(("transformer." + key if not key.startswith("transformer.") else key).replace(".", "_"), t)
+
+    def ln(self, x, key):
+        return torch.nn.functional.layer_norm(x, (self.E,), self.p(key + ".weight"), self.p(key + ".bias"), self.eps)
+
+    def forward(self, input_ids, attention_mask, position_ids, *past):
+        H, D, E = self.H, self.D, self.E
+        seq = input_ids.shape[1]
+        x = self.p("transformer.wte.weight")[input_ids[0]] + self.p("transformer.wpe.weight")[position_ids[0]]
+        total = attention_mask.shape[1]
+        q_index = torch.arange(seq)[:, None] + (total - seq)
+        blocked = (torch.arange(total)[None, :] > q_index) | (attention_mask[0][None, :] == 0)
+        conv = lambda h, key: h @ self.p(key + ".weight") + self.p(key + ".bias")
+        gelu = lambda t: 0.5 * t * (1 + torch.tanh(math.sqrt(2 / math.pi) * (t + 0.044715 * t ** 3)))
+        presents = []
+        for l in range(self.layers):
+            pre = f"transformer.h.{l}."
+            qkv = conv(self.ln(x, pre + "ln_1"), pre + "attn.c_attn")
+            q, k, v = (t.reshape(-1, H, D).transpose(0, 1) for t in qkv.split(E, dim=-1))
+            k = torch.cat((past[2 * l][0], k), dim=1)
+            v = torch.cat((past[2 * l + 1][0], v), dim=1)
+            presents += [k[None], v[None]]
+            scores = (q @ k.transpose(1, 2)) / math.sqrt(D)
+            z = torch.softmax(scores.masked_fill(blocked[None], float("-inf")), dim=-1) @ v
+            x = x + conv(z.transpose(0, 1).reshape(-1, E), pre + "attn.c_proj")
+            x = x + conv(gelu(conv(self.ln(x, pre + "ln_2"), pre + "mlp.c_fc")), pre + "mlp.c_proj")
+        x = self.ln(x, "transformer.ln_f")
+        return (x @ self.p("transformer.wte.weight").T)[None], *presents
+
+
 def main(folder, out):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     index = os.path.join(folder, "model.safetensors.index.json")
     files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
     w = {k: v for name in files for k, v in read_safetensors(os.path.join(folder, name)).items()}
-    model = LlamaDecoder(cfg, w).eval()
+    model = (Gpt2Decoder if cfg["model_type"] == "gpt2" else LlamaDecoder)(cfg, w).eval()
     past_len, seq = 2, 3
     past = [torch.zeros(1, model.K, past_len, model.D) for _ in range(2 * model.layers)]
     inputs = (torch.tensor([[1, 2, 3]]), torch.ones(1, past_len + seq, dtype=torch.int64),

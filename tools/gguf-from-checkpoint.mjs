@@ -69,6 +69,90 @@ export function permuteRotaryRows(weight, heads, headDim, cols) {
 function tokenizerMetadata(vocab) {
   const V = vocab.length;
   return [
+    ['tokenizer.ggml.model', 'string', 'gpt2'],
+    ['tokenizer.ggml.pre', 'string', 'default'],
+    ['tokenizer.ggml.tokens', ['array', 'string'], vocab],
+    ['tokenizer.ggml.token_type', ['array', 'i32'], vocab.map((_, i) => (i === V - 1 ? 3 : 1))],
+    ['tokenizer.ggml.merges', ['array', 'string'], []],
+    ['tokenizer.ggml.bos_token_id', 'u32', V - 1],
+    ['tokenizer.ggml.eos_token_id', 'u32', V - 1],
+    ['tokenizer.ggml.add_bos_token', 'bool', false],
+  ];
+}
+
+/** A Conv1D weight [rows, cols] (in, out) as [cols, rows]. */
+function transposed(data, rows, cols) {
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c];
+  return out;
+}
+
+/**
+ * GGUF bytes of a GPT-2 checkpoint (its keys under 'transformer.'): gpt2.* keys, token_embd and
+ * position_embd, per blk.N. attn_qkv, attn_output, ffn_up, ffn_down (weights transposed from
+ * Conv1D's [in, out]) and the LayerNorms, each with its bias.
+ */
+export function gpt2Gguf(config, tensor, type) {
+  const E = config.n_embd, V = config.vocab_size, P = config.n_positions, layers = config.n_layer;
+  const vocab = byteLevelVocab(V);
+  const key = (k) => `transformer.${k}`;
+  const f32 = (name, k) => ({ name, shape: [E], data: tensor(key(k)), type: 'F32' });
+  const metadata = [
+    ['general.architecture', 'string', 'gpt2'],
+    ['general.name', 'string', 'mha-wasm random weights'],
+    ['general.file_type', 'u32', { F32: 0, F16: 1, Q4_0: 2, Q8_0: 7 }[type]],
+    ['gpt2.context_length', 'u32', P],
+    ['gpt2.embedding_length', 'u32', E],
+    ['gpt2.block_count', 'u32', layers],
+    ['gpt2.feed_forward_length', 'u32', 4 * E],
+    ['gpt2.attention.head_count', 'u32', config.n_head],
+    ['gpt2.attention.layer_norm_epsilon', 'f32', config.layer_norm_epsilon],
+    ...tokenizerMetadata(vocab),
+  ];
+  const tensors = [
+    { name: 'token_embd.weight', shape: [V, E], data: tensor(key('wte.weight')), type },
+    { name: 'position_embd.weight', shape: [P, E], data: tensor(key('wpe.weight')), type: 'F32' },
+    f32('output_norm.weight', 'ln_f.weight'), f32('output_norm.bias', 'ln_f.bias'),
+  ];
+  for (let l = 0; l < layers; l++) {
+    const p = `h.${l}.`, b = `blk.${l}.`;
+    const conv = (name, k, rows, cols) => [
+      { name: b + name + '.weight', shape: [cols, rows], data: transposed(tensor(key(p + k + '.weight')), rows, cols), type },
+      { name: b + name + '.bias', shape: [cols], data: tensor(key(p + k + '.bias')), type: 'F32' },
+    ];
+    tensors.push(
+      f32(b + 'attn_norm.weight', p + 'ln_1.weight'), f32(b + 'attn_norm.bias', p + 'ln_1.bias'),
+      ...conv('attn_qkv', 'attn.c_attn', E, 3 * E), ...conv('attn_output', 'attn.c_proj', E, E),
+      f32(b + 'ffn_norm.weight', p + 'ln_2.weight'), f32(b + 'ffn_norm.bias', p + 'ln_2.bias'),
+      ...conv('ffn_up', 'mlp.c_fc', E, 4 * E), ...conv('ffn_down', 'mlp.c_proj', 4 * E, E),
+    );
+  }
+  return { bytes: writeGguf({ metadata, tensors }), vocab };
+}
+
+/**
+ * GGUF bytes of a Llama checkpoint. `config`: config.json's object; `tensor(key)`: the float32 data
+ * of a Hugging Face key; `type`: 'F32' | 'F16' | 'Q8_0' | 'Q4_0'.
+ */
+export function llamaGguf(config, tensor, type) {
+  const E = config.hidden_size, H = config.num_attention_heads, Hkv = config.num_key_value_heads ?? H;
+  const D = config.head_dim ?? E / H, V = config.vocab_size, layers = config.num_hidden_layers;
+  if (D !== E / H) throw new RangeError('gguf: llama.cpp takes head_dim = hidden_size / heads only');
+  const vocab = byteLevelVocab(V);
+  const metadata = [
+    ['general.architecture', 'string', 'llama'],
+    ['general.name', 'string', 'mha-wasm random weights'],
+    ['general.file_type', 'u32', { F32: 0, F16: 1, Q4_0: 2, Q8_0: 7 }[type]],
+    ['llama.context_length', 'u32', config.max_position_embeddings],
+    ['llama.embedding_length', 'u32', E],
+    ['llama.block_count', 'u32', layers],
+    ['llama.feed_forward_length', 'u32', config.intermediate_size],
+    ['llama.attention.head_count', 'u32', H],
+    ['llama.attention.head_count_kv', 'u32', Hkv],
+    ['llama.rope.freq_base', 'f32', config.rope_theta ?? 10000],
+    ['llama.rope.dimension_count', 'u32', D],
+    ['llama.attention.layer_norm_rms_epsilon', 'f32', config.rms_norm_eps],
+    ['llama.vocab_size', 'u32', V],
     ...tokenizerMetadata(vocab),
   ];
   const matrix = (name, key, shape, data = tensor(key)) => ({ name, shape, data, type });
