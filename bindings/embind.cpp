@@ -300,6 +300,11 @@ mha::AttentionConfig config_of(const val& config) {
   c.head_dim = integer("headDim");
   c.value_head_dim = integer("valueHeadDim");
   c.output_dim = integer("outputDim");
+  const val qk_norm = config["qkNorm"];
+  if (!qk_norm.isUndefined()) {
+    c.qk_norm.over = qk_norm["over"].as<std::string>();
+    if (!qk_norm["eps"].isUndefined()) c.qk_norm.eps = qk_norm["eps"].as<double>();
+  }
   const val rotary = config["rotary"];
   if (!rotary.isUndefined()) {
     c.rotary.dim = static_cast<int64_t>(rotary["dim"].as<double>());
@@ -355,6 +360,12 @@ val config_object(const mha::ResolvedConfig& c) {
   o.set("valueHeadDim", static_cast<double>(c.value_head_dim));
   o.set("outputDim", static_cast<double>(c.output_dim));
   // The variants appear only when the layer has them.
+  if (c.qk_norm) {
+    val qk_norm = val::object();
+    qk_norm.set("over", std::string(c.qk_norm.over == mha::QkNormScope::kHead ? "head" : "projection"));
+    qk_norm.set("eps", c.qk_norm.eps);
+    o.set("qkNorm", qk_norm);
+  }
   if (c.rotary.dim > 0) {
     val rotary = val::object();
     rotary.set("dim", static_cast<double>(c.rotary.dim));

@@ -381,7 +381,9 @@ def llama_forward(w, cfg, ids, hooks=None):
 
 # The families whose attention fits MultiHeadAttention's options (issue 48), from Hugging Face's
 # modeling_gpt_neox.py, modeling_gemma.py, modeling_gemma2.py and modeling_phi3.py.
-NEW_FAMILIES = ("gpt_neox", "gemma", "gemma2", "phi3")
+NEW_FAMILIES = ("gpt_neox", "gemma", "gemma2", "phi3", "qwen3", "olmo2", "gemma3_text")
+GEMMAS = ("gemma", "gemma2", "gemma3_text")  # norms × (1 + w)
+POST_NORMED = ("gemma2", "gemma3_text", "olmo2")  # norms after the attention and the MLP
 
 
 def dims(cfg):
@@ -400,14 +402,20 @@ def family_forward(w, cfg, ids, hooks=None):
     gemma: RMSNorm × (1 + w) (in float), embeddings × sqrt(hidden_size), GeGLU with gelu tanh, free
     head_dim, tied. gemma2: gemma plus post-attention / post-feedforward norms, scores × q_scalar^-1/2
     and softcapped, even layers sliding, the logits softcapped. phi3: fused qkv_proj (row blocks q, k, v)
-    and gate_up_proj (gate, then up), partial rotary, sliding window. Hooks under TransformerLens'
-    names (ln1_post / ln2_post for Gemma 2's post-norms, no hook_resid_mid in a parallel block).
+    and gate_up_proj (gate, then up), partial rotary, sliding window. qwen3: Llama's block with q and k
+    RMS-normed per head between the projection and rotary. gemma3_text: gemma2's block without softcaps
+    (unless set), q/k norms (1 + w) per head, sliding layers but every sliding_window_pattern-th, whose
+    rotary base is rope_local_base_freq. olmo2: no input norms, post-norms after the attention and the
+    MLP, q/k norms over the whole projection. Hooks under TransformerLens' names (ln1_post / ln2_post for
+    the post-norms, no hook_resid_mid in a parallel block; hook_q / hook_k before the q/k norms, hook_rot_q
+    / hook_rot_k after them and rotary).
     Returns the logits [L, V], the Hooks and the logit lens of each layer's last position."""
     mt = cfg["model_type"]
     E, H, K, D, eps, n_layers = dims(cfg)
     L = len(ids)
     hk = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
-    gemma = mt in ("gemma", "gemma2")
+    gemma = mt in GEMMAS
+    post_normed = mt in POST_NORMED
 
     def norm(x, p, name=None):
         if mt == "gpt_neox":
@@ -433,12 +441,27 @@ def family_forward(w, cfg, ids, hooks=None):
         r, theta = int(D * cfg["rotary_pct"]), cfg["rotary_emb_base"]
     else:
         r, theta = int(D * cfg.get("partial_rotary_factor", 1.0)), cfg["rope_theta"]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, r, 2, dtype=torch.float64) / r))
-    freqs = torch.outer(torch.arange(L, dtype=torch.float64), inv_freq)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos(), emb.sin()
     rotate_half = lambda t: torch.cat((-t[..., r // 2:], t[..., :r // 2]), dim=-1)
-    rope = lambda t: torch.cat((t[..., :r] * cos + rotate_half(t[..., :r]) * sin, t[..., r:]), dim=-1)
+
+    def rope_at(base):
+        inv_freq = 1.0 / (base ** (torch.arange(0, r, 2, dtype=torch.float64) / r))
+        freqs = torch.outer(torch.arange(L, dtype=torch.float64), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        return lambda t: torch.cat((t[..., :r] * cos + rotate_half(t[..., :r]) * sin, t[..., r:]), dim=-1)
+
+    # Gemma 3: a layer slides unless it is every sliding_window_pattern-th (or layer_types says so).
+    def sliding(l):
+        if mt == "gemma3_text":
+            return (l + 1) % cfg["sliding_window_pattern"] != 0
+        return mt == "phi3" or (mt == "gemma2" and l % 2 == 0)
+
+    def qk_norm(t, key, over_projection):
+        """t [L, heads, D]: RMSNorm over each head's D features, or over the whole row (OLMo-2)."""
+        weight = 1 + w[key] if gemma else w[key]
+        flat = t.reshape(L, -1) if over_projection else t
+        normed = flat * torch.rsqrt(flat.pow(2).mean(-1, keepdim=True) + eps) * weight
+        return normed.reshape(t.shape)
     to_tl, from_tl = (lambda t: t.transpose(0, 1)[None]), (lambda t: t[0].transpose(0, 1))
     gelu_tanh = lambda x: 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
     gelu_erf = lambda x: 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
@@ -448,13 +471,14 @@ def family_forward(w, cfg, ids, hooks=None):
     if gemma:
         x = x * math.sqrt(E)  # (TransformerLens' W_E holds the scale: hook_embed is after it)
     x = hk("hook_embed", x)
-    scale = cfg["query_pre_attn_scalar"] ** -0.5 if mt == "gemma2" else None
-    softcap = cfg.get("attn_logit_softcapping") if mt == "gemma2" else None
+    scale = cfg["query_pre_attn_scalar"] ** -0.5 if mt in ("gemma2", "gemma3_text") else None
+    softcap = cfg.get("attn_logit_softcapping") if mt in ("gemma2", "gemma3_text") else None
     residuals = []
     for l in range(n_layers):
         p, b = (f"gpt_neox.layers.{l}." if mt == "gpt_neox" else f"model.layers.{l}."), f"blocks.{l}."
         x = hk(b + "hook_resid_pre", x)
-        h = norm(x, p + "input_layernorm", b + "ln1")
+        h = x if mt == "olmo2" else norm(x, p + "input_layernorm", b + "ln1")
+        rope = rope_at(cfg["rope_local_base_freq"] if mt == "gemma3_text" and sliding(l) else theta)
         if mt == "gpt_neox":
             qkv = linear(h, p + "attention.query_key_value").view(L, H, 3 * D)
             q, k, v = qkv[..., :D], qkv[..., D:2 * D], qkv[..., 2 * D:]
@@ -468,9 +492,13 @@ def family_forward(w, cfg, ids, hooks=None):
                 q, k, v = (linear(h, p + f"self_attn.{n}_proj") for n in "qkv")
             q, k, v = q.reshape(L, H, D), k.reshape(L, K, D), v.reshape(L, K, D)
             o, W_O_key = p + "self_attn.o_proj", p + "self_attn.o_proj.weight"
-            window = cfg.get("sliding_window") if (mt == "phi3" or (mt == "gemma2" and l % 2 == 0)) else None
-        q = hk(b + "attn.hook_q", q, lambda t: t[None]).transpose(0, 1)
-        k = hk(b + "attn.hook_k", k, lambda t: t[None]).transpose(0, 1)
+            window = cfg.get("sliding_window") if sliding(l) else None
+        q = hk(b + "attn.hook_q", q, lambda t: t[None])
+        k = hk(b + "attn.hook_k", k, lambda t: t[None])
+        if mt in ("qwen3", "olmo2", "gemma3_text"):
+            q = qk_norm(q, p + "self_attn.q_norm.weight", mt == "olmo2")
+            k = qk_norm(k, p + "self_attn.k_norm.weight", mt == "olmo2")
+        q, k = q.transpose(0, 1), k.transpose(0, 1)
         v = hk(b + "attn.hook_v", v, lambda t: t[None]).transpose(0, 1)
         q = hk(b + "attn.hook_rot_q", rope(q), to_tl, from_tl)
         k = hk(b + "attn.hook_rot_k", rope(k), to_tl, from_tl)
@@ -480,7 +508,7 @@ def family_forward(w, cfg, ids, hooks=None):
         b_O = w.get(o + ".bias", torch.zeros(E, dtype=torch.float64))
         result = hk(b + "attn.hook_result", torch.einsum("hld,hde->lhe", z, w[W_O_key].T.reshape(H, D, E)))
         attn_out = result.sum(1) + b_O if hk.replaces(b + "attn.hook_result") else plain
-        if mt == "gemma2":
+        if post_normed:
             attn_out = norm(attn_out, p + "post_attention_layernorm", b + "ln1_post")
         attn_out = hk(b + "hook_attn_out", attn_out)
         parallel = mt == "gpt_neox" and cfg["use_parallel_residual"]
@@ -488,7 +516,10 @@ def family_forward(w, cfg, ids, hooks=None):
             mlp_in, resid = x, x + attn_out
         else:
             resid = mlp_in = hk(b + "hook_resid_mid", x + attn_out)
-        h = norm(mlp_in, p + ("post_attention_layernorm" if mt != "gemma2" else "pre_feedforward_layernorm"), b + "ln2")
+        if mt == "olmo2":
+            h = mlp_in
+        else:
+            h = norm(mlp_in, p + ("pre_feedforward_layernorm" if post_normed else "post_attention_layernorm"), b + "ln2")
         if mt == "gpt_neox":
             pre = hk(b + "mlp.hook_pre", linear(h, p + "mlp.dense_h_to_4h"))
             post = hk(b + "mlp.hook_post", gelu_erf(pre))
@@ -502,13 +533,13 @@ def family_forward(w, cfg, ids, hooks=None):
             up = hk(b + "mlp.hook_pre_linear", up)
             post = hk(b + "mlp.hook_post", (gelu_tanh(gate) if gemma else torch.nn.functional.silu(gate)) * up)
             mlp_out = linear(post, p + "mlp.down_proj")
-        if mt == "gemma2":
+        if post_normed:
             mlp_out = norm(mlp_out, p + "post_feedforward_layernorm", b + "ln2_post")
         x = hk(b + "hook_resid_post", resid + hk(b + "hook_mlp_out", mlp_out))
         residuals.append(x)
     final = "gpt_neox.final_layer_norm" if mt == "gpt_neox" else "model.norm"
     unembed = family_unembedding(w, cfg).T
-    cap = cfg.get("final_logit_softcapping") if mt == "gemma2" else None
+    cap = cfg.get("final_logit_softcapping") if mt in ("gemma2", "gemma3_text") else None
     capped = (lambda z: cap * torch.tanh(z / cap)) if cap else (lambda z: z)
     lens = [capped(norm(r_[-1], final) @ unembed) for r_ in residuals]
     return capped(norm(x, final, "ln_final") @ unembed), hk, lens
@@ -590,15 +621,17 @@ def family_weights(gen, cfg):
             buffers[p + "attention.rotary_emb.inv_freq"] = (
                 1.0 / (cfg["rotary_emb_base"] ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot)))
         return w, buffers
-    gemma = mt in ("gemma", "gemma2")
-    norm_w = (lambda: r(E, std=0.1)) if gemma else (lambda: 1 + r(E, std=0.1))
+    gemma = mt in GEMMAS
+    norm_w = (lambda n=E: r(n, std=0.1)) if gemma else (lambda n=E: 1 + r(n, std=0.1))
     w["model.embed_tokens.weight"] = r(V, E, std=0.5 if not gemma else 0.1)
     w["model.norm.weight"] = norm_w()
     if not cfg.get("tie_word_embeddings"):
         w["lm_head.weight"] = lin(V, E)
     norms = ["input_layernorm", "post_attention_layernorm"]
-    if mt == "gemma2":
+    if mt in ("gemma2", "gemma3_text"):
         norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+    if mt == "olmo2":
+        norms = ["post_attention_layernorm", "post_feedforward_layernorm"]
     for l in range(n_layers):
         p = f"model.layers.{l}."
         for name in norms:
@@ -611,6 +644,10 @@ def family_weights(gen, cfg):
                            "mlp.gate_proj": (I, E), "mlp.up_proj": (I, E)})
         for name, (o, i) in shapes.items():
             w[p + name + ".weight"] = lin(o, i)
+        if mt in ("qwen3", "gemma3_text"):  # per head, [D]
+            w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"] = norm_w(D), norm_w(D)
+        if mt == "olmo2":  # over the projection
+            w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"] = norm_w(H * D), norm_w(K * D)
     return w, buffers
 
 
@@ -686,6 +723,34 @@ CHECKPOINTS = {
         "layer_norm_eps": 1e-5, "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 64,
         "use_parallel_residual": False, "attention_bias": False, "tie_word_embeddings": True,
         "rope_scaling": None, "torch_dtype": "float32"}),
+    # Qwen3: bfloat16, q/k RMS-normed per head, head_dim 16 (free of hidden / heads), grouped-query
+    # heads, rope_theta 1e6, tied, no biases, the sliding window off (use_sliding_window false).
+    "qwen3": dict(family="qwen3", dtype=torch.bfloat16, shards=1, merges=24, config={
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_act": "silu",
+        "hidden_size": 32, "intermediate_size": 48, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 16, "num_hidden_layers": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "rope_scaling": None, "max_position_embeddings": 64, "attention_bias": False,
+        "use_sliding_window": False, "sliding_window": None, "max_window_layers": 2,
+        "tie_word_embeddings": True, "torch_dtype": "bfloat16"}),
+    # OLMo-2: float32, no input norms, norms after the attention and the MLP, q/k norms over the whole
+    # projection, rope_theta 5e5, untied.
+    "olmo2": dict(family="olmo2", dtype=torch.float32, shards=1, merges=24, config={
+        "architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_act": "silu",
+        "hidden_size": 32, "intermediate_size": 48, "num_attention_heads": 4, "num_key_value_heads": 4,
+        "num_hidden_layers": 2, "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "rope_scaling": None,
+        "max_position_embeddings": 64, "attention_bias": False, "tie_word_embeddings": False,
+        "torch_dtype": "float32"}),
+    # Gemma 3 (gemma3_text): float32, 3 layers (0 and 2 slide over 4 keys with rotary base 10000,
+    # 1 is global with base 1e6: sliding_window_pattern 2), q/k norms (1 + w) per head, scores scaled
+    # by query_pre_attn_scalar 24 ^ -1/2, no softcaps, multi-query (1 key/value head), tied.
+    "gemma3": dict(family="gemma3_text", dtype=torch.float32, shards=1, merges=24, config={
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_activation": "gelu_pytorch_tanh",
+        "hidden_size": 32, "intermediate_size": 48, "num_attention_heads": 4, "num_key_value_heads": 1,
+        "head_dim": 16, "num_hidden_layers": 3, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0, "rope_scaling": None, "max_position_embeddings": 64,
+        "query_pre_attn_scalar": 24, "sliding_window": 4, "sliding_window_pattern": 2,
+        "attn_logit_softcapping": None, "final_logit_softcapping": None, "attention_bias": False,
+        "tie_word_embeddings": True, "torch_dtype": "float32"}),
 }
 
 # ---------------------------------------------------------------- hooks.safetensors: TransformerLens' workflows
@@ -704,6 +769,13 @@ REPLACED = {
 # A parallel block has no hook_resid_mid: its attention's output instead.
 REPLACED_PARALLEL = {**{k: v for k, v in REPLACED.items() if k != "resid_mid_half"},
                      "attn_out_half": ("blocks.0.hook_attn_out", "multiplied by 0.5", lambda t: t * 0.5)}
+# With q/k norms a scaled hook_q is normalized back (all but eps): q shifted instead.
+REPLACED_QK_NORM = {**{k: v for k, v in REPLACED.items() if k != "q_double"},
+                    "q_plus_half": ("blocks.1.attn.hook_q", "plus 0.5 (q before the q/k norm and rotary)", lambda t: t + 0.5)}
+# OLMo-2 has no ln1, and Gemma 3 normalizes a scaled one away (q and k by their norms, v by ln1_post):
+# the scale of the norm after the attention instead.
+REPLACED_POST_NORMS_ONLY = {**{k: v for k, v in REPLACED_QK_NORM.items() if k != "ln1_scale_double"},
+                            "ln1_post_scale_double": ("blocks.0.ln1_post.hook_scale", "multiplied by 2", lambda t: t * 2)}
 
 
 def copy_in(clean, index):
@@ -772,14 +844,17 @@ def family_folded_view(w, cfg):
                                W_V=w[p + "input_layernorm.weight"][:, None, None] * W_V, b_V=b_V))
             continue
         p = f"model.layers.{l}."
-        ln1 = (1 + w[p + "input_layernorm.weight"]) if mt in ("gemma", "gemma2") else w[p + "input_layernorm.weight"]
+        if mt == "olmo2":  # (no input norm)
+            ln1 = torch.ones(E, dtype=torch.float64)
+        else:
+            ln1 = (1 + w[p + "input_layernorm.weight"]) if mt in GEMMAS else w[p + "input_layernorm.weight"]
         v = w[p + "self_attn.qkv_proj.weight"][(H + K) * D:] if mt == "phi3" else w[p + "self_attn.v_proj.weight"]
         layers.append(dict(W_O=w[p + "self_attn.o_proj.weight"].T.reshape(H, D, E), b_O=zeros(E),
                            W_V=rep((ln1[:, None] * v.T).view(E, K, D)), b_V=zeros(H, D)))
     if mt == "gpt_neox":
         w_f, b_f = w["gpt_neox.final_layer_norm.weight"], w["gpt_neox.final_layer_norm.bias"]
     else:
-        w_f, b_f = (1 + w["model.norm.weight"]) if mt in ("gemma", "gemma2") else w["model.norm.weight"], None
+        w_f, b_f = (1 + w["model.norm.weight"]) if mt in GEMMAS else w["model.norm.weight"], None
     for t in layers:
         t["b_O_folded"] = t["b_O"] + torch.einsum("hd,hde->e", t["b_V"], t["W_O"])
     return layers, family_unembedding(w, cfg), w_f, b_f
@@ -793,7 +868,9 @@ def hook_values(w, cfg, family, forward, ids, other_ids):
     n_heads = cfg["n_head"] if gpt2 else cfg["num_attention_heads"]
     eps = dims(cfg)[4] if new else cfg["layer_norm_epsilon"] if gpt2 else cfg["rms_norm_eps"]
     layer_norm = gpt2 or family == "gpt_neox"
-    replaced = REPLACED_PARALLEL if family == "gpt_neox" and cfg["use_parallel_residual"] else REPLACED
+    replaced = (REPLACED_PARALLEL if family == "gpt_neox" and cfg["use_parallel_residual"]
+                else REPLACED_POST_NORMS_ONLY if family in ("olmo2", "gemma3_text")
+                else REPLACED_QK_NORM if family == "qwen3" else REPLACED)
     P, last = len(ids), len(ids) - 1
     logits, clean, _ = forward(w, cfg, ids)
     corrupted_logits, _, _ = forward(w, cfg, other_ids)
@@ -839,7 +916,8 @@ def hook_values(w, cfg, family, forward, ids, other_ids):
         result = cache[f"blocks.{l}.attn.hook_result"][0]  # [P, H, E]
         heads.append(result - torch.einsum("hd,hde->he", t["b_V"], t["W_O"]))
         # The folded view's head results (v from the folded W_V, no bias) are the same thing.
-        v = torch.einsum("pe,ehd->hpd", cache[f"blocks.{l}.ln1.hook_normalized"][0], t["W_V"])
+        normalized = cache[f"blocks.{l}.hook_resid_pre" if cfg.get("model_type") == "olmo2" else f"blocks.{l}.ln1.hook_normalized"]
+        v = torch.einsum("pe,ehd->hpd", normalized[0], t["W_V"])
         folded = torch.einsum("hqk,hkd,hde->qhe", cache[f"blocks.{l}.attn.hook_pattern"][0], v, t["W_O"])
         assert torch.allclose(folded, heads[-1], atol=1e-10), (l, (folded - heads[-1]).abs().max())
     out["dla.heads"] = torch.stack([attribute(hr[last]) for hr in heads])  # [L, H]
@@ -854,7 +932,7 @@ def hook_values(w, cfg, family, forward, ids, other_ids):
     # residual, and their attributions add up to the logit difference less the final norm bias's term.
     # (Not with Gemma 2's norms after the attention, nor through its capped logits: TransformerLens'
     # numbers read the heads' results before the post-norm, and the direction before the cap.)
-    sums = family != "gemma2"
+    sums = family not in POST_NORMED
     parts = [cache["hook_embed"][0, last]] + ([cache["hook_pos_embed"][0, last]] if gpt2 else [])
     parts += [t["b_O_folded"] for t in layers] + [head for hr in heads for head in hr[last]]
     parts += [cache[f"blocks.{l}.hook_mlp_out"][0, last] for l in range(n_layers)]
@@ -1042,7 +1120,7 @@ def bert_weights(gen, cfg):
     return w
 
 
-def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None):
+def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None, positions=None):
     """modeling_bert.py's BertForMaskedLM in float64, hooked under TransformerLens' HookedEncoder names
     (components/bert_embed.py, bert_block.py, bert_mlm_head.py): embeddings word + position + token type
     then LayerNorm (hook_full_embed); post-LN blocks: resid_mid = resid_pre + attn, ln1 (attention.output
@@ -1064,7 +1142,8 @@ def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None):
 
     lin = lambda x, p: x @ w[p + ".weight"].T + w[p + ".bias"]
     x = hk("embed.hook_embed", w["bert.embeddings.word_embeddings.weight"][tok])
-    x = x + hk("embed.hook_pos_embed", w["bert.embeddings.position_embeddings.weight"][:L])
+    pos = torch.tensor(positions) if positions is not None else torch.arange(L)
+    x = x + hk("embed.hook_pos_embed", w["bert.embeddings.position_embeddings.weight"][pos])
     x = x + hk("embed.hook_token_type_embed", w["bert.embeddings.token_type_embeddings.weight"][tt])
     x = hk("hook_full_embed", ln(x, "bert.embeddings.LayerNorm", "embed.ln"))
     heads = lambda t: t.view(L, H, D)
@@ -1090,6 +1169,123 @@ def bert_forward(w, cfg, ids, token_types=None, mask=None, hooks=None):
     h = ln(gelu(lin(x, "cls.predictions.transform.dense")), "cls.predictions.transform.LayerNorm", "mlm_head.ln")
     logits = h @ w["bert.embeddings.word_embeddings.weight"].T + w["cls.predictions.bias"]
     return logits, hk, x
+
+
+# ---------------------------------------------------------------- RoBERTa
+
+ROBERTA_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>"]  # ids 0-3 as roberta-base's; <mask> is the last id
+ROBERTA_TEXT = "the cats sat on the <mask>. the dog ran"
+
+
+def roberta_tokenizer(merge_count):
+    """tokenizer.json as RobertaTokenizerFast saves it: GPT-2's byte-level BPE after <s>, <pad>, </s>,
+    <unk>, then <mask> (an added token that strips the space before it), and RobertaProcessing's
+    <s> A </s>. Returns it, the encoder of a text (the template's tokens added) and the vocab."""
+    byte_chars = bytes_to_unicode()
+    to_chars = lambda text: "".join(byte_chars[b] for b in text.encode("utf-8"))
+    merges = learn_merges([to_chars(w) for w in GPT2_SPLIT.findall(CORPUS)], merge_count)
+    vocab = {t: i for i, t in enumerate(ROBERTA_SPECIAL)}
+    for c in (byte_chars[b] for b in range(256)):
+        vocab.setdefault(c, len(vocab))
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    vocab["<mask>"] = len(vocab)
+    ranks = {m: r for r, m in enumerate(merges)}
+    words = lambda text: [vocab[t] for w in GPT2_SPLIT.findall(text) for t in apply_merges(to_chars(w), ranks)]
+
+    def encode(text):
+        parts = text.split("<mask>")
+        ids = [vocab["<s>"]]
+        for i, part in enumerate(parts):
+            ids += words(part.rstrip(" ") if i < len(parts) - 1 else part)  # (<mask> strips the space on its left)
+            if i < len(parts) - 1:
+                ids.append(vocab["<mask>"])
+        return ids + [vocab["</s>"]]
+
+    added = lambda t, lstrip=False: {"id": vocab[t], "content": t, "single_word": False, "lstrip": lstrip,
+                                      "rstrip": False, "normalized": t != "<mask>", "special": True}
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [added(t) for t in ROBERTA_SPECIAL] + [added("<mask>", lstrip=True)],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", vocab["</s>"]], "cls": ["<s>", vocab["<s>"]],
+                           "trim_offsets": True, "add_prefix_space": False},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
+    }
+    return tokenizer, encode, vocab
+
+
+# RobertaForMaskedLM's keys for BERT's (the forward reads BERT's): roberta. for bert., LayerNorms
+# named weight / bias, the head lm_head.dense / layer_norm / bias (decoder tied to the embeddings).
+ROBERTA_KEYS = [(r"^bert\.", "roberta."), (r"\.gamma$", ".weight"), (r"\.beta$", ".bias"),
+                (r"^cls\.predictions\.transform\.dense", "lm_head.dense"),
+                (r"^cls\.predictions\.transform\.LayerNorm", "lm_head.layer_norm"),
+                (r"^cls\.predictions\.bias$", "lm_head.bias")]
+
+
+def roberta_key(bert_key):
+    for pattern, to in ROBERTA_KEYS:
+        bert_key = re.sub(pattern, to, bert_key)
+    return bert_key
+
+
+def roberta_positions(ids, pad):
+    """modeling_roberta.create_position_ids_from_input_ids: padding_idx + the count of non-pad tokens
+    up to and including each one; padding_idx itself for a pad."""
+    keep = [int(i != pad) for i in ids]
+    return [pad + sum(keep[:j + 1]) * keep[j] for j in range(len(ids))]
+
+
+def make_roberta(name, spec, seed):
+    folder = os.path.join(OUT_DIR, name)
+    os.makedirs(folder, exist_ok=True)
+    for old in os.listdir(folder):
+        os.remove(os.path.join(folder, old))
+    tokenizer, encode, vocab = roberta_tokenizer(spec["merges"])
+    pad = vocab["<pad>"]
+    cfg = dict(spec["config"], vocab_size=len(vocab), pad_token_id=pad, bos_token_id=vocab["<s>"], eos_token_id=vocab["</s>"])
+    gen = torch.Generator().manual_seed(seed)
+    bert_w = bert_weights(gen, cfg)
+    for key in ("bert.pooler.dense.weight", "bert.pooler.dense.bias", "cls.seq_relationship.weight", "cls.seq_relationship.bias"):
+        del bert_w[key]  # (RobertaForMaskedLM has no pooler and no next-sentence head)
+    stored = save_weights(folder, {roberta_key(k): v for k, v in bert_w.items()}, spec["dtype"], 1)
+    inverse = {roberta_key(k): k for k in bert_w}
+    w = {inverse[k]: v.to(torch.float64) for k, v in stored.items()}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(dict(sorted(cfg.items())), f, indent=2)
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer, f, ensure_ascii=False, indent=1)
+    ids = encode(ROBERTA_TEXT)
+    logits, clean, _ = bert_forward(w, cfg, ids, positions=roberta_positions(ids, pad))
+    out = {"logits": logits[None], **clean.cache}
+    padded_ids = ids + [pad] * BERT_PADS
+    mask = [1] * len(ids) + [0] * BERT_PADS
+    padded_logits, padded, _ = bert_forward(w, cfg, padded_ids, mask=mask, positions=roberta_positions(padded_ids, pad))
+    out["padded.logits"] = padded_logits[None]
+    out.update({f"padded.{k}": v for k, v in padded.cache.items()})
+    write_safetensors(os.path.join(folder, "hooks.safetensors"), {k: v.to(torch.float32) for k, v in out.items()})
+    mask_position = ids.index(vocab["<mask>"])
+    with open(os.path.join(folder, "hooks.json"), "w") as f:
+        json.dump({"text": ROBERTA_TEXT, "ids": ids, "hookNames": clean.names, "maskPosition": mask_position,
+                   "fill": int(logits[mask_position].argmax()),
+                   "padded": {"ids": padded_ids, "attentionMask": mask, "tokenTypeIds": [0] * len(padded_ids)}}, f, indent=2)
+    print(f"{name}: vocab {len(vocab)}, ids {ids}, <mask> at {mask_position} -> {int(logits[mask_position].argmax())}")
+
+
+ROBERTAS = {
+    # RoBERTa (RobertaForMaskedLM): float32, 2 layers, 4 heads of 8, byte-level BPE, one token type,
+    # positions from padding_idx + 1 (the table holds padding_idx + 1 + the longest text's rows).
+    "roberta": dict(dtype=torch.float32, merges=43, config={
+        "architectures": ["RobertaForMaskedLM"], "model_type": "roberta", "hidden_act": "gelu",
+        "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+        "max_position_embeddings": 40, "type_vocab_size": 1, "layer_norm_eps": 1e-5,
+        "position_embedding_type": "absolute", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "initializer_range": 0.02, "classifier_dropout": None, "use_cache": True, "torch_dtype": "float32"}),
+}
 
 
 ENCODERS = {
@@ -1140,6 +1336,8 @@ def main():
         make(name, spec, 43 + seed)
     for seed, (name, spec) in enumerate(ENCODERS.items()):
         make_encoder(name, spec, 143 + seed)
+    for seed, (name, spec) in enumerate(ROBERTAS.items()):
+        make_roberta(name, spec, 243 + seed)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 //     { done, total } progress messages; patchCancel stops it (it rejects with an AbortError).
 // No DOM.
 import { activationPatching, directLogitAttribution, headScores } from '../bindings/js/models/index.js';
+import { refuseEncoder } from '../bindings/js/models/hooked-model.js';
 import { topTokens } from './your-model/top-tokens.js';
 
 export const SCORE_KINDS = ['previous_token', 'duplicate_token', 'induction'];
@@ -84,6 +85,8 @@ export function patchingHandlers({ hookedModel, backend = () => null }) {
   /** The clean run (the page's views), the token defaults, the attribution and the head scores. */
   async function prepare({ source = 'model', clean, corrupted, answer = '', wrong = '' }) {
     const m = await model(source);
+    refuseEncoder('Patching', m.config, "activation patching and the direct logit attribution read a decoder's next-token logit "
+      + "difference at the last position; on an encoder, patch with mha-wasm/models' runWithHooks and read the logits at the mask");
     const started = performance.now();
     const cleanRun = encoded(m, 'clean', clean);
     const corruptedRun = encoded(m, 'corrupted', corrupted);

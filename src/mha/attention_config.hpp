@@ -1,6 +1,6 @@
 // The layer's hyper-parameters: nn.MultiheadAttention's, plus grouped-query heads, free head
-// sizes and the score-step variants of today's models (rotary, sliding window, ALiBi, softcap,
-// sinks, the output gate). resolve() is the one place that checks them and fills in every default.
+// sizes and the score-step variants of today's models (q/k norms, rotary, sliding window, ALiBi,
+// softcap, sinks, the output gate). resolve() is the one place that checks them and fills in every default.
 #pragma once
 
 #include <cmath>
@@ -21,6 +21,24 @@ struct RotaryConfig {
   int64_t dim = 0;
   double base = 10000.0;
   bool interleaved = false;
+};
+
+// RMSNorm of the projected q and k, before rotary (Qwen3 and Gemma 3 per head, OLMo-2 over the
+// whole projection): x <- x / sqrt(mean(x^2) + eps) * w, the mean over each head's head_dim
+// features ('head') or over the row's q_dim / kv_dim ('projection'), with the state-dict entries
+// 'q_norm.weight' and 'k_norm.weight' ([Dh], or [H*Dh] and [Hkv*Dh]). kernels/qk_norm.hpp applies it.
+// (Gemma's (1 + w) form is this one with w + 1 loaded.)
+enum class QkNormScope { kNone, kHead, kProjection };
+
+struct QkNormConfig {
+  std::string over;  // '' = off, 'head' or 'projection'
+  double eps = 1e-6;
+};
+
+struct QkNorm {
+  QkNormScope over = QkNormScope::kNone;
+  double eps = 0.0;  // as given (the kernel adds it in float32)
+  explicit operator bool() const { return over != QkNormScope::kNone; }
 };
 
 // How the four projection matrices are stored (biases, sinks and the rest stay float32).
@@ -54,6 +72,7 @@ struct AttentionConfig {
   int64_t head_dim = 0;        // q/k head size; 0 means E / H (then H must divide E)
   int64_t value_head_dim = 0;  // v head size; 0 means head_dim
   int64_t output_dim = 0;      // out_proj rows (the output's feature size); 0 means E
+  QkNormConfig qk_norm;
   RotaryConfig rotary;
   int64_t sliding_window = 0;  // W keys (causal: p-W+1..p; otherwise |i - j| < W); 0 = off
   bool alibi = false;          // ALiBi with BLOOM's slopes, unless alibi_slopes is given
@@ -83,6 +102,7 @@ struct ResolvedConfig {
   int64_t embed_dim, num_heads, kdim, vdim, num_kv_heads, head_dim, value_head_dim, output_dim;
   bool bias;
   float scale;
+  QkNorm qk_norm;                  // off unless config qk_norm.over
   RotaryConfig rotary;
   int64_t sliding_window;          // 0 = none
   std::vector<float> alibi_slopes;  // [H], or empty = no ALiBi
@@ -186,6 +206,14 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
   if (!std::isfinite(r.scale))
     throw range_error("scale must be a finite number, got " + number_text(r.scale));
 
+  if (!c.qk_norm.over.empty()) {
+    if (c.qk_norm.over != "head" && c.qk_norm.over != "projection")
+      throw type_error("qkNorm.over must be 'head' or 'projection', got '" + c.qk_norm.over + "'");
+    if (!(c.qk_norm.eps >= 0) || !std::isfinite(c.qk_norm.eps))
+      throw range_error("qkNorm.eps must be a finite number >= 0, got " + number_text(c.qk_norm.eps));
+    r.qk_norm.over = c.qk_norm.over == "head" ? QkNormScope::kHead : QkNormScope::kProjection;
+    r.qk_norm.eps = c.qk_norm.eps;
+  }
   r.rotary = c.rotary;
   if (c.rotary.dim != 0) {
     if (c.rotary.dim < 0 || c.rotary.dim % 2 != 0 || c.rotary.dim > r.head_dim)
@@ -214,13 +242,17 @@ inline ResolvedConfig resolve(const AttentionConfig& c) {
                      ": not with rotary, slidingWindow or alibi (they place keys by position, and the appended "
                      "keys have none)");
   }
+  if (r.extra_keys() > 0 && r.qk_norm)
+    throw type_error(std::string(c.add_bias_kv ? "addBiasKv" : "addZeroAttn") +
+                     ": not with qkNorm (the appended keys are learned or zero rows, not projections to normalize)");
   if (c.dtype != "float32" && c.dtype != "float64")
     throw type_error("dtype must be 'float32' or 'float64', got '" + c.dtype + "'");
   r.float64 = c.dtype == "float64";
   if (r.float64) {
     // The float64 path computes nn.MultiheadAttention's own options (float64_attention.cpp); the
     // variants of today's models, quantized weights and dropout are the float32 layer's only.
-    const char* refused = r.rotary.dim > 0               ? "rotary"
+    const char* refused = r.qk_norm                      ? "qkNorm"
+                          : r.rotary.dim > 0             ? "rotary"
                           : r.sliding_window > 0         ? "slidingWindow"
                           : !r.alibi_slopes.empty()      ? (c.alibi_slopes.empty() ? "alibi" : "alibiSlopes")
                           : r.softcap > 0                ? "softcap"

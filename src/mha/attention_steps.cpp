@@ -227,6 +227,7 @@ ForwardResult MultiheadAttention::run_steps(const ForwardPlan& p, const TensorRe
     run.project(packed_.k, self_attention ? query.data : key_in.data, pk, B * projected_keys);
     run.project(packed_.v, self_attention ? query.data : value_in.data, pv, B * projected_keys);
   }
+  normalize_qk(q.data(), B * L, pk, B * projected_keys);
   rotate(p, options, self_attention, projected_keys, q.data(), pk, false);
   if (cache) {
     if (!cross_cache) {

@@ -4,7 +4,7 @@
 // captured steps or a patch (MultiheadAttention::forward_steps, attention_steps.cpp); the fast
 // paths never see it.
 //
-//   q [B, H, L, Dh]  k [B, Hkv, S, Dh]  v [B, Hkv, S, Dv]      projected, bias added, rotated
+//   q [B, H, L, Dh]  k [B, Hkv, S, Dh]  v [B, Hkv, S, Dv]      projected, bias added, normed (qkNorm), rotated
 //   scores [B, H, L, S]   scale * q.k, before any mask or variant
 //   logits [B, H, L, S]   what softmax sees: softcap, ALiBi, masks (-inf where blocked)
 //   pattern [B, H, L, S]  the softmax (a fully blocked row is 0), before dropout

@@ -40,6 +40,7 @@ void check_static(const char* torch_name, const char* name, const TensorRef& t, 
                      " (" + what + " with addBiasKv)");
   if (cache) throw type_error(what + ": not with a cache (a cache holds the keys and values)");
   if (c.rotary.dim > 0) throw type_error(what + ": not with rotary (the static keys and values are used as given)");
+  if (c.qk_norm && name[6] == 'K') throw type_error(what + ": not with qkNorm (the static keys and values are used as given)");
   const int64_t heads = p.batch * c.num_kv_heads;
   const Shape want{heads, p.given_keys, head_size};
   const std::string symbolic = std::string(p.batched ? "[B*numKvHeads, S, " : "[numKvHeads, S, ") +
@@ -86,6 +87,10 @@ ForwardPlan plan_forward(const ResolvedConfig& c, const TensorRef& query, const 
   if (p.batch < 1 || p.query_len < 1)
     throw range_error("query: batch size and sequence length must be at least 1, got shape " + format_shape(qs));
   check_data("query", query.data, qs);
+
+  if (options.grad && c.qk_norm)
+    throw type_error("grad: not with qkNorm (the q/k norms have no backward pass yet; a qkNorm layer runs forward "
+                     "only)");
 
   p.appended = 0;
   p.first_position = 0;

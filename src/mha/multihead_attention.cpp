@@ -15,6 +15,7 @@
 #include "sequence_first.hpp"
 #include "kernels/attention_kernel.hpp"
 #include "kernels/output_gate.hpp"
+#include "kernels/qk_norm.hpp"
 #include "kernels/weight_formats.hpp"
 
 namespace mha {
@@ -195,6 +196,7 @@ void MultiheadAttention::run_forward(const ForwardPlan& p, const TensorRef& quer
   }
   use_static_rows(options.static_k, k, B, S, c.num_kv_heads, Dh);
   use_static_rows(options.static_v, v, B, S, c.num_kv_heads, Dv);
+  normalize_qk(q, B * L, k, B * projected_keys);
   rotate(p, options, self_attention, projected_keys, q, k, false);
   if (cache && !cross_cache) {
     cache->set_kind(CacheKind::kSelf);
@@ -280,6 +282,19 @@ void MultiheadAttention::apply_gate(const StageRunner& run, const float* query, 
   kernels::output_gate({attended, gate, gated, rows * config_.attended_dim()});
 }
 
+void MultiheadAttention::normalize_qk(float* q, int64_t q_rows, float* k, int64_t k_rows) const {
+  const ResolvedConfig& c = config_;
+  if (!c.qk_norm) return;
+  const bool per_head = c.qk_norm.over == QkNormScope::kHead;
+  const auto norm = [&](float* x, int64_t rows, int64_t heads, const std::vector<float>& weight) {
+    const int64_t width = heads * c.head_dim;
+    kernels::qk_norm({x, rows, width, per_head ? heads : 1, per_head ? c.head_dim : width, weight.data(),
+                      static_cast<float>(c.qk_norm.eps)});
+  };
+  norm(q, q_rows, c.num_heads, params_.q_norm);
+  if (k_rows > 0) norm(k, k_rows, c.num_kv_heads, params_.k_norm);
+}
+
 // Rotary on q (and the call's projected keys, self-attention sharing the query's positions), or
 // with `inverse` the transposed rotation, which maps gradients of rotated rows back (backward).
 void MultiheadAttention::rotate(const ForwardPlan& p, const ForwardOptions& options, bool self_attention,
@@ -316,6 +331,7 @@ void MultiheadAttention::set_key_value(KvCache& cache, const TensorRef& key, con
   std::vector<float> k(static_cast<size_t>(B * S * c.kv_dim())), v(static_cast<size_t>(B * S * c.value_kv_dim()));
   packed_.k.apply(swap ? key_bf.data() : key.data, k.data(), 0, B * S);
   packed_.v.apply(swap ? value_bf.data() : value.data, v.data(), 0, B * S);
+  normalize_qk(nullptr, 0, k.data(), B * S);
   if (c.rotary.dim > 0)
     for (int64_t b = 0; b < B; ++b)
       apply_rotary(c.rotary, k.data() + b * S * c.kv_dim(), S, c.kv_dim(), c.num_kv_heads, c.head_dim, nullptr, 0);

@@ -134,6 +134,9 @@ class MultiheadAttention {
                    const ForwardOptions& options, float* output, float* weights, SavedForward* saved) const;
   void rotate(const ForwardPlan& plan, const ForwardOptions& options, bool self_attention, int64_t projected_keys,
               float* q, float* k, bool inverse) const;
+  // The q/k norms (config qk_norm; kernels/qk_norm.hpp) on `q_rows` rows of projected queries and
+  // `k_rows` of projected keys, in place, before rotary. No-op without them.
+  void normalize_qk(float* q, int64_t q_rows, float* k, int64_t k_rows) const;
   float dropout_in(const ForwardOptions& options) const;  // p when dropout applies to this call, else 0
   // The output gate (config gate; kernels/output_gate.hpp) on `rows` rows: gate <- sigmoid(query
   // W_gate^T + b_gate), gated <- attended ⊙ gate (gated may be attended). No-op without a gate.

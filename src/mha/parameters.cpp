@@ -41,6 +41,11 @@ std::vector<std::pair<std::string, Shape>> state_dict_layout(const ResolvedConfi
   layout.push_back({"out_proj.weight", {c.output_dim, c.attended_dim()}});
   if (c.bias) layout.push_back({"out_proj.bias", {c.output_dim}});
   if (c.sinks) layout.push_back({"sinks", {c.num_heads}});
+  if (c.qk_norm) {
+    const bool per_head = c.qk_norm.over == QkNormScope::kHead;
+    layout.push_back({"q_norm.weight", {per_head ? c.head_dim : qd}});
+    layout.push_back({"k_norm.weight", {per_head ? c.head_dim : kd}});
+  }
   if (c.gate) {
     layout.push_back({"gate_proj.weight", {c.attended_dim(), E}});
     if (c.bias) layout.push_back({"gate_proj.bias", {c.attended_dim()}});
@@ -67,6 +72,8 @@ BasicParameters<T> parameters_from_state_dict(const ResolvedConfig& c, const Bas
       std::string why = (key == "in_proj_bias" || key == "out_proj.bias" || key == "gate_proj.bias") && !c.bias
                             ? " (the layer has bias: false)"
                         : key.rfind("gate_proj.", 0) == 0 && !c.gate ? " (the layer has no gate: give gate: true)"
+                        : (key == "q_norm.weight" || key == "k_norm.weight") && !c.qk_norm
+                            ? " (the layer has no q/k norms: give qkNorm)"
                                                                     : "";
       throw type_error("stateDict: unexpected key '" + key + "'" + why + "; expected exactly " + quoted_keys(layout));
     }
@@ -111,6 +118,10 @@ BasicParameters<T> parameters_from_state_dict(const ResolvedConfig& c, const Bas
     p.out_bias = std::move(tensors["out_proj.bias"]);
   }
   if (c.sinks) p.sinks = std::move(tensors["sinks"]);
+  if (c.qk_norm) {
+    p.q_norm = std::move(tensors["q_norm.weight"]);
+    p.k_norm = std::move(tensors["k_norm.weight"]);
+  }
   if (c.gate) {
     p.gate_weight = std::move(tensors["gate_proj.weight"]);
     if (c.bias) p.gate_bias = std::move(tensors["gate_proj.bias"]);
@@ -140,6 +151,8 @@ std::vector<std::pair<std::string, std::vector<T>>> state_dict_from_parameters(c
     else if (key == "out_proj.weight") entries.push_back({key, p.out_weight});
     else if (key == "out_proj.bias") entries.push_back({key, p.out_bias});
     else if (key == "sinks") entries.push_back({key, p.sinks});
+    else if (key == "q_norm.weight") entries.push_back({key, p.q_norm});
+    else if (key == "k_norm.weight") entries.push_back({key, p.k_norm});
     else if (key == "gate_proj.weight") entries.push_back({key, p.gate_weight});
     else if (key == "gate_proj.bias") entries.push_back({key, p.gate_bias});
     else if (key == "bias_k") entries.push_back({key, p.bias_k});

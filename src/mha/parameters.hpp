@@ -20,6 +20,7 @@ struct BasicParameters {
   std::vector<T> out_weight;  // [outputDim, H*Dv]
   std::vector<T> q_bias, k_bias, v_bias, out_bias;  // empty when the layer has no bias
   std::vector<T> sinks;       // [H] sink logits; empty unless config.sinks
+  std::vector<T> q_norm, k_norm;  // [Dh] each, or [H*Dh] / [Hkv*Dh]: the q/k norms' weights; empty unless config.qk_norm
   std::vector<T> gate_weight;  // [H*Dv, E] the output gate's projection; empty unless config.gate
   std::vector<T> gate_bias;    // [H*Dv]; empty unless config.gate and config.bias
   std::vector<T> bias_k, bias_v;  // [Hkv*Dh] / [Hkv*Dv] (PyTorch's [1, 1, E]); empty unless add_bias_kv
@@ -41,7 +42,7 @@ using Float64StateDict = BasicStateDict<double>;
 
 // The keys nn.MultiheadAttention would have in its state dict for this config, with their shapes.
 // (in_proj_weight for PyTorch's own shapes, else q/k/v_proj_weight; bias_k / bias_v [1, 1, ·] with
-// add_bias_kv; 'sinks' [H] with sinks; 'gate_proj.weight' [H*Dv, E] and, with bias, 'gate_proj.bias'
+// add_bias_kv; 'sinks' [H] with sinks; 'q_norm.weight' and 'k_norm.weight' with qk_norm; 'gate_proj.weight' [H*Dv, E] and, with bias, 'gate_proj.bias'
 // [H*Dv] with the gate.)
 std::vector<std::pair<std::string, std::vector<int64_t>>> state_dict_layout(const ResolvedConfig& config);
 

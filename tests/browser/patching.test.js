@@ -3,7 +3,8 @@
 // panel's button has the [layers, heads] shape and the values mha-wasm/models' activationPatching
 // gives in Node on the same files (and so do resid_pre, the direct logit attribution and the head
 // scores); a cell opens its head (or its layer and position) in the page's views, which show the
-// clean run; texts of unequal length are refused with both counts; Cancel stops a sweep; the four
+// clean run; texts of unequal length are refused with both counts; Cancel stops a sweep; an
+// encoder (BERT) is refused by name, with no sweep to run; the four
 // exports download.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -203,4 +204,16 @@ test('the default model: its head_out and resid_pre sweeps equal mha-wasm/models
   } finally {
     reference.dispose();
   }
+});
+
+test('an encoder loaded in Your model: the Patching panel refuses it by name and runs no sweep', async () => {
+  await page.evaluate((files) => window.__mhaDemo.loadModel(files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) }))),
+    checkpointFiles('bert').map((f) => ({ name: f.name, bytes: Array.from(f.bytes) })));
+  await page.locator('#source-patching').click();
+  const s = await setPatching({ clean: 'the cat sat on the mat', corrupted: 'the dog sat on the log', answer: '', wrong: '' });
+  assert.equal(s.prepared, null);
+  assert.match(await page.locator('#patch-empty').textContent(), /^Nothing to show: Patching: not supported on an encoder \(bert\): activation patching and the direct logit attribution read a decoder's next-token logit difference/);
+  assert.equal(await page.locator('#patch-summary').textContent(), '', 'the last sweep\'s summary goes');
+  assert.equal(await page.locator('#patch-run').isDisabled(), true);
+  assert.deepEqual(problems, []);
 });

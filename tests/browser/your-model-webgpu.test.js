@@ -1,6 +1,7 @@
 // The demo page's "Your model" mode with its attention on WebGPU (Chromium on SwiftShader): a
 // Llama checkpoint's heads, prediction and an ablated head equal torch's, as on wasm
-// (tests/browser/your-model.test.js); switching back to wasm reruns it there with the same numbers.
+// (tests/browser/your-model.test.js); switching back to wasm reruns it there with the same numbers;
+// Qwen3, Gemma 3 and OLMo-2 (q/k norms on the GPU) give torch's heads and prediction there too.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startDemo } from './browser.js';
@@ -61,3 +62,28 @@ test('a Llama checkpoint on WebGPU: torch\'s heads, prediction and ablation; the
   await check('wasm');
   assert.deepEqual(problems, []);
 });
+
+// The families whose attention takes the q/k norms (qkNorm: qk_norm.wgsl on the GPU) in the page on
+// WebGPU: every head and the prediction are torch's.
+for (const name of ['qwen3', 'gemma3', 'olmo2']) {
+  test(`${name} on WebGPU: every head's pattern and the prediction are torch's`, async () => {
+    await page.evaluate(() => window.__mhaDemo.setBackend('webgpu'));
+    await page.evaluate((files) => window.__mhaDemo.loadModel(files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) }))),
+      checkpointFiles(name).map((f) => ({ name: f.name, bytes: Array.from(f.bytes) })));
+    const { text, ids, tensors, family } = expectedValues(name);
+    await page.evaluate((t) => window.__mhaDemo.setText(t), text);
+    const s = await state();
+    assert.equal(s.model.family, family);
+    assert.equal(s.ranOn, 'webgpu');
+    assert.deepEqual(s.ids, ids);
+    const L = ids.length, H = s.model.numHeads;
+    for (let l = 0; l < s.model.numLayers; l++) {
+      for (let h = 0; h < H; h++) {
+        const weights = await page.evaluate(([layer, head]) => window.__mhaDemo.getWeights(layer, head), [l, h]);
+        assertClose(Float32Array.from(weights), tensors[`pattern.${l}`].data.subarray(h * L * L, (h + 1) * L * L), 1e-4, `${name} layer ${l} head ${h}`);
+      }
+    }
+    assert.deepEqual(s.prediction.map((p) => p.id), torchTop(tensors.logits));
+    assert.deepEqual(problems, []);
+  });
+}

@@ -74,8 +74,9 @@ test('a Llama checkpoint (two shards) dropped in: every head drawn, torch\'s pat
 
 // Issue 48's families in the page: each loads, every head is drawn with torch's pattern, and the
 // prediction is torch's (Pythia parallel and sequential, Gemma multi-query, Gemma 2 windows and
-// softcaps, Phi-3 fused projections).
-for (const name of ['mistral', 'pythia', 'pythia-sequential', 'gemma', 'gemma2', 'phi3']) {
+// softcaps, Phi-3 fused projections, Qwen3 and Gemma 3 q/k norms per head with Gemma 3's local
+// rotary base, OLMo-2's post-norms and q/k norms over the projection).
+for (const name of ['mistral', 'pythia', 'pythia-sequential', 'gemma', 'gemma2', 'phi3', 'qwen3', 'olmo2', 'gemma3']) {
   test(`${name} dropped in: every head drawn, torch's patterns and prediction`, async () => {
     await load(name);
     const { text, ids, tensors, family } = expectedValues(name);
@@ -164,7 +165,7 @@ test('a file the page refuses: loadModel rejects with the page\'s message', asyn
     : { name: f.name, bytes: Array.from(f.bytes) }));
   const message = await page.evaluate((fs) => window.__mhaDemo.loadModel(fs.map((f) => ({ name: f.name, bytes: new Uint8Array(f.bytes) })))
     .then(() => 'loaded', (error) => error.message), files);
-  assert.equal(message, 'Could not load the model: config.json: model_type "t5", architectures ["T5Model"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3, bert, roberta, distilbert');
+  assert.equal(message, 'Could not load the model: config.json: model_type "t5", architectures ["T5Model"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, phi3, olmo2, bert, roberta, distilbert');
   assert.equal(await page.locator('#message').textContent(), message);
 });
 
@@ -244,6 +245,47 @@ test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask a
   assert.equal(await page.locator('#steps-patch').isDisabled(), true);
   assert.match(await page.locator('#steps-summary').textContent(), /Ablating or patching a head: not for an encoder \(bert\)/);
   await page.locator('#view-heatmap').click();
+  assert.deepEqual(problems, []);
+});
+
+// RoBERTa in the page: its byte-level BPE with <s> … </s>, positions from padding_idx + 1, every
+// bidirectional head the float64 reference's, and fill-mask at <mask> Node's forward.
+test('RoBERTa dropped in: every head is the reference\'s, fill-mask at <mask> is Node\'s forward', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { init, readSafetensors } = await import('../../bindings/js/index.js');
+  const { loadModel } = await import('../../bindings/js/models/index.js');
+  const dir = new URL('../fixtures/your-model/roberta/', import.meta.url);
+  const ref = JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8'));
+  const { tensors } = readSafetensors(readFileSync(new URL('hooks.safetensors', dir)));
+  const mha = await init({ threads: 1 });
+  const node = await loadModel(mha, checkpointFiles('roberta'));
+  const { logits } = await node.forward(ref.ids);
+  const V = logits.shape[2];
+  const row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
+  const nodeTop = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
+  node.dispose();
+  assert.equal(nodeTop[0], ref.fill, 'Node\'s top token at the mask is torch\'s');
+
+  await load('roberta');
+  const s = await state();
+  assert.deepEqual(s.model, { family: 'roberta', numLayers: 2, numHeads: 4, numKvHeads: 4, dtype: 'f32', weightDtype: 'f32', encoder: true, mlmHead: true });
+  await page.evaluate((t) => window.__mhaDemo.setText(t), ref.text);
+  const after = await state();
+  assert.deepEqual(after.ids, ref.ids);
+  assert.equal(after.labels[0], '<s>');
+  assert.equal(after.labels.at(-1), '</s>');
+  assert.equal(after.causal, false);
+  const L = ref.ids.length, H = 4;
+  assert.equal(await page.locator('#grid canvas').count(), 2 * H, 'every head of every layer has a tile');
+  for (let l = 0; l < 2; l++) {
+    const expected = tensors[`blocks.${l}.attn.hook_pattern`];
+    for (let h = 0; h < H; h++) {
+      const weights = Float32Array.from(await page.evaluate(([layer, head]) => window.__mhaDemo.getWeights(layer, head), [l, h]));
+      assertClose(weights, expected.data.subarray(h * L * L, (h + 1) * L * L), 1e-4, `roberta layer ${l} head ${h}`);
+    }
+  }
+  assert.deepEqual(after.prediction.map((p) => p.id), nodeTop);
+  assert.equal(after.predictionTitle, `Fill-mask: <mask> at position ${ref.maskPosition}`);
   assert.deepEqual(problems, []);
 });
 

@@ -1,5 +1,5 @@
 // A float64 reference of the attention's steps (docs/steps.md), written from the formulas, for
-// tests/js/steps.test.js: q, k, v (projection, bias, rotary), scores, logits (softcap, ALiBi,
+// tests/js/steps.test.js: q, k, v (projection, bias, q/k norms, rotary), scores, logits (softcap, ALiBi,
 // masks, causal and sliding-window blocks), pattern (softmax with an optional sink), z, gate
 // (config.gate: sigmoid of the query's gate projection, multiplying z), result and output, with an optional patch applied where its step is made, so everything after it
 // reads the patched values. Its output and per-head pattern are checked against PyTorch's
@@ -39,7 +39,7 @@ export function attentionSteps(config, sd, inputs, patch = null) {
   };
 
   // q, k, v: [B, heads, rows, D], projected with bias, then rotated (positions of each row).
-  const project = (x, W, b, heads, rows, D, positionOf) => {
+  const project = (x, W, b, heads, rows, D, positionOf, norm = null) => {
     const t = { data: new Float64Array(B * heads * rows * D), shape: [B, heads, rows, D] };
     const width = x.shape.at(-1);
     for (let bi = 0; bi < B; bi++) {
@@ -50,11 +50,26 @@ export function attentionSteps(config, sd, inputs, patch = null) {
             for (let e = 0; e < width; e++) acc += x.data[(bi * rows + r) * width + e] * W[(h * D + d) * width + e];
             t.data[at(t.shape, bi, h, r, d)] = acc;
           }
+        }
+        if (norm) normalize(t, bi, r, heads, D, norm);
+        for (let h = 0; h < heads; h++) {
           if (positionOf && config.rotary) rotate(t.data.subarray(at(t.shape, bi, h, r, 0), at(t.shape, bi, h, r, 0) + D), positionOf(bi, r));
         }
       }
     }
     return t;
+  };
+  // config.qkNorm: x / sqrt(mean(x^2) + eps) * w over each head, or over the row's heads together.
+  const normalize = (t, bi, r, heads, D, weight) => {
+    const perHead = config.qkNorm.over === 'head';
+    const groups = perHead ? heads : 1, size = perHead ? D : heads * D;
+    const index = (f) => at(t.shape, bi, Math.floor(f / D), r, f % D);  // feature f of the row's heads
+    for (let g = 0; g < groups; g++) {
+      let squares = 0;
+      for (let f = g * size; f < (g + 1) * size; f++) squares += t.data[index(f)] ** 2;
+      const inverseRms = 1 / Math.sqrt(squares / size + config.qkNorm.eps);
+      for (let f = g * size; f < (g + 1) * size; f++) t.data[index(f)] *= inverseRms * weight[f - g * size];
+    }
   };
   const rotate = (head, position) => {
     const { dim, base, interleaved } = config.rotary;
@@ -67,8 +82,9 @@ export function attentionSteps(config, sd, inputs, patch = null) {
     }
   };
   const queryPosition = (b, i) => (inputs.positions ? inputs.positions.data[b * L + i] : i);
-  const q = project(inputs.query, Wq, bias(0, QD), H, L, Dh, queryPosition);
-  const k = project(key, Wk, bias(QD, KV), Hkv, S, Dh, self ? queryPosition : (b, j) => j);
+  const qNorm = config.qkNorm ? sd['q_norm.weight'] : null, kNorm = config.qkNorm ? sd['k_norm.weight'] : null;
+  const q = project(inputs.query, Wq, bias(0, QD), H, L, Dh, queryPosition, qNorm);
+  const k = project(key, Wk, bias(QD, KV), Hkv, S, Dh, self ? queryPosition : (b, j) => j, kNorm);
   const v = project(value, Wv, bias(QD + KV, VKV), Hkv, S, Dv, null);
   patchStep('q', q, 1);
   patchStep('k', k, 1);

@@ -2,7 +2,8 @@
 // keys, LayerNorms named gamma / beta as bert-base-uncased's, a WordPiece tokenizer.json) against
 // its float64 torch reference: the masked-LM logits and every hook point under TransformerLens'
 // HookedEncoder names, a padded batch row through attentionMask (and token types), the file
-// without its head, weight / bias names, RoBERTa's layout and positions, the WordPiece round trip,
+// without its head, weight / bias names, RoBERTa's own tiny checkpoint (byte-level BPE, positions
+// from padding_idx + 1, padding) and its layout from BERT's weights, the WordPiece round trip,
 // and what is refused by name. Logits to 1e-4 relative (as the decoders' tests), hook points to 1e-5.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -14,11 +15,14 @@ import { assertCloseMasked } from './models-reference.js';
 import { assertClose, checkpointFiles } from './your-model-fixtures.js';
 
 const mha = await init({ threads: 1 });
-const dir = new URL('../fixtures/your-model/bert/', import.meta.url);
-const ref = {
-  ...JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8')),
-  tensors: readSafetensors(readFileSync(new URL('hooks.safetensors', dir))).tensors,
-};
+const dirOf = (name) => new URL(`../fixtures/your-model/${name}/`, import.meta.url);
+const dir = dirOf('bert');
+/** A fixture's torch reference: hooks.json and hooks.safetensors' tensors. */
+const referenceOf = (name) => ({
+  ...JSON.parse(readFileSync(new URL('hooks.json', dirOf(name)), 'utf8')),
+  tensors: readSafetensors(readFileSync(new URL('hooks.safetensors', dirOf(name)))).tensors,
+});
+const ref = referenceOf('bert');
 
 /** The bert fixture's files with its weights and config.json changed by `edit(tensors, config)`. */
 function editedFiles(edit) {
@@ -48,35 +52,42 @@ async function withModel(files, fn) {
   }
 }
 
-test('bert: the masked-LM logits and every hook point match the torch reference (HookedEncoder names)', () => withModel(checkpointFiles('bert'), async (model) => {
-  assert.deepEqual(model.hookNames, ref.hookNames);
-  assert.equal(model.config.encoder, true);
-  assert.equal(model.config.mlmHead, true);
-  const { logits, cache } = await model.runWithCache(ref.ids);
-  assert.deepEqual(logits.shape, [1, ref.ids.length, model.config.vocabSize]);
-  assertClose(logits.data, ref.tensors.logits.data, 1e-4, 'logits');
-  for (const name of ref.hookNames) {
-    assert.deepEqual(cache.get(name).shape, ref.tensors[name].shape, `${name}: shape`);
-    assertCloseMasked(cache.get(name).data, ref.tensors[name].data, 1e-5, name);
-  }
-  // fill-mask: the [MASK] position's top token is torch's
-  const V = model.config.vocabSize, row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
-  assert.equal(ref.ids[ref.maskPosition], model.tokenizer.maskTokenId);
-  assert.equal(row.indexOf(Math.max(...row)), ref.fill);
-  assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-4, 'forward logits');
-}));
+// The tiny BERT (WordPiece, gamma / beta names, token types) and RoBERTa (byte-level BPE, <mask>,
+// positions from padding_idx + 1, lm_head, one token type), each against its own torch forward.
+for (const name of ['bert', 'roberta']) {
+  const ref = referenceOf(name);
+  test(`${name}: the masked-LM logits and every hook point match the torch reference (HookedEncoder names)`, () => withModel(checkpointFiles(name), async (model) => {
+    assert.deepEqual(model.hookNames, ref.hookNames);
+    assert.equal(model.config.encoder, true);
+    assert.equal(model.config.mlmHead, true);
+    assert.equal(model.config.family, name);
+    assert.deepEqual(model.tokenizer.encodeWithTemplate(ref.text).ids, ref.ids);
+    const { logits, cache } = await model.runWithCache(ref.ids);
+    assert.deepEqual(logits.shape, [1, ref.ids.length, model.config.vocabSize]);
+    assertClose(logits.data, ref.tensors.logits.data, 1e-4, 'logits');
+    for (const hook of ref.hookNames) {
+      assert.deepEqual(cache.get(hook).shape, ref.tensors[hook].shape, `${hook}: shape`);
+      assertCloseMasked(cache.get(hook).data, ref.tensors[hook].data, 1e-5, hook);
+    }
+    // fill-mask: the mask position's top token is torch's
+    const V = model.config.vocabSize, row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
+    assert.equal(ref.ids[ref.maskPosition], model.tokenizer.maskTokenId);
+    assert.equal(row.indexOf(Math.max(...row)), ref.fill);
+    assertClose((await model.forward(ref.ids)).logits.data, ref.tensors.logits.data, 1e-4, 'forward logits');
+  }));
 
-test('bert: a padded row through attentionMask (keys at 0 unseen) and tokenTypeIds, every hook point', () => withModel(checkpointFiles('bert'), async (model) => {
-  const { ids, attentionMask, tokenTypeIds } = ref.padded;
-  const { logits, cache } = await model.runWithCache(ids, { attentionMask, tokenTypeIds });
-  assertClose(logits.data, ref.tensors['padded.logits'].data, 1e-4, 'padded logits');
-  for (const name of ref.hookNames) assertCloseMasked(cache.get(name).data, ref.tensors[`padded.${name}`].data, 1e-5, `padded ${name}`);
-  const scores = cache.get('blocks.0.attn.hook_attn_scores').data, S = ids.length;
-  for (let j = 0; j < S; j++) assert.equal(scores[j] === -Infinity, attentionMask[j] === 0, `key ${j}`);
-  // An all-ones mask is the unpadded run.
-  const unpadded = await model.forward(ref.ids, { attentionMask: ref.ids.map(() => 1) });
-  assertClose(unpadded.logits.data, ref.tensors.logits.data, 1e-4, 'all-ones mask');
-}));
+  test(`${name}: a padded row through attentionMask (keys at 0 unseen) and tokenTypeIds, every hook point`, () => withModel(checkpointFiles(name), async (model) => {
+    const { ids, attentionMask, tokenTypeIds } = ref.padded;
+    const { logits, cache } = await model.runWithCache(ids, { attentionMask, tokenTypeIds });
+    assertClose(logits.data, ref.tensors['padded.logits'].data, 1e-4, 'padded logits');
+    for (const hook of ref.hookNames) assertCloseMasked(cache.get(hook).data, ref.tensors[`padded.${hook}`].data, 1e-5, `padded ${hook}`);
+    const scores = cache.get('blocks.0.attn.hook_attn_scores').data, S = ids.length;
+    for (let j = 0; j < S; j++) assert.equal(scores[j] === -Infinity, attentionMask[j] === 0, `key ${j}`);
+    // An all-ones mask is the unpadded run.
+    const unpadded = await model.forward(ref.ids, { attentionMask: ref.ids.map(() => 1) });
+    assertClose(unpadded.logits.data, ref.tensors.logits.data, 1e-4, 'all-ones mask');
+  }));
+}
 
 test('bert: runWithHooks replaces an activation (hook_attn_out zeroed: resid_mid is resid_pre, the logits move)', () => withModel(checkpointFiles('bert'), async (model) => {
   const name = 'blocks.1.hook_attn_out';
@@ -206,7 +217,7 @@ test('encoders: what is not implemented is refused by name, with the value found
     await assert.rejects(loadModel(mha, withConfig(changes)), { name: 'TypeError', message });
   }
   // The page's readCheckpoint (its views run decoders) still refuses an encoder.
-  assert.throws(() => readCheckpoint(checkpointFiles('bert')), /model_type "bert", architectures \["BertForMaskedLM"\] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3$/);
+  assert.throws(() => readCheckpoint(checkpointFiles('bert')), /model_type "bert", architectures \["BertForMaskedLM"\] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, phi3, olmo2$/);
   await withModel(checkpointFiles('bert'), async (model) => {
     const L = ref.ids.length;
     await assert.rejects(model.generate(ref.ids), /generate: not supported on an encoder \(bert\)/);

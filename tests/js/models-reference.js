@@ -58,6 +58,8 @@ export async function checkReplacements(model, name, tolerance = 1e-4) {
     scores_half: (a) => ({ data: a.data.map((v) => 0.5 * v), shape: a.shape }),
     resid_mid_half: (a) => ({ data: a.data.map((v) => 0.5 * v), shape: a.shape }),
     attn_out_half: (a) => ({ data: a.data.map((v) => 0.5 * v), shape: a.shape }),  // (a parallel block has no resid_mid)
+    q_plus_half: (a) => ({ data: a.data.map((v) => v + 0.5), shape: a.shape }),  // (q/k norms undo a scaled q)
+    ln1_post_scale_double: (a) => ({ data: a.data.map((v) => 2 * v), shape: a.shape }),  // (OLMo-2 has no ln1)
   };
   const plain = (await model.forward(ref.ids)).logits.data;
   for (const [kase, { hook }] of Object.entries(ref.replaced)) {

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { readSafetensors } from '../../bindings/js/index.js';
 import { zPatch } from '../../web/z-patch.js';
 
-export const FIXTURES = ['gpt2', 'llama', 'qwen2', 'mistral', 'pythia', 'gemma', 'gemma2', 'phi3', 'pythia-sequential'];
+export const FIXTURES = ['gpt2', 'llama', 'qwen2', 'mistral', 'pythia', 'gemma', 'gemma2', 'phi3', 'pythia-sequential', 'qwen3', 'olmo2', 'gemma3'];
 const dir = (name) => new URL(`../fixtures/your-model/${name}/`, import.meta.url);
 
 /** A checkpoint folder's files as the page takes them, { name, bytes }, without the expected values. */

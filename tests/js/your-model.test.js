@@ -42,7 +42,7 @@ for (const name of FIXTURES) {
     assert.deepEqual(tokenizer.encode(text, { prependBos: false }), withoutTemplate);
     assert.deepEqual(tokenizer.encode(text, { prependBos: true }), [config.bos_token_id, ...withoutTemplate]);
     // (TransformerLens' default_prepend_bos is off for Qwen2 and, since v3, GPT-NeoX / Pythia)
-    assert.equal(tokenizer.prependBos, !['qwen2', 'gpt_neox'].includes(config.model_type));
+    assert.equal(tokenizer.prependBos, !['qwen2', 'qwen3', 'gpt_neox'].includes(config.model_type));
     assert.deepEqual(tokenizer.toStrTokens(ids), encoded.labels);
     assert.equal(tokenizer.decode(ids).replace(/^<s> ?/, ''), text);
   });
@@ -81,12 +81,12 @@ test('generation through every layer\'s cache gives the logits of recomputing th
 test('an unknown architecture is refused with what config.json names', () => {
   assert.throws(() => architectureOf({ model_type: 'bert', architectures: ['BertForMaskedLM'] }), {
     name: 'TypeError',
-    message: 'config.json: model_type "bert", architectures ["BertForMaskedLM"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, gpt_neox, gemma, gemma2, phi3',
+    message: 'config.json: model_type "bert", architectures ["BertForMaskedLM"] is not a supported architecture; supported model_type: gpt2, llama, mistral, qwen2, qwen3, gpt_neox, gemma, gemma2, gemma3_text, phi3, olmo2',
   });
-  // Per-head q/k norms between the projection and rotary: MultiHeadAttention has no option for them.
-  for (const [type, arch] of [['qwen3', 'Qwen3ForCausalLM'], ['gemma3_text', 'Gemma3ForCausalLM'], ['olmo2', 'Olmo2ForCausalLM']]) {
-    assert.throws(() => architectureOf({ model_type: type, architectures: [arch] }), new RegExp(`model_type "${type}", architectures \\["${arch}"\\] is not a supported architecture`));
-  }
+  // The multimodal Gemma 3 (a vision tower, text_config) is not gemma3_text.
+  assert.throws(() => architectureOf({ model_type: 'gemma3', architectures: ['Gemma3ForConditionalGeneration'],
+    vision_config: { model_type: 'siglip_vision_model' }, text_config: { model_type: 'gemma3_text' } }),
+  /model_type "gemma3", architectures \["Gemma3ForConditionalGeneration"\] \(vision_config: a vision tower, which is not supported; its text model, model_type "gemma3_text", loads from a checkpoint of that text model alone\) is not a supported architecture/);
   assert.throws(() => architectureOf({ architectures: ['T5ForConditionalGeneration'] }),
     /model_type null, architectures \["T5ForConditionalGeneration"\] is not a supported architecture/);
   const files = checkpointFiles('gpt2').map((file) => (file.name === 'config.json'
@@ -198,4 +198,39 @@ test('a missing or mis-shaped tensor is named, and the model is not made', async
   // (the constructor builds the whole model at once, with the same checks)
   assert.throws(() => new CheckpointModel(mha, mha, missing), /no tensor 'transformer.h.1.mlp.c_fc.weight'/);
   await assert.rejects(CheckpointModel.create(mha, mha, misShaped), { name: 'RangeError', message: "loadModel: 'transformer.ln_f.bias' must have shape [32], got [16]" });
+});
+
+test('qwen3, gemma3_text and olmo2: what their configs ask for is read, and what the forward lacks is refused by key and value', () => {
+  const qwen3 = configOf('qwen3'), gemma3 = configOf('gemma3'), olmo2 = configOf('olmo2');
+  const refused = [
+    [qwen3, { rope_scaling: { rope_type: 'yarn', factor: 4 } }, /rope_scaling \{"rope_type":"yarn","factor":4\} is not supported/],
+    [qwen3, { use_sliding_window: true, sliding_window: 8, max_window_layers: 1 }, /a sliding window on some layers only \(max_window_layers\) is not supported/],
+    [qwen3, { num_experts: 8 }, /num_experts 8 asks for mixture-of-experts layers/],
+    [gemma3, { rope_scaling: { rope_type: 'linear', factor: 8 } }, /rope_scaling \{"rope_type":"linear","factor":8\}: rope type 'linear' is not supported/],
+    [gemma3, { rope_parameters: { full_attention: { rope_type: 'linear', rope_theta: 1e6, factor: 8 }, sliding_attention: { rope_type: 'default', rope_theta: 10000 } } },
+      /rope_parameters.full_attention \{"rope_type":"linear","rope_theta":1000000,"factor":8\}: rope type 'linear' is not supported/],
+    [gemma3, { layer_types: ['sliding_attention', 'chunked_attention', 'full_attention'] }, /layer_types\[1\] 'chunked_attention' is not supported/],
+    [gemma3, { use_bidirectional_attention: true }, /use_bidirectional_attention true is not supported/],
+    [olmo2, { attention_bias: true }, /attention_bias true is not supported \(OLMo-2 checkpoints have no attention biases\)/],
+    [olmo2, { partial_rotary_factor: 0.5 }, /partial_rotary_factor 0.5 is not supported \(OLMo-2 rotates the whole head\)/],
+    [olmo2, { rope_scaling: { rope_type: 'dynamic', factor: 2 } }, /rope type 'dynamic' is not supported/],
+  ];
+  for (const [config, edit, message] of refused) {
+    assert.throws(() => architectureOf({ ...config, ...edit }), message, JSON.stringify(edit));
+  }
+  const q = architectureOf(qwen3);
+  assert.deepEqual([q.family, q.qkNorm, q.headDim, q.rotary], ['qwen3', { over: 'head', eps: 1e-6 }, 16, { dim: 16, base: 1e6 }]);
+  assert.equal(architectureOf({ ...qwen3, head_dim: undefined }).headDim, 128);  // (Qwen3Config's default)
+  const g = architectureOf(gemma3);
+  assert.deepEqual([g.layerWindows, g.layerRotaryBases, g.qkNorm], [[4, null, 4], [10000, 1e6, 10000], { over: 'head', eps: 1e-6 }]);
+  assert.deepEqual([g.attnScale, g.attnSoftcap, g.finalSoftcap, g.postNorms], [24 ** -0.5, null, null, true]);
+  // The checkpoint's pattern by default (every 6th layer global), layer_types where given, v5's rope_parameters.
+  const six = architectureOf({ ...gemma3, num_hidden_layers: 7, sliding_window_pattern: undefined });
+  assert.deepEqual(six.layerWindows, [4, 4, 4, 4, 4, null, 4]);
+  assert.deepEqual(architectureOf({ ...gemma3, layer_types: ['full_attention', 'full_attention', 'sliding_attention'] }).layerWindows, [null, null, 4]);
+  const nested = architectureOf({ ...gemma3, rope_theta: undefined, rope_local_base_freq: undefined,
+    rope_parameters: { full_attention: { rope_type: 'default', rope_theta: 2e6 }, sliding_attention: { rope_type: 'default', rope_theta: 5000 } } });
+  assert.deepEqual(nested.layerRotaryBases, [5000, 2e6, 5000]);
+  const o = architectureOf(olmo2);
+  assert.deepEqual([o.qkNorm, o.postNorms, o.preNorms, o.rotary.base], [{ over: 'projection', eps: 1e-6 }, true, false, 500000]);
 });

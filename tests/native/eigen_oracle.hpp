@@ -51,6 +51,7 @@ struct Parameters {
   std::vector<double> q_bias, k_bias, v_bias, out_bias;
   std::vector<double> sinks;
   std::vector<double> gate_weight, gate_bias;  // the output gate's projection; empty without
+  std::vector<double> q_norm, k_norm;          // the q/k norms' weights (config qk_norm; forward only); empty without
 };
 
 inline std::vector<double> to_doubles(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
@@ -61,7 +62,8 @@ inline std::vector<double> to_doubles(const float* data, int64_t n) {
 inline Parameters to_doubles(const mha::AttentionParameters& p) {
   return {to_doubles(p.q_weight), to_doubles(p.k_weight), to_doubles(p.v_weight), to_doubles(p.out_weight),
           to_doubles(p.q_bias),   to_doubles(p.k_bias),   to_doubles(p.v_bias),   to_doubles(p.out_bias),
-          to_doubles(p.sinks),    to_doubles(p.gate_weight), to_doubles(p.gate_bias)};
+          to_doubles(p.sinks),    to_doubles(p.gate_weight), to_doubles(p.gate_bias),
+          to_doubles(p.q_norm),   to_doubles(p.k_norm)};
 }
 
 // A forward call's inputs in float64: query [B, L, E]; key [B, S, kdim] and value [B, S, vdim],
@@ -95,6 +97,18 @@ inline Matrix linear(const Matrix& x, const std::vector<double>& w, const std::v
   return y;
 }
 
+// The q/k norm (config qk_norm) of each row's heads, or of the whole row: x / sqrt(mean(x^2) + eps) * w.
+inline void normalize(Matrix& x, int64_t heads, int64_t head_dim, const mha::QkNorm& norm, const std::vector<double>& w) {
+  const bool per_head = norm.over == mha::QkNormScope::kHead;
+  const int64_t groups = per_head ? heads : 1, size = per_head ? head_dim : heads * head_dim;
+  for (int64_t i = 0; i < x.rows(); ++i)
+    for (int64_t g = 0; g < groups; ++g) {
+      auto group = x.row(i).segment(g * size, size);
+      const double inverse_rms = 1.0 / std::sqrt(group.squaredNorm() / static_cast<double>(size) + norm.eps);
+      for (int64_t f = 0; f < size; ++f) group(f) *= inverse_rms * w[f];
+    }
+}
+
 // Rotary embedding of the first `dim` features of each head of each row at positions[row];
 // direction -1 rotates by the opposite angles (the transpose: what the backward pass needs).
 inline void rotate(Matrix& x, int64_t heads, int64_t head_dim, const mha::RotaryConfig& r,
@@ -114,7 +128,7 @@ inline void rotate(Matrix& x, int64_t heads, int64_t head_dim, const mha::Rotary
 // Everything one batch row's forward pass computes, kept for its backward pass.
 struct RowPass {
   Matrix xq, xk, xv;              // the inputs
-  Matrix Q, K, V;                 // projected; Q and K rotated
+  Matrix Q, K, V;                 // projected; Q and K normed (qk_norm) and rotated
   std::vector<int64_t> qpos, kpos;
   std::vector<Matrix> raw;        // per head: scale * Q_h K_g^T (before softcap)
   std::vector<Matrix> probs;      // per head: P, before dropout
@@ -146,6 +160,10 @@ inline RowPass forward_row(const mha::ResolvedConfig& c, const Parameters& p, in
   f.kpos.resize(S);
   for (int64_t i = 0; i < L; ++i) f.qpos[i] = o.positions ? o.positions[b * L + i] : i;
   for (int64_t j = 0; j < S; ++j) f.kpos[j] = (o.positions && in.self()) ? o.positions[b * L + j] : j;
+  if (c.qk_norm) {
+    normalize(f.Q, H, Dh, c.qk_norm, p.q_norm);
+    normalize(f.K, Hkv, Dh, c.qk_norm, p.k_norm);
+  }
   if (c.rotary.dim > 0) {
     rotate(f.Q, H, Dh, c.rotary, f.qpos);
     rotate(f.K, Hkv, Dh, c.rotary, f.kpos);
@@ -275,7 +293,7 @@ inline Gradients backward(const mha::ResolvedConfig& c, const Parameters& p, int
   }
   g.params = {zeros_like(p.q_weight), zeros_like(p.k_weight), zeros_like(p.v_weight), zeros_like(p.out_weight),
               zeros_like(p.q_bias),   zeros_like(p.k_bias),   zeros_like(p.v_bias),   zeros_like(p.out_bias),
-              zeros_like(p.sinks),    zeros_like(p.gate_weight), zeros_like(p.gate_bias)};
+              zeros_like(p.sinks),    zeros_like(p.gate_weight), zeros_like(p.gate_bias), {}, {}};
   for (int64_t b = 0; b < B; ++b) {
     const RowPass f = forward_row(c, p, b, L, S, in, o, attn_mask_per_head, dropout);
     const Matrix d_out = matrix(d_output + b * L * c.output_dim, L, c.output_dim);

@@ -13,6 +13,7 @@
 #include "mha/kernels/linear.hpp"
 #include "mha/kernels/output_gate.hpp"
 #include "mha/kernels/packed_linear.hpp"
+#include "mha/kernels/qk_norm.hpp"
 
 namespace {
 
@@ -330,4 +331,39 @@ TEST(OutputGate, MatchesReferenceAndItsBackwardIsTheProductRule) {
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_TRUE(std::isnan(out[32]));
   EXPECT_EQ(out[1], 0.5f);
+}
+
+// The q/k norms' SIMD kernel against its double-summing twin: per head (groups of headDim, one
+// weight shared) and over the projection (one group), on sizes with and without a SIMD tail,
+// rows with a stride beyond their groups (left alone), and a zero group with eps 0 (NaN, as torch).
+TEST(QkNorm, MatchesReferenceAndNormalizesEachGroup) {
+  for (int64_t size : {1, 3, 4, 8, 13, 64, 128}) {
+    for (int64_t groups : {1, 3}) {
+      const int64_t rows = 5, stride = groups * size + 2;
+      std::vector<float> x = random_vector(static_cast<size_t>(rows * stride), 11 + static_cast<unsigned>(size));
+      std::vector<float> weight = random_vector(static_cast<size_t>(size), 5);
+      for (float& w : weight) w += 1.5f;
+      std::vector<float> fast = x, reference = x;
+      mha::kernels::qk_norm({fast.data(), rows, stride, groups, size, weight.data(), 1e-6f});
+      mha::kernels::qk_norm_reference({reference.data(), rows, stride, groups, size, weight.data(), 1e-6f});
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(fast[i], reference[i], 2e-6f * (1 + std::fabs(reference[i]))) << "size " << size << " [" << i << "]";
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t g = 0; g < groups; ++g) {  // the mean of (y / w)^2 is 1 / (1 + eps / mean(x^2))
+          const float* in = x.data() + r * stride + g * size;
+          const float* out = reference.data() + r * stride + g * size;
+          double in_squares = 0, out_squares = 0;
+          for (int64_t i = 0; i < size; ++i) {
+            in_squares += double(in[i]) * in[i];
+            out_squares += double(out[i] / weight[i]) * (out[i] / weight[i]);
+          }
+          EXPECT_NEAR(out_squares / size, 1.0 / (1.0 + 1e-6 / (in_squares / size)), 1e-5);
+        }
+        for (int64_t i = groups * size; i < stride; ++i) EXPECT_EQ(fast[r * stride + i], x[r * stride + i]);
+      }
+    }
+  }
+  std::vector<float> zeros(8, 0.0f), ones(8, 1.0f);
+  mha::kernels::qk_norm({zeros.data(), 1, 8, 1, 8, ones.data(), 0.0f});
+  EXPECT_TRUE(std::isnan(zeros[0]));
 }

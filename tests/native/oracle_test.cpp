@@ -1,7 +1,7 @@
 // Randomized differential test: the SIMD kernels (MultiheadAttention::forward, with and without a
 // thread pool, and through a KV cache) against the float64 Eigen oracle (eigen_oracle.hpp) on
 // thousands of random configurations: odd sizes from 1 up, L = 1 and S = 1, every mask kind, and
-// random combinations of GQA, free head sizes, rotary, window, ALiBi, softcap and sinks
+// random combinations of GQA, free head sizes, q/k norms, rotary, window, ALiBi, softcap and sinks
 // (oracle_trial.hpp draws them; a drawn dropout must not change an inference call).
 //
 // Tolerance, scaled to the problem: float32 sums of n terms of size ~1 err by ~n * 2^-24 at
@@ -28,7 +28,9 @@ using namespace oracle_trial;
 // One configuration; an empty string when it agrees with the oracle.
 std::string run_trial(uint32_t seed) {
   Random r(seed);
-  Trial t = draw(r);
+  Limits limits;
+  limits.qk_norm = true;
+  Trial t = draw(r, limits);
   t.options.training = false;  // inference: config.dropout has no effect (oracle_backward_test.cpp runs training)
   const auto layer = layer_for(t, r);
   const mha::ResolvedConfig& c = layer->config();

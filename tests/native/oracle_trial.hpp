@@ -50,6 +50,7 @@ struct Trial {
 struct Limits {
   int64_t heads = 6, per_head = 8, free_embed = 24, free_head = 9, free_output = 12, cross_dims = 12;
   int64_t batch = 3, len = 20, long_len = 150, keys = 40, window = 12;
+  bool qk_norm = false;  // draw the q/k norms too (forward only: they have no backward)
 };
 
 inline Trial draw(Random& r, const Limits& max = {}) {
@@ -136,6 +137,7 @@ inline Trial draw(Random& r, const Limits& max = {}) {
   o.seed = (static_cast<uint64_t>(r.rng()) << 32) | r.rng();
   o.weights_before_dropout = r.chance(0.3);  // Keras' weights
   c.gate = r.chance(0.25);                   // the output gate (drawn last: the earlier draws stay)
+  if (max.qk_norm && r.chance(0.25)) c.qk_norm = {r.chance(0.5) ? "head" : "projection", r.chance(0.5) ? 1e-6 : 0.5};
   return t;
 }
 
@@ -189,6 +191,7 @@ inline std::string describe(const Trial& t, const mha::ResolvedConfig& c) {
   if (c.softcap > 0) s += ", softcap " + mha::number_text(c.softcap);
   if (c.sinks) s += ", sinks";
   if (c.gate) s += ", gate";
+  if (c.qk_norm) s += std::string(", qk norm ") + (c.qk_norm.over == mha::QkNormScope::kHead ? "per head" : "over the projection");
   if (c.dropout > 0) s += std::string(", dropout ") + mha::number_text(c.dropout) + (t.options.training ? "" : " (not training)");
   if (t.options.need_weights)
     s += std::string(t.options.average_weights ? ", weights averaged" : ", weights per head") +

@@ -211,6 +211,7 @@ export class PatchingMode {
       this.sweeps = {};
       this.#inputsKey = null;
       this.error = error.message;
+      $('patch-summary').textContent = '';
       if (this.active) {
         showMessage(`Patching: ${error.message}`);
         this.#messageShown = true;

@@ -5,6 +5,7 @@
 //   in_proj_bias, out_proj.bias      zeros
 //   sinks (this layer's extension)   zeros (a sink logit of 0, as gpt-oss starts training)
 //   gate_proj.weight (the gate)      xavier_uniform_, as a separate q/k/v weight (gate_proj.bias: zeros)
+//   q_norm.weight, k_norm.weight     ones (nn.RMSNorm's weight; config qkNorm)
 //   bias_k, bias_v [1, 1, F]         xavier_normal_: N(0, std), std = sqrt(2 / (F + F)) (add_bias_kv)
 // from a seeded generator, so a seed gives the same weights in every build and run (not the
 // same numbers as torch.manual_seed: PyTorch's generator is its own).
@@ -45,6 +46,8 @@ export function initialStateDict(shapes, seed, Type = Float32Array) {
       stateDict[key] = uniform(count, Math.sqrt(6 / (fanIn + fanOut)));
     } else if (key === 'bias_k' || key === 'bias_v') {
       stateDict[key] = normal(count, Math.sqrt(1 / shape[2]));
+    } else if (key === 'q_norm.weight' || key === 'k_norm.weight') {
+      stateDict[key] = new Type(count).fill(1);
     } else if (key === 'out_proj.weight') {
       stateDict[key] = uniform(count, 1 / Math.sqrt(shape[1]));
     } else {  // biases and sinks

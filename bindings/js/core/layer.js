@@ -15,21 +15,35 @@ import {
 
 const CONFIG_KEYS = [
   'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
-  'headDim', 'valueHeadDim', 'outputDim', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
+  'headDim', 'valueHeadDim', 'outputDim', 'qkNorm', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
   'gate', 'dropout', 'seed', 'weightDtype', 'batchFirst', 'addBiasKv', 'addZeroAttn', 'dtype',
 ];
 const DTYPES = ['float32', 'float64'];
 const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
+const QK_NORM_KEYS = ['over', 'eps'];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
 
 /**
- * Type checks of the variant options (free head sizes, rotary, window, ALiBi, softcap, sinks, gate);
+ * Type checks of the variant options (free head sizes, q/k norms, rotary, window, ALiBi, softcap, sinks, gate);
  * their values are checked by the core (src/mha/attention_config.hpp, resolve()). Returns the
  * config the core takes.
  */
 function checkVariants(config) {
   for (const name of ['headDim', 'valueHeadDim', 'outputDim', 'slidingWindow']) {
     checkInteger(name, config[name], { optional: true });
+  }
+  // qkNorm: { over: 'head' | 'projection', eps } (which values the core names).
+  if (config.qkNorm !== undefined) {
+    if (config.qkNorm === null || typeof config.qkNorm !== 'object' || Array.isArray(config.qkNorm)) {
+      throw new TypeError(`qkNorm must be { over: 'head' | 'projection', eps }, got ${describe(config.qkNorm)}`);
+    }
+    checkKnownKeys('qkNorm', config.qkNorm, QK_NORM_KEYS);
+    if (typeof config.qkNorm.over !== 'string') {
+      throw new TypeError(`qkNorm.over must be 'head' or 'projection', got ${describe(config.qkNorm.over)}`);
+    }
+    if (config.qkNorm.eps !== undefined && typeof config.qkNorm.eps !== 'number') {
+      throw new TypeError(`qkNorm.eps must be a number, got ${describe(config.qkNorm.eps)}`);
+    }
   }
   // rotary: true or {} rotates the whole head (a dim that does not fit is the core's error to name).
   const rotary = config.rotary === true ? {} : config.rotary;

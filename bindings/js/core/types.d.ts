@@ -62,6 +62,20 @@ export interface RotaryConfig {
 }
 
 /**
+ * RMSNorm of the projected q and k, before rotary (Qwen3 and Gemma 3 per head, OLMo-2 over the
+ * whole projection): x / sqrt(mean(x²) + eps) · w, with state-dict entries `q_norm.weight` and
+ * `k_norm.weight` ([headDim] each per head; [numHeads · headDim] and [numKvHeads · headDim] over
+ * the projection), ones from initialize(). Gemma's (1 + w) form is this one with w + 1 loaded.
+ * Forward only: a training call (grad) is refused, as are staticK, addBiasKv and addZeroAttn.
+ */
+export interface QkNormConfig {
+  /** 'head': the mean over each head's headDim features; 'projection': over the whole q (or k) row. */
+  over: 'head' | 'projection';
+  /** Added to the mean of squares. Default 1e-6. */
+  eps?: number;
+}
+
+/**
  * How a layer stores its four projection matrices (docs/quantized.md): float32; IEEE half
  * precision; int8 with one scale per output feature; or 4 bits in blocks of 32 input features
  * with one scale per block (ggml q4_0's arithmetic, onnxruntime MatMulNBits' layout). Biases,
@@ -93,6 +107,8 @@ export interface AttentionConfig {
   outputDim?: number;
   /** Rotary position embedding on q and k; `true` or `{}`: the whole head, base 10000. */
   rotary?: RotaryConfig | true;
+  /** q/k norms between the projections and rotary: {@link QkNormConfig}. Both backends. */
+  qkNorm?: QkNormConfig;
   /**
    * Sliding window of W keys: with causal, query i sees keys i-W+1 .. i (Mistral, FlashAttention
    * window_size=(W-1, 0)); without, keys with |i - j| < W (Keras). Keys outside are skipped, not just masked.
@@ -175,6 +191,8 @@ export interface ResolvedConfig {
   valueHeadDim: number;
   /** The output's feature size. */
   outputDim: number;
+  /** The q/k norms, eps filled in (absent without them). */
+  qkNorm?: Required<QkNormConfig>;
   /** Rotary settings, every default filled in (absent without rotary). */
   rotary?: Required<RotaryConfig>;
   /** The sliding window W (absent without one). */

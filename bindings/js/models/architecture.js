@@ -8,6 +8,8 @@ import { what } from './families/common.js';
 const ENCODER_TYPES = [...BY_MODEL_TYPE].filter(([, f]) => f.traits?.encoder).map(([type]) => type);
 const KNOWN_DECODERS = [...BY_MODEL_TYPE.keys()].filter((type) => !ENCODER_TYPES.includes(type)).join(', ');
 const KNOWN = [...BY_MODEL_TYPE.keys()].join(', ');
+/** Keys of a multimodal config: what its vision tower and projector read. */
+const VISION_KEYS = ['vision_config', 'vision_tower', 'mm_projector_type'];
 
 /**
  * The hyperparameters of a parsed config.json, or a TypeError naming the model_type and
@@ -23,7 +25,12 @@ export function architectureOf(config, { encoders = false } = {}) {
   if (!family) {
     const found = `model_type ${JSON.stringify(config.model_type ?? null)}`
       + (config.architectures ? `, architectures ${JSON.stringify(config.architectures)}` : '');
-    throw new TypeError(`${what}: ${found} is not a supported architecture; supported model_type: ${encoders ? KNOWN : KNOWN_DECODERS}`);
+    // A multimodal checkpoint (Gemma 3 4B+, Llava, Qwen2-VL, ...) wraps a text model we may run: say so.
+    const towers = VISION_KEYS.filter((key) => config[key] !== undefined && config[key] !== null);
+    const inner = config.text_config?.model_type;
+    const multimodal = towers.length ? ` (${towers.join(', ')}: a vision tower, which is not supported`
+      + (inner && BY_MODEL_TYPE.has(inner) ? `; its text model, model_type ${JSON.stringify(inner)}, loads from a checkpoint of that text model alone)` : ')') : '';
+    throw new TypeError(`${what}: ${found}${multimodal} is not a supported architecture; supported model_type: ${encoders ? KNOWN : KNOWN_DECODERS}`);
   }
   return withTraits(family.architecture(config));
 }

@@ -6,17 +6,19 @@ import { withTraits } from './families/index.js';
 // Which points a model has follows its architecture's traits (families/common.js): norms (none in
 // an attention-only model, TransformerLens' attn_only), rotary, a gated MLP, learned positions, a
 // parallel block (attention and MLP both read resid_pre: no hook_resid_mid, as TransformerLens'
-// parallel_attn_mlp blocks lack it) and Gemma 2's norms after the attention and the MLP
-// (ln1_post, ln2_post: hook_attn_out and hook_mlp_out come after them).
+// parallel_attn_mlp blocks lack it), Gemma 2's norms after the attention and the MLP (ln1_post,
+// ln2_post: hook_attn_out and hook_mlp_out come after them) and OLMo-2's blocks with those only
+// (no ln1, ln2).
 const normed = (a) => a.norm !== 'none';
+const preNormed = (a) => normed(a) && a.preNorms;
 const withMlp = (a) => a.mlp !== null;
 const postNorms = (a) => a.postNorms;
 
 /** A block's points in the order the forward reaches them; `when` says which architectures have one. */
 const BLOCK_POINTS = [
   ['hook_resid_pre', (a, L) => [1, L, a.embedDim]],
-  ['ln1.hook_scale', (a, L) => [1, L, 1], normed],
-  ['ln1.hook_normalized', (a, L) => [1, L, a.embedDim], normed],
+  ['ln1.hook_scale', (a, L) => [1, L, 1], preNormed],
+  ['ln1.hook_normalized', (a, L) => [1, L, a.embedDim], preNormed],
   ['attn.hook_q', (a, L) => [1, L, a.numHeads, a.headDim]],
   ['attn.hook_k', (a, L) => [1, L, a.numKvHeads, a.headDim]],
   ['attn.hook_v', (a, L) => [1, L, a.numKvHeads, a.headDim]],
@@ -30,8 +32,8 @@ const BLOCK_POINTS = [
   ['ln1_post.hook_normalized', (a, L) => [1, L, a.embedDim], postNorms],
   ['hook_attn_out', (a, L) => [1, L, a.embedDim]],
   ['hook_resid_mid', (a, L) => [1, L, a.embedDim], (a) => withMlp(a) && !a.parallelResidual],
-  ['ln2.hook_scale', (a, L) => [1, L, 1], (a) => withMlp(a) && normed(a)],
-  ['ln2.hook_normalized', (a, L) => [1, L, a.embedDim], (a) => withMlp(a) && normed(a)],
+  ['ln2.hook_scale', (a, L) => [1, L, 1], (a) => withMlp(a) && preNormed(a)],
+  ['ln2.hook_normalized', (a, L) => [1, L, a.embedDim], (a) => withMlp(a) && preNormed(a)],
   ['mlp.hook_pre', (a, L) => [1, L, a.hiddenDim], withMlp],
   ['mlp.hook_pre_linear', (a, L) => [1, L, a.hiddenDim], (a) => withMlp(a) && a.mlp.gated],
   ['mlp.hook_post', (a, L) => [1, L, a.hiddenDim], withMlp],

@@ -4,7 +4,8 @@
 // into TransformerLens' layout; a replacement there goes back into the layer as a patch, so the
 // attention that follows is the package's, never a copy in JavaScript. The run may start inside
 // the model (`from`): the sweeps of patching.js recompute only what lies after a patch.
-import { activate, activation, addInto } from './elementwise.js';
+import { activate, activation, addInto, rmsNorm } from './elementwise.js';
+import { rotaryOf } from './families/common.js';
 import { swapLeading } from './layout.js';
 import { rotateHalf } from './rotary.js';
 
@@ -184,10 +185,35 @@ export class HookedForward {
     return y;
   }
 
+  /**
+   * hook_q or hook_k (`step` 'q' or 'k') of layer l, [L, heads, D], from the layer's captured step
+   * (rotated: rotated back here). With q/k norms the captured step is after them, and TransformerLens'
+   * hook_q before: the projection is then run again on the attention's input rows.
+   */
+  #beforeRotary(l, layer, step, captured, input, L) {
+    const { numHeads: H, numKvHeads: K, headDim: D } = this.#a;
+    const heads = step === 'q' ? H : K;
+    if (layer.qkNorm) return this.#model.product(input, L, this.#model.preNormProjection(l, step));
+    const rotary = rotaryOf(this.#a, l);
+    const value = swapLeading(captured, heads, L, D);
+    return rotary ? rotateHalf(value, L, heads, D, rotary.base, -1, rotary.dim) : value;
+  }
+
+  /** A hook_q / hook_k replacement [L, heads, D] as the layer's step takes it: normed (qkNorm), rotated, head-first. */
+  #asStep(l, layer, step, rows, L) {
+    const { numHeads: H, numKvHeads: K, headDim: D, qkNorm } = this.#a;
+    const heads = step === 'q' ? H : K;
+    let value = rows;
+    if (layer.qkNorm) value = rmsNorm(value, qkNorm.over === 'head' ? D : heads * D, layer.qkNorm[step], qkNorm.eps);
+    const rotary = rotaryOf(this.#a, l);
+    if (rotary) value = rotateHalf(value, L, heads, D, rotary.base, 1, rotary.dim);
+    return swapLeading(value, L, heads, D);
+  }
+
   /** The attention's output [L, E] for its input rows, through its inner points. */
   async #attention(l, layer, input, L, run) {
     const p = `blocks.${l}.`;
-    const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E, rotary } = this.#a;
+    const { numHeads: H, numKvHeads: K, headDim: D, embedDim: E } = this.#a;
     const points = ATTENTION_POINTS.filter(([name]) => run.wants(p + name));
     const shape = this.#batch > 1 ? [this.#batch, L, E] : [L, E];
     const call = (patch) => layer.attention.forwardAsync({ data: input, shape }, null, null, {
@@ -204,11 +230,10 @@ export class HookedForward {
       const full = p + name;
       const captured = result.captured[step].data;
       let value;
-      if (step === 'q' || step === 'k' || step === 'v') {
+      if (name === 'attn.hook_q' || name === 'attn.hook_k') {
+        value = this.#beforeRotary(l, layer, step, captured, input, L);
+      } else if (step === 'q' || step === 'k' || step === 'v') {
         value = swapLeading(captured, heads[step] ?? K, L, D);
-        if (name === 'attn.hook_q' || name === 'attn.hook_k') {
-          if (rotary) value = rotateHalf(value, L, heads[step], D, rotary.base, -1, rotary.dim);
-        }
       } else {
         value = captured;
       }
@@ -219,10 +244,10 @@ export class HookedForward {
       if (step === 'logits') {
         patchStep = 'pattern';
         patchData = softmaxRows(replaced, L);
+      } else if (name === 'attn.hook_q' || name === 'attn.hook_k') {
+        patchData = this.#asStep(l, layer, step, replaced, L);
       } else if (step === 'q' || step === 'k' || step === 'v') {
-        const rows = (name === 'attn.hook_q' || name === 'attn.hook_k') && rotary
-          ? rotateHalf(replaced, L, heads[step], D, rotary.base, 1, rotary.dim) : replaced;
-        patchData = swapLeading(rows, L, heads[step] ?? K, D);
+        patchData = swapLeading(replaced, L, heads[step] ?? K, D);
       } else {
         patchData = replaced;
       }

@@ -10,6 +10,7 @@
 // unembedding's, when tied). The checkpoint's tensors are read a layer at a time (create()) and
 // dropped once the layer is built. No DOM: worker and Node.
 import { activate, addInto, concat, gated, layerNorm, rmsNorm, softcap } from './elementwise.js';
+import { rotaryOf } from './families/common.js';
 import { familyOf, withTraits } from './families/index.js';
 import { widen } from './tensors.js';
 import { valueBiasOutputs } from './value-bias.js';
@@ -86,6 +87,8 @@ function tensorGetter(tensors, family) {
 
 export class CheckpointModel {
   #layers = [];
+  #close = null;
+  #preNorm = new Map();  // preNormProjection()'s Linears, by `${layer}.${which}`
 
   /**
    * @param attention the module whose MultiHeadAttention runs the heads (init(), or init({ backend: 'webgpu' }))
@@ -110,7 +113,10 @@ export class CheckpointModel {
     const has = (key) => lookup(checkpoint.tensors, this.family, key) !== undefined;
     /** The precision every matrix is held in: 'f32' | 'f16' | 'int8' | 'q4'. */
     this.weightDtype = weightDtype ?? storedPrecision(this.dtype);
-    this.#build = { attention, wasm, get, f32, weightDtype: this.weightDtype };
+    // (a File outside a worker cannot be read again once its layer is built: what a later call
+    // would read of it, the pre-norm q/k projections, is then made while the layer is built)
+    const rereadable = Object.values(checkpoint.tensors).every((t) => t.rereadable ?? true);
+    this.#build = { attention, wasm, get, f32, weightDtype: this.weightDtype, rereadable };
     this.tensor = get;
     try {
       const parts = this.family.model({ get, f32, has }, a);
@@ -168,6 +174,7 @@ export class CheckpointModel {
     this.#layers.push(layer);
     // (while its tensors are in memory: what attribution needs of them later)
     layer.valueBias = valueBiasOutputs(this.family, this.architecture, (key) => widen(get(key)), l);
+    if (this.architecture.qkNorm && !this.#build.rereadable) for (const which of ['q', 'k']) this.preNormProjection(l, which);
   }
 
   /** The family's per-layer form (families/) as the package's layers: a MultiHeadAttention, norms and mha.Linears. */
@@ -178,13 +185,15 @@ export class CheckpointModel {
     const qkvBias = s.qkvBias ?? (s.qBias ? concat([s.qBias, s.kBias, s.vBias]) : null);
     const bias = s.stateDict ? true : qkvBias !== null || s.oBias != null;
     const window = a.layerWindows[l];
+    const rotary = rotaryOf(a, l);
     const layer = new attention.MultiHeadAttention({
       embedDim: E, numHeads: H, weightDtype,
       // (the defaults left out: a GPT-2 layer is built as it always was)
       ...(Hkv !== H ? { numKvHeads: Hkv } : {}),
       ...(D * H !== E || Hkv !== H ? { headDim: D } : {}),
       ...(s.stateDict ? {} : { bias }),
-      ...(a.rotary ? { rotary: { dim: a.rotary.dim, base: a.rotary.base } } : {}),
+      ...(a.qkNorm ? { qkNorm: a.qkNorm } : {}),
+      ...(rotary ? { rotary: { dim: rotary.dim, base: rotary.base } } : {}),
       ...(window ? { slidingWindow: window } : {}),
       ...(a.attnSoftcap ? { softcap: a.attnSoftcap } : {}),
       ...(a.attnScale ? { scale: a.attnScale } : {}),
@@ -211,6 +220,7 @@ export class CheckpointModel {
           stateDict.in_proj_bias = qkvBias ?? new Float32Array((H + 2 * Hkv) * D);
           stateDict['out_proj.bias'] = s.oBias ?? new Float32Array(E);  // (o_proj may have none)
         }
+        if (a.qkNorm) Object.assign(stateDict, { 'q_norm.weight': s.qNorm, 'k_norm.weight': s.kNorm });
       }
       layer.loadStateDict(stateDict);
       const linear = (part) => {
@@ -225,16 +235,32 @@ export class CheckpointModel {
         attention: layer, norm1: spec.norm1 ?? null, norm2: spec.norm2 ?? null,
         postAttnNorm: spec.postAttnNorm ?? null, postMlpNorm: spec.postMlpNorm ?? null,
         up, down, outBias: spec.outBias ?? s.oBias ?? null,
+        qkNorm: a.qkNorm ? { q: s.qNorm, k: s.kNorm } : null,
       };
     });
   }
 
   get numLayers() { return this.architecture.numLayers; }
 
-  /** Layer l's parts: { attention, norm1, norm2, postAttnNorm, postMlpNorm, up, down, outBias } (read by hooked-forward.js). */
+  /** Layer l's parts: { attention, norm1, norm2, postAttnNorm, postMlpNorm, up, down, outBias, qkNorm } (read by hooked-forward.js). */
   layer(l) { return this.#layers[l]; }
 
-  /** A stored tensor by its Hugging Face key, widened to float32 (read from its file again: Node or in-memory files only). */
+  /**
+   * Layer l's q or k projection (`which`) as an mha.Linear, made on first use and kept: the values
+   * before the q/k norms (hook_q, hook_k), which the attention layer never hands out. Only a
+   * model with qkNorm asks; one that never reads those hooks never holds the copy.
+   */
+  preNormProjection(l, which) {
+    const key = `${l}.${which}`;
+    if (!this.#preNorm.has(key)) {
+      const keys = this.family.qkProjections(this.architecture, l);
+      const bias = keys[which + 'Bias'] ? this.weight(keys[which + 'Bias']) : null;
+      this.#preNorm.set(key, linearLayer(this.#build.wasm, this.tensor(keys[which]), bias, this.weightDtype));
+    }
+    return this.#preNorm.get(key);
+  }
+
+  /** A stored tensor by its Hugging Face key, widened to float32 (read from its file again: a file loadModel keeps open until dispose()). */
   weight(key) { return widen(this.tensor(key)); }
 
   /** Layer l's value-bias outputs [H, E] (value-bias.js; zeros where v has no bias). */
@@ -413,7 +439,13 @@ export class CheckpointModel {
     return this.#layers.map(({ attention }) => attention.createCache({ batch: 1, capacity }));
   }
 
+  /** `close()` is called once, at dispose(): the checkpoint's files this model may still read. */
+  closeWith(close) { this.#close = close; }
+
   dispose() {
+    const close = this.#close;
+    this.#close = null;
+    close?.()?.catch?.(() => {});  // (a handle that cannot close has nothing left to free)
     for (const { attention, up, down } of this.#layers) {
       attention?.dispose();
       up?.dispose();
@@ -422,6 +454,8 @@ export class CheckpointModel {
     this.#layers = [];
     if (this.embeddingTable !== this.unembedding) this.embeddingTable?.dispose();
     this.embeddingTable = null;
+    for (const linear of this.#preNorm.values()) linear.dispose();
+    this.#preNorm.clear();
     this.unembedding?.dispose();
     this.unembedding = null;
     this.mlmHead?.dense.dispose();

@@ -9,6 +9,7 @@ import { encodeAttention } from './attention.js';
 import { encodePackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
 import { encodeOutputGate } from './output-gate.js';
+import { encodeQkNorm } from './qk-norm.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 import { encodeSwapPass } from './sequence-first.js';
 
@@ -98,7 +99,7 @@ export function encodeForward(device, encoder, buffers, c, w, call) {
 }
 
 /**
- * The first half of encodeForward, shared with the step path (steps.js): the projections, rotary and
+ * The first half of encodeForward, shared with the step path (steps.js): the projections, q/k norms, rotary and
  * the cache's append, in a compute pass it leaves open. Returns { q [B*L, H*Dh], keys, values (kvRows
  * rows per batch row, of which the first S are seen: a cache's buffers, or the projections), kvDtype
  * ('f16' when keys and values are an f16 cache's packed halves, else 'f32'), kvRows, pass }.
@@ -118,6 +119,10 @@ export function encodeProjections(device, encoder, buffers, c, w, call) {
   // (a cross-attention cache holds its keys and values already)
   if (projectK) encodeGemm(device, pass, buffers, { x: call.xk, w: w.k, bias: w.kBias, y: kp, M: B * newKeys, N: KV, K: c.kdim, kernel: projections.keyValue });
   if (projectV) encodeGemm(device, pass, buffers, { x: call.xv, w: w.v, bias: w.vBias, y: vp, M: B * newKeys, N: VKV, K: c.vdim, kernel: projections.keyValue });
+  if (c.qkNorm) {  // (before rotary, as the CPU's normalize_qk)
+    encodeQkNorm(device, pass, buffers, { x: qp, weight: w.qNorm, rows: B * L, rowStride: QD, heads: c.numHeads, headDim: c.headDim, qkNorm: c.qkNorm });
+    if (kp) encodeQkNorm(device, pass, buffers, { x: kp, weight: w.kNorm, rows: B * newKeys, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, qkNorm: c.qkNorm });
+  }
   if (c.rotary) {  // (self-attention keys share the queries' positions; a cache's come after what it holds)
     encodeRotary(device, pass, buffers, { x: qp, table: rotaryTable(c.rotary, B, L, call.positions, cached), rows: B * L,
       rowStride: QD, heads: c.numHeads, headDim: c.headDim, rotary: c.rotary });

@@ -1,10 +1,11 @@
 // A cross-attention cache filled on the GPU (cache.setKeyValue(key, value)): key [B, S, kdim] and
 // value [B, S, vdim] projected by the layer's k and v projections (float32 or quantized), the
-// keys rotated at positions 0..S-1 with rotary (as src/mha/multihead_attention.cpp's
+// keys normed with qkNorm and rotated at positions 0..S-1 with rotary (as src/mha/multihead_attention.cpp's
 // set_key_value), and copied into the cache's [B, capacity, ...] buffers. The caller (layer.js)
 // has checked the shapes with the planner and owns the error scopes.
 import { encodePackHalves } from './cache-f16.js';
 import { encodeGemm } from './gemm.js';
+import { encodeQkNorm } from './qk-norm.js';
 import { encodeRotary, rotaryTable } from './rotary.js';
 
 /**
@@ -18,6 +19,9 @@ export function encodeKeyValue(device, encoder, buffers, c, w, { B, S, xk, xv, c
   const pass = encoder.beginComputePass();
   encodeGemm(device, pass, buffers, { x: xk, w: w.k, bias: w.kBias, y: kp, M: B * S, N: KV, K: c.kdim, kernel });
   encodeGemm(device, pass, buffers, { x: xv, w: w.v, bias: w.vBias, y: vp, M: B * S, N: VKV, K: c.vdim, kernel });
+  if (c.qkNorm) {
+    encodeQkNorm(device, pass, buffers, { x: kp, weight: w.kNorm, rows: B * S, rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, qkNorm: c.qkNorm });
+  }
   if (c.rotary) {
     encodeRotary(device, pass, buffers, { x: kp, table: rotaryTable(c.rotary, B, S, null, 0), rows: B * S,
       rowStride: KV, heads: c.numKvHeads, headDim: c.headDim, rotary: c.rotary });

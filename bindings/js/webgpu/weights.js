@@ -67,6 +67,8 @@ export function uploadWeights(device, c, stateDict, quantized = () => null) {
     outBias: stateDict['out_proj.bias'] && upload(device, stateDict['out_proj.bias'], 'out_proj bias'),
     gate: c.gate ? projection('g', stateDict['gate_proj.weight'], E, 'gate_proj') : null,
     gateBias: stateDict['gate_proj.bias'] && upload(device, stateDict['gate_proj.bias'], 'gate_proj bias'),
+    qNorm: stateDict['q_norm.weight'] && upload(device, stateDict['q_norm.weight'], 'q_norm'),  // (qkNorm: qk-norm.js)
+    kNorm: stateDict['k_norm.weight'] && upload(device, stateDict['k_norm.weight'], 'k_norm'),
     biasK: stateDict.bias_k && upload(device, stateDict.bias_k, 'bias_k'),  // (addBiasKv: appended-keys.js)
     biasV: stateDict.bias_v && upload(device, stateDict.bias_v, 'bias_v'),
     headParams: upload(device, headParams, 'sinks and ALiBi slopes'),
@@ -140,6 +142,8 @@ export function copyWeights(device, c, shapes, stateDict, weightDtype) {
       outBias: 'out_proj.bias' in shapes ? part('out_proj.bias', 0, c.outputDim, 'out_proj bias') : null,
       gate: c.gate ? part('gate_proj.weight', 0, c.numHeads * c.valueHeadDim * c.embedDim, 'gate_proj') : null,
       gateBias: 'gate_proj.bias' in shapes ? part('gate_proj.bias', 0, c.numHeads * c.valueHeadDim, 'gate_proj bias') : null,
+      qNorm: 'q_norm.weight' in shapes ? part('q_norm.weight', 0, shapes['q_norm.weight'][0], 'q_norm') : null,
+      kNorm: 'k_norm.weight' in shapes ? part('k_norm.weight', 0, shapes['k_norm.weight'][0], 'k_norm') : null,
       biasK: 'bias_k' in shapes ? part('bias_k', 0, KV, 'bias_k') : null,
       biasV: 'bias_v' in shapes ? part('bias_v', 0, VKV, 'bias_v') : null,
       headParams: make(2 * c.numHeads, 'sinks and ALiBi slopes'),

@@ -29,7 +29,11 @@ export function refuseUnless(condition, message) {
  * them; a family's `traits` fills what an architecture built by hand leaves out):
  * - norm: 'layernorm' (with bias) | 'rmsnorm' | 'none'; a norm's weight as the forward multiplies
  *   by it (Gemma's 1 + w already added);
- * - rotary: { dim, base } (dim < headDim: partial) or null; learnedPositions: a position table;
+ * - rotary: { dim, base } (dim < headDim: partial) or null; layerRotaryBases: each layer's base
+ *   where they differ (Gemma 3's local layers), else null; learnedPositions: a position table;
+ * - qkNorm: { over: 'head' | 'projection', eps }: q and k RMS-normed between the projection and
+ *   rotary (Qwen3, Gemma 3, OLMo-2; MultiHeadAttention's qkNorm), or null;
+ * - preNorms: false when a block has no norm before its attention and MLP (OLMo-2: no ln1, ln2);
  * - mlp: { gated, act: 'gelu_tanh' | 'gelu' (exact erf) | 'silu' } or null (attention only);
  * - parallelResidual: attention and MLP both read resid_pre (no resid_mid);
  * - postNorms: norms after the attention and after the MLP (Gemma 2: ln1_post, ln2_post);
@@ -40,10 +44,33 @@ export function refuseUnless(condition, message) {
  *   LayerNorm, post-LN blocks (norm1 after the attention's add, norm2 after the MLP's: BERT, RoBERTa).
  */
 export const DEFAULT_TRAITS = Object.freeze({
-  norm: 'none', rotary: null, learnedPositions: false, mlp: null, parallelResidual: false, postNorms: false,
+  norm: 'none', rotary: null, layerRotaryBases: null, qkNorm: null, preNorms: true, learnedPositions: false,
+  mlp: null, parallelResidual: false, postNorms: false,
   embedScale: 1, attnScale: null, attnSoftcap: null, finalSoftcap: null, layerWindows: null,
   encoder: false,
 });
+
+const LAYER_TYPES = ['sliding_attention', 'full_attention'];
+
+/**
+ * Which layers slide (true) and which attend globally: config.layer_types where the config lists
+ * them (checked: one known type a layer), else `fallback(l)` (true: sliding).
+ */
+export function slidingLayers(config, numLayers, fallback) {
+  const types = config.layer_types;
+  if (types === undefined || types === null) return Array.from({ length: numLayers }, (_, l) => fallback(l));
+  refuseUnless(Array.isArray(types) && types.length === numLayers,
+    `layer_types must list one type for each of the ${numLayers} layers, got ${JSON.stringify(types)}`);
+  types.forEach((type, l) => refuseUnless(LAYER_TYPES.includes(type),
+    `layer_types[${l}] '${type}' is not supported (only ${LAYER_TYPES.join(', ')})`));
+  return types.map((type) => type === 'sliding_attention');
+}
+
+/** Layer l's rotary settings { dim, base } (its own base where the layers' differ), or null. */
+export function rotaryOf(a, l) {
+  if (!a.rotary) return null;
+  return a.layerRotaryBases ? { dim: a.rotary.dim, base: a.layerRotaryBases[l] } : a.rotary;
+}
 
 /** Config keys that ask for mixture-of-experts layers (refused by every family here). */
 const MOE_KEYS = ['num_local_experts', 'num_experts', 'n_routed_experts', 'moe_intermediate_size', 'num_experts_per_tok'];

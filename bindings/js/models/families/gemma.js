@@ -5,7 +5,7 @@
 import {
   headsOf, plusOne, positiveInteger, positiveNumber, refuseKey, refuseMixtureOfExperts, refuseUnless, ropeOf, rotaryDim,
 } from './common.js';
-import { stacked } from './stack.js';
+import { llamaLayerParts } from './llama.js';
 
 const ACTIVATIONS = { gelu_pytorch_tanh: 'gelu_tanh', gelu_tanh: 'gelu_tanh', gelu_new: 'gelu_tanh', gelu: 'gelu' };
 
@@ -54,21 +54,6 @@ export function gemmaModel({ get, f32 }, a) {
   };
 }
 
-/** A layer's attention and MLP (Llama's names); the norms are the caller's. */
-export function gemmaLayerParts({ get, f32 }, a, p) {
-  const { embedDim: E, numHeads: H, numKvHeads: Hkv, headDim: D, hiddenDim: I } = a;
-  return {
-    attention: {
-      q: f32(p + 'self_attn.q_proj.weight', [H * D, E]),
-      k: f32(p + 'self_attn.k_proj.weight', [Hkv * D, E]),
-      v: f32(p + 'self_attn.v_proj.weight', [Hkv * D, E]),
-      o: f32(p + 'self_attn.o_proj.weight', [E, H * D]),
-    },
-    up: { tensor: stacked([get(p + 'mlp.gate_proj.weight', [I, E]), get(p + 'mlp.up_proj.weight', [I, E])]) },
-    down: { tensor: get(p + 'mlp.down_proj.weight', [E, I]) },
-  };
-}
-
 export const gemma = {
   name: 'gemma',
   modelTypes: ['gemma'],
@@ -79,7 +64,7 @@ export const gemma = {
   layer({ get, f32 }, a, l) {
     const p = `model.layers.${l}.`, E = a.embedDim;
     return {
-      ...gemmaLayerParts({ get, f32 }, a, p),
+      ...llamaLayerParts({ get, f32 }, a, p),
       norm1: { weight: plusOne(f32(p + 'input_layernorm.weight', [E])) },
       norm2: { weight: plusOne(f32(p + 'post_attention_layernorm.weight', [E])) },
     };

@@ -5,10 +5,9 @@
 // layer_types' 'sliding_attention') and global attention, and the logits capped after the
 // unembedding (final_logit_softcapping). TransformerLens' ln1_post / ln2_post are the two
 // post-norms, and its hook_attn_out and hook_mlp_out come after them.
-import { plusOne, positiveInteger, positiveNumber, refuseUnless } from './common.js';
-import { gemmaArchitecture, gemmaLayerParts, gemmaModel } from './gemma.js';
-
-const LAYER_TYPES = ['sliding_attention', 'full_attention'];
+import { plusOne, positiveInteger, positiveNumber, slidingLayers } from './common.js';
+import { gemmaArchitecture, gemmaModel } from './gemma.js';
+import { llamaLayerParts } from './llama.js';
 
 /** A softcap key: the class default when absent, off when null. */
 function cap(config, key, fallback) {
@@ -24,21 +23,13 @@ export const gemma2 = {
   architecture(config) {
     const a = gemmaArchitecture(config, 'gemma2');
     const window = config.sliding_window === null ? null : positiveInteger(config, 'sliding_window', 4096);
-    let types = config.layer_types;
-    if (types !== undefined && types !== null) {
-      refuseUnless(Array.isArray(types) && types.length === a.numLayers,
-        `layer_types must list one type for each of the ${a.numLayers} layers, got ${JSON.stringify(types)}`);
-      types.forEach((type, l) => refuseUnless(LAYER_TYPES.includes(type),
-        `layer_types[${l}] '${type}' is not supported (only ${LAYER_TYPES.join(', ')})`));
-    } else {
-      types = Array.from({ length: a.numLayers }, (_, l) => (l % 2 === 0 ? 'sliding_attention' : 'full_attention'));
-    }
+    const sliding = slidingLayers(config, a.numLayers, (l) => l % 2 === 0);
     return {
       ...a,
       attnScale: positiveNumber(config, 'query_pre_attn_scalar', 256) ** -0.5,
       attnSoftcap: cap(config, 'attn_logit_softcapping', 50),
       finalSoftcap: cap(config, 'final_logit_softcapping', 30),
-      layerWindows: types.map((type) => (type === 'sliding_attention' ? window : null)),
+      layerWindows: sliding.map((s) => (s ? window : null)),
       postNorms: true,
     };
   },
@@ -49,7 +40,7 @@ export const gemma2 = {
     const p = `model.layers.${l}.`, E = a.embedDim;
     const norm = (name) => ({ weight: plusOne(f32(p + name + '.weight', [E])) });
     return {
-      ...gemmaLayerParts({ get, f32 }, a, p),
+      ...llamaLayerParts({ get, f32 }, a, p),
       norm1: norm('input_layernorm'),
       postAttnNorm: norm('post_attention_layernorm'),
       norm2: norm('pre_feedforward_layernorm'),

@@ -8,14 +8,15 @@ import { bert, distilbert, roberta } from './bert.js';
 import { DEFAULT_TRAITS } from './common.js';
 import { gemma } from './gemma.js';
 import { gemma2 } from './gemma2.js';
+import { gemma3 } from './gemma3.js';
 import { gpt2 } from './gpt2.js';
 import { gptNeox } from './gpt-neox.js';
 import { llama } from './llama.js';
+import { olmo2 } from './olmo2.js';
 import { phi3 } from './phi3.js';
+import { qwen3 } from './qwen3.js';
 
-// (qwen3, gemma3_text and olmo2 normalize q and k per head between the projection and rotary, which
-// MultiHeadAttention has no option for: their model_type stays unknown, and so refused.)
-export const FAMILIES = [gpt2, llama, gptNeox, gemma, gemma2, phi3, bert, roberta, distilbert, attnOnly];
+export const FAMILIES = [gpt2, llama, qwen3, gptNeox, gemma, gemma2, gemma3, phi3, olmo2, bert, roberta, distilbert, attnOnly];
 
 const byName = new Map(FAMILIES.map((f) => [f.name, f]));
 
