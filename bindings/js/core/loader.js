@@ -5,6 +5,7 @@ import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
 import { defineAttentionFunction } from './attention-function.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { forwardPlanner, PLANNER } from './planner.js';
+import { defineMlpActivation, MLP_ACTIVATION } from './mlp-activation.js';
 import { defineLinear } from './linear.js';
 import { defineLinearLayer } from './linear-layer.js';
 import { threadsStarted } from './thread-start.js';
@@ -68,6 +69,7 @@ export async function instantiate(name, numThreads, options) {
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
     heapLimitBytes: () => module.heapLimitBytes(),
     [PLANNER]: forwardPlanner(module),
+    [MLP_ACTIVATION]: defineMlpActivation(module),
     memoryBytes: () => memory().byteLength,
     build: Object.freeze({
       name,

@@ -2,8 +2,8 @@
 // one per-layer form, and every layer's attention is the package's MultiHeadAttention with the
 // options the architecture's traits give (rotary, window, softcap, scale; on wasm or WebGPU); the
 // MLPs, the projections around them and the unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
-// attention projections use); only the O(tokens x width) steps (norms, activations, residual adds)
-// are JavaScript loops. Every matrix is held in the model's weightDtype (default: the stored
+// attention projections use), and so do the MLPs' silu / tanh GELU activations (core/mlp-activation.js);
+// only norms, residual adds and the exact-erf GELU are JavaScript loops. Every matrix is held in the model's weightDtype (default: the stored
 // precision, F32 as f32, F16 / BF16 as f16; or 'int8' / 'q4'): attention layers and Linears of
 // that dtype, the Linears given the stored bits as they are (converted in wasm a row at a time, so
 // no float32 copy of a 16-bit matrix is made). The embedding rows are read from a Linear too (the
@@ -14,6 +14,7 @@ import { rotaryOf } from './families/common.js';
 import { familyOf, withTraits } from './families/index.js';
 import { widen } from './tensors.js';
 import { valueBiasOutputs } from './value-bias.js';
+import { MLP_ACTIVATION, WASM_ACTIVATIONS } from '../core/mlp-activation.js';
 
 /** The precision a stored dtype keeps by default. */
 export const storedPrecision = (dtype) => (dtype === 'F32' ? 'f32' : 'f16');
@@ -360,7 +361,15 @@ export class CheckpointModel {
   mlp(layer, h, rows) {
     const { mlp, hiddenDim: I } = this.architecture;
     const up = this.#product(h, rows, layer.up);
-    return this.#product(mlp.gated ? gated(up, rows, I, mlp.act) : activate(up, mlp.act), rows, layer.down);
+    return this.#product(this.activation(up, rows), rows, layer.down);
+  }
+
+  /** The MLP's activation of its up product [rows, I] (gated: [rows, 2I]): in wasm SIMD for silu and tanh GELU, else JavaScript. */
+  activation(up, rows) {
+    const { mlp, hiddenDim: I } = this.architecture;
+    const kernel = this.#build.wasm[MLP_ACTIVATION];
+    if (kernel && WASM_ACTIVATIONS.includes(mlp.act)) return kernel(up, rows, I, mlp.act, mlp.gated);
+    return mlp.gated ? gated(up, rows, I, mlp.act) : activate(up, mlp.act);
   }
 
   /**
