@@ -1,11 +1,15 @@
-// Instructions per forward call, counted by callgrind, for A/B comparisons on a machine too busy
-// for wall-clock timing (the counts do not move with the load). Each checkout must have its own
-// dist/ built (the mha-simd build is the one counted).
+// Instructions per forward call and per training step, counted by callgrind, for A/B comparisons
+// on a machine too busy for wall-clock timing (the counts do not move with the load). Each
+// checkout must have its own dist/ built (the mha-simd build is the one counted).
 //
 //   node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5]
-//                               [--config-a=JSON] [--config-b=JSON]
+//                               [--config-a=JSON] [--config-b=JSON] [--training=16,96,192,3,64|no]
 // The configs are added to each side's layer: the same checkout twice with --config-b='{"batchFirst":false}'
 // counts what the sequence-first layout costs, with --config-b='{"dtype":"float64"}' a float64 layer's.
+//
+// --training=B,L,E,H,Dh adds a row for one training step (forward with grad: true and its backward,
+// bench/instructions-training.mjs) on that self-attention shape, without the configs; no leaves
+// it out. The default, 16x96x192x3x64 (3 heads of 64), is issue 49's.
 //
 // For each shape and checkout it runs a forward script twice under callgrind, with 1 call and
 // with 1 + calls: the difference divided by calls is one call, start-up and compilation excluded.
@@ -19,30 +23,43 @@ import { label, SHAPES } from './shapes.mjs';
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
 if (positional.length !== 2) {
-  console.error('usage: node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5] [--config-a=JSON] [--config-b=JSON]');
+  console.error('usage: node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5] [--config-a=JSON] [--config-b=JSON] [--training=B,L,E,H,Dh|no]');
   process.exit(2);
 }
 const checkouts = positional.map((p) => path.resolve(p));
-const shapes = (args.shapes ?? '0,3,5').split(',').map((i) => SHAPES[Number(i)]);
+const shapes = (args.shapes ?? '0,3,5').split(',').filter(Boolean).map((i) => SHAPES[Number(i)]);  // --shapes= : none
 const CALLS = Number(args.calls ?? 5);
 const configs = [args['config-a'] ?? '{}', args['config-b'] ?? '{}'];
+const training = (args.training ?? '16,96,192,3,64') === 'no' ? null : args.training ?? '16,96,192,3,64';
 
-/** Instructions callgrind counts for a process making `calls` forward calls in `checkout`. */
-function instructions(checkout, s, calls, config) {
-  const script = new URL('instructions-forward.mjs', import.meta.url).pathname;
+/** Instructions callgrind counts for `node <script> <checkout> ...scriptArgs` (one process). */
+function instructions(script, checkout, scriptArgs, what) {
   const run = spawnSync('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--callgrind-out-file=/dev/null',
-    process.execPath, '--no-liftoff', '--single-threaded', script, checkout, ...[s.B, s.L, s.S, s.E, s.H, calls].map(String), config],
+    process.execPath, '--no-liftoff', '--single-threaded', new URL(script, import.meta.url).pathname, checkout, ...scriptArgs],
   { encoding: 'utf8', maxBuffer: 1 << 26 });
   const found = /Collected : (\d+)/.exec(run.stderr ?? '');  // valgrind's summary, on stderr
-  if (run.status !== 0 || !found) throw new Error(`callgrind failed on ${checkout} ${label(s)}: ${run.error?.message ?? run.stderr}`);
+  if (run.status !== 0 || !found) throw new Error(`callgrind failed on ${checkout} ${what}: ${run.error?.message ?? run.stderr}`);
   return Number(found[1]);
 }
 
-console.log(`instructions per forward call (callgrind, mha-simd, 1 thread; calls=${CALLS}) — ${new Date().toISOString().slice(0, 10)}`);
+/** Millions of instructions of one call: (1 + CALLS calls) - (1 call), over CALLS. */
+function perCall(count) {
+  return (count(1 + CALLS) - count(1)) / CALLS / 1e6;
+}
+
+const row = (name, [a, b]) => console.log(`| ${name} | ${a.toFixed(2)} | ${b.toFixed(2)} | ${(b / a).toFixed(3)} |`);
+
+console.log(`instructions per forward call${training ? ' and per training step' : ''} (callgrind, mha-simd, 1 thread; calls=${CALLS}) — ${new Date().toISOString().slice(0, 10)}`);
 console.log(`A: ${checkouts[0]} ${configs[0]}\nB: ${checkouts[1]} ${configs[1]}\n`);
 console.log('| shape | A (M instr.) | B (M instr.) | B / A |');
 console.log('| --- | ---: | ---: | ---: |');
 for (const s of shapes) {
-  const perCall = checkouts.map((c, i) => (instructions(c, s, 1 + CALLS, configs[i]) - instructions(c, s, 1, configs[i])) / CALLS / 1e6);
-  console.log(`| ${label(s)} | ${perCall[0].toFixed(2)} | ${perCall[1].toFixed(2)} | ${(perCall[1] / perCall[0]).toFixed(3)} |`);
+  row(label(s), checkouts.map((c, i) => perCall((calls) => instructions('instructions-forward.mjs', c,
+    [...[s.B, s.L, s.S, s.E, s.H, calls].map(String), configs[i]], label(s)))));
+}
+if (training) {
+  const [B, L, E, H, Dh = E / H] = training.split(',').map(Number);
+  const name = `training step ${B}x${L}x${E}x${H}x${Dh}`;
+  row(name, checkouts.map((c) => perCall((calls) => instructions('instructions-training.mjs', c,
+    [B, L, E, H, Dh, calls].map(String), name))));
 }

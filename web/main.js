@@ -4,9 +4,10 @@
 //
 // A mode is a class in web/modes/ that binds its own panel's events in its constructor and talks to
 // the page only through what it is given: `$`, the worker, and callbacks (show a result, redraw,
-// the message line). Adding one: construct it below under "the modes"; if it has a source tab
-// (`source-NAME` and `NAME-panel` in index.html), give it an entry in SOURCE_TABS (what choosing
-// the tab does), and a line in showSource (it is shown or hidden) and rerun (it can run again).
+// the message line). Adding one: construct it below under "the modes", and give its worker side
+// (web/modes/NAME-worker.js) a line in web/worker.js' MODES; if it has a source tab (`source-NAME`
+// and `NAME-panel` in index.html), give it an entry in SOURCE_TABS (what choosing the tab does), a
+// line in showSource (it is shown or hidden) and an entry in SOURCES (how it runs again).
 import { attentionImage, blit, drawLabeledAttention, drawOutputs, displayToken, prepareCanvas } from './heatmap.js';
 import { drawLines, MAX_ROWS } from './lines.js';
 import { WorkerClient } from './worker-client.js';
@@ -390,19 +391,34 @@ function accept(result) {
   render();
 }
 
+/** The backends' mode (web/backends.js) that runs `source`'s result as the views show it: the Steps view's while it is open. */
+const shownOn = (source) => (state.view === 'steps' ? 'steps' : source);
+
+/**
+ * What each source the views can show (state.source) does when the page must draw it again:
+ * rerun() runs it again (with the Steps view's ablations and patches); runsOn() names the backends'
+ * mode whose backend its result must come from (null: none to check), or rerunsOnBackend: a
+ * backend change runs it again in the worker whatever its result says. The modes are below.
+ */
+const SOURCES = {
+  default: { rerun: () => runText(), runsOn: () => (state.result?.generation ? null : shownOn('default')) },
+  custom: { rerun: () => customMode.run(), runsOn: () => shownOn('custom') },
+  sentiment: { rerun: () => sentimentMode.run(), runsOn: () => shownOn('sentiment') },
+  model: { rerun: () => yourModelMode.run(), rerunsOnBackend: true },
+  patching: { rerun: () => patchingMode.prepare(), rerunsOnBackend: true },
+  train: { rerun: () => runText() },  // (the views show the default model's text then)
+};
+
 /** Runs the source shown again, with the Steps view's ablations and patches. */
 function rerun() {
-  if (state.source === 'sentiment') sentimentMode.run();
-  else if (state.source === 'custom') customMode.run();
-  else if (state.source === 'model') yourModelMode.run();
-  else if (state.source === 'patching') patchingMode.prepare();
-  else runText();
+  SOURCES[state.source].rerun();
 }
 
 /** The worker's backend changed (the switch, or a lost device): redraw the source shown on it. */
 async function redrawOn(backends) {
-  const expected = state.source === 'default' && !state.result?.generation ? backends.modes[state.view === 'steps' ? 'steps' : 'default'].backend
-    : state.source === 'custom' || state.source === 'sentiment' ? backends.modes[state.view === 'steps' ? 'steps' : state.source].backend : null;
+  const source = SOURCES[state.source];
+  const runsOn = source.runsOn?.() ?? null;
+  const expected = runsOn ? backends.modes[runsOn].backend : null;
   const drawn = nextRender();
   if (expected && state.result?.backend !== expected) rerun();
   else render();
@@ -411,8 +427,7 @@ async function redrawOn(backends) {
     if (state.runError) throw new Error(state.runError);
     await nextRender();
   }
-  if (state.source === 'model') await yourModelMode.run();  // (Your model runs in the worker on the new backend)
-  if (state.source === 'patching') await patchingMode.prepare();  // (and so does Patching)
+  if (source.rerunsOnBackend) await source.rerun();  // (Your model and Patching run in the worker on the new backend)
 }
 
 /** Runs the default model on the text box's text; while a run is in flight only the latest waits. */

@@ -1,6 +1,6 @@
 // The Steps view's one kind of change to a layer: a patch of z (docs/steps.md) that puts zeros in
 // the ablated heads' z and another input's z in the patched heads'. Shared by the default model,
-// the Sentiment classifier and "Your layer" (web/worker.js, web/custom-layer.js). No DOM.
+// the Sentiment classifier and "Your layer" (web/modes/*-worker.js, web/custom-layer.js). No DOM.
 
 /**
  * One layer's z patch: zeros for the heads in `ablated`, the heads in `patched` from `other`

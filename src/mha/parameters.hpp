@@ -20,10 +20,11 @@ struct BasicParameters {
   std::vector<T> out_weight;  // [outputDim, H*Dv]
   std::vector<T> q_bias, k_bias, v_bias, out_bias;  // empty when the layer has no bias
   std::vector<T> sinks;       // [H] sink logits; empty unless config.sinks
-  std::vector<T> q_norm, k_norm;  // [Dh] each, or [H*Dh] / [Hkv*Dh]: the q/k norms' weights; empty unless config.qk_norm
   std::vector<T> gate_weight;  // [H*Dv, E] the output gate's projection; empty unless config.gate
   std::vector<T> gate_bias;    // [H*Dv]; empty unless config.gate and config.bias
   std::vector<T> bias_k, bias_v;  // [Hkv*Dh] / [Hkv*Dv] (PyTorch's [1, 1, E]); empty unless add_bias_kv
+  // (last: code that builds a parameter set positionally ends before them)
+  std::vector<T> q_norm, k_norm;  // [Dh] each, or [H*Dh] / [Hkv*Dh]: the q/k norms' weights; empty unless config.qk_norm
 };
 using AttentionParameters = BasicParameters<float>;
 using Float64Parameters = BasicParameters<double>;

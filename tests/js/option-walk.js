@@ -16,7 +16,7 @@ const input = (features, phase = 1, Type = Float32Array) => ({ data: Type.from({
 export const CONFIG_SENTINELS = {
   embedDim: { embedDim: 12 }, numHeads: { numHeads: 4 }, kdim: { kdim: 5 }, vdim: { vdim: 5 }, bias: { bias: false },
   numKvHeads: { numKvHeads: 1 }, scale: { scale: 0.3 }, headDim: { headDim: 3 }, valueHeadDim: { valueHeadDim: 5 },
-  outputDim: { outputDim: 7 }, rotary: { rotary: { dim: 2 } }, slidingWindow: { slidingWindow: 1 }, alibi: { alibi: true },
+  outputDim: { outputDim: 7 }, qkNorm: { qkNorm: { over: 'head' } }, rotary: { rotary: { dim: 2 } }, slidingWindow: { slidingWindow: 1 }, alibi: { alibi: true },
   alibiSlopes: { alibiSlopes: [0.5, 0.25] }, softcap: { softcap: 0.5 }, sinks: { sinks: true }, gate: { gate: true },
   dropout: { dropout: 0.25 }, seed: { seed: 2 }, weightDtype: { weightDtype: 'int8' },
   // PyTorch's (issue 40): [1, 3, 8] read sequence-first is 3 sequences of 1 token; the appended key rows.

@@ -1,5 +1,5 @@
 // The page's Patching mode (issue 47): activation patching on the model the Your model mode
-// loaded, with mha-wasm/models' workflows in the worker (web/patching-worker.js). Two texts, a
+// loaded, with mha-wasm/models' workflows in the worker (web/modes/patching-worker.js). Two texts, a
 // clean and a corrupted one of as many tokens, and an answer and a wrong token (default: the clean
 // run's top next token, and the corrupted run's); sweeps over layer × head (each head's output) and
 // layer × position (resid_pre, attn_out, mlp_out), the direct logit attribution by head and the

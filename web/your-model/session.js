@@ -1,8 +1,8 @@
 // The worker's side of the "Your model" mode: loads a checkpoint's files, runs a text through it
 // (every head, the Steps view's steps, ablations and patches, the logit lens, the prediction) and
 // generates token by token through every layer's KV cache. Each answer has the shape the page's
-// views draw (as web/worker.js's run). Loading and generating pause between steps so that a
-// cancel message can stop them. An encoder's run is encoder-run.js'. No DOM.
+// views draw (as web/modes/generate-worker.js' run). Loading and generating pause between steps
+// so that a cancel message can stop them. An encoder's run is encoder-run.js'. No DOM.
 import { openCheckpoint } from '../../bindings/js/models/checkpoint.js';
 import { checkpointEstimate, modelFromCheckpoint } from '../../bindings/js/models/hooked-model.js';
 import { zPatch } from '../z-patch.js';

@@ -190,10 +190,10 @@ export class HookedForward {
    * (rotated: rotated back here). With q/k norms the captured step is after them, and TransformerLens'
    * hook_q before: the projection is then run again on the attention's input rows.
    */
-  #beforeRotary(l, layer, step, captured, input, L) {
+  async #beforeRotary(l, layer, step, captured, input, L) {
     const { numHeads: H, numKvHeads: K, headDim: D } = this.#a;
     const heads = step === 'q' ? H : K;
-    if (layer.qkNorm) return this.#model.product(input, L, this.#model.preNormProjection(l, step));
+    if (layer.qkNorm) return this.#model.product(input, L, await this.#model.preNormProjection(l, step));
     const rotary = rotaryOf(this.#a, l);
     const value = swapLeading(captured, heads, L, D);
     return rotary ? rotateHalf(value, L, heads, D, rotary.base, -1, rotary.dim) : value;
@@ -231,7 +231,7 @@ export class HookedForward {
       const captured = result.captured[step].data;
       let value;
       if (name === 'attn.hook_q' || name === 'attn.hook_k') {
-        value = this.#beforeRotary(l, layer, step, captured, input, L);
+        value = await this.#beforeRotary(l, layer, step, captured, input, L);
       } else if (step === 'q' || step === 'k' || step === 'v') {
         value = swapLeading(captured, heads[step] ?? K, L, D);
       } else {

@@ -24,9 +24,6 @@ export class StoredTensor {
 
   get loaded() { return this.#data !== null; }
 
-  /** Whether `data` can be read again after release() (false for a File outside a worker). */
-  get rereadable() { return this.#source.readSync !== null; }
-
   /** Reads it from its file (once). */
   async load() {
     if (!this.#data) this.#data = typedTensorData(this.dtype, await this.#source.read(this.begin, this.end));

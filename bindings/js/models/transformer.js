@@ -114,10 +114,7 @@ export class CheckpointModel {
     const has = (key) => lookup(checkpoint.tensors, this.family, key) !== undefined;
     /** The precision every matrix is held in: 'f32' | 'f16' | 'int8' | 'q4'. */
     this.weightDtype = weightDtype ?? storedPrecision(this.dtype);
-    // (a File outside a worker cannot be read again once its layer is built: what a later call
-    // would read of it, the pre-norm q/k projections, is then made while the layer is built)
-    const rereadable = Object.values(checkpoint.tensors).every((t) => t.rereadable ?? true);
-    this.#build = { attention, wasm, get, f32, weightDtype: this.weightDtype, rereadable };
+    this.#build = { attention, wasm, get, f32, weightDtype: this.weightDtype };
     this.tensor = get;
     try {
       const parts = this.family.model({ get, f32, has }, a);
@@ -175,7 +172,6 @@ export class CheckpointModel {
     this.#layers.push(layer);
     // (while its tensors are in memory: what attribution needs of them later)
     layer.valueBias = valueBiasOutputs(this.family, this.architecture, (key) => widen(get(key)), l);
-    if (this.architecture.qkNorm && !this.#build.rereadable) for (const which of ['q', 'k']) this.preNormProjection(l, which);
   }
 
   /** The family's per-layer form (families/) as the package's layers: a MultiHeadAttention, norms and mha.Linears. */
@@ -247,21 +243,28 @@ export class CheckpointModel {
   layer(l) { return this.#layers[l]; }
 
   /**
-   * Layer l's q or k projection (`which`) as an mha.Linear, made on first use and kept: the values
-   * before the q/k norms (hook_q, hook_k), which the attention layer never hands out. Only a
-   * model with qkNorm asks; one that never reads those hooks never holds the copy.
+   * Layer l's q or k projection (`which`) as an mha.Linear in the model's weightDtype, made on first
+   * use and kept: the values before the q/k norms (hook_q, hook_k), which the attention layer never
+   * hands out. Its tensor is read from its file again (a streamed load dropped it). Only a model
+   * with qkNorm asks; one that never reads those hooks never holds the copy.
    */
-  preNormProjection(l, which) {
+  async preNormProjection(l, which) {
     const key = `${l}.${which}`;
     if (!this.#preNorm.has(key)) {
       const keys = this.family.qkProjections(this.architecture, l);
-      const bias = keys[which + 'Bias'] ? this.weight(keys[which + 'Bias']) : null;
-      this.#preNorm.set(key, linearLayer(this.#build.wasm, this.tensor(keys[which]), bias, this.weightDtype));
+      const tensors = [this.tensor(keys[which]), ...(keys[which + 'Bias'] ? [this.tensor(keys[which + 'Bias'])] : [])];
+      try {
+        for (const tensor of tensors) await tensor.load?.();
+        const bias = tensors[1] ? widen(tensors[1]) : null;
+        this.#preNorm.set(key, linearLayer(this.#build.wasm, tensors[0], bias, this.weightDtype));
+      } finally {
+        for (const tensor of tensors) tensor.release?.();
+      }
     }
     return this.#preNorm.get(key);
   }
 
-  /** A stored tensor by its Hugging Face key, widened to float32 (read from its file again: a file loadModel keeps open until dispose()). */
+  /** A stored tensor by its Hugging Face key, widened to float32 (read from its file again: in-memory files, or a Node file loadModel keeps open until dispose()). */
   weight(key) { return widen(this.tensor(key)); }
 
   /** Layer l's value-bias outputs [H, E] (value-bias.js; zeros where v has no bias). */
@@ -461,10 +464,10 @@ export class CheckpointModel {
       down?.dispose();
     }
     this.#layers = [];
-    if (this.embeddingTable !== this.unembedding) this.embeddingTable?.dispose();
-    this.embeddingTable = null;
     for (const linear of this.#preNorm.values()) linear.dispose();
     this.#preNorm.clear();
+    if (this.embeddingTable !== this.unembedding) this.embeddingTable?.dispose();
+    this.embeddingTable = null;
     this.unembedding?.dispose();
     this.unembedding = null;
     this.mlmHead?.dense.dispose();

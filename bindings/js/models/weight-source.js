@@ -17,7 +17,7 @@ export function bytesSource(name, bytes) {
 
 /**
  * { name (the base name), size, read(begin, end) -> Promise<Uint8Array>, readSync (or null where
- * the file can only be read asynchronously: a Blob outside a worker), close() } for one of loadModel's files.
+ * the file can only be read asynchronously: a Blob), close() } for one of loadModel's files.
  * `what` names it in errors (files[i]).
  */
 export async function weightSource(file, what) {
@@ -34,10 +34,7 @@ export async function weightSource(file, what) {
       name: baseName(name),
       size: file.size,
       read: async (begin, end) => new Uint8Array(await file.slice(begin, end).arrayBuffer()),
-      // A worker can read a slice synchronously (the page's worker re-reads q/k for hook_q);
-      // a window cannot.
-      readSync: typeof FileReaderSync === 'function'
-        ? (begin, end) => new Uint8Array(new FileReaderSync().readAsArrayBuffer(file.slice(begin, end))) : null,
+      readSync: null,
       close: async () => {},
     };
   }

@@ -8,11 +8,11 @@ import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js'
 import { COPY_DST, COPY_SRC, STORAGE } from './buffer-usage.js';
 import { lostError } from './device.js';
 import { failWithLoss, runChecked } from './gpu-work.js';
+import { flatWorkgroups, uniformData } from './kernel-manifest.js';
 import { dispatch, pipeline } from './pipelines.js';
 import { CallBuffers, isGpuBuffer, readBack } from './tensors.js';
 
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
-const MOST_GROUPS = 65535;  // WebGPU's default maxComputeWorkgroupsPerDimension
 
 /** A { buffer, shape } tensor named `name` in `what`, checked: a GPUBuffer with STORAGE usage and room for its shape. */
 function checkGpuTensor(what, name, t) {
@@ -127,20 +127,17 @@ export class GpuAdamW {
       const t = this.#steps + 1;
       const { beta2, eps } = this;
       // (adamw.js's scalars, in float64, then rounded to float32 for the kernel)
-      const scalars = new Float32Array([0, beta1, 1 - beta1, beta2, 1 - beta2, lr / (1 - beta1 ** t),
-        1 - lr * this.weightDecay, Math.sqrt(1 - beta2 ** t), eps, gradScale, 0, 0]);
+      const scalars = { beta1, oneMinusBeta1: 1 - beta1, beta2, oneMinusBeta2: 1 - beta2, stepSize: lr / (1 - beta1 ** t),
+        decay: 1 - lr * this.weightDecay, correction2Root: Math.sqrt(1 - beta2 ** t), eps, gradScale };
       await this.#checked('step', (buffers) => {
         const encoder = device.createCommandEncoder();
         const pass = encoder.beginComputePass();
         for (const { name, p, g, floats } of jobs) {
           if (floats === 0) continue;
           const m = this.#moment(name, floats);
-          const uniform = scalars.slice();
-          new Uint32Array(uniform.buffer)[0] = floats;
-          const groups = Math.ceil(floats / 256);
           dispatch(device, pass, pipeline(device, 'adamw'), {
-            0: p.buffer, 1: g.buffer, 2: m.first, 3: m.second, 4: buffers.uniform(uniform, 'adamw step'),
-          }, [Math.min(groups, MOST_GROUPS), Math.ceil(groups / MOST_GROUPS), 1]);
+            0: p.buffer, 1: g.buffer, 2: m.first, 3: m.second, 4: buffers.uniform(uniformData('adamw', { n: floats, ...scalars }), 'adamw step'),
+          }, flatWorkgroups('adamw', floats));
         }
         pass.end();
         device.queue.submit([encoder.finish()]);
@@ -164,7 +161,7 @@ export class GpuAdamW {
         const pass = encoder.beginComputePass();
         entries.forEach(([x, floats], slot) => {
           dispatch(device, pass, pipeline(device, 'sum_squares'), {
-            0: x.buffer, 1: out, 2: buffers.uniform(new Uint32Array([floats, slot, 0, 0]), 'sum of squares dims'),
+            0: x.buffer, 1: out, 2: buffers.uniform(uniformData('sum_squares', { n: floats, slot }), 'sum of squares dims'),
           }, [1, 1, 1]);
         });
         pass.end();

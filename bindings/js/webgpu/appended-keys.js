@@ -9,7 +9,8 @@
 // appended_keys_grad.wgsl takes their gradients back: bias_k's and bias_v's, and the given rows'
 // for the projections' backward (zeros for static rows). Shapes and the rules between the options
 // (no cache, no causal, no bias with static keys, ...) are the C++ plan's.
-import { dispatch, flatGroups, pipeline } from './pipelines.js';
+import { flatWorkgroups, uniformData } from './kernel-manifest.js';
+import { dispatch, pipeline } from './pipelines.js';
 
 /** The keys config addBiasKv / addZeroAttn append to every sequence. */
 const extraKeys = (c) => (c.addBiasKv ? 1 : 0) + (c.addZeroAttn ? 1 : 0);
@@ -41,10 +42,12 @@ export function padMask(mask, given, keys) {
 function encodeAppend(device, pass, buffers, { B, appended, projected, rows, bias, heads, headSize, label }) {
   const out = buffers.storage(B * appended.keys * heads * headSize, label);
   const src = rows ? buffers.upload(rows, `static ${label}`) : projected;
-  const params = buffers.uniform(new Uint32Array([B, appended.given, appended.keys, heads, headSize, rows ? 1 : 0,
-    appended.biasRow ? 1 : 0, 0]), 'append keys');
+  const params = buffers.uniform(uniformData('append_keys', {
+    batch: B, given: appended.given, keys: appended.keys, heads, head_size: headSize, per_head: Boolean(rows),
+    bias_row: Boolean(appended.biasRow),
+  }), 'append keys');
   dispatch(device, pass, pipeline(device, 'append_keys'), { 0: src, 1: bias ?? src, 2: out, 3: params },
-    flatGroups(B * appended.keys * heads * headSize));
+    flatWorkgroups('append_keys', B * appended.keys * heads * headSize));
   return out;
 }
 
@@ -64,10 +67,11 @@ export function encodeAppendedKeys(device, pass, buffers, c, w, appended, { B, k
 
 function encodeGrad(device, pass, buffers, { B, appended, d, constant, dBias, features, label }) {
   const dGiven = buffers.storage(B * appended.given * features, label);
-  const params = buffers.uniform(new Uint32Array([B, appended.given, appended.keys, features, constant ? 1 : 0,
-    dBias ? 1 : 0, 0, 0]), 'appended keys grad');
+  const params = buffers.uniform(uniformData('appended_keys_grad', {
+    batch: B, given: appended.given, keys: appended.keys, features, constant: Boolean(constant), bias_row: Boolean(dBias),
+  }), 'appended keys grad');
   dispatch(device, pass, pipeline(device, 'appended_keys_grad'), { 0: d, 1: dGiven, 2: dBias ?? buffers.storage(1, 'unused'), 3: params },
-    flatGroups(B * appended.given * features));
+    flatWorkgroups('appended_keys_grad', B * appended.given * features));
   return dGiven;
 }
 

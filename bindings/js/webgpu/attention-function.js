@@ -10,10 +10,11 @@
 import { CAUSAL_MODES, OPTION_KEYS, PLAN_ATTENTION } from '../core/attention-function.js';
 import { withCallName } from '../core/errors.js';
 import { checkKnownKeys, describe } from '../core/validate.js';
-import { encodeAttention, paramsBlock } from './attention.js';
+import { encodeAttention, scoreParams } from './attention.js';
 import { attentionTrainingResult } from './attention-function-backward.js';
 import { copyRows, encodeLayout } from './attention-function-layout.js';
 import { failWithLoss, runChecked } from './gpu-work.js';
+import { uniformData } from './kernel-manifest.js';
 import { keysPerTile, planKernels, rowsPerTile } from './kernel-plan.js';
 import { encodeScoreSteps } from './steps.js';
 import { CallBuffers, checkGpuInputs, checkInput, resultTensors } from './tensors.js';
@@ -190,7 +191,7 @@ export function defineWebGpuAttentionFunction(gpu, wasm) {
     });
     const results = { weights: weights && { buffer: weights, shape: plan.weights } };
     if (plan.steps) {  // the steps path's kernels, on the same inputs and parameters
-      const steps = encodeScoreSteps(device, pass, buffers, c, buffers.uniform(paramsBlock(c, attention), 'step params'), {
+      const steps = encodeScoreSteps(device, pass, buffers, c, buffers.uniform(uniformData('steps_scores', scoreParams(c, attention)), 'step params'), {
         B, L, S: T, q, k, keyPadding: attention.keyPadding ?? headBuffer, attnMask: attention.attnMask ?? headBuffer,
         headParams: headBuffer, capped: Boolean(plan.capped),
       });

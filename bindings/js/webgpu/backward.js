@@ -17,8 +17,9 @@
 // gradients back last (sequence-first.js). `saved` is what forwardAsync({ grad: true }) kept on the
 // GPU (see layer.js).
 import { encodeAppendedKeysBackward } from './appended-keys.js';
-import { paramsBlock } from './attention.js';
+import { scoreParams } from './attention.js';
 import { failWithLoss, runChecked, submitChecked } from './gpu-work.js';
+import { uniformData, workgroups } from './kernel-manifest.js';
 import { packedRowVec4s } from './kernel-plan.js';
 import { encodeOutputGateBackward } from './output-gate.js';
 import { dispatch, pipeline } from './pipelines.js';
@@ -31,19 +32,19 @@ const loads = (a, b) => (a % 4 === 0 && b % 4 === 0 ? { T: 'vec4<f32>', V: 4, PI
 
 function encodeInputGrad(device, pass, buffers, { dy, w, dx, M, N, K, accumulate = false }) {
   if (M === 0 || K === 0) return;
-  const dims = buffers.uniform(new Uint32Array([M, N, K, accumulate ? 1 : 0]), 'input grad dims');
+  const dims = buffers.uniform(uniformData('gemm_input_grad', { M, N, K, accumulate }), 'input grad dims');
   dispatch(device, pass, pipeline(device, 'gemm_input_grad', loads(N, K)), { 0: dy, 1: w, 2: dx, 3: dims },
-    [Math.ceil(K / 32), Math.ceil(M / 32), 1]);
+    workgroups('gemm_input_grad', [K, M]));
 }
 
 function encodeWeightGrad(device, pass, buffers, { dy, x, dw, db, M, N, K }) {
   if (N === 0) return;
-  const dims = buffers.uniform(new Uint32Array([M, N, K, 0]), 'weight grad dims');
+  const dims = buffers.uniform(uniformData('gemm_weight_grad', { M, N, K }), 'weight grad dims');  // (gemm_bias_grad's too)
   if (K > 0) {
     dispatch(device, pass, pipeline(device, 'gemm_weight_grad', loads(N, K)), { 0: dy, 1: x, 2: dw, 3: dims },
-      [Math.ceil(K / 32), Math.ceil(N / 32), 1]);
+      workgroups('gemm_weight_grad', [K, N]));
   }
-  if (db) dispatch(device, pass, pipeline(device, 'gemm_bias_grad'), { 0: dy, 2: db, 3: dims }, [Math.ceil(N / 64), 1, 1]);
+  if (db) dispatch(device, pass, pipeline(device, 'gemm_bias_grad'), { 0: dy, 2: db, 3: dims }, workgroups('gemm_bias_grad', [N]));
 }
 
 /** The GPU's limits on the backward's buffers and dispatches (checkSize / checkGroups from the layer; kernels: the call's plan). */
@@ -55,9 +56,9 @@ export function checkBackwardLimits(c, s, kernels, { checkSize, checkGroups }) {
   }
   checkSize('the backward\'s packed query rows', B * c.numHeads * L * packedRowVec4s(c) * 4);
   const QD = c.numHeads * c.headDim, VKV = c.numKvHeads * c.valueHeadDim, AD = c.numHeads * c.valueHeadDim;
-  checkGroups('the backward\'s projections', [Math.ceil(Math.max(c.embedDim, c.kdim, c.vdim, AD) / 32),
-    Math.ceil(Math.max(B * Math.max(L, S), c.outputDim, QD, VKV) / 32)]);
-  checkGroups('the attention backward', [Math.ceil(Math.max(L, S) / 64), c.numHeads, B]);
+  checkGroups('the backward\'s projections', workgroups('gemm_weight_grad', [Math.max(c.embedDim, c.kdim, c.vdim, AD),
+    Math.max(B * Math.max(L, S), c.outputDim, QD, VKV)]));
+  checkGroups('the attention backward', workgroups('attention_backward_dq', [Math.max(L, S), c.numHeads, B]));
 }
 
 /**
@@ -121,22 +122,22 @@ export function encodeAttentionBackward(device, pass, buffers, c, attention, t) 
   const sizes = { DH: c.headDim, DV: c.valueHeadDim };
   dispatch(device, pass, pipeline(device, 'attention_backward_prepare', sizes), {
     0: t.q, 1: t.attended, 2: t.dAttended, 3: t.lse, 4: rows,
-    5: buffers.uniform(new Uint32Array([L, H, QD, AD]), 'prepare dims'),
-  }, [Math.ceil(L / 64), H, B]);
-  const params = buffers.uniform(paramsBlock(c, attention), 'attention params');
+    5: buffers.uniform(uniformData('attention_backward_prepare', { L, H, q_stride: QD, o_stride: AD }), 'prepare dims'),
+  }, workgroups('attention_backward_prepare', [L, H, B]));
+  const params = buffers.uniform(uniformData('attention_backward_dq', scoreParams(c, attention)), 'attention params');
   const shared = {
     0: rows, 1: t.k, 2: t.v, 3: attention.keyPadding ?? t.headParams, 4: attention.attnMask ?? t.headParams,
     5: t.headParams, 6: params,
   };
   const { kernels } = attention;
   dispatch(device, pass, pipeline(device, 'attention_backward_dq', { ...sizes, BC: kernels.keysPerTile }),
-    { ...shared, 7: t.dq }, [Math.ceil(L / 64), H, B]);
+    { ...shared, 7: t.dq }, workgroups('attention_backward_dq', [L, H, B]));
   dispatch(device, pass, pipeline(device, 'attention_backward_dkdv', { ...sizes, BR: kernels.rowsPerTile }),
-    { ...shared, 7: t.dk, 8: t.dv }, [Math.ceil(S / 64), c.numKvHeads, B]);
+    { ...shared, 7: t.dk, 8: t.dv }, workgroups('attention_backward_dkdv', [S, c.numKvHeads, B]));
   if (t.dSinks) {
     dispatch(device, pass, pipeline(device, 'attention_backward_sinks', sizes), {
-      0: rows, 1: t.headParams, 2: t.dSinks, 3: buffers.uniform(new Uint32Array([B, H, L, 0]), 'sinks dims'),
-    }, [Math.ceil(H / 64), 1, 1]);
+      0: rows, 1: t.headParams, 2: t.dSinks, 3: buffers.uniform(uniformData('attention_backward_sinks', { B, H, L }), 'sinks dims'),
+    }, workgroups('attention_backward_sinks', [H]));
   }
 }
 

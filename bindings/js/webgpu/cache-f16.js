@@ -2,14 +2,8 @@
 // [B, capacity, features] elements), written by cache_f16_pack.wgsl (float32 rows rounded to
 // nearest even, as the wasm layer's f16 cache rounds on append) and read as they are by the
 // attention kernels (as f16, or unpacked from u32 words without shader-f16: half-reads.js).
+import { flatWorkgroups, uniformData } from './kernel-manifest.js';
 import { dispatch, pipeline } from './pipelines.js';
-
-const MAX_GROUPS = 65535;
-const groups2d = (n) => {
-  const groups = Math.max(1, Math.ceil(n / 64));
-  const x = Math.min(groups, MAX_GROUPS);
-  return [x, Math.ceil(groups / x)];
-};
 
 /** Bytes of a buffer holding `elements` halves. */
 export const halfBufferBytes = (elements) => Math.max(16, Math.ceil(elements / 8) * 16);
@@ -21,9 +15,10 @@ export const halfBufferBytes = (elements) => Math.max(16, Math.ceil(elements / 8
 export function encodePackHalves(device, pass, buffers, { src, cache, B, rows, first, features, capacity }) {
   const count = rows * features;
   if (count === 0 || B === 0) return;
-  const params = buffers.uniform(new Uint32Array([first * features, count, capacity * features, 0]), 'f16 pack');
+  const params = buffers.uniform(uniformData('cache_f16_pack', { first: first * features, count, batch_stride: capacity * features }), 'f16 pack');
+  // (a word of two halves per invocation, and the two words where the rows may start or end mid-word)
   dispatch(device, pass, pipeline(device, 'cache_f16_pack'), { 0: src, 1: cache, 2: params },
-    [...groups2d(Math.floor(count / 2) + 2), B]);
+    flatWorkgroups('cache_f16_pack', Math.floor(count / 2) + 2, B));
 }
 
 /**
@@ -35,7 +30,7 @@ export function encodeUnpackHalves(device, pass, buffers, { cache, B, rows, feat
   const count = rows * features;
   const out = buffers.storage(B * count, label);
   if (count === 0 || B === 0) return out;
-  const params = buffers.uniform(new Uint32Array([count, capacity * features, 0, 0]), 'f16 unpack');
-  dispatch(device, pass, pipeline(device, 'cache_f16_unpack'), { 0: cache, 1: out, 2: params }, [...groups2d(count), B]);
+  const params = buffers.uniform(uniformData('cache_f16_unpack', { count, batch_stride: capacity * features }), 'f16 unpack');
+  dispatch(device, pass, pipeline(device, 'cache_f16_unpack'), { 0: cache, 1: out, 2: params }, flatWorkgroups('cache_f16_unpack', count, B));
   return out;
 }

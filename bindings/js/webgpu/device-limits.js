@@ -3,6 +3,7 @@
 // than maxComputeWorkgroupsPerDimension, becomes a RangeError naming what needs it (WebGPU would
 // only say so later, in an error scope, and not in these words).
 import { checkBackwardLimits } from './backward.js';
+import { workgroups } from './kernel-manifest.js';
 import { stepsGroups } from './steps.js';
 
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
@@ -46,10 +47,10 @@ export function checkCallLimits(checks, c, call, { B, L, S, newKeys }, kernels) 
     ['the output gate', c.gate ? B * L * AD : 0], ['the output', count(call.outputShape)], ['the weights', call.weightsShape ? count(call.weightsShape) : 0]]) {
     checkSize(name, floats);
   }
-  checkGroups('the projections', [Math.ceil(Math.max(QD, KV, VKV, c.outputDim, c.gate ? AD : 0) / 32), Math.ceil(B * Math.max(L, S) / 32)]);
-  checkGroups('the attention', [Math.ceil(L / 64), c.numHeads, B]);
+  checkGroups('the projections', workgroups('gemm_tiled', [Math.max(QD, KV, VKV, c.outputDim, c.gate ? AD : 0), B * Math.max(L, S)]));
+  checkGroups('the attention', workgroups('flash_attention', [L, c.numHeads, B]));
   if (call.grad) checkBackwardLimits(c, { B, L, S }, kernels, checks);
-  if (call.weightsShape) checkGroups('the attention weights', [Math.ceil(S / 64), L, B * c.numHeads]);
+  if (call.weightsShape) checkGroups('the attention weights', workgroups('attention_weights', [S, L, B * c.numHeads]));
   if (call.planned) {  // (the step path keeps [B, H, L, S] scores, logits and pattern, whatever it captures)
     checkSize('the step path\'s scores', B * c.numHeads * L * S);
     for (const { name, shape } of call.planned.captured) checkSize(`the captured ${name}`, count(shape));

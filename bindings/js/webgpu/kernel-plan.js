@@ -3,13 +3,14 @@
 // decode_split / decode_reduce for a few tokens against a cache) and the tile sizes the kernels
 // are compiled with. The encoders (forward-pass.js, attention.js, key-value.js, steps.js,
 // backward.js) take the plan and decide nothing themselves. docs/webgpu.md says why each rule.
+import { kernelConstant } from './kernel-manifest.js';
 
 const WORKGROUP_VEC4S = 1000;  // of the 1024 the default 16 KiB of workgroup storage holds
-const GEMM_TILE_ROWS = 32;  // gemm_tiled's rows of x per workgroup
+const GEMM_TILE_ROWS = kernelConstant('gemm_tiled', 'TILE');  // gemm_tiled's rows of x per workgroup
 /** Query rows up to which a call with a cache uses flash-decoding. */
 export const DECODE_ROWS = 4;
-/** Keys per workgroup of decode_split.wgsl: its CHUNK, substituted into the kernel (attention.js). */
-export const DECODE_CHUNK = 128;
+/** Keys per workgroup of decode_split.wgsl: its manifest's CHUNK, which the plan counts chunks with. */
+const DECODE_CHUNK = kernelConstant('decode_split', 'CHUNK');
 
 const gemmChoices = new WeakMap();  // device -> 'auto' | 'gemm_tiled' | 'gemm' (setGemmKernel)
 

@@ -3,7 +3,8 @@
 // gate's projection on the GEMM kernels, then output_gate.wgsl; its backward on
 // output_gate_backward.wgsl and the GEMM gradient kernels (backward.js).
 import { encodeGemm } from './gemm.js';
-import { dispatch, flatGroups, pipeline } from './pipelines.js';
+import { flatWorkgroups, uniformData } from './kernel-manifest.js';
+import { dispatch, pipeline } from './pipelines.js';
 
 /**
  * Encodes gate = sigmoid(x W_gate^T + b_gate) and gated = z * gate over `rows` rows of the layer's
@@ -21,8 +22,8 @@ export function encodeOutputGate(device, pass, buffers, c, w, { x, z, rows, kern
 /** output_gate.wgsl: gated = z * gate, with `sigmoid` after taking the gate's logits through it (in place). */
 export function encodeGateProduct(device, pass, buffers, { z, gate, gated, count, sigmoid }) {
   dispatch(device, pass, pipeline(device, 'output_gate'), {
-    0: z, 1: gate, 2: gated, 3: buffers.uniform(new Uint32Array([count, sigmoid ? 1 : 0, 0, 0]), 'output gate params'),
-  }, flatGroups(count));
+    0: z, 1: gate, 2: gated, 3: buffers.uniform(uniformData('output_gate', { count, sigmoid }), 'output gate params'),
+  }, flatWorkgroups('output_gate', count));
 }
 
 /**
@@ -32,7 +33,7 @@ export function encodeGateProduct(device, pass, buffers, { z, gate, gated, count
 export function encodeOutputGateBackward(device, pass, buffers, { d, z, gate, count }) {
   const dLogits = buffers.storage(count, 'd output gate logits');
   dispatch(device, pass, pipeline(device, 'output_gate_backward'), {
-    0: d, 1: z, 2: gate, 3: dLogits, 4: buffers.uniform(new Uint32Array([count, 0, 0, 0]), 'output gate backward params'),
-  }, flatGroups(count));
+    0: d, 1: z, 2: gate, 3: dLogits, 4: buffers.uniform(uniformData('output_gate_backward', { count }), 'output gate backward params'),
+  }, flatWorkgroups('output_gate_backward', count));
   return dLogits;
 }

@@ -1,5 +1,6 @@
 // Rotary position embedding on the GPU (rotary.wgsl), in place on projected q or k rows. The
 // angles' cos and sin are computed here in float64, as src/mha/rotary.cpp does, then rounded.
+import { flatWorkgroups, uniformData } from './kernel-manifest.js';
 import { dispatch, pipeline } from './pipelines.js';
 
 /** [rows, dim / 2, 2] cos/sin of each row's position: positions[r], else first + its row within its batch row. */
@@ -23,9 +24,9 @@ export function encodeRotary(device, pass, buffers, { x, table, rows, rowStride,
   const half = rotary.dim / 2;
   const total = rows * heads * half;
   if (total === 0) return;
-  const params = buffers.uniform(new Uint32Array([rows, rowStride, heads, headDim, half, rotary.interleaved ? 1 : 0, 0, 0]), 'rotary');
-  const groups = Math.ceil(total / 64);
-  const x_groups = Math.min(groups, 65535);
+  const params = buffers.uniform(uniformData('rotary', {
+    rows, row_stride: rowStride, heads, head_dim: headDim, half, interleaved: Boolean(rotary.interleaved),
+  }), 'rotary');
   dispatch(device, pass, pipeline(device, 'rotary'), { 0: x, 1: buffers.upload(table, 'rotary table'), 2: params },
-    [x_groups, Math.ceil(groups / x_groups), 1]);
+    flatWorkgroups('rotary', total));
 }

@@ -4,7 +4,8 @@
 // each tensor per call (swap_leading_axes.wgsl), as the wasm layer's (src/mha/sequence_first.hpp);
 // docs/webgpu.md gives what it costs against the call. The attention weights are [B, L, S] either
 // way, as PyTorch's.
-import { dispatch, flatGroups, pipeline } from './pipelines.js';
+import { flatWorkgroups, uniformData } from './kernel-manifest.js';
+import { dispatch, pipeline } from './pipelines.js';
 
 /**
  * Whether a batchFirst: false layer's tensor of `shape` (a call's planned output, a setKeyValue
@@ -20,8 +21,8 @@ export function encodeSwapLeadingAxes(device, pass, buffers, x, [d0, d1, feature
   const floats = d0 * d1 * features;
   const y = buffers.storage(floats, label);
   if (floats === 0) return y;
-  const dims = buffers.uniform(new Uint32Array([d0, d1, features, 0]), 'swap dims');
-  dispatch(device, pass, pipeline(device, 'swap_leading_axes'), { 0: x, 1: y, 2: dims }, flatGroups(floats));
+  const dims = buffers.uniform(uniformData('swap_leading_axes', { d0, d1, features }), 'swap dims');
+  dispatch(device, pass, pipeline(device, 'swap_leading_axes'), { 0: x, 1: y, 2: dims }, flatWorkgroups('swap_leading_axes', floats));
   return y;
 }
 

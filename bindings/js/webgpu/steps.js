@@ -7,12 +7,13 @@
 // Which steps a call captures, their shapes and a patch's heads are the C++ plan's (the planner's
 // plannedSteps(), after checkForward): this file holds no list of steps of its own.
 import { checkPatch } from '../core/steps.js';
-import { paramsBlock } from './attention.js';
+import { scoreParams } from './attention.js';
 import { encodeUnpackHalves } from './cache-f16.js';
 import { encodeProjections } from './forward-pass.js';
 import { encodeGemm } from './gemm.js';
 import { encodeGateProduct, encodeOutputGate } from './output-gate.js';
-import { dispatch, flatGroups, pipeline } from './pipelines.js';
+import { flatWorkgroups, uniformData, workgroups } from './kernel-manifest.js';
+import { dispatch, pipeline } from './pipelines.js';
 import { checkInput } from './tensors.js';
 
 
@@ -22,9 +23,11 @@ import { checkInput } from './tensors.js';
  * (The attention function also lays its [B, H, N, D] tensors out as rows with it, and back.)
  */
 export function encodeCopy(device, pass, buffers, { buffer, step, flags, count, heads, rows, d, bufferRows, split, toBuffer }) {
-  const params = new Uint32Array([count, heads, rows, d, bufferRows, split ? 1 : 0, split ? rows * d : d, toBuffer ? 1 : 0]);
+  const params = uniformData('steps_copy', {
+    count, heads, rows, d, buffer_rows: bufferRows, split, head_inner: split ? rows * d : d, to_buffer: toBuffer,
+  });
   dispatch(device, pass, pipeline(device, 'steps_copy'),
-    { 0: buffer, 1: step, 2: flags, 3: buffers.uniform(params, 'step copy') }, flatGroups(count));
+    { 0: buffer, 1: step, 2: flags, 3: buffers.uniform(params, 'step copy') }, flatWorkgroups('steps_copy', count));
 }
 
 /**
@@ -47,9 +50,9 @@ export function checkWebGpuPatch(patch) {
  */
 export function stepsGroups(c, { B, L, S }) {
   return {
-    'the step path\'s scores': [Math.ceil(S / 64), L, B * c.numHeads],
-    'the step path\'s softmax': [Math.ceil(L / 64), c.numHeads, B],
-    'the step path\'s z': [Math.ceil(c.valueHeadDim / 64), L, B * c.numHeads],
+    'the step path\'s scores': workgroups('steps_scores', [S, L, B * c.numHeads]),
+    'the step path\'s softmax': workgroups('steps_softmax', [L, c.numHeads, B]),
+    'the step path\'s z': workgroups('steps_z', [c.valueHeadDim, L, B * c.numHeads]),
   };
 }
 
@@ -57,7 +60,7 @@ export function stepsGroups(c, { B, L, S }) {
  * The score steps, one buffer each in their captured layout [B, H, L, S]: scores (scale * q.k),
  * logits (steps_scores.wgsl, through the shared epilogue) and the pattern (steps_softmax.wgsl);
  * with `capped`, also the softcapped scores before ALiBi and the masks. `params`: the call's
- * uniform block (attention.js' paramsBlock); q, k in the kernels' rows; masks additive (or
+ * uniform block (attention.js' scoreParams, packed); q, k in the kernels' rows; masks additive (or
  * headParams where there is none). The layer's step path and the attention function's capture.
  */
 export function encodeScoreSteps(device, pass, buffers, c, params, { B, L, S, q, k, keyPadding, attnMask, headParams, capped = false }) {
@@ -145,11 +148,11 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
 
   // scores and logits, then the pattern: one buffer each ([B, H, L, S], their captured layout).
   const headParams = w.headParams;
-  const params = buffers.uniform(paramsBlock(c, {
+  const params = buffers.uniform(uniformData('steps_scores', scoreParams(c, {
     L, S, causal: call.causal, firstQuery: cached, keyPadding: call.keyPadding, attnMask: call.attnMask,
     attnMaskPerHead: call.attnMaskPerHead, averageWeights: call.averageWeights, weights: call.weights,
     dropout: call.dropout, kvRows,
-  }), 'step params');
+  })), 'step params');
   const keyPadding = call.keyPadding ? buffers.upload(call.keyPadding, 'key padding mask') : headParams;
   const attnMask = call.attnMask ? buffers.upload(call.attnMask, 'attention mask') : headParams;
   const { scores, logits, pattern } = encodeScoreSteps(device, pass, buffers, c, params,
@@ -169,7 +172,7 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   if (wanted.has('z')) captured.z = z;
   if (call.weights) {
     dispatch(device, pass, pipeline(device, 'steps_weights'), { 6: params, 7: call.weights, 8: pattern },
-      [Math.ceil(S / 64), L, B * (call.averageWeights ? 1 : H)]);
+      workgroups('steps_weights', [S, L, B * (call.averageWeights ? 1 : H)]));
   }
 
   // The output gate (config gate): z times sigmoid of the query's gate projection; a patched gate
@@ -192,8 +195,9 @@ export function encodeSteps(device, encoder, buffers, c, w, call, planned) {
   if (wanted.has('result')) {
     captured.result = buffers.storage(B * L * H * OD, 'result');
     dispatch(device, pass, pipeline(device, 'steps_result'), {
-      0: combined, 1: call.outWeight, 2: buffers.uniform(new Uint32Array([B * L, H, Dv, OD]), 'result dims'), 3: captured.result,
-    }, flatGroups(B * L * H * OD));
+      0: combined, 1: call.outWeight, 2: buffers.uniform(uniformData('steps_result', { rows: B * L, heads: H, dv: Dv, out_dim: OD }), 'result dims'),
+      3: captured.result,
+    }, flatWorkgroups('steps_result', B * L * H * OD));
   }
   pass.end();
   return captured;

@@ -18,9 +18,9 @@ struct Step {
 @group(0) @binding(3) var<storage, read_write> v: array<f32>;
 @group(0) @binding(4) var<uniform> s: Step;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u, @builtin(local_invocation_index) lane: u32) {
-  let i = (group.y * groups.x + group.x) * 256u + lane;
+  let i = (group.y * groups.x + group.x) * {{LANES}}u + lane;
   if (i >= s.n) { return; }
   let g = grad[i] * s.gradScale;
   let mi = s.beta1 * m[i] + s.oneMinusBeta1 * g;

@@ -12,7 +12,7 @@
 #include "dropout.wgsl"
 #include "packed_rows.wgsl"
 
-const KEYS: u32 = 64u;
+const KEYS: u32 = {{LANES}}u;  // one key per invocation
 const BR: u32 = {{BR}}u;
 
 @group(0) @binding(0) var<storage, read> rows: array<vec4f>;  // [B*H*L, RS] (packed_rows.wgsl)
@@ -23,7 +23,7 @@ const BR: u32 = {{BR}}u;
 
 var<workgroup> row_tile: array<vec4f, BR * RS>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) lane: u32) {
   let b = group.z;
   let kvh = group.y;

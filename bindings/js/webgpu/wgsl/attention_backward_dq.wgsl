@@ -21,7 +21,7 @@
 fn key_at(e: u32) -> f32 { return k[e]; }
 fn value_at(e: u32) -> f32 { return v[e]; }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) lane: u32) {
   let b = group.z;
   let h = group.y;

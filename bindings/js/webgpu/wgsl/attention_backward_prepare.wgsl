@@ -16,7 +16,7 @@ struct Dims { L: u32, H: u32, q_stride: u32, o_stride: u32 }
 @group(0) @binding(4) var<storage, read_write> rows: array<vec4f>;  // [B*H*L, RS]
 @group(0) @binding(5) var<uniform> dims: Dims;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let i = id.x;
   let h = id.y;

@@ -12,7 +12,7 @@ struct Dims { B: u32, H: u32, L: u32, pad0: u32 }
 @group(0) @binding(2) var<storage, read_write> d_sinks: array<f32>;  // [H]
 @group(0) @binding(3) var<uniform> dims: Dims;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let h = id.x;
   if (h >= dims.H) { return; }

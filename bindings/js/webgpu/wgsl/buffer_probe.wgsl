@@ -3,7 +3,7 @@
 // input already must have (a copy would also need COPY_SRC). See tensors.js checkUsableOn().
 @group(0) @binding(0) var<storage, read> probed: array<u32>;
 
-@compute @workgroup_size(1)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main() {
   _ = probed[0];
 }

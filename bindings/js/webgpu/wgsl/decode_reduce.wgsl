@@ -12,7 +12,7 @@ const CHUNKS: u32 = {{CHUNKS}}u;
 @group(0) @binding(7) var<storage, read_write> o: array<f32>;          // [B*L, o_stride], head h at h*DV
 @group(0) @binding(8) var<storage, read> partials: array<f32>;         // [B, H, L, CHUNKS, DV + 2]
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let d = id.x;
   if (d >= DV) { return; }

@@ -12,8 +12,8 @@
 
 const DH: u32 = {{DH}}u;
 const DV: u32 = {{DV}}u;
-const CHUNK: u32 = {{CHUNK}}u;  // kernel-plan.js' DECODE_CHUNK: the plan counts the chunks with it
-const LANES: u32 = 64u;
+const CHUNK: u32 = {{CHUNK}}u;  // kernel-manifest.js' CHUNK: the plan counts the chunks with it
+const LANES: u32 = {{LANES}}u;
 
 @group(0) @binding(0) var<storage, read> q: array<f32>;
 @group(0) @binding(1) var<storage, read> k: array<{{K_T}}>;
@@ -43,7 +43,7 @@ fn reduce_all(lane: u32, x: f32, max_not_sum: bool) -> f32 {
   return result;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(num_workgroups) groups: vec3u,
         @builtin(local_invocation_index) lane: u32) {
   let chunk = group.x;

@@ -29,7 +29,7 @@ fn load_q(at: u32, d: u32) -> vec4f {
   return x;
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_index) lane: u32) {
   let b = group.z;
   let h = group.y;

@@ -4,7 +4,7 @@
 // the indices past its end (the last workgroup's, and the fold's). z: the dispatch's z (a batch
 // row for the cache kernels; 0 for the others).
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  element(id.x + id.y * groups.x * 64u, id.z);
+  element(id.x + id.y * groups.x * {{LANES}}u, id.z);
 }

@@ -8,7 +8,7 @@
 
 #include "gemm_operands.wgsl"
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let row0 = id.y * 4u;
   let col0 = id.x * 4u;

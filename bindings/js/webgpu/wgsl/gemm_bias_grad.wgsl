@@ -7,7 +7,7 @@ struct Dims { M: u32, N: u32, K: u32, pad0: u32 }
 @group(0) @binding(2) var<storage, read_write> db: array<f32>;
 @group(0) @binding(3) var<uniform> dims: Dims;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let n = id.x;
   if (n >= dims.N) { return; }

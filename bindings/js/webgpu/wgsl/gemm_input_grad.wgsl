@@ -29,7 +29,7 @@ fn load_w(n: u32, col0: u32) -> vec4f {
   return out;
 }
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let row0 = id.y * 4u;
   let col0 = id.x * 4u;

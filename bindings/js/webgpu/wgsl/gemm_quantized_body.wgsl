@@ -16,7 +16,7 @@ struct Dims { M: u32, N: u32, K: u32, has_bias: u32, blocks: u32, has_zero_point
 
 #include "gemm_store.wgsl"
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let row0 = id.y * 4u;
   let col0 = id.x * 4u;

@@ -10,13 +10,13 @@
 
 #include "gemm_operands.wgsl"
 
-const TILE: u32 = 32u;  // rows of x and of w per workgroup
+const TILE: u32 = {{TILE}}u;  // rows of x and of w per workgroup
 const KT: u32 = 8u;     // elements of T per row per step: 32 floats with vec4s
 
 var<workgroup> x_tile: array<array<{{T}}, KT>, TILE>;
 var<workgroup> w_tile: array<array<{{T}}, KT>, TILE>;
 
-@compute @workgroup_size(8, 8)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local: vec3u,
         @builtin(local_invocation_index) lane: u32) {
   let steps = dims.K / V;
@@ -26,7 +26,7 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local
   for (var k0 = 0u; k0 < steps; k0 += KT) {
     // 64 invocations load the 32 x KT elements of each tile, 4 each (zeros past an edge).
     for (var i = 0u; i < 4u; i++) {
-      let at = lane + i * 64u;
+      let at = lane + i * {{LANES}}u;
       let r = at / KT;
       let kk = at % KT;
       let k = k0 + kk;

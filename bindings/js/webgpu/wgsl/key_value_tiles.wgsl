@@ -7,7 +7,7 @@
 
 #include "head_sizes.wgsl"
 
-const BR: u32 = 64u;
+const BR: u32 = {{LANES}}u;  // one query row per invocation
 const BC: u32 = {{BC}}u;
 
 var<workgroup> k_tile: array<vec4f, BC * DH4>;

@@ -14,9 +14,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> flags: array<u32>;  // [heads]: 1 where a patch replaces the head
 @group(0) @binding(3) var<uniform> params: Params;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let e = id.x + id.y * groups.x * 64u;
+  let e = id.x + id.y * groups.x * {{LANES}}u;
   if (e >= params.count) { return; }
   var at = e;
   var h = (e / params.head_inner) % params.heads;

@@ -9,9 +9,9 @@ struct Params { rows: u32, heads: u32, dv: u32, out_dim: u32 }
 @group(0) @binding(2) var<uniform> params: Params;
 @group(0) @binding(3) var<storage, read_write> result: array<f32>;  // [B * L, H, outputDim]
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u, @builtin(num_workgroups) groups: vec3u) {
-  let e = id.x + id.y * groups.x * 64u;
+  let e = id.x + id.y * groups.x * {{LANES}}u;
   if (e >= params.rows * params.heads * params.out_dim) { return; }
   let o = e % params.out_dim;
   let h = (e / params.out_dim) % params.heads;

@@ -17,7 +17,7 @@ const CAPPED: bool = {{CAPPED}};
 @group(0) @binding(8) var<storage, read_write> logits: array<f32>;  // [B, H, L, S]
 @group(0) @binding(9) var<storage, read_write> capped: array<f32>;  // [B, H, L, S] when CAPPED
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let j = id.x;
   let row = id.y;

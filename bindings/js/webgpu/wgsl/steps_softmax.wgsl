@@ -9,7 +9,7 @@
 @group(0) @binding(7) var<storage, read> logits: array<f32>;         // [B, H, L, S]
 @group(0) @binding(8) var<storage, read_write> pattern: array<f32>;  // [B, H, L, S]
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   if (id.x >= params.L) { return; }
   let h = id.y;

@@ -12,7 +12,7 @@ const DV: u32 = {{DV}}u;
 @group(0) @binding(7) var<storage, read_write> z: array<f32>;   // [B * L, H * Dv]
 @group(0) @binding(8) var<storage, read> pattern: array<f32>;   // [B, H, L, S]
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let d = id.x;
   let row = id.y;

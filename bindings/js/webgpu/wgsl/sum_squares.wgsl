@@ -8,15 +8,15 @@ struct Dims { n: u32, slot: u32, pad0: u32, pad1: u32 }
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<uniform> dims: Dims;
 
-var<workgroup> partial: array<f32, 256>;
+var<workgroup> partial: array<f32, {{LANES}}>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(local_invocation_index) lane: u32) {
   var total = 0.0;
-  for (var i = lane; i < dims.n; i += 256u) { total += x[i] * x[i]; }
+  for (var i = lane; i < dims.n; i += {{LANES}}u) { total += x[i] * x[i]; }
   partial[lane] = total;
   workgroupBarrier();
-  for (var width = 128u; width > 0u; width >>= 1u) {
+  for (var width = {{LANES}}u / 2u; width > 0u; width >>= 1u) {
     if (lane < width) { partial[lane] += partial[lane + width]; }
     workgroupBarrier();
   }

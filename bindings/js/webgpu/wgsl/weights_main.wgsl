@@ -8,7 +8,7 @@
 
 @group(0) @binding(7) var<storage, read_write> weights: array<f32>;  // [B, H, L, S] or [B, L, S]
 
-@compute @workgroup_size(64)
+@compute @workgroup_size({{WORKGROUP_SIZE}})
 fn main(@builtin(global_invocation_id) id: vec3u) {
   let j = id.x;
   let row = id.y;

@@ -1,13 +1,15 @@
-// The worker's side of the Patching view (issue 47): mha-wasm/models' workflows on the model the
-// Your model mode loaded (its HookedModel). web/worker.js adds these handlers:
+// The worker's side of the Patching view (issue 47; web/modes/patching.js is the page's side):
+// mha-wasm/models' workflows on the model the Your model mode loaded (its HookedModel), or on the
+// default model's (web/demo-hooked.js). Its messages:
 //   patchPrepare { clean, corrupted, answer, wrong } -> the clean run as the page's views draw it,
 //     plus { patching: { clean, corrupted, answer, wrong, logitDiff, refused, attribution, scores } }
 //   patchSweep { clean, corrupted, answer, wrong, over } (ids) -> { over, shape, data }, with
 //     { done, total } progress messages; patchCancel stops it (it rejects with an AbortError).
 // No DOM.
-import { activationPatching, directLogitAttribution, headScores } from '../bindings/js/models/index.js';
-import { refuseEncoder } from '../bindings/js/models/hooked-model.js';
-import { topTokens } from './your-model/top-tokens.js';
+import { activationPatching, directLogitAttribution, headScores } from '../../bindings/js/models/index.js';
+import { refuseEncoder } from '../../bindings/js/models/hooked-model.js';
+import { demoHookedModel } from '../demo-hooked.js';
+import { topTokens } from '../your-model/top-tokens.js';
 
 export const SCORE_KINDS = ['previous_token', 'duplicate_token', 'induction'];
 
@@ -164,4 +166,24 @@ export function patchingHandlers({ hookedModel, backend = () => null }) {
       return { cancelled: running };
     },
   };
+}
+
+/**
+ * The Patching view's messages in the page's worker, on `context` (a WorkerContext): source
+ * 'model' is the Your model session's model (on the backend that runs 'model'), 'default' the
+ * default model's HookedModel (wasm), made again when the default model changes (Train's weights).
+ */
+export function patchingWorker(context) {
+  let defaultHooked = null;  // { of: the DemoModel it was made from, model: its HookedModel }
+  async function defaultHookedModel() {
+    if (defaultHooked?.of !== context.model) {
+      defaultHooked?.model.dispose();
+      defaultHooked = { of: context.model, model: await demoHookedModel(context.mha, context.model.weights(), context.model.vocab) };
+    }
+    return defaultHooked.model;
+  }
+  return patchingHandlers({
+    hookedModel: (source) => (source === 'default' ? defaultHookedModel() : context.yourModel.hookedModel()),
+    backend: (source) => (source === 'default' ? 'wasm' : context.backends.backendFor('model')),
+  });
 }
