@@ -12,7 +12,7 @@
 // A combination the wasm heap cannot hold (the load's estimate) is reported, not run. The Llama
 // shapes are written to a temporary folder first and loaded from it ({ name, path }: streamed).
 //   node bench/whole-model.mjs [--shapes=gpt2-small,qwen2.5-0.5b] [--dtypes=f32,f16,int8,q4]
-//                              [--threads=1,2] [--tokens=16] [--prompt=128] [--json]
+//                              [--threads=1,2] [--tokens=16] [--prompt=128] [--json] [--js-activation]
 // Each step's CPU time (the process's, every thread) is printed beside its wall time.
 // Benchmarks are not tests: run it on an otherwise idle machine and compare ratios from one run.
 import { execFileSync } from 'node:child_process';
@@ -20,6 +20,7 @@ import { cpus } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MLP_ACTIVATION } from '../bindings/js/core/mlp-activation.js';
 import { closeCheckpoint, openCheckpoint, readCheckpoint } from '../bindings/js/models/checkpoint.js';
 import { estimateCheckpoint, packedBytes } from '../bindings/js/models/memory-estimate.js';
 import { CheckpointModel } from '../bindings/js/models/transformer.js';
@@ -66,6 +67,8 @@ const builds = {};
 for (const threads of THREADS) {
   builds[threads] = await loadBuild(threads === 1 ? 'mha-simd' : 'mha-simd-threads');
   builds[threads].module.setNumThreads?.(threads);
+  // --js-activation: the MLP activations as JavaScript loops (elementwise.js), for an A/B of the wasm kernel
+  if (args['js-activation'] !== undefined) delete builds[threads][MLP_ACTIVATION];
 }
 const bandwidth = streamRead(Math.max(...THREADS));
 const rows = [];

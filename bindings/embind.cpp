@@ -17,6 +17,7 @@
 #include "mha/errors.hpp"
 #include "mha/float64_attention.hpp"
 #include "mha/kernels/linear.hpp"
+#include "mha/kernels/mlp_activation.hpp"
 #include "mha/linear_layer.hpp"
 #include "mha/memory_budget.hpp"
 #include "mha/multihead_attention.hpp"
@@ -1077,6 +1078,15 @@ class AttentionFunctionHandle {
 
 // Bytes the allocator has handed out and not yet freed; the leak tests watch this.
 double heapAllocatedBytes() { return static_cast<double>(heap_in_use()); }
+
+// mha-wasm/models' MLP activation (bindings/js/models/mlp-activation.js) on heap addresses: out
+// [rows, I] = act(gate) * up of [rows, 2I] (gated) or act(x) of [rows, I]; act 'silu' or
+// 'gelu_tanh' (the wrapper checked it and the sizes).
+void mlpActivation(double in, double rows, double width, std::string act, bool gated, double out) {
+  mha::kernels::mlp_activation(at<const float>(in), static_cast<int64_t>(rows), static_cast<int64_t>(width),
+                               act == "silu" ? mha::kernels::MlpActivation::kSilu : mha::kernels::MlpActivation::kGeluTanh,
+                               gated, at<float>(out));
+}
 // The most the heap can grow to (the module's maximum memory: 4 GiB for wasm32).
 double heapLimitBytes() { return static_cast<double>(mha::addressable_bytes()); }
 
@@ -1182,6 +1192,7 @@ EMSCRIPTEN_BINDINGS(mha_wasm) {
       .function("releaseResult", &Float64LayerHandle::releaseResult);
   emscripten::function("heapAllocatedBytes", &heapAllocatedBytes);
   emscripten::function("heapLimitBytes", &heapLimitBytes);
+  emscripten::function("mlpActivation", &mlpActivation);
   emscripten::function("linearForward", &linearForward);
   emscripten::function("linearBackward", &linearBackward);
 #ifdef __EMSCRIPTEN_PTHREADS__

@@ -18,6 +18,9 @@ const PANEL_HTML = `
   <div id="model-drop" class="model-drop" tabindex="0">Drop the files here, or
     <label class="link">pick files<input id="model-files" type="file" multiple accept=".json,.safetensors" hidden></label>
     or <label class="link">a folder<input id="model-folder" type="file" webkitdirectory hidden></label></div>
+  <label>Precision <select id="model-precision" title="what every matrix is held in: auto keeps the stored precision when it fits the 4 GiB of wasm memory, else int8, else q4">
+    <option value="auto" selected>auto (stored, else int8, else q4)</option><option value="f32">f32</option>
+    <option value="f16">f16</option><option value="int8">int8</option><option value="q4">q4</option></select></label>
   <div class="row" id="model-loading" hidden>
     <progress id="model-progress" max="1" value="0"></progress>
     <button id="model-cancel" type="button">Cancel</button>
@@ -203,7 +206,8 @@ export class YourModelMode {
       // read and built (to the end). File objects go as they are (structured clone shares the file).
       const buffers = [...new Set(named.filter((f) => f.bytes instanceof Uint8Array).map((f) => f.bytes.buffer))];  // (a File has a bytes() method)
       let estimate = '';
-      const loaded = await worker.request('modelLoad', { files: named }, buffers, ({ phase, done, total, name, estimate: e }) => {
+      const weightDtype = $('model-precision').value;
+      const loaded = await worker.request('modelLoad', { files: named, weightDtype }, buffers, ({ phase, done, total, name, estimate: e }) => {
         if (phase === 'estimate') {
           estimate = `needs ${(e.bytes.total / 2 ** 30).toFixed(2)} GiB of wasm memory at ${e.weightDtype} (${(e.available / 2 ** 30).toFixed(2)} GiB free)`;
         }
@@ -215,8 +219,7 @@ export class YourModelMode {
       const m = loaded.model;
       this.#summary = `${FAMILY_NAMES[m.family] ?? m.family} family · ${m.encoder ? `encoder (bidirectional heads${m.mlmHead ? ', fill-mask' : ', no masked-LM head'}) · ` : ''}`
         + `${m.numLayers} layers · ${m.numHeads} heads`
-        + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype}`
-        + `${m.weightDtype && m.weightDtype !== { f32: 'f32', f16: 'f16', bf16: 'f16' }[m.dtype] ? `, run at ${m.weightDtype}` : ''} · on ${loaded.backend}`;
+        + `${m.numKvHeads < m.numHeads ? ` (${m.numKvHeads} key/value)` : ''} · weights ${m.dtype}, run at ${m.weightDtype} · on ${loaded.backend}`;
       $('model-summary').textContent = this.#summary;
       this.#encoderControls();
       for (const id of ['model-export-svg', 'model-export-png', 'model-export-json']) $(id).disabled = false;

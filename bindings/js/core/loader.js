@@ -6,6 +6,7 @@ import { defineAttentionFunction } from './attention-function.js';
 import { chooseKernels, forceKernels, kernelSpec, readKernelChoice } from './kernel-choice.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { forwardPlanner, PLANNER } from './planner.js';
+import { defineMlpActivation, MLP_ACTIVATION } from './mlp-activation.js';
 import { defineLinear } from './linear.js';
 import { defineLinearLayer } from './linear-layer.js';
 import { threadsStarted } from './thread-start.js';
@@ -73,6 +74,7 @@ export async function instantiate(name, numThreads, options) {
     heapAllocatedBytes: () => module.heapAllocatedBytes(),
     heapLimitBytes: () => module.heapLimitBytes(),
     [PLANNER]: forwardPlanner(module),
+    [MLP_ACTIVATION]: defineMlpActivation(module),
     memoryBytes: () => memory().byteLength,
     kernelChoice: () => readKernelChoice(module),
     [FORCE_KERNELS]: (kernels) => forceKernels(module, kernelSpec(kernels)),

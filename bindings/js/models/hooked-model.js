@@ -354,9 +354,14 @@ export async function loadModel(mha, files, options = {}) {
   try {
     const { weightDtype } = checkpointEstimate('loadModel', checkpoint, modules.wasm, options);
     await options.onProgress?.({ phase: 'estimate', done: 1, total: 1, name: weightDtype });
-    return await modelFromCheckpoint(mha, checkpoint, { ...options, weightDtype });
-  } finally {
+    const model = await modelFromCheckpoint(mha, checkpoint, { ...options, weightDtype });
+    // The files stay open while the model lives: what it reads again later (the q/k projections
+    // before a q/k norm, on first use of hook_q / hook_k) comes from them.
+    model.transformer.closeWith(() => closeCheckpoint(checkpoint));
+    return model;
+  } catch (error) {
     await closeCheckpoint(checkpoint);
+    throw error;
   }
 }
 

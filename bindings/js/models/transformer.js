@@ -2,8 +2,8 @@
 // one per-layer form, and every layer's attention is the package's MultiHeadAttention with the
 // options the architecture's traits give (rotary, window, softcap, scale; on wasm or WebGPU); the
 // MLPs, the projections around them and the unembedding run on the package's mha.Linear (weights kept in wasm memory, on the kernels the
-// attention projections use); only the O(tokens x width) steps (norms, activations, residual adds)
-// are JavaScript loops. Every matrix is held in the model's weightDtype (default: the stored
+// attention projections use), and so do the MLPs' silu / tanh GELU activations (core/mlp-activation.js);
+// only norms, residual adds and the exact-erf GELU are JavaScript loops. Every matrix is held in the model's weightDtype (default: the stored
 // precision, F32 as f32, F16 / BF16 as f16; or 'int8' / 'q4'): attention layers and Linears of
 // that dtype, the Linears given the stored bits as they are (converted in wasm a row at a time, so
 // no float32 copy of a 16-bit matrix is made). The embedding rows are read from a Linear too (the
@@ -14,6 +14,7 @@ import { rotaryOf } from './families/common.js';
 import { familyOf, withTraits } from './families/index.js';
 import { widen } from './tensors.js';
 import { valueBiasOutputs } from './value-bias.js';
+import { MLP_ACTIVATION, WASM_ACTIVATIONS } from '../core/mlp-activation.js';
 
 /** The precision a stored dtype keeps by default. */
 export const storedPrecision = (dtype) => (dtype === 'F32' ? 'f32' : 'f16');
@@ -87,6 +88,7 @@ function tensorGetter(tensors, family) {
 
 export class CheckpointModel {
   #layers = [];
+  #close = null;
   #preNorm = new Map();  // preNormProjection()'s Linears, by `${layer}.${which}`
 
   /**
@@ -262,7 +264,7 @@ export class CheckpointModel {
     return this.#preNorm.get(key);
   }
 
-  /** A stored tensor by its Hugging Face key, widened to float32 (read from its file again: Node or in-memory files only). */
+  /** A stored tensor by its Hugging Face key, widened to float32 (read from its file again: in-memory files, or a Node file loadModel keeps open until dispose()). */
   weight(key) { return widen(this.tensor(key)); }
 
   /** Layer l's value-bias outputs [H, E] (value-bias.js; zeros where v has no bias). */
@@ -362,7 +364,15 @@ export class CheckpointModel {
   mlp(layer, h, rows) {
     const { mlp, hiddenDim: I } = this.architecture;
     const up = this.#product(h, rows, layer.up);
-    return this.#product(mlp.gated ? gated(up, rows, I, mlp.act) : activate(up, mlp.act), rows, layer.down);
+    return this.#product(this.activation(up, rows), rows, layer.down);
+  }
+
+  /** The MLP's activation of its up product [rows, I] (gated: [rows, 2I]): in wasm SIMD for silu and tanh GELU, else JavaScript. */
+  activation(up, rows) {
+    const { mlp, hiddenDim: I } = this.architecture;
+    const kernel = this.#build.wasm[MLP_ACTIVATION];
+    if (kernel && WASM_ACTIVATIONS.includes(mlp.act)) return kernel(up, rows, I, mlp.act, mlp.gated);
+    return mlp.gated ? gated(up, rows, I, mlp.act) : activate(up, mlp.act);
   }
 
   /**
@@ -441,7 +451,13 @@ export class CheckpointModel {
     return this.#layers.map(({ attention }) => attention.createCache({ batch: 1, capacity }));
   }
 
+  /** `close()` is called once, at dispose(): the checkpoint's files this model may still read. */
+  closeWith(close) { this.#close = close; }
+
   dispose() {
+    const close = this.#close;
+    this.#close = null;
+    close?.()?.catch?.(() => {});  // (a handle that cannot close has nothing left to free)
     for (const { attention, up, down } of this.#layers) {
       attention?.dispose();
       up?.dispose();
