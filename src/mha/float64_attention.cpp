@@ -338,7 +338,7 @@ Float64Gradients Float64Attention::backward(const Float64SavedForward& s, const 
   const Float64Parameters& p = params_;
   g.params = {zeros_like(p.q_weight), zeros_like(p.k_weight), zeros_like(p.v_weight), zeros_like(p.out_weight),
               zeros_like(p.q_bias),   zeros_like(p.k_bias),   zeros_like(p.v_bias),   zeros_like(p.out_bias),
-              {}, {}, {}, zeros_like(p.bias_k), zeros_like(p.bias_v)};
+              {}, {}, {}, zeros_like(p.bias_k), zeros_like(p.bias_v), {}, {}};
   const Pass pass(c, params_, s);
   for (int64_t b = 0; b < B; ++b) pass.backward(b, d_out.data() + b * L * O, g);
   if (plan.sequence_first) {  // [B, ·, F] -> [·, B, F], as the inputs came
