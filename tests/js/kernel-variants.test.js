@@ -102,7 +102,11 @@ describe('between processes (Node)', () => {
     assert.equal(first.source, 'calibrated');
     assert.ok(first.variants.includes(first.variant));
     assert.equal(Object.keys(first.gflops).length, first.variants.length);
-    assert.ok(first.gflops[first.variant] >= Math.max(...Object.values(first.gflops)));
+    // The calibration's own rule on its own figures (not a timing): the fastest variant, or the
+    // default (4x8 in wasm) kept while no variant beats it by 5%.
+    const best = Math.max(...Object.values(first.gflops));
+    assert.ok(first.gflops[first.variant] === best || (first.variant === '4x8' && best <= 1.05 * first.gflops['4x8']),
+      `${first.variant} at ${first.gflops[first.variant]} GFLOPS, the best ${best}`);
     let saved;
     try {
       saved = JSON.parse(readFileSync(file, 'utf8'));
