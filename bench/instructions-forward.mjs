@@ -11,6 +11,8 @@ const config = JSON.parse(rest[6] ?? '{}');
 const { loadBuild } = await import(pathToFileURL(`${root}/tools/load-wasm-build.mjs`));
 const { benchWeights, randomArray } = await import(pathToFileURL(`${root}/bench/shapes.mjs`));
 const { MultiHeadAttention } = await loadBuild('mha-simd');
+// (loadBuild applies MHA_KERNELS=gemm=NAME, the GEMM variant instructions.mjs chose: the same in
+// the 1-call and the (1 + calls)-call runs, so their difference is one variant's calls.)
 const layer = new MultiHeadAttention({ embedDim: E, numHeads: H, ...config });
 const floats = (array) => (config.dtype === 'float64' ? Float64Array.from(array) : array);
 layer.loadStateDict(Object.fromEntries(Object.entries(benchWeights(E)).map(([name, w]) => [name, floats(w)])));

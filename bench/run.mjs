@@ -5,7 +5,7 @@
 // rounds' medians, the lower one for an even count; the JS loop runs once). Options:
 // --shapes=0,2 (indexes into SHAPES), --threads=2, --passes=3, --js=no.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import fs, { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -56,7 +56,8 @@ function combine(rounds) {
   const ok = rounds.filter((r) => r.ms);
   if (!ok.length) return rounds[0];
   const ms = ok.map((r) => r.ms).sort((a, b) => a - b);
-  return { ms: ms[Math.floor((ms.length - 1) / 2)], peakMB: Math.max(...ok.map((r) => r.peakMB)), rounds: ms };
+  const gemm = [...new Set(ok.map((r) => r.gemm).filter(Boolean))].join('/');  // our wasm passes' GEMM variants
+  return { ms: ms[Math.floor((ms.length - 1) / 2)], peakMB: Math.max(...ok.map((r) => r.peakMB)), rounds: ms, gemm };
 }
 
 const rounds = shapes.map(() => ({}));  // per shape: { cell: [result per pass] }
@@ -111,11 +112,26 @@ function table(title, ours, peer, peerName, oursSingle) {
       fmt(o.peakMB, 0), fmt(p.ms), fmt(gflops(s, p)), fmt(p.peakMB, 0)];
   });
   console.log(`\n### ${title}\n`);
+  // Which CPU (the variants' speeds, and so the calibration's pick, depend on it) and, for our wasm
+  // rows, the GEMM variant each process ran.
+  const variants = [...new Set(results.flatMap(({ cells }) => (cells[ours].gemm || '').split('/')).filter(Boolean))];
+  console.log(`CPU: ${cpuModel()}${variants.length ? `; our GEMM variant (calibrated per process): ${variants.join(', ')}` : ''}\n`);
   console.log(`| ${head.join(' | ')} |\n|${head.map((_, i) => (i ? '---:' : '---')).join('|')}|`);
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 }
 
-console.log(`Machine: ${os.cpus()[0].model}, ${os.cpus().length} logical cores, Node ${process.version}; `
+/** The CPU's model name: /proc/cpuinfo's (Linux), else Node's os.cpus(). */
+function cpuModel() {
+  try {
+    const line = fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'));
+    if (line) return line.split(':')[1].trim();
+  } catch {
+    // (not Linux)
+  }
+  return os.cpus()[0]?.model ?? 'unknown CPU';
+}
+
+console.log(`Machine: ${cpuModel()}, ${os.cpus().length} logical cores, Node ${process.version}; `
   + 'fp32 forward with projections, no weights; FLOPs = 4BLE^2 + 4BSE^2 + 4BLSE; '
   + `ratios = peer ms / our ms (higher is better for us); ${PASSES} interleaved passes; JS loop: one run.`);
 table('wasm, 1 thread (mha-simd) vs onnxruntime-web wasm, 1 thread', 'wasm1', 'ortweb1', 'ort-web');

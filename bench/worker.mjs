@@ -1,7 +1,8 @@
 // One implementation on one shape, in its own process (so peak memory is per shape):
 //   node bench/worker.mjs <impl> <B> <L> <S> <E> <H> <threads> [model.onnx]
 // impl: mha-wasm | ort-web | ort-node | js-loop. Prints one JSON line:
-//   { ms: median forward time (copies into and out of the engine included), runs, peakMB }
+//   { ms: median forward time (copies into and out of the engine included), runs, peakMB, checksum,
+//     gemm: the GEMM variant our wasm process ran (kernel_choice.hpp: calibrated at its first use) }
 import { readFileSync } from 'node:fs';
 
 import { benchWeights, randomArray } from './shapes.mjs';
@@ -14,6 +15,8 @@ const cross = S !== L;
 const weights = benchWeights(E);
 const query = randomArray(B * L * E, 11), key = cross ? randomArray(B * S * E, 12) : query;
 
+let gemmVariant;  // mha-wasm: read after the warm-up (its first GEMM calibrates)
+
 async function forwardFunction() {
   if (impl === 'mha-wasm') {
     const { loadBuild } = await import('../tools/load-wasm-build.mjs');
@@ -22,6 +25,7 @@ async function forwardFunction() {
     const layer = new MultiHeadAttention({ embedDim: E, numHeads: H });
     layer.loadStateDict(weights);
     const q = { data: query, shape: [B, L, E] }, k = { data: key, shape: [B, S, E] };
+    gemmVariant = () => JSON.parse(module.kernelChoice()).gemm.variant;
     return () => (cross ? layer.forward(q, k, k) : layer.forward(q)).output.data;
   }
   if (impl === 'ort-web' || impl === 'ort-node') {
@@ -63,5 +67,5 @@ do {
 } while (!slow && times.length < 15 && (times.length < 3 || performance.now() - started < budgetMs));
 times.sort((a, b) => a - b);
 const ms = times[Math.floor(times.length / 2)];
-console.log(JSON.stringify({ ms, runs: times.length, peakMB: process.resourceUsage().maxRSS / 1024, checksum }));
+console.log(JSON.stringify({ ms, runs: times.length, peakMB: process.resourceUsage().maxRSS / 1024, checksum, gemm: gemmVariant?.() }));
 process.exit(0);  // ort-web's worker threads would keep the process alive

@@ -1,8 +1,9 @@
-// A Llama-architecture Hugging Face checkpoint (config.json's object and its tensors, float32) as
-// the GGUF llama.cpp reads (tools/gguf-writer.mjs writes the bytes), the way convert_hf_to_gguf.py
+// A Llama- or GPT-2-architecture Hugging Face checkpoint (config.json's object and its tensors,
+// float32) as the GGUF llama.cpp reads (tools/gguf-writer.mjs writes the bytes), the way convert_hf_to_gguf.py
 // maps it: llama.* hyperparameters, blk.N.* tensors, q_proj / k_proj rows permuted (llama.cpp
 // rotates adjacent pairs, Hugging Face halves: the same rotation once the rows are reordered), norms
-// in F32, every matrix (the embedding included) in `type`. The vocabulary is a byte-level one:
+// in F32, every matrix (the embedding included) in `type`; GPT-2's Conv1D weights ([in, out])
+// transposed to a Linear's [out, in], its biases F32. The vocabulary is a byte-level one:
 // ids 0-127 are GPT-2's symbols of the ASCII bytes (an ASCII text is one token a character, as
 // byteLevelIds gives them), the rest placeholders, the last the end-of-text token; no BOS is added.
 // For bench/whole-model-peers.mjs, on random weights.
@@ -64,37 +65,11 @@ export function permuteRotaryRows(weight, heads, headDim, cols) {
   return out;
 }
 
-/**
- * GGUF bytes of a Llama checkpoint. `config`: config.json's object; `tensor(key)`: the float32 data
- * of a Hugging Face key; `type`: 'F32' | 'F16' | 'Q8_0' | 'Q4_0'.
- */
-export function llamaGguf(config, tensor, type) {
-  const E = config.hidden_size, H = config.num_attention_heads, Hkv = config.num_key_value_heads ?? H;
-  const D = config.head_dim ?? E / H, V = config.vocab_size, layers = config.num_hidden_layers;
-  if (D !== E / H) throw new RangeError('gguf: llama.cpp takes head_dim = hidden_size / heads only');
-  const vocab = byteLevelVocab(V);
-  const metadata = [
-    ['general.architecture', 'string', 'llama'],
-    ['general.name', 'string', 'mha-wasm random weights'],
-    ['general.file_type', 'u32', { F32: 0, F16: 1, Q4_0: 2, Q8_0: 7 }[type]],
-    ['llama.context_length', 'u32', config.max_position_embeddings],
-    ['llama.embedding_length', 'u32', E],
-    ['llama.block_count', 'u32', layers],
-    ['llama.feed_forward_length', 'u32', config.intermediate_size],
-    ['llama.attention.head_count', 'u32', H],
-    ['llama.attention.head_count_kv', 'u32', Hkv],
-    ['llama.rope.freq_base', 'f32', config.rope_theta ?? 10000],
-    ['llama.rope.dimension_count', 'u32', D],
-    ['llama.attention.layer_norm_rms_epsilon', 'f32', config.rms_norm_eps],
-    ['llama.vocab_size', 'u32', V],
-    ['tokenizer.ggml.model', 'string', 'gpt2'],
-    ['tokenizer.ggml.pre', 'string', 'default'],
-    ['tokenizer.ggml.tokens', ['array', 'string'], vocab],
-    ['tokenizer.ggml.token_type', ['array', 'i32'], vocab.map((_, i) => (i === V - 1 ? 3 : 1))],
-    ['tokenizer.ggml.merges', ['array', 'string'], []],
-    ['tokenizer.ggml.bos_token_id', 'u32', V - 1],
-    ['tokenizer.ggml.eos_token_id', 'u32', V - 1],
-    ['tokenizer.ggml.add_bos_token', 'bool', false],
+/** The byte-level tokenizer's keys (tokenizer.ggml.*) for a vocabulary of V tokens. */
+function tokenizerMetadata(vocab) {
+  const V = vocab.length;
+  return [
+    ...tokenizerMetadata(vocab),
   ];
   const matrix = (name, key, shape, data = tensor(key)) => ({ name, shape, data, type });
   const norm = (name, key) => ({ name, shape: [E], data: tensor(key), type: 'F32' });

@@ -27,6 +27,14 @@ export async function loadBuild(name) {
     args.printErr = (text) => text.startsWith('Blocking on the main thread') || console.error(text);
   }
   const module = await createMhaModule(args);
+  // The kernel variants are chosen now, at load, as init() does (what the choice keeps lives as
+  // long as the module: made at a fixed point, not inside a test's heap window): MHA_KERNELS
+  // (gemm=NAME) forces one, else this machine's calibration (src/mha/kernels/kernel_choice.hpp).
+  if (process.env.MHA_KERNELS && module.forceKernels) {
+    const refused = module.forceKernels(process.env.MHA_KERNELS, false);
+    if (refused) throw new Error(`MHA_KERNELS: ${refused}`);
+  }
+  module.kernelChoice?.();
   const MultiHeadAttention = defineMultiHeadAttention(module);
   return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module), Linear: defineLinearLayer(module), ...defineAttentionFunction(module) };
 }

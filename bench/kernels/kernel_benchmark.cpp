@@ -1,10 +1,12 @@
-// The two micro-kernels on their own, one thread: the projection GEMM (PackedLinear) and the
+// The micro-kernels on their own, one thread: the mul + add chain limit, every GEMM variant (and
+// which one this process's calibration picked), the projection GEMM (PackedLinear) and the
 // flash-attention kernel of one head, forward and backward. Built for wasm and natively by bench/kernels/run.sh
 // (`npm run bench:kernels`); prints one row per kernel: shape, ms (the best wall time of 15 calls
 // after warm-up), GFLOPS, and the same from the best CPU time of this process (CPU ms), which
 // other jobs on a shared machine inflate far less than the wall time.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -17,6 +19,8 @@
 #endif
 
 #include "mha/kernels/attention_kernel.hpp"
+#include "mha/kernels/gemm_variants.hpp"
+#include "mha/kernels/kernel_choice.hpp"
 #include "mha/kernels/packed_linear.hpp"
 #include "mha/kernels/simd.hpp"
 #include "mha/kernels/weight_formats.hpp"
@@ -160,6 +164,69 @@ double report_quantized_gemv(mha::WeightDtype dtype, int64_t K, int64_t N, doubl
   return s;
 }
 
+// The limit of the GEMM's instructions: 12 independent chains of a vector multiply and add (a
+// fused multiply-add natively) in registers, 2 flops per lane each: the "mul + add chain limit"
+// the GEMM variants are read against (12 chains + 2 operands fit V8's 16 vector registers).
+double chain_limit() {
+  namespace simd = mha::kernels::simd;
+  constexpr int kChains = 12;
+  const int64_t steps = 200000;
+  volatile float seed = 1.0f;
+  const simd::Vec m(0.999f * seed), c(0.001f * seed);
+  float sink = 0;
+  report("mul + add chains (12 in registers: the instruction limit)", "200k steps", 2.0 * kChains * simd::kWidth * steps, [&] {
+    simd::Vec a[kChains];
+    for (int i = 0; i < kChains; ++i) a[i] = simd::Vec(seed + static_cast<float>(i));
+    for (int64_t k = 0; k < steps; ++k)
+      for (int i = 0; i < kChains; ++i) a[i] = simd::fmadd(a[i], m, c);
+    simd::Vec t = a[0];
+    for (int i = 1; i < kChains; ++i) t += a[i];
+    sink += simd::hsum(t);
+  });
+  if (sink == 12345.0f) std::printf(" ");
+  return 2.0 * kChains * simd::kWidth * steps / last_best_cpu * 1e-9;
+}
+
+// Every GEMM variant (gemm_variants.hpp) on the same 512 x 512 x 512 product, in the layer's
+// one-thread tasks (PackedLinear::rows_per_task), beside the chain limit and the calibration's
+// own figure for it; then which variant the calibration picked for this process.
+void report_gemm_variants(double limit) {
+  const int64_t M = 512, K = 512, N = 512;
+  const auto w = uniform(N * K, 1, 0.05f), b = uniform(N, 2, 0.1f), x = uniform(M * K, 3, 0.5f);
+  std::vector<float> y(M * N);
+  const mha::kernels::PackedLinear linear(w.data(), b.data(), N, K);
+  auto& choice = mha::kernels::KernelChoice::process();
+  const std::string chosen = choice.gemm().name, described = choice.describe();
+  int count = 0;
+  const mha::kernels::GemmVariant* variants = mha::kernels::gemm_variants(&count);
+  // The calibration's GFLOPS per variant, read back from describe()'s "gflops":[...].
+  std::vector<double> calibrated;
+  const size_t at = described.find("\"gflops\":[");
+  if (at != std::string::npos) {
+    const char* p = described.c_str() + at + 10;
+    while (*p && *p != ']') {
+      char* end = nullptr;
+      calibrated.push_back(std::strtod(p, &end));
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  const int64_t step = mha::kernels::PackedLinear::rows_per_task(M, 1);
+  double best = 0;
+  std::string best_name;
+  for (int i = 0; i < count; ++i) {
+    const std::string kernel = std::string("GEMM variant ") + variants[i].name + (chosen == variants[i].name ? " (chosen)" : "");
+    report(kernel.c_str(), "512 x 512 x 512", 2.0 * M * K * N, [&] {
+      for (int64_t r = 0; r < M; r += step) linear.apply(x.data(), y.data(), r, std::min(M, r + step), variants[i]);
+    });
+    const double gflops = 2.0 * M * K * N / last_best_cpu * 1e-9;
+    if (gflops > best) best = gflops, best_name = variants[i].name;
+    std::printf("| (%s) | %.0f%% of the chain limit (CPU time); calibration %.1f GFLOPS | | | | |\n", variants[i].name,
+                100.0 * gflops / limit, i < static_cast<int>(calibrated.size()) ? calibrated[i] : 0.0);
+  }
+  std::printf("\ncalibration: %s\nfastest here (CPU time): %s, %.1f GFLOPS, %.0f%% of the chain limit %.1f\n\n",
+              described.c_str(), best_name.c_str(), best, 100.0 * best / limit, limit);
+}
+
 // One head of L = S keys and head dim Dh, contiguous rows, with its own scratch.
 struct Head {
   std::vector<float> q, k, v, out, scratch;
@@ -212,6 +279,7 @@ struct HeadBackward {
 
 int main() {
   std::printf("| kernel | shape | ms | GFLOPS | CPU ms | GFLOPS (CPU) |\n|---|---|---:|---:|---:|---:|\n");
+  report_gemm_variants(chain_limit());
   {
     const int64_t M = 512, K = 512, N = 512;
     const auto w = uniform(N * K, 1, 0.05f), b = uniform(N, 2, 0.1f), x = uniform(M * K, 3, 0.5f);

@@ -11,7 +11,7 @@ export * from './keras/types.js';
 export * from './webgpu/types.js';
 export * from './formats/types.js';
 import type {
-  AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, BuildInfo, LinearBackwardOptions,
+  AttentionFunctionOptions, AttentionFunctionResult, AttentionFunctionTensor, BuildInfo, KernelChoice, KernelOptions, LinearBackwardOptions,
   LinearConstructor, LinearGradients, MultiHeadAttentionConstructor, Tensor,
 } from './core/types.js';
 import type { KerasMultiHeadAttentionConstructor } from './keras/types.js';
@@ -49,6 +49,12 @@ export interface MhaModule {
   memoryBytes(): number;
   /** Which build was loaded. */
   build: BuildInfo;
+  /**
+   * Which variant of each hot kernel runs (the GEMM's register tile, ...), how it was chosen
+   * (calibrated on this machine at load, saved by an earlier process, or forced) and the
+   * calibration's rates. Process-wide for this build.
+   */
+  kernelChoice(): KernelChoice;
 
   /**
    * Scaled dot-product attention on projected inputs (PyTorch's F.scaled_dot_product_attention,
@@ -87,6 +93,13 @@ export interface InitOptions {
   threads?: number;
   /** 'wasm' (default): this module. 'webgpu': a {@link WebGpuModule} (see {@link WebGpuInitOptions}). */
   backend?: 'wasm';
+  /**
+   * Forces kernel variants by name (for tests and benchmarks), e.g. `{ gemm: '4x8' }`, instead of
+   * the one calibrated on this machine ({@link MhaModule.kernelChoice}). Process-wide: on a build
+   * already loaded, the latest init's wins.
+   * @throws {TypeError} (as a rejection) naming an unknown kernel or variant.
+   */
+  kernels?: KernelOptions;
 }
 
 /** Options of `init({ backend: 'webgpu' })`; the wasm options (wasmUrl, ...) apply to its wasm module. */

@@ -1,10 +1,11 @@
 // mha-wasm: multi-head attention (PyTorch nn.MultiheadAttention semantics) in WebAssembly.
-import { instantiate } from './core/loader.js';
+import { kernelSpec } from './core/kernel-choice.js';
+import { FORCE_KERNELS, instantiate } from './core/loader.js';
 import { chooseVariant } from './core/variants.js';
 import { defineKerasMultiHeadAttention } from './keras/keras.js';
 import { initWebGpu } from './webgpu/index.js';
 
-const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads', 'backend', 'gpu', 'device'];
+const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads', 'backend', 'gpu', 'device', 'kernels'];
 const BACKENDS = ['wasm', 'webgpu'];
 
 /** One loading or loaded module per build and file location; a failed load is forgotten. */
@@ -28,6 +29,7 @@ function checkOptions(options) {
   if (options.backend !== undefined && !BACKENDS.includes(options.backend)) {
     throw new TypeError(`init: backend must be one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${String(options.backend)}`);
   }
+  kernelSpec(options.kernels);  // (the variants' names are checked once the module is loaded)
   for (const key of ['gpu', 'device']) {
     if (options[key] !== undefined && options.backend !== 'webgpu') {
       throw new TypeError(`init: ${key} is an option of backend: 'webgpu'`);
@@ -68,6 +70,8 @@ export async function init(options = {}) {
     loading.catch(() => modules.delete(key)); // a failed load may be retried
   }
   const module = await loading;
+  // Forcing variants is process-wide: on a module already loaded, the latest init's `kernels` wins.
+  if (options.kernels !== undefined) module[FORCE_KERNELS](options.kernels);
   if (module.build.threads && options.threads !== undefined && options.threads !== module.build.numThreads) {
     console.warn(`mha-wasm: the threaded build is already loaded with ${module.build.numThreads} threads; `
       + `ignoring threads: ${options.threads}`);

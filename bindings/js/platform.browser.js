@@ -58,3 +58,27 @@ export async function openFileRange() {
 export async function readCheckpointFolder() {
   throw new TypeError('loadModelFromFolder: a folder path needs Node; in a browser, pass the File objects of a drop or a file picker to loadModel');
 }
+
+/**
+ * Where the kernel choice lives between page loads (core/kernel-choice.js): localStorage, where the
+ * page has it (workers have none: they calibrate each time); nothing can force a variant but init's
+ * `kernels` option. The machine's name for the saved choice is the user agent and core count.
+ */
+export const kernelChoiceStore = {
+  forced: () => undefined,
+  machine: () => `${globalThis.navigator?.userAgent ?? 'unknown engine'} | ${globalThis.navigator?.hardwareConcurrency ?? 0} cores`,
+  async read() {
+    try {
+      return JSON.parse(globalThis.localStorage?.getItem('mha-wasm:kernel-choice') ?? 'null');
+    } catch {
+      return null;
+    }
+  },
+  async write(record) {
+    try {
+      globalThis.localStorage?.setItem('mha-wasm:kernel-choice', JSON.stringify(record));
+    } catch {
+      // (storage full or refused: the next load calibrates again)
+    }
+  },
+};

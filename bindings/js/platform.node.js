@@ -2,7 +2,7 @@
 // so browser bundles never see node: imports).
 import { readSync } from 'node:fs';
 import { access, open, readFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
+import { arch, availableParallelism, cpus, homedir } from 'node:os';
 import * as workerThreads from 'node:worker_threads';
 
 /** Node reads the .wasm from disk: Emscripten 3.1.6 would fetch() a file path and fail. */
@@ -102,4 +102,50 @@ export async function readCheckpointFolder(path) {
     names.push(...new Set(Object.values(index?.weight_map ?? {}).filter((name) => present.has(name))));
   }
   return names.map((name) => ({ name, path: join(path, name) }));
+}
+
+/**
+ * Where the kernel choice lives between processes (core/kernel-choice.js): the variables Node has
+ * (MHA_KERNELS forces variants; MHA_KERNEL_CACHE is the file path, or 'off'), this machine's name
+ * for the saved choice (CPU model, architecture, Node's version: a new V8 may favour another
+ * variant), and the saved file read and written as JSON, under the OS's cache folder by default.
+ * Failures (a read-only home, no such file) read as nothing saved and write nothing.
+ */
+export const kernelChoiceStore = {
+  forced: () => process.env.MHA_KERNELS,
+  machine() {
+    return `${cpus()[0]?.model ?? 'unknown CPU'} | ${arch()} | node ${process.version}`;
+  },
+  async read() {
+    const path = kernelChoicePath();
+    if (!path) return null;
+    try {
+      return JSON.parse(await readFile(path, 'utf8'));
+    } catch {
+      return null;
+    }
+  },
+  async write(record) {
+    const path = kernelChoicePath();
+    if (!path) return;
+    try {
+      const { mkdir, writeFile } = await import('node:fs/promises');
+      const { dirname } = await import('node:path');
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, `${JSON.stringify(record, null, 1)}\n`);
+    } catch {
+      // (a read-only or missing home: the next process calibrates again)
+    }
+  },
+};
+
+function kernelChoicePath() {
+  const chosen = process.env.MHA_KERNEL_CACHE;
+  if (chosen === 'off') return null;
+  if (chosen) return chosen;
+  const home = homedir();
+  const base = process.platform === 'win32' ? (process.env.LOCALAPPDATA || `${home}\\AppData\\Local`)
+    : process.platform === 'darwin' ? `${home}/Library/Caches`
+      : (process.env.XDG_CACHE_HOME || `${home}/.cache`);
+  return `${base}/mha-wasm/kernel-choice.json`;
 }

@@ -3,6 +3,7 @@
 // (index.js adds the Keras layer on top: core does not depend on keras/).
 import { factoryArgs, readWasmFile, workerScriptUrl } from '#platform';
 import { defineAttentionFunction } from './attention-function.js';
+import { chooseKernels, forceKernels, kernelSpec, readKernelChoice } from './kernel-choice.js';
 import { defineMultiHeadAttention } from './layer.js';
 import { forwardPlanner, PLANNER } from './planner.js';
 import { defineLinear } from './linear.js';
@@ -22,6 +23,9 @@ function fileUrls(name, { wasmUrl, locateFile }) {
   }
   return urls;
 }
+
+/** The loaded module's way to force variants later (init's `kernels` on a module already loaded). */
+export const FORCE_KERNELS = Symbol('forceKernels');
 
 /** Loads build `name` with `numThreads` threads; resolves to the core module object (not frozen). */
 export async function instantiate(name, numThreads, options) {
@@ -57,6 +61,7 @@ export async function instantiate(name, numThreads, options) {
     module.setNumThreads(numThreads);
     await threadsStarted(module);
   }
+  await chooseKernels(module, name, options.kernels);  // (before the warm-up's first GEMM)
   const memory = () => module.wasmMemory?.buffer ?? module.HEAP8.buffer;
   const MultiHeadAttention = defineMultiHeadAttention(module);
   warmUp(MultiHeadAttention);
@@ -69,6 +74,8 @@ export async function instantiate(name, numThreads, options) {
     heapLimitBytes: () => module.heapLimitBytes(),
     [PLANNER]: forwardPlanner(module),
     memoryBytes: () => memory().byteLength,
+    kernelChoice: () => readKernelChoice(module),
+    [FORCE_KERNELS]: (kernels) => forceKernels(module, kernelSpec(kernels)),
     build: Object.freeze({
       name,
       simd: VARIANTS[name].simd,

@@ -701,6 +701,41 @@ export interface BuildInfo {
   numThreads: number;
 }
 
+/** The kernels that come in variants (docs/performance.md#kernel-variants-chosen-where-they-run). */
+export type KernelName = 'gemm';
+
+/**
+ * Forces kernel variants by name, e.g. `{ gemm: '4x8' }` (init's `kernels` option; in Node also
+ * `MHA_KERNELS=gemm=4x8`). The names are {@link KernelVariantChoice.variants}.
+ */
+export type KernelOptions = Partial<Record<KernelName, string>>;
+
+/** The variant one kernel runs, as {@link KernelChoice} reports it. */
+export interface KernelVariantChoice {
+  /** The variant running, e.g. '4x8' (the GEMM's register tile: rows x columns of the SIMD build). */
+  variant: string;
+  /**
+   * 'calibrated': measured on this machine when the module loaded; 'saved': a calibration an
+   * earlier process kept (localStorage in a page, a file under the OS's cache folder in Node, or
+   * the file MHA_KERNEL_CACHE names; MHA_KERNEL_CACHE=off keeps none); 'forced': init's `kernels`
+   * option or MHA_KERNELS.
+   */
+  source: 'calibrated' | 'saved' | 'forced';
+  /** Every variant this build has, in a fixed order. */
+  variants: readonly string[];
+  /** The calibration's GFLOPS per variant, when this process calibrated; else null. */
+  gflops: Readonly<Record<string, number>> | null;
+  /** The calibration's own time in ms, when this process calibrated; else null. */
+  calibrationMs: number | null;
+}
+
+/**
+ * Which variant each hot kernel runs in this process (`mha.kernelChoice()`). Every variant gives
+ * the reference kernel's results (within its test tolerance); they differ only in speed, which
+ * depends on the CPU, so the fastest is measured where the code runs.
+ */
+export type KernelChoice = Readonly<Record<KernelName, KernelVariantChoice>>;
+
 /** The layer class of a loaded build, `mha.MultiHeadAttention`. */
 export interface MultiHeadAttentionConstructor {
   /** A float64 layer (`dtype: 'float64'`): Float64Array weights, inputs and results. */

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernel_choice.hpp"
 #include "quantized_gemv.hpp"
 #include "simd.hpp"
 
@@ -21,24 +22,6 @@ constexpr int kRemainderDepth = 4;
 #endif
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-// acc[kRows][2] (+)= rows[r][0..depth) * panel[0..depth][kCols]. `start` is the bias (first
-// depth block) or the partial sums already in y.
-struct MicroTile {
-  Vec acc[kRows][2];
-
-  void run(const float* const* rows, const float* panel, int64_t depth) {
-    for (int64_t k = 0; k < depth; ++k) {
-      const Vec b0 = simd::load(panel), b1 = simd::load(panel + kW);
-      panel += kCols;
-      for (int r = 0; r < kRows; ++r) {
-        const Vec a = simd::splat(rows[r][k]);
-        acc[r][0] = simd::fmadd(a, b0, acc[r][0]);
-        acc[r][1] = simd::fmadd(a, b1, acc[r][1]);
-      }
-    }
-  }
-};
 
 }  // namespace
 
@@ -117,13 +100,18 @@ int64_t PackedLinear::rows_per_task(int64_t rows, int threads) {
 }
 
 void PackedLinear::apply(const float* x, float* y, int64_t row_begin, int64_t row_end) const {
+  apply(x, y, row_begin, row_end, KernelChoice::process().gemm());
+}
+
+// Depth block by depth block, panel by panel: every row of the range against the panel's block in
+// the variant's register tiles (gemm_panel.hpp), the bias fused into the first block's start.
+void PackedLinear::apply(const float* x, float* y, int64_t row_begin, int64_t row_end, const GemmVariant& variant) const {
   const int64_t num_panels = round_up(out_, kCols) / kCols;
   // Quantized weights: each panel slice is dequantized once per call into this buffer (16 KB,
   // in L1) and used for every row of the call's tiles.
   std::vector<float> slice(quantized_ ? static_cast<size_t>(std::min(kDepthBlock, in_) * kCols) : 0);
   for (int64_t k0 = 0; k0 < in_; k0 += kDepthBlock) {
     const int64_t depth = std::min(kDepthBlock, in_ - k0);
-    const bool first = k0 == 0;
     for (int64_t p = 0; p < num_panels; ++p) {
       const float* panel = slice.data();
       if (quantized_) {
@@ -131,42 +119,9 @@ void PackedLinear::apply(const float* x, float* y, int64_t row_begin, int64_t ro
       } else {
         panel = panels_.data() + (p * in_ + k0) * kCols;
       }
-      const int64_t col0 = p * kCols, cols = std::min<int64_t>(kCols, out_ - col0);
-      for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows) {
-        const int64_t rows = std::min<int64_t>(kRows, row_end - r0);
-        const float* row_ptr[kRows];
-        for (int r = 0; r < kRows; ++r) row_ptr[r] = x + (r0 + std::min<int64_t>(r, rows - 1)) * in_ + k0;
-        MicroTile t;
-        const bool full = rows == kRows && cols == kCols;
-        alignas(64) float edge[kRows][kCols];  // partial tiles go through this buffer
-        for (int r = 0; r < kRows; ++r) {
-          if (first) {
-            t.acc[r][0] = simd::load(bias_.data() + col0);
-            t.acc[r][1] = simd::load(bias_.data() + col0 + kW);
-          } else if (full) {
-            const float* yr = y + (r0 + r) * out_ + col0;
-            t.acc[r][0] = simd::load(yr);
-            t.acc[r][1] = simd::load(yr + kW);
-          } else {
-            for (int c = 0; c < kCols; ++c)
-              edge[r][c] = (r < rows && c < cols) ? y[(r0 + r) * out_ + col0 + c] : 0.0f;
-            t.acc[r][0] = simd::load(edge[r]);
-            t.acc[r][1] = simd::load(edge[r] + kW);
-          }
-        }
-        t.run(row_ptr, panel, depth);
-        for (int r = 0; r < kRows; ++r) {
-          if (full) {
-            float* yr = y + (r0 + r) * out_ + col0;
-            simd::store(yr, t.acc[r][0]);
-            simd::store(yr + kW, t.acc[r][1]);
-          } else {
-            simd::store(edge[r], t.acc[r][0]);
-            simd::store(edge[r] + kW, t.acc[r][1]);
-            if (r < rows) std::copy(edge[r], edge[r] + cols, y + (r0 + r) * out_ + col0);
-          }
-        }
-      }
+      const int64_t col0 = p * kCols;
+      variant.panel({x + k0, in_, y + col0, out_, panel, bias_.data() + col0, std::min<int64_t>(kCols, out_ - col0), depth,
+                     k0 == 0, row_begin, row_end});
     }
   }
 }

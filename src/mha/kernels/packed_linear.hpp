@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "gemm_variants.hpp"
 #include "quantized_gemv.hpp"
 #include "quantized_panels.hpp"
 
@@ -47,7 +48,10 @@ class PackedLinear {
 
   // y[r] = x[r] W^T + b for rows [row_begin, row_end); x rows are in_features long, y rows
   // out_features long. Disjoint row ranges may run on different threads.
+  // The GEMM variant is the process's choice (kernel_choice.hpp: calibrated at first use).
   void apply(const float* x, float* y, int64_t row_begin, int64_t row_end) const;
+  // The same with a given variant (gemm_variants.hpp): the tests and benchmarks run each.
+  void apply(const float* x, float* y, int64_t row_begin, int64_t row_end, const GemmVariant& variant) const;
 
   // Rows per task so `threads` threads get a few tasks each and a task keeps its x rows in L2.
   static int64_t rows_per_task(int64_t rows, int threads);

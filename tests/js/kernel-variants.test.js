@@ -1,0 +1,129 @@
+// The kernel variants through the public API (src/mha/kernels/kernel_choice.hpp,
+// bindings/js/core/kernel-choice.js): every GEMM variant forced by init's `kernels` option, on the
+// SIMD and scalar builds, against the float64 textbook product on shapes that hit every tile edge
+// (the reference's tolerance), and a layer's forward pass the same bits on every variant;
+// mha.kernelChoice() says what runs and why; unknown names are refused by name; MHA_KERNELS forces
+// a variant in Node; a calibration is saved and the next process restores it.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+
+import { assertClose, textbookLinear } from './float64-linear.js';
+import { seededFloats } from './seeded.js';
+
+const cacheDir = mkdtempSync(join(tmpdir(), 'mha-kernel-choice-'));
+process.env.MHA_KERNEL_CACHE = join(cacheDir, 'this-process.json');  // (before the first init)
+after(() => rmSync(cacheDir, { recursive: true, force: true }));
+const { init } = await import('../../bindings/js/index.js');
+
+// Rows around every tile height (1-6, 8), depths across the 512-float depth block and not a
+// multiple of the shuffle broadcast's 4, columns around the 8-wide panel.
+const SHAPES = [[1, 3, 1], [5, 6, 7], [7, 64, 9], [9, 517, 16], [13, 33, 33], [24, 5, 4], [121, 40, 17]];
+
+for (const simd of [true, false]) {
+  describe(`GEMM variants, ${simd ? 'mha-simd' : 'mha-scalar'}`, async () => {
+    const mha = await init({ simd, threads: 1 });
+    const { variants } = mha.kernelChoice().gemm;
+
+    test('every variant matches the float64 product on every tile edge', async () => {
+      assert.ok(variants.length >= 10, variants.join(', '));
+      for (const name of variants) {
+        const forced = await init({ simd, threads: 1, kernels: { gemm: name } });
+        assert.equal(forced, mha, 'the same module, its choice forced');
+        assert.equal(mha.kernelChoice().gemm.variant, name);
+        assert.equal(mha.kernelChoice().gemm.source, 'forced');
+        for (const [rows, inF, outF] of SHAPES) {
+          const x = seededFloats(rows * inF, rows + 1), w = seededFloats(outF * inF, inF + 2), b = seededFloats(outF, outF + 3);
+          const y = mha.linear({ data: x, shape: [rows, inF] }, { data: w, shape: [outF, inF] }, b);
+          assertClose(`${name} ${rows}x${inF}x${outF}`, y.data, textbookLinear(x, w, b, rows, inF, outF), inF);
+        }
+      }
+    });
+
+    test("a layer's forward pass gives the same bits on every variant", async () => {
+      const layer = new mha.MultiHeadAttention({ embedDim: 48, numHeads: 3 });
+      layer.initialize({ seed: 5 });
+      const query = { data: seededFloats(37 * 48, 9), shape: [37, 48] };
+      let first;
+      try {
+        for (const name of variants) {
+          await init({ simd, threads: 1, kernels: { gemm: name } });
+          const out = layer.forward(query, null, null, { causal: true }).output.data;
+          if (!first) first = out;
+          else assert.deepEqual(out, first, name);
+        }
+      } finally {
+        layer.dispose();
+      }
+    });
+  });
+}
+
+describe('the choice', () => {
+  test('kernelChoice() reports the variant, its source and every variant', async () => {
+    const mha = await init({ threads: 1, kernels: { gemm: '3x8' } });
+    const choice = mha.kernelChoice();
+    assert.deepEqual(Object.keys(choice), ['gemm']);
+    assert.equal(choice.gemm.variant, '3x8');
+    assert.equal(choice.gemm.source, 'forced');
+    assert.ok(choice.gemm.variants.includes('4x8') && choice.gemm.variants.includes('8x4'));
+    assert.ok(Object.isFrozen(choice) && Object.isFrozen(choice.gemm));
+  });
+
+  test('unknown kernels and variants are refused by name', async () => {
+    await assert.rejects(init({ kernels: { gemm: '9x9' } }), { name: 'TypeError', message: /init: kernels: unknown gemm variant '9x9'; known: 1x8, 2x8, .*4x8/ });
+    await assert.rejects(init({ kernels: { exp: 'fast' } }), { name: 'TypeError', message: "init: kernels: unknown kernel 'exp'; known kernels: gemm" });
+    await assert.rejects(init({ kernels: 'gemm=4x8' }), { name: 'TypeError', message: /init: kernels must be an object such as \{ gemm: '4x8' \}, got string/ });
+    await assert.rejects(init({ kernels: { gemm: 4 } }), { name: 'TypeError', message: 'init: kernels.gemm must be a variant name (a string), got number' });
+    const mha = await init({ threads: 1, kernels: { gemm: '5x8' } });
+    await assert.rejects(init({ threads: 1, kernels: { gemm: 'nope' } }), /unknown gemm variant 'nope'/);
+    assert.equal(mha.kernelChoice().gemm.variant, '5x8', 'a refused name changes nothing');
+  });
+});
+
+/** Runs a fresh Node process that loads the package and prints mha.kernelChoice().gemm as JSON. */
+function childChoice(env) {
+  const script = "const { init } = await import(process.argv[1]); const mha = await init({ threads: 1 }); "
+    + 'console.log(JSON.stringify(mha.kernelChoice().gemm));';
+  const index = new URL('../../bindings/js/index.js', import.meta.url).href;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script, index], {
+    env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return JSON.parse(out.trim().split('\n').at(-1));
+}
+
+describe('between processes (Node)', () => {
+  test('a first process calibrates and saves; the next restores the saved choice', () => {
+    const file = join(cacheDir, 'saved.json');
+    const first = childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' });
+    assert.equal(first.source, 'calibrated');
+    assert.ok(first.variants.includes(first.variant));
+    assert.equal(Object.keys(first.gflops).length, first.variants.length);
+    assert.ok(first.gflops[first.variant] >= Math.max(...Object.values(first.gflops)));
+    let saved;
+    try {
+      saved = JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      // A calibration cut off while the engine was still optimizing (a very loaded machine) is used
+      // but not kept: the next process measures again.
+      assert.equal(childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' }).source, 'calibrated');
+      return;
+    }
+    assert.equal(saved.version, 1);
+    const [key] = Object.keys(saved.choices);
+    assert.match(key, /^mha-simd \| .* \| node v/);
+    assert.equal(saved.choices[key].gemm, first.variant);
+    const second = childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' });
+    assert.deepEqual([second.variant, second.source, second.gflops], [first.variant, 'saved', null]);
+  });
+
+  test('MHA_KERNELS forces a variant, and an unknown one fails init by name', () => {
+    const forced = childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=2x8' });
+    assert.deepEqual([forced.variant, forced.source], ['2x8', 'forced']);
+    assert.throws(() => childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=7x7' }),
+      (error) => /MHA_KERNELS: unknown gemm variant '7x7'; known: 1x8/.test(String(error.stderr)));
+  });
+});
