@@ -1,5 +1,5 @@
 // Ragged batches ({ data, shape: [totalTokens, E], lengths }) on the WebGPU layer's forwardAsync:
-// the same split and join as the wasm layer (core/ragged.js), so the result equals one GPU call
+// the same split and join as the wasm layer (api/ragged.js), so the result equals one GPU call
 // per sequence exactly, and the wasm layer's ragged result to float32 rounding; with causal,
 // cross-attention, weights, attnMask lists, caches and gradients; outputLocation 'gpu' refused by name.
 import assert from 'node:assert/strict';

@@ -3,14 +3,14 @@
 // Attention, Keras' ops.dot_product_attention), on the layer's kernels (src/mha/attention_function.hpp,
 // which checks every shape). This file reads a call in one place: option names and types, masks,
 // the typed arrays, then the core's plan, the heap, and the result. docs/attention-function.md.
-import { withCallName } from './errors.js';
-import { widenTensor } from './float16-io.js';
+import { withCallName } from '../api/errors.js';
+import { widenTensor } from '../api/float16-io.js';
 import { copyOutFloats, HeapScope } from './heap.js';
-import { checkMask } from './masks.js';
+import { checkMask } from '../api/masks.js';
 import { checkDOut } from './training.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
-} from './validate.js';
+} from '../api/validate.js';
 
 const CALL = 'scaledDotProductAttention';
 

@@ -1,85 +1,20 @@
 // MultiHeadAttention: the public layer class, a thin owner of one C++ LayerHandle.
+import { arrayOfDtype, readForwardCall, readRaggedCall } from '../api/call-reader.js';
+import { readLayerConfig } from '../api/config-reader.js';
+import { nameErrorsByCall, noWeightsYet, withCallName } from '../api/errors.js';
+import { refuseFloat64Call } from '../api/options.js';
+import { checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe, withArticle } from '../api/validate.js';
 import { cacheHandleOf, KvCache } from './cache.js';
-import { arrayOfDtype, checkSeed, readForwardCall, readRaggedCall } from './call-reader.js';
-import { constructedHandle, nameErrorsByCall, noWeightsYet, throwHandleError, withCallName } from './errors.js';
+import { constructedHandle, throwHandleError } from './handle-errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { initialStateDict } from './initialize.js';
 import { leakRegistry } from './leak-warning.js';
 import { watchMemoryGrowth } from './memory-growth.js';
-import { checkQuantizedTensor, checkWeightDtype, QUANTIZED_PROJECTION } from './quantized.js';
+import { checkQuantizedTensor, QUANTIZED_PROJECTION } from './quantized.js';
 import { copyOutCaptured } from './steps.js';
 import { freeRecord, trainingRecord, TrainingResult } from './training.js';
-import {
-  checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe, withArticle,
-} from './validate.js';
 
-const CONFIG_KEYS = [
-  'embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'numKvHeads', 'scale',
-  'headDim', 'valueHeadDim', 'outputDim', 'qkNorm', 'rotary', 'slidingWindow', 'alibi', 'alibiSlopes', 'softcap', 'sinks',
-  'gate', 'dropout', 'seed', 'weightDtype', 'batchFirst', 'addBiasKv', 'addZeroAttn', 'dtype',
-];
-const DTYPES = ['float32', 'float64'];
-const ROTARY_KEYS = ['dim', 'base', 'interleaved'];
-const QK_NORM_KEYS = ['over', 'eps'];
 const CACHE_KEYS = ['batch', 'capacity', 'dtype'];
-
-/**
- * Type checks of the variant options (free head sizes, q/k norms, rotary, window, ALiBi, softcap, sinks, gate);
- * their values are checked by the core (src/mha/attention_config.hpp, resolve()). Returns the
- * config the core takes.
- */
-function checkVariants(config) {
-  for (const name of ['headDim', 'valueHeadDim', 'outputDim', 'slidingWindow']) {
-    checkInteger(name, config[name], { optional: true });
-  }
-  // qkNorm: { over: 'head' | 'projection', eps } (which values the core names).
-  if (config.qkNorm !== undefined) {
-    if (config.qkNorm === null || typeof config.qkNorm !== 'object' || Array.isArray(config.qkNorm)) {
-      throw new TypeError(`qkNorm must be { over: 'head' | 'projection', eps }, got ${describe(config.qkNorm)}`);
-    }
-    checkKnownKeys('qkNorm', config.qkNorm, QK_NORM_KEYS);
-    if (typeof config.qkNorm.over !== 'string') {
-      throw new TypeError(`qkNorm.over must be 'head' or 'projection', got ${describe(config.qkNorm.over)}`);
-    }
-    if (config.qkNorm.eps !== undefined && typeof config.qkNorm.eps !== 'number') {
-      throw new TypeError(`qkNorm.eps must be a number, got ${describe(config.qkNorm.eps)}`);
-    }
-  }
-  // rotary: true or {} rotates the whole head (a dim that does not fit is the core's error to name).
-  const rotary = config.rotary === true ? {} : config.rotary;
-  if (rotary !== undefined) {
-    if (rotary === null || typeof rotary !== 'object' || Array.isArray(rotary)) {
-      throw new TypeError(`rotary must be true (the whole head) or { dim, base, interleaved }, got ${describe(rotary)}`);
-    }
-    checkKnownKeys('rotary', rotary, ROTARY_KEYS);
-    checkInteger('rotary.dim', rotary.dim, { optional: true });
-    if (rotary.base !== undefined && typeof rotary.base !== 'number') {
-      throw new TypeError(`rotary.base must be a number, got ${describe(rotary.base)}`);
-    }
-    checkBoolean('rotary.interleaved', rotary.interleaved);
-  }
-  checkBoolean('alibi', config.alibi);
-  let { alibiSlopes } = config;
-  if (alibiSlopes !== undefined) {
-    if (!(alibiSlopes instanceof Float32Array) && !Array.isArray(alibiSlopes)) {
-      throw new TypeError(`alibiSlopes must be a Float32Array or an array of numbers (one per head), got ${describe(alibiSlopes)}`);
-    }
-    if (config.alibi === false) throw new TypeError('alibiSlopes: given with alibi: false; omit one of them');
-    alibiSlopes = [...alibiSlopes];
-    if (!alibiSlopes.every((x) => typeof x === 'number')) throw new TypeError('alibiSlopes must hold numbers');
-  }
-  if (config.softcap !== undefined && typeof config.softcap !== 'number') {
-    throw new TypeError(`softcap must be a number, got ${describe(config.softcap)}`);
-  }
-  checkBoolean('sinks', config.sinks);
-  checkBoolean('gate', config.gate);
-  const headDim = config.headDim ?? Math.floor(config.embedDim / config.numHeads);
-  return {
-    ...config,
-    ...(rotary ? { rotary: { ...rotary, dim: rotary.dim ?? headDim } } : {}),
-    ...(alibiSlopes ? { alibiSlopes } : {}),
-  };
-}
 
 function tensorForCore(scope, tensor) {
   return tensor && { ptr: scope.copyIn(tensor.data), shape: tensor.shape, isBool: tensor.data instanceof Uint8Array };
@@ -123,44 +58,23 @@ class WasmMultiHeadAttention {
 
   constructor(config, module) {
     this.#module = module;
-    checkPlainObject('MultiHeadAttention: config', config);
-    checkKnownKeys('config', config, CONFIG_KEYS);
-    checkInteger('embedDim', config.embedDim);
-    checkInteger('numHeads', config.numHeads);
-    checkInteger('kdim', config.kdim, { optional: true });
-    checkInteger('vdim', config.vdim, { optional: true });
-    checkInteger('numKvHeads', config.numKvHeads, { optional: true });
-    checkBoolean('bias', config.bias);
-    checkBoolean('batchFirst', config.batchFirst);
-    checkBoolean('addBiasKv', config.addBiasKv);
-    checkBoolean('addZeroAttn', config.addZeroAttn);
-    if (config.scale !== undefined && (typeof config.scale !== 'number' || !Number.isFinite(config.scale))) {
-      throw new RangeError(`scale must be a finite number, got ${describe(config.scale)}`);
-    }
-    if (config.dropout !== undefined && typeof config.dropout !== 'number') {
-      throw new TypeError(`dropout must be a number in [0, 1), got ${describe(config.dropout)}`);
-    }
-    checkSeed('seed', config.seed);
-    if (config.dtype !== undefined && typeof config.dtype !== 'string') {
-      throw new TypeError(`dtype must be ${DTYPES.map((d) => `'${d}'`).join(' or ')}, got ${describe(config.dtype)}`);
-    }
-    this.#dtype = config.dtype ?? 'float32';
-    this.#Array = arrayOfDtype(this.#dtype);
-    this.#weightDtype = checkWeightDtype(config.weightDtype);
+    const { dtype, weightDtype, seed, coreConfig } = readLayerConfig(config);
+    this.#dtype = dtype;
+    this.#Array = arrayOfDtype(dtype);
+    this.#weightDtype = weightDtype;
     // Unseeded layers draw a different dropout sequence each run, as PyTorch's do.
-    this.#nextSeed = config.seed ?? Math.floor(Math.random() * 2 ** 32);
-    const { seed, ...coreConfig } = config;
+    this.#nextSeed = seed ?? Math.floor(Math.random() * 2 ** 32);
     // A float64 layer is the core's Float64Attention (src/mha/float64_attention.hpp); the core checks
     // the dtype's value and what a float64 layer refuses.
     const Handle = this.#dtype === 'float64' ? this.#module.Float64LayerHandle : this.#module.LayerHandle;
-    const handle = constructedHandle(new Handle(checkVariants(coreConfig)), 'MultiHeadAttention');
+    const handle = constructedHandle(new Handle(coreConfig), 'MultiHeadAttention');
     this.#handle = handle;
     leakedLayers.register(this, handle, this);
   }
 
-  /** A method a float64 layer lacks: refused by name, saying why. */
-  #refuseFloat64(method, why) {
-    if (this.#dtype === 'float64') throw new TypeError(`${method}: not with dtype 'float64' (${why})`);
+  /** A method or call form a float64 layer lacks: refused by name, saying why (api/options.js). */
+  #refuseFloat64(name) {
+    if (this.#dtype === 'float64') refuseFloat64Call(name);
   }
 
   #live(method) {
@@ -253,7 +167,7 @@ class WasmMultiHeadAttention {
    */
   loadQuantized(weights) {
     const handle = this.#live('loadQuantized');
-    this.#refuseFloat64('loadQuantized', 'quantized weights are a float32 layer\'s');
+    this.#refuseFloat64('loadQuantized');
     const entries = stateDictEntries(weights, 'loadQuantized: weights');
     const shapes = this.stateDictShapes();
     // The separate q/k/v form is accepted where the layer fuses them (as loadStateDict does).
@@ -325,7 +239,7 @@ class WasmMultiHeadAttention {
    */
   createCache(options) {
     const handle = this.#live('createCache');
-    this.#refuseFloat64('createCache', 'a float64 layer has no KV cache');
+    this.#refuseFloat64('createCache');
     checkPlainObject('createCache: options', options);
     checkKnownKeys('options', options, CACHE_KEYS);
     checkInteger('batch', options.batch, { optional: true });
@@ -365,9 +279,9 @@ class WasmMultiHeadAttention {
 
   forward(query, key = null, value = null, options = {}) {
     const handle = this.#live('forward');
-    const ragged = readRaggedCall(query, key, value, options);  // (sequences of their own lengths: core/ragged.js)
+    const ragged = readRaggedCall(query, key, value, options);  // (sequences of their own lengths: api/ragged.js)
     if (ragged) {
-      this.#refuseFloat64('query', 'ragged batches ({ data, shape, lengths }) are a float32 layer\'s');
+      this.#refuseFloat64('query');  // (a ragged query)
       return ragged.run((...args) => this.forward(...args));
     }
     const call = readForwardCall(query, key, value, options, {

@@ -4,13 +4,14 @@
 // checkpoint's 16-bit bits (f16 or bf16) and is converted in wasm a row at a time, so 16-bit
 // never passes through a float32 copy. linear() (linear.js) copies its weight in on every call;
 // this is for weights read again and again (a model's MLPs, its unembedding, its embedding rows).
-import { constructedHandle, nameErrorsByCall, throwHandleError } from './errors.js';
+import { nameErrorsByCall } from '../api/errors.js';
+import { constructedHandle, throwHandleError } from './handle-errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import { leakRegistry } from './leak-warning.js';
 import { watchMemoryGrowth } from './memory-growth.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
-} from './validate.js';
+} from '../api/validate.js';
 
 const CONFIG_KEYS = ['inFeatures', 'outFeatures', 'bias', 'weightDtype'];
 const WEIGHT_DTYPES = ['f32', 'f16', 'int8', 'q4'];

@@ -3,11 +3,11 @@
 // layers a model puts around attention: an embedding's transpose, an unembedding, a classifier.
 // Stateless: the caller keeps the weights and may pass its own output and gradient buffers, which
 // are written whole (not added to), so a training loop allocates nothing per step.
-import { withCallName } from './errors.js';
+import { withCallName } from '../api/errors.js';
 import { copyOutFloats, copyOutFloatsInto, HeapScope, viewsHeap } from './heap.js';
 import {
   checkKnownKeys, checkPlainObject, checkTensor, describe,
-} from './validate.js';
+} from '../api/validate.js';
 
 const FORWARD_OPTIONS = ['out'];
 const BACKWARD_OPTIONS = ['dInput', 'dWeight', 'dBias'];

@@ -1,23 +1,12 @@
-// Quantized weights on the JavaScript side: the weightDtype option's check, and the checks of
+// Quantized weights on the JavaScript side: the checks of
 // loadQuantized's tensors (what only JavaScript can see: typed-array kinds and lengths against
 // the layer's shapes) before anything is copied into wasm memory. The formats themselves are
 // stated in docs/quantized.md and computed by the core (src/mha/kernels/weight_formats.hpp).
-import { describe, withArticle } from './validate.js';
+import { describe, withArticle } from '../api/validate.js';
 
-export const WEIGHT_DTYPES = ['f32', 'f16', 'int8', 'q4'];
 const QUANTIZED_DTYPES = ['f16', 'int8', 'q4'];
-const ALLOWED = WEIGHT_DTYPES.map((d) => `'${d}'`).join(', ');
 /** Input features per q4 block (one scale each; a row's last block padded with zeros). */
 export const Q4_BLOCK = 32;
-
-/** Config's weightDtype: one of WEIGHT_DTYPES (default 'f32'). */
-export function checkWeightDtype(value) {
-  if (value === undefined) return 'f32';
-  if (!WEIGHT_DTYPES.includes(value)) {
-    throw new TypeError(`weightDtype must be one of ${ALLOWED} (how the projection weights are stored), got ${describe(value)}`);
-  }
-  return value;
-}
 
 /**
  * The typed arrays and element counts of a [rows, cols] projection in `dtype`'s canonical layout

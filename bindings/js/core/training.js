@@ -1,10 +1,11 @@
 // The result of forward(..., { grad: true }): the output, plus what the backward pass needs, kept
 // in wasm memory (src/mha/saved_forward.hpp) until backward() or release().
 import { copyOutFloats, HeapScope } from './heap.js';
-import { throwHandleError, withCallName } from './errors.js';
+import { withCallName } from '../api/errors.js';
+import { throwHandleError } from './handle-errors.js';
 import { leakRegistry } from './leak-warning.js';
 import { noParameterGradients } from './quantized.js';
-import { describe } from './validate.js';
+import { describe } from '../api/validate.js';
 
 /** A training result garbage-collected with its state still held: free it, and say so once. */
 const leakedResults = leakRegistry('mha-wasm: a forward result with grad: true was garbage-collected before backward() or release(); '

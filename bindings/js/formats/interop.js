@@ -2,7 +2,7 @@
 // PyTorch's Linear stores W as [out, in] (y = x W^T + b); Keras and ONNX store it input-major
 // [in, out] (y = x W + b), so every conversion is a transpose plus a reshape of the head axes.
 import { transpose } from '../core/transpose.js';
-import { checkPlainObject, checkTensor, describe } from '../core/validate.js';
+import { checkPlainObject, checkTensor, describe } from '../api/validate.js';
 import { KERAS_WEIGHT_NAMES as KERAS_KEYS, kerasWeightShapes, stateDictFromKerasLayout } from '../keras/layout.js';
 
 function checkShape(what, tensor, expected, description) {

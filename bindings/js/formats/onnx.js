@@ -10,7 +10,7 @@
 // Anything else is an error saying what was found and why it cannot be held as is.
 import { decodeOnnxGraph } from './onnx-protobuf.js';
 import { halfToFloat } from './float16.js';
-import { describe } from '../core/validate.js';
+import { describe } from '../api/validate.js';
 
 const FLOAT = 1, UINT8 = 2, INT8 = 3, INT32 = 6, INT64 = 7, FLOAT16 = 10, DOUBLE = 11;
 const TYPE_NAMES = { 1: 'float', 2: 'uint8', 3: 'int8', 6: 'int32', 7: 'int64', 10: 'float16', 11: 'double', 16: 'bfloat16', 21: 'uint4', 22: 'int4' };

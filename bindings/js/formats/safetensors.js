@@ -5,7 +5,7 @@
 // (no overlap, no gap, no trailing bytes). Typed arrays are read in the host's byte order;
 // every JavaScript engine with WebAssembly runs little-endian in practice.
 import { bfloat16ToFloat, floatToBfloat16, floatToHalf, halfToFloat } from './float16.js';
-import { describe, withArticle } from '../core/validate.js';
+import { describe, withArticle } from '../api/validate.js';
 
 /**
  * The typed array each dtype is returned as, a line per element size (its BYTES_PER_ELEMENT):

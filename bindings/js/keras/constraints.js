@@ -3,7 +3,7 @@
 // and defaults (axis 0: an EinsumDense kernel's input axis). Keras' optimizer projects a weight with
 // its constraint after each update; the plain layer has no optimizer, so its one weight update,
 // setWeights, projects the weights it is given (keras.js).
-import { describe } from '../core/validate.js';
+import { describe } from '../api/validate.js';
 
 const EPSILON = 1e-7;  // Keras' backend.epsilon()
 

@@ -5,7 +5,7 @@
 // receptive field is the product of all but the last two axes. Drawn from a seeded generator, in
 // get_weights() order, so each sublayer gets its own values (as Keras clones the initializer).
 import { uniformSource } from '../core/initialize.js';
-import { describe } from '../core/validate.js';
+import { describe } from '../api/validate.js';
 
 /** Keras' compute_fans. */
 function fans(shape) {

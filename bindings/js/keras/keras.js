@@ -14,13 +14,13 @@ import {
 import { readConstraint, serializeConstraint } from './constraints.js';
 import { initialKerasWeights, readInitializer } from './initializers.js';
 import { KERAS_315_OPTIONS, readKeras315Options } from './options.js';
-import { nameErrorsByCall, withCallName } from '../core/errors.js';
-import { checkFinite } from '../core/finite.js';
-import { checkMask } from '../core/masks.js';
-import { checkWeightDtype } from '../core/quantized.js';
+import { nameErrorsByCall, withCallName } from '../api/errors.js';
+import { checkFinite } from '../api/finite.js';
+import { checkMask } from '../api/masks.js';
+import { checkWeightDtype } from '../api/config-reader.js';
 import {
   checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, checkTensor, describe,
-} from '../core/validate.js';
+} from '../api/validate.js';
 
 const CONFIG_KEYS = ['numHeads', 'keyDim', 'valueDim', 'useBias', 'outputShape', 'queryDim', 'keyInputDim', 'valueInputDim',
   'dropout', 'seed', 'attentionAxes', 'weightDtype', 'kernelInitializer', 'biasInitializer', 'kernelConstraint', 'biasConstraint', ...KERAS_315_OPTIONS];

@@ -2,7 +2,7 @@
 // (keras/keras.js, tfjs/layer.js): use_gate (a sigmoid gate from the query on each head's output,
 // the core's `gate`) and sliding_window (a band |i - j| < W, and i - W < j <= i with the causal
 // mask: the core's `slidingWindow`), with Keras' validation.
-import { describe } from '../core/validate.js';
+import { describe } from '../api/validate.js';
 
 /** Their camelCase names, as the layers' configs take them. */
 export const KERAS_315_OPTIONS = Object.freeze(['useGate', 'slidingWindow']);

@@ -10,7 +10,8 @@ import {
 import { attentionLayout } from '../keras/attention-axes.js';
 import { coreConfigFromKeras, coreMasksFromKeras, kerasWeightShapes } from '../keras/layout.js';
 import { KERAS_315_OPTIONS, readKeras315Options } from '../keras/options.js';
-import { checkWeightDtype } from '../core/quantized.js';
+import { checkDtypeOnBackend } from '../api/options.js';
+import { checkWeightDtype } from '../api/config-reader.js';
 import { TfjsGpuAttention } from './gpu-attention.js';
 import { TfjsWasmAttention } from './wasm-attention.js';
 import { isNodeReference, resolveNodeReference } from './node-references.js';
@@ -73,10 +74,7 @@ function splitArgs(args) {
   }
   const unknown = Object.keys(args).find((key) => !ARGS.includes(key));
   if (unknown !== undefined) throw new TypeError(`MultiHeadAttention: unknown argument '${unknown}'; known: ${ARGS.join(', ')}`);
-  if (args.dtype === 'float64') {  // (tf.layers.Layer's own dtype would take it, and compute in float32)
-    throw new TypeError("MultiHeadAttention: dtype 'float64': the tfjs layer computes in float32 (tfjs has no float64 "
-      + "tensors); a float64 layer is the wasm module's: new mha.MultiHeadAttention({ ..., dtype: 'float64' })");
-  }
+  checkDtypeOnBackend('tfjs', args.dtype);  // (tf.layers.Layer's own dtype would take 'float64', and compute in float32)
   const { numHeads, keyDim, valueDim, dropout = 0, useBias = true, outputShape, attentionAxes,
     kernelInitializer = 'glorotUniform', biasInitializer = 'zeros', kernelRegularizer, biasRegularizer,
     activityRegularizer, kernelConstraint, biasConstraint, queryShape, keyShape, valueShape,

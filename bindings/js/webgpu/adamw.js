@@ -3,8 +3,8 @@
 // squares of gradients for a global-norm clip (sum_squares.wgsl). The formula is
 // web/training/adamw.js's (PyTorch's torch.optim.AdamW), its reference twin: the per-step scalars
 // (bias corrections, decay) are computed here in float64 exactly as there.
-import { withCallName } from '../core/errors.js';
-import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
+import { withCallName } from '../api/errors.js';
+import { checkKnownKeys, checkPlainObject, describe } from '../api/validate.js';
 import { COPY_DST, COPY_SRC, STORAGE } from './buffer-usage.js';
 import { lostError } from './device.js';
 import { failWithLoss, runChecked } from './gpu-work.js';

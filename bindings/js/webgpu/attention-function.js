@@ -8,8 +8,8 @@
 // A per-batch (or negative) causal offset, which the kernels' unsigned positions cannot hold, goes
 // into the mask with the window and ALiBi that depend on it.
 import { CAUSAL_MODES, OPTION_KEYS, PLAN_ATTENTION } from '../core/attention-function.js';
-import { withCallName } from '../core/errors.js';
-import { checkKnownKeys, describe } from '../core/validate.js';
+import { withCallName } from '../api/errors.js';
+import { checkKnownKeys, describe } from '../api/validate.js';
 import { encodeAttention, scoreParams } from './attention.js';
 import { attentionTrainingResult } from './attention-function-backward.js';
 import { copyRows, encodeLayout } from './attention-function-layout.js';

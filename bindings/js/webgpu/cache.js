@@ -5,8 +5,9 @@
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.
 import { KvCacheBase, liveHandle } from '../core/cache.js';
-import { noWeightsYet, throwHandleError } from '../core/errors.js';
-import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
+import { noWeightsYet } from '../api/errors.js';
+import { throwHandleError } from '../core/handle-errors.js';
+import { checkInteger, checkKnownKeys, checkPlainObject, describe } from '../api/validate.js';
 import { COPY_DST, COPY_SRC, STORAGE } from './buffer-usage.js';
 import { halfBufferBytes } from './cache-f16.js';
 import { submitChecked } from './gpu-work.js';

@@ -44,7 +44,7 @@ export function callInputs(device, encoder, buffers, call) {
 
 /**
  * encodeForward's `call` (and encodeSteps') for a call the layer checked: `call` its ForwardCall
- * (core/call-reader.js, with the layer's cache, appended), `sizes` its { B, L, S, newKeys, cached, cross, self },
+ * (api/call-reader.js, with the layer's cache, appended), `sizes` its { B, L, S, newKeys, cached, cross, self },
  * `kernels` its plan, `io` its buffers { x, xk, xv, output, weights }; the log-sum-exps' buffer
  * made in `buffers` when the call keeps them for backward (grad).
  */

@@ -6,10 +6,12 @@
 // (#prepare) against the device's limits (device-limits.js), its kernels chosen (kernel-plan.js),
 // encoded (forward-pass.js, steps.js, backward.js) and submitted in error scopes (gpu-work.js),
 // its results shaped (tensors.js); KV caches in cache.js.
-import { noWeightsYet, throwHandleError, withCallName } from '../core/errors.js';
-import { readForwardCall, readRaggedCall } from '../core/call-reader.js';
+import { noWeightsYet, withCallName } from '../api/errors.js';
+import { throwHandleError } from '../core/handle-errors.js';
+import { readForwardCall, readRaggedCall } from '../api/call-reader.js';
+import { checkDtypeOnBackend } from '../api/options.js';
 import { PLANNER } from '../core/planner.js';
-import { describe } from '../core/validate.js';
+import { describe } from '../api/validate.js';
 import { appendedKeysOf } from './appended-keys.js';
 import { runBackward, submitBackwardNow } from './backward.js';
 import { checkCache, createGpuCache, runWithCache, setKeyValueOnGpu } from './cache.js';
@@ -33,14 +35,6 @@ const count = (shape) => shape.reduce((n, d) => n * d, 1);
 export const SUBMIT_NOW = Symbol('mha-wasm webgpu: submit now');
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
-/** dtype 'float64' is the wasm backend's: WGSL has no 64-bit float type. */
-function refuseFloat64(config) {
-  if (config?.dtype === 'float64') {
-    throw new TypeError("MultiHeadAttention: dtype 'float64' is not supported by the WebGPU backend (WGSL has no "
-      + "64-bit floats: f64 is not a WebGPU shader type); use the wasm backend, whose float64 layer computes in float64");
-  }
-}
-
 /**
  * The layer, given its device (`gpu`: { device, adapterInfo, lost, ... } from openDevice) and the
  * wasm module at construction; defineWebGpuMultiHeadAttention binds both for the public class.
@@ -59,7 +53,7 @@ export class GpuMultiHeadAttention {
   #trainingRecords = new Set();  // forward results with grad whose GPU buffers are still held; dispose() frees them
 
   constructor(gpu, wasm, config) {
-    refuseFloat64(config);
+    checkDtypeOnBackend('webgpu', config?.dtype);  // (dtype 'float64' is the wasm backend's: WGSL has no 64-bit floats)
     this.#gpu = gpu;
     this.#device = gpu.device;
     this.#limits = limitChecks(gpu.device.limits);
@@ -178,7 +172,7 @@ export class GpuMultiHeadAttention {
 
   /**
    * forwardAsync's checks and plan, synchronous: the call read as every backend reads it
-   * (core/call-reader.js's ForwardCall), with this backend's GPU tensors, caches and
+   * (api/call-reader.js's ForwardCall), with this backend's GPU tensors, caches and
    * outputLocation; planned by the C++ plan (shapes, sizes, steps) without the wasm-memory budget:
    * the buffers are the GPU's, bounded by the device's limits (device-limits.js). Returns the
    * ForwardCall with what the plan gave: sizes, outputShape, weightsShape, planned (the steps to
@@ -191,7 +185,7 @@ export class GpuMultiHeadAttention {
       readTensor: checkInput,
       readPatch: checkWebGpuPatch,
       readCache: (cache) => checkCache(cache),
-      optionKeys: ['outputLocation'],
+      backend: 'webgpu',
       nextSeed: () => this.#nextSeed++,
     });
     if (options.outputLocation !== undefined && options.outputLocation !== 'cpu' && options.outputLocation !== 'gpu') {

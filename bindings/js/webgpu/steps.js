@@ -6,7 +6,7 @@
 // (src/mha/attention_steps.cpp) operation for operation, so both backends give the same numbers.
 // Which steps a call captures, their shapes and a patch's heads are the C++ plan's (the planner's
 // plannedSteps(), after checkForward): this file holds no list of steps of its own.
-import { checkPatch } from '../core/steps.js';
+import { checkPatch } from '../api/step-options.js';
 import { scoreParams } from './attention.js';
 import { encodeUnpackHalves } from './cache-f16.js';
 import { encodeProjections } from './forward-pass.js';

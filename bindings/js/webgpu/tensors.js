@@ -2,8 +2,8 @@
 // uploads, readbacks, the caller's { buffer, shape } inputs checked, and a call's results shaped
 // as the caller gets them: { data, shape } read back, or { buffer, shape, read, dispose } left on
 // the GPU (outputLocation: 'gpu').
-import { checkFinite } from '../core/finite.js';
-import { checkTensor, describe } from '../core/validate.js';
+import { checkFinite } from '../api/finite.js';
+import { checkTensor, describe } from '../api/validate.js';
 import { COPY_DST, COPY_SRC, MAP_READ, STORAGE, UNIFORM } from './buffer-usage.js';
 import { runChecked } from './gpu-work.js';
 import { dispatch, pipeline } from './pipelines.js';

@@ -2,10 +2,10 @@
 // kept on the GPU (the call's buffers: inputs, projected q / k / v, attended values, log-sum-exps,
 // masks) until backwardAsync() or release(). The same surface and errors as the wasm layer's
 // TrainingResult (core/training.js), asynchronous only.
-import { withCallName } from '../core/errors.js';
+import { withCallName } from '../api/errors.js';
 import { leakRegistry } from '../core/leak-warning.js';
 import { checkDOut, TrainingResultBase } from '../core/training.js';
-import { checkKnownKeys, checkPlainObject, describe } from '../core/validate.js';
+import { checkKnownKeys, checkPlainObject, describe } from '../api/validate.js';
 import { checkInput } from './tensors.js';
 
 /** The synchronous backward of a result (mha-wasm/tfjs); not public API. */

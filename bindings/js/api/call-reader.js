@@ -10,18 +10,13 @@
 import { checkFinite } from './finite.js';
 import { isHalf, narrowResult, widenTensor } from './float16-io.js';
 import { checkMask } from './masks.js';
-import { checkCapture, checkPatch, patchForCore } from './steps.js';
+import { forwardOptionKeys, refuseFloat64Options } from './options.js';
+import { checkCapture, checkPatch, patchForCore } from './step-options.js';
 import {
   checkBoolean, checkKnownKeys, checkPlainObject, checkTensor, describe, withArticle,
 } from './validate.js';
 
 export { readRaggedCall } from './ragged.js';
-
-/** The options every backend's forward takes (docs/api.md, "forward options"), in the docs' order. */
-export const FORWARD_OPTION_KEYS = [
-  'causal', 'keyPaddingMask', 'attnMask', 'needWeights', 'averageWeights', 'positions', 'out', 'weightsOut', 'cache',
-  'grad', 'training', 'seed', 'weightsBeforeDropout', 'checkFinite', 'capture', 'patch', 'staticK', 'staticV',
-];
 
 const FLAGS = ['causal', 'needWeights', 'averageWeights', 'grad', 'training', 'weightsBeforeDropout', 'checkFinite'];
 
@@ -34,16 +29,6 @@ export function checkSeed(name, value) {
   }
 }
 
-/**
- * What a dtype 'float64' layer's forward does not take, by option, and why: it computes
- * nn.MultiheadAttention's own options in float64 (src/mha/float64_attention.hpp).
- */
-const NOT_WITH_FLOAT64 = {
-  cache: 'a float64 layer has no KV cache',
-  capture: 'the steps are captured and patched by float32 layers only',
-  patch: 'the steps are captured and patched by float32 layers only',
-};
-
 /** The typed array a layer of `dtype` takes and returns ('float32': Float32Array, 'float64': Float64Array). */
 export const arrayOfDtype = (dtype) => (dtype === 'float64' ? Float64Array : Float32Array);
 
@@ -54,17 +39,17 @@ export const arrayOfDtype = (dtype) => (dtype === 'float64' ? Float64Array : Flo
  * - `readPatch(patch)`: a checked patch (default: checkPatch's CPU tensor);
  * - `readCache(cache, call)`: the backend's checks of its own cache object (its class, alive, its
  *   layer's); returns `{ handle }` with the core's CacheHandle, plus what the backend keeps;
- * - `optionKeys`: the backend's own options, after the shared ones;
+ * - `backend`: the option schema's name of the backend ('wasm', 'webgpu'): the options it takes;
  * - `nextSeed()`: the layer's seed for a training call that gives none;
  * - `dtype`: the layer's, 'float32' (default) or 'float64' (Float64Array tensors, masks and `out`
- *   buffers; the options of NOT_WITH_FLOAT64 refused by name).
+ *   buffers; the forward options a float64 layer lacks refused by name: api/options.js).
  */
 const CPU_BACKEND = {
   dtype: 'float32',
   call: 'forward',
   readTensor: checkTensor,
   readPatch: checkPatch,
-  optionKeys: [],
+  backend: 'wasm',
   nextSeed: () => 0,
 };
 
@@ -197,14 +182,10 @@ export function readForwardCall(query, key, value, options, backend) {
   const k = b.readTensor('key', widenTensor(key), { expected: '[B, S, kdim]', optional: true });
   const v = b.readTensor('value', widenTensor(value), { expected: '[B, S, vdim]', optional: true });
   checkPlainObject(`${b.call}: options`, options);
-  checkKnownKeys('options', options, [...FORWARD_OPTION_KEYS, ...b.optionKeys]);
+  checkKnownKeys('options', options, forwardOptionKeys(b.backend));
   for (const flag of FLAGS) checkBoolean(flag, options[flag]);
   checkSeed('seed', options.seed);
-  if (float64) {
-    for (const [name, why] of Object.entries(NOT_WITH_FLOAT64)) {
-      if (options[name] != null) throw new TypeError(`${name}: not with dtype 'float64' (${why})`);
-    }
-  }
+  if (float64) refuseFloat64Options(options);
   const training = options.training ?? false;
   if (float16) {
     for (const name of ['grad', 'out', 'weightsOut']) {
