@@ -169,26 +169,34 @@ test('a file the page refuses: loadModel rejects with the page\'s message', asyn
   assert.equal(await page.locator('#message').textContent(), message);
 });
 
-// Issue 48's encoders in the page: the tiny BERT (BertForMaskedLM's keys, a WordPiece
-// tokenizer.json) with a [MASK] in the text: every head of every layer is the float64 reference's
-// bidirectional pattern (full rows, no causal triangle), and the fill-mask list is the top 5 of
-// mha-wasm/models' masked-LM logits at the mask in Node. Generate and the logit lens are off with
-// the hint; the Steps view draws a head's steps with ablating and patching off.
-test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask at [MASK] is Node\'s forward', async () => {
+/**
+ * An encoder fixture's torch reference (hooks.json, hooks.safetensors) and the top 5 tokens of
+ * mha-wasm/models' masked-LM logits at its mask in Node (the first checked to be torch's).
+ */
+async function encoderReference(name) {
   const { readFileSync } = await import('node:fs');
   const { init, readSafetensors } = await import('../../bindings/js/index.js');
   const { loadModel } = await import('../../bindings/js/models/index.js');
-  const dir = new URL('../fixtures/your-model/bert/', import.meta.url);
+  const dir = new URL(`../fixtures/your-model/${name}/`, import.meta.url);
   const ref = JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8'));
   const { tensors } = readSafetensors(readFileSync(new URL('hooks.safetensors', dir)));
-  const mha = await init({ threads: 1 });
-  const node = await loadModel(mha, checkpointFiles('bert'));
+  const node = await loadModel(await init({ threads: 1 }), checkpointFiles(name));
   const { logits } = await node.forward(ref.ids);
   const V = logits.shape[2];
   const row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
   const nodeTop = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
   node.dispose();
   assert.equal(nodeTop[0], ref.fill, 'Node\'s top token at the mask is torch\'s');
+  return { ref, tensors, nodeTop };
+}
+
+// Issue 48's encoders in the page: the tiny BERT (BertForMaskedLM's keys, a WordPiece
+// tokenizer.json) with a [MASK] in the text: every head of every layer is the float64 reference's
+// bidirectional pattern (full rows, no causal triangle), and the fill-mask list is the top 5 of
+// mha-wasm/models' masked-LM logits at the mask in Node. Generate and the logit lens are off with
+// the hint; the Steps view draws a head's steps with ablating and patching off.
+test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask at [MASK] is Node\'s forward', async () => {
+  const { ref, tensors, nodeTop } = await encoderReference('bert');
 
   await load('bert');
   const s = await state();
@@ -251,20 +259,7 @@ test('BERT dropped in: every bidirectional head is the reference\'s, fill-mask a
 // RoBERTa in the page: its byte-level BPE with <s> … </s>, positions from padding_idx + 1, every
 // bidirectional head the float64 reference's, and fill-mask at <mask> Node's forward.
 test('RoBERTa dropped in: every head is the reference\'s, fill-mask at <mask> is Node\'s forward', async () => {
-  const { readFileSync } = await import('node:fs');
-  const { init, readSafetensors } = await import('../../bindings/js/index.js');
-  const { loadModel } = await import('../../bindings/js/models/index.js');
-  const dir = new URL('../fixtures/your-model/roberta/', import.meta.url);
-  const ref = JSON.parse(readFileSync(new URL('hooks.json', dir), 'utf8'));
-  const { tensors } = readSafetensors(readFileSync(new URL('hooks.safetensors', dir)));
-  const mha = await init({ threads: 1 });
-  const node = await loadModel(mha, checkpointFiles('roberta'));
-  const { logits } = await node.forward(ref.ids);
-  const V = logits.shape[2];
-  const row = logits.data.subarray(ref.maskPosition * V, (ref.maskPosition + 1) * V);
-  const nodeTop = [...row.keys()].sort((a, b) => row[b] - row[a]).slice(0, 5);
-  node.dispose();
-  assert.equal(nodeTop[0], ref.fill, 'Node\'s top token at the mask is torch\'s');
+  const { ref, tensors, nodeTop } = await encoderReference('roberta');
 
   await load('roberta');
   const s = await state();
