@@ -11,7 +11,7 @@ export const CONFIG = {
 };
 
 /** A seeded uniform generator (xorshift32) in [-scale, scale). */
-function filler(seed) {
+export function filler(seed) {
   let s = seed >>> 0 || 1;
   return (n, scale) => {
     const out = new Float32Array(n);

@@ -31,7 +31,7 @@ function bf16Filler(seed) {
 }
 
 /** A Llama-architecture model's tensors under Hugging Face's keys, BF16, tied: put(key, shape, scale, offset) for each, in file order. */
-function llamaLayout(c, put) {
+export function llamaLayout(c, put) {
   const E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = E / H;
   put('model.embed_tokens.weight', [c.vocab_size, E], 0.05);
   put('model.norm.weight', [E], 0.1, 1);

@@ -22,7 +22,9 @@ import { writeSafetensors } from '../bindings/js/formats/safetensors.js';
 import { init } from '../bindings/js/index.js';
 import { loadModelFromFolder } from '../bindings/js/models/index.js';
 import { byteLevelIds, byteLevelText, byteLevelVocab, gpt2Gguf, llamaGguf } from '../tools/gguf-from-checkpoint.mjs';
+import { CONFIG as GPT2_SMALL, checkpointTensors as gpt2SmallTensors, filler } from './gpt2-small-checkpoint.mjs';
 import { openWllama } from './peers/wllama.mjs';
+import { llamaLayout } from './random-checkpoints.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const list = (key, fallback) => (args[key] ?? fallback).split(',');
@@ -32,15 +34,9 @@ const PROMPT = Number(args.prompt ?? 128), TOKENS = Number(args.tokens ?? 32);
 const PRECISIONS = list('precisions', 'f32,f16,q8_0,q4_0');
 const PEERS = list('peers', 'ours,ort,wllama');
 
-/** GPT-2 shapes: GPT-2 small's (124M), and a tiny one for a smoke run. */
-const GPT2_CONFIGS = {
-  'gpt2-tiny': { n_embd: 64, n_head: 4, n_layer: 2, n_positions: 256, vocab_size: 320 },
-  'gpt2-small': { n_embd: 768, n_head: 12, n_layer: 12, n_positions: 1024, vocab_size: 50257 },
-};
-
 /** Llama-architecture shapes (no biases, untied unless said): SmolLM-135M's, and Qwen2.5-0.5B's and Llama-3.2-1B's dims. */
 const SHAPE_CONFIGS = {
-  tiny: { hidden_size: 64, intermediate_size: 128, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2, vocab_size: 320, tie_word_embeddings: false, rope_theta: 10000 },
+  tiny: { hidden_size: 64, intermediate_size: 128, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2, vocab_size: 320, tie_word_embeddings: true, rope_theta: 10000 },
   'smollm-135m': { hidden_size: 576, intermediate_size: 1536, num_attention_heads: 9, num_key_value_heads: 3, num_hidden_layers: 30, vocab_size: 49152, tie_word_embeddings: true, rope_theta: 10000 },
   'qwen2.5-0.5b-dims': { hidden_size: 896, intermediate_size: 4864, num_attention_heads: 14, num_key_value_heads: 2, num_hidden_layers: 24, vocab_size: 151936, tie_word_embeddings: true, rope_theta: 1000000 },
   'llama-3.2-1b-dims': { hidden_size: 2048, intermediate_size: 8192, num_attention_heads: 32, num_key_value_heads: 8, num_hidden_layers: 16, vocab_size: 128256, tie_word_embeddings: true, rope_theta: 500000 },
@@ -48,72 +44,31 @@ const SHAPE_CONFIGS = {
 // Ours at each precision: the file's dtype and the weightDtype asked of the loader.
 const OURS = { f32: { file: 'F32' }, f16: { file: 'F16' }, q8_0: { file: 'F32', weightDtype: 'int8' }, q4_0: { file: 'F32', weightDtype: 'q4' } };
 
-/** Seeded uniform floats in [-scale, scale) (xorshift32). */
-function filler(seed) {
-  let s = seed >>> 0 || 1;
-  return (n, scale, offset = 0) => {
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
-      out[i] = offset + ((s >>> 0) / 4294967296 * 2 - 1) * scale;
-    }
-    return out;
-  };
-}
-
-/** The checkpoint's config.json object and its float32 tensors under Hugging Face's keys. */
+/** A Llama shape's config.json object and float32 tensors (random-checkpoints.mjs' layout, tied), with their shapes. */
 function randomLlama(shape) {
   const c = { architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_act: 'silu', rms_norm_eps: 1e-5, max_position_embeddings: 2048, rope_scaling: null, attention_bias: false, ...SHAPE_CONFIGS[shape] };
-  const E = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = E / H, I = c.intermediate_size, V = c.vocab_size;
   const random = filler(135);
   const t = {}, shapes = {};
-  const put = (key, shape, scale, offset = 0) => {
-    t[key] = random(shape.reduce((a, b) => a * b, 1), scale, offset);
-    shapes[key] = shape;
-  };
-  put('model.embed_tokens.weight', [V, E], 0.5);
-  put('model.norm.weight', [E], 0.1, 1);
-  if (!c.tie_word_embeddings) put('lm_head.weight', [V, E], 1 / Math.sqrt(E));
-  for (let l = 0; l < c.num_hidden_layers; l++) {
-    const p = `model.layers.${l}.`;
-    put(p + 'input_layernorm.weight', [E], 0.1, 1);
-    put(p + 'post_attention_layernorm.weight', [E], 0.1, 1);
-    for (const [name, rows, cols] of [['self_attn.q_proj', H * D, E], ['self_attn.k_proj', K * D, E], ['self_attn.v_proj', K * D, E],
-      ['self_attn.o_proj', E, H * D], ['mlp.gate_proj', I, E], ['mlp.up_proj', I, E], ['mlp.down_proj', E, I]]) {
-      put(p + name + '.weight', [rows, cols], 1 / Math.sqrt(cols));
-    }
-  }
+  llamaLayout(c, (key, shape_, scale, offset = 0) => {
+    t[key] = random(shape_.reduce((a, b) => a * b, 1), scale);
+    if (offset) for (let i = 0; i < t[key].length; i++) t[key][i] += offset;
+    shapes[key] = shape_;
+  });
   return { config: c, tensors: t, shapeOf: (key) => shapes[key] };
 }
 
-/** A GPT-2 checkpoint's config.json object and its float32 tensors (Conv1D weights [in, out], biases). */
-function randomGpt2(shape) {
-  const c = { architectures: ['GPT2LMHeadModel'], model_type: 'gpt2', activation_function: 'gelu_new', layer_norm_epsilon: 1e-5, ...GPT2_CONFIGS[shape] };
-  c.n_ctx = c.n_positions;
-  const E = c.n_embd, V = c.vocab_size;
-  const random = filler(124);
-  const t = {}, shapes = {};
-  const put = (key, shape, scale, offset = 0) => {
-    t[key] = random(shape.reduce((a, b) => a * b, 1), scale, offset);
-    shapes[key] = shape;
+/** GPT-2 small's random checkpoint (gpt2-small-checkpoint.mjs), its tensors as float32 data. */
+function randomGpt2() {
+  const stored = gpt2SmallTensors('f32');
+  return {
+    config: GPT2_SMALL,
+    tensors: Object.fromEntries(Object.entries(stored).map(([key, t]) => [key, t.data])),
+    shapeOf: (key) => stored[key].shape,
   };
-  put('transformer.wte.weight', [V, E], 0.1);
-  put('transformer.wpe.weight', [c.n_positions, E], 0.01);
-  put('transformer.ln_f.weight', [E], 0.1, 1);
-  put('transformer.ln_f.bias', [E], 0.1);
-  for (let l = 0; l < c.n_layer; l++) {
-    const p = `transformer.h.${l}.`;
-    for (const n of ['ln_1', 'ln_2']) { put(`${p}${n}.weight`, [E], 0.1, 1); put(`${p}${n}.bias`, [E], 0.1); }
-    for (const [n, i, o] of [['attn.c_attn', E, 3 * E], ['attn.c_proj', E, E], ['mlp.c_fc', E, 4 * E], ['mlp.c_proj', 4 * E, E]]) {
-      put(`${p}${n}.weight`, [i, o], 1 / Math.sqrt(i));
-      put(`${p}${n}.bias`, [o], 0.02);
-    }
-  }
-  return { config: c, tensors: t, shapeOf: (key) => shapes[key] };
 }
 
-const isGpt2 = (shape) => shape in GPT2_CONFIGS;
-const randomCheckpoint = (shape) => (isGpt2(shape) ? randomGpt2(shape) : randomLlama(shape));
+const isGpt2 = (shape) => shape === 'gpt2-small';
+const randomCheckpoint = (shape) => (isGpt2(shape) ? randomGpt2() : randomLlama(shape));
 
 /** A tokenizer.json of the byte-level vocabulary (BPE, no merges), so mha-wasm/models loads the folder. */
 function tokenizerJson(vocab) {

@@ -7,24 +7,17 @@ import { describe, test } from 'node:test';
 
 import { loadAllBuilds } from './all-builds.js';
 import { attentionSteps } from './float64-steps.js';
-import { worstError } from './fixtures.js';
 import { quantize } from './quantized-reference.js';
 import { seededFloats } from './seeded.js';
+import { assertClose, forwardOf, inputsOf } from './variant-cases.js';
 
 const builds = await loadAllBuilds({ threadCounts: [2] });
-const TOLERANCE = { absolute: 2e-5, relative: 2e-4 };  // float32 against float64
 
 function randomStateDict(layer, seed) {
   return Object.fromEntries(Object.entries(layer.stateDictShapes()).map(([key, shape], i) => {
     const n = shape.reduce((a, b) => a * b, 1);
     return [key, seededFloats(n, seed + i, shape.length === 2 ? 1.5 / Math.sqrt(shape[1]) : 0.5)];
   }));
-}
-
-function assertClose(got, want, what, tolerance = TOLERANCE) {
-  assert.equal(got.length, want.length, `${what}: length`);
-  const e = worstError(got, want, tolerance);
-  assert.ok(e.ratio <= 1, `${what}[${e.index}]: ${got[e.index]} vs ${want[e.index]} (off by ${e.absolute})`);
 }
 
 // Configurations: self and cross attention, GQA with free head sizes, no bias, causal with the
@@ -35,21 +28,6 @@ const CASES = [
   { name: 'GQA, free head sizes, outputDim', config: { embedDim: 10, numHeads: 4, numKvHeads: 2, headDim: 3, valueHeadDim: 5, outputDim: 7, gate: true }, B: 1, L: 6 },
   { name: 'no bias, causal, window, softcap, sinks', config: { embedDim: 8, numHeads: 2, bias: false, slidingWindow: 3, softcap: 5, sinks: true, gate: true }, B: 2, L: 6, causal: true },
 ];
-
-function inputsOf(c, seed = 1) {
-  const { embedDim: E, kdim = E, vdim = E } = c.config;
-  const query = { data: seededFloats(c.B * c.L * E, seed, 1), shape: [c.B, c.L, E] };
-  if (!c.S) return { query, causal: !!c.causal };
-  return {
-    query,
-    key: { data: seededFloats(c.B * c.S * kdim, seed + 1, 1), shape: [c.B, c.S, kdim] },
-    value: { data: seededFloats(c.B * c.S * vdim, seed + 2, 1), shape: [c.B, c.S, vdim] },
-    causal: !!c.causal,
-  };
-}
-
-const forwardOf = (layer, inputs, options = {}) => layer.forward(inputs.query, inputs.key ?? null, inputs.value ?? null,
-  { causal: inputs.causal, ...options });
 
 test('gate: true adds gate_proj.weight [H*Dv, E] (and gate_proj.bias [H*Dv] with bias) after the other keys', () => {
   const { MultiHeadAttention } = builds[0];

@@ -9,9 +9,9 @@ import { loadAllBuilds } from './all-builds.js';
 import { attentionSteps } from './float64-steps.js';
 import { worstError } from './fixtures.js';
 import { seededFloats } from './seeded.js';
+import { assertClose, forwardOf, inputsOf, TOLERANCE } from './variant-cases.js';
 
 const builds = await loadAllBuilds({ threadCounts: [2] });
-const TOLERANCE = { absolute: 2e-5, relative: 2e-4 };  // float32 against float64
 
 /** Random weights; the norms' weights around 1 (as trained ones are), the rest scaled like PyTorch's init. */
 function randomStateDict(layer, seed) {
@@ -23,32 +23,11 @@ function randomStateDict(layer, seed) {
   }));
 }
 
-function assertClose(got, want, what, tolerance = TOLERANCE) {
-  assert.equal(got.length, want.length, `${what}: length`);
-  const e = worstError(got, want, tolerance);
-  assert.ok(e.ratio <= 1, `${what}[${e.index}]: ${got[e.index]} vs ${want[e.index]} (off by ${e.absolute})`);
-}
-
 const CASES = [
   { name: 'per head (Qwen3), GQA, rotary, causal', config: { embedDim: 12, numHeads: 4, numKvHeads: 2, headDim: 4, bias: false, qkNorm: { over: 'head' }, rotary: true }, B: 2, L: 5, causal: true },
   { name: 'over the projection (OLMo-2), partial rotary', config: { embedDim: 8, numHeads: 2, qkNorm: { over: 'projection', eps: 1e-5 }, rotary: { dim: 2 } }, B: 1, L: 6, causal: true },
   { name: 'per head, cross-attention, kdim/vdim, window, softcap', config: { embedDim: 6, numHeads: 3, kdim: 5, vdim: 4, slidingWindow: 3, softcap: 4, qkNorm: { over: 'head', eps: 0.25 } }, B: 2, L: 3, S: 4 },
 ];
-
-function inputsOf(c, seed = 1) {
-  const { embedDim: E, kdim = E, vdim = E } = c.config;
-  const query = { data: seededFloats(c.B * c.L * E, seed, 1), shape: [c.B, c.L, E] };
-  if (!c.S) return { query, causal: !!c.causal };
-  return {
-    query,
-    key: { data: seededFloats(c.B * c.S * kdim, seed + 1, 1), shape: [c.B, c.S, kdim] },
-    value: { data: seededFloats(c.B * c.S * vdim, seed + 2, 1), shape: [c.B, c.S, vdim] },
-    causal: !!c.causal,
-  };
-}
-
-const forwardOf = (layer, inputs, options = {}) => layer.forward(inputs.query, inputs.key ?? null, inputs.value ?? null,
-  { causal: inputs.causal, ...options });
 
 test('qkNorm adds q_norm.weight and k_norm.weight ([Dh] per head, [H*Dh] / [Hkv*Dh] over the projection), ones from initialize()', () => {
   const { MultiHeadAttention } = builds[0];
