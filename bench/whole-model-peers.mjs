@@ -21,7 +21,7 @@ import { floatToHalf } from '../bindings/js/formats/float16.js';
 import { writeSafetensors } from '../bindings/js/formats/safetensors.js';
 import { init } from '../bindings/js/index.js';
 import { loadModelFromFolder } from '../bindings/js/models/index.js';
-import { byteLevelIds, byteLevelText, byteLevelVocab, gpt2Gguf, llamaGguf } from '../tools/gguf-from-checkpoint.mjs';
+import { byteLevelIds, byteLevelText, byteLevelTokenizerJson, byteLevelVocab, gpt2Gguf, llamaGguf } from '../tools/gguf-from-checkpoint.mjs';
 import { CONFIG as GPT2_SMALL, checkpointTensors as gpt2SmallTensors, filler } from './gpt2-small-checkpoint.mjs';
 import { openWllama } from './peers/wllama.mjs';
 import { llamaLayout } from './random-checkpoints.mjs';
@@ -70,20 +70,6 @@ function randomGpt2() {
 const isGpt2 = (shape) => shape === 'gpt2-small';
 const randomCheckpoint = (shape) => (isGpt2(shape) ? randomGpt2() : randomLlama(shape));
 
-/** A tokenizer.json of the byte-level vocabulary (BPE, no merges), so mha-wasm/models loads the folder. */
-function tokenizerJson(vocab) {
-  return {
-    version: '1.0', truncation: null, padding: null,
-    added_tokens: [{ id: vocab.length - 1, content: vocab.at(-1), single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
-    normalizer: null,
-    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-    post_processor: null,
-    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false,
-      vocab: Object.fromEntries(vocab.map((token, id) => [token, id])), merges: [] },
-  };
-}
-
 /** Writes the Hugging Face folder (F32 or F16), the GGUFs and the ONNX graph into `dir`. */
 function writeFiles(dir, shape, { config, tensors, shapeOf }) {
   const vocab = byteLevelVocab(config.vocab_size);
@@ -97,7 +83,7 @@ function writeFiles(dir, shape, { config, tensors, shapeOf }) {
       ? { dtype: 'F32', shape: shapeOf(key), data } : { dtype: 'F16', shape: shapeOf(key), data: Uint16Array.from(data, floatToHalf) }]));
     writeFileSync(join(folder, 'model.safetensors'), writeSafetensors(stored));
     writeFileSync(join(folder, 'config.json'), JSON.stringify({ ...full, torch_dtype: file === 'F32' ? 'float32' : 'float16' }));
-    writeFileSync(join(folder, 'tokenizer.json'), JSON.stringify(tokenizerJson(vocab)));
+    writeFileSync(join(folder, 'tokenizer.json'), JSON.stringify(byteLevelTokenizerJson(vocab)));
   }
   if (PEERS.includes('wllama')) {
     const gguf = isGpt2(shape) ? gpt2Gguf : llamaGguf;

@@ -33,6 +33,20 @@ export function byteLevelVocab(size) {
   return tokens;
 }
 
+/** A tokenizer.json of the byte-level vocabulary (BPE, no merges), for the Hugging Face folder beside the GGUF (mha-wasm/models and the page read it). */
+export function byteLevelTokenizerJson(vocab) {
+  return {
+    version: '1.0', truncation: null, padding: null,
+    added_tokens: [{ id: vocab.length - 1, content: vocab.at(-1), single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    normalizer: null,
+    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+    post_processor: null,
+    decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      vocab: Object.fromEntries(vocab.map((token, id) => [token, id])), merges: [] },
+  };
+}
+
 /** An ASCII text's ids in that vocabulary: one a character (no merges; id b is byte b's symbol). */
 export function byteLevelIds(text) {
   const bytes = [...new TextEncoder().encode(text)];

@@ -10,6 +10,7 @@ import { defineMultiHeadAttention } from '../bindings/js/core/layer.js';
 import { defineLinear } from '../bindings/js/core/linear.js';
 import { defineLinearLayer } from '../bindings/js/core/linear-layer.js';
 import { defineMlpActivation, MLP_ACTIVATION } from '../bindings/js/core/mlp-activation.js';
+import { defineRowNorm, ROW_NORM } from '../bindings/js/core/row-norm.js';
 
 export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads'];
 const DIST = new URL('../dist/', import.meta.url);
@@ -37,5 +38,5 @@ export async function loadBuild(name) {
   }
   module.kernelChoice?.();
   const MultiHeadAttention = defineMultiHeadAttention(module);
-  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module), Linear: defineLinearLayer(module), ...defineAttentionFunction(module), [MLP_ACTIVATION]: defineMlpActivation(module) };
+  return { module, MultiHeadAttention, KerasMultiHeadAttention: defineKerasMultiHeadAttention(MultiHeadAttention), ...defineLinear(module), Linear: defineLinearLayer(module), ...defineAttentionFunction(module), [MLP_ACTIVATION]: defineMlpActivation(module), [ROW_NORM]: defineRowNorm(module) };
 }

@@ -7,6 +7,7 @@ import { chooseKernels, forceKernels, kernelSpec, readKernelChoice } from './ker
 import { defineMultiHeadAttention } from './layer.js';
 import { forwardPlanner, PLANNER } from './planner.js';
 import { defineMlpActivation, MLP_ACTIVATION } from './mlp-activation.js';
+import { defineRowNorm, ROW_NORM } from './row-norm.js';
 import { defineLinear } from './linear.js';
 import { defineLinearLayer } from './linear-layer.js';
 import { threadsStarted } from './thread-start.js';
@@ -75,6 +76,7 @@ export async function instantiate(name, numThreads, options) {
     heapLimitBytes: () => module.heapLimitBytes(),
     [PLANNER]: forwardPlanner(module),
     [MLP_ACTIVATION]: defineMlpActivation(module),
+    [ROW_NORM]: defineRowNorm(module),
     memoryBytes: () => memory().byteLength,
     kernelChoice: () => readKernelChoice(module),
     [FORCE_KERNELS]: (kernels) => forceKernels(module, kernelSpec(kernels)),

@@ -1,7 +1,8 @@
 // The O(tokens x width) steps of a model around its products, as plain loops over float32 rows
 // [rows, E]: the norms, the MLPs' activations and residual adds. No DOM: worker and Node. (A
-// forward runs silu and tanh GELU in wasm SIMD instead: core/mlp-activation.js; these loops are
-// its reference, the hooked path's and the exact-erf GELU's.)
+// forward runs silu and tanh GELU in wasm SIMD instead, core/mlp-activation.js, and its norms with
+// the residual add before them in wasm, core/row-norm.js; these loops are their reference, the
+// hooked path's and the exact-erf GELU's.)
 
 /** Float32Arrays end to end. */
 export function concat(arrays) {

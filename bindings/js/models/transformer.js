@@ -15,6 +15,7 @@ import { familyOf, withTraits } from './families/index.js';
 import { widen } from './tensors.js';
 import { valueBiasOutputs } from './value-bias.js';
 import { MLP_ACTIVATION, WASM_ACTIVATIONS } from '../core/mlp-activation.js';
+import { ROW_NORM } from '../core/row-norm.js';
 
 /** The precision a stored dtype keeps by default. */
 export const storedPrecision = (dtype) => (dtype === 'F32' ? 'f32' : 'f16');
@@ -287,7 +288,11 @@ export class CheckpointModel {
     return { family, numLayers, numHeads, numKvHeads, dtype: this.dtype.toLowerCase(), weightDtype: this.weightDtype };
   }
 
-  #norm(x, norm) {
+  /** The rows x [rows, E] through `norm` (x += add first, in place, when given): in wasm SIMD where the module has the kernel. */
+  #norm(x, norm, add = null) {
+    const kernel = this.#build.wasm[ROW_NORM];
+    if (norm !== null && kernel) return kernel(x, this.architecture.embedDim, norm.weight, norm.bias ?? null, this.architecture.normEps, add);
+    if (add) addInto(x, add);
     if (norm === null) return Float32Array.from(x);  // (an attention-only model has none)
     const { embedDim: E, normEps } = this.architecture;
     return norm.bias ? layerNorm(x, E, norm.weight, norm.bias, normEps) : rmsNorm(x, E, norm.weight, normEps);
@@ -382,10 +387,14 @@ export class CheckpointModel {
   #block(x, layer, attnOutput, rows) {
     const a = this.architecture;
     const attnOut = layer.postAttnNorm ? this.#norm(attnOutput, layer.postAttnNorm) : attnOutput;
-    const mlpInput = layer.up && a.parallelResidual ? this.#norm(x, layer.norm2) : null;
-    addInto(x, attnOut);
-    if (!layer.up) return;
-    let mlpOut = this.mlp(layer, mlpInput ?? this.#norm(x, layer.norm2), rows);
+    if (!layer.up) {
+      addInto(x, attnOut);
+      return;
+    }
+    // (sequential: the residual add fused into the norm that reads its sum)
+    const mlpInput = a.parallelResidual ? this.#norm(x, layer.norm2) : this.#norm(x, layer.norm2, attnOut);
+    if (a.parallelResidual) addInto(x, attnOut);
+    let mlpOut = this.mlp(layer, mlpInput, rows);
     if (layer.postMlpNorm) mlpOut = this.#norm(mlpOut, layer.postMlpNorm);
     addInto(x, mlpOut);
   }
