@@ -54,7 +54,8 @@ test('a lost WebGPU device mid-run: the run restarts on wasm and finishes', { ti
   await setBackend('webgpu');
   await page.evaluate((s) => window.__mhaDemo.startSentimentTraining(s), { ...SETTINGS, epochs: 2 });
   assert.equal((await state()).sentimentTraining.backend, 'webgpu');
-  await page.waitForFunction(() => (window.__mhaDemo.getState().sentimentTraining?.curves.x.length ?? 0) > 0, null, { polling: 100 });
+  // (the first batch on SwiftShader took 40 s on a loaded machine: Playwright's default 30 s wait is the test's limit, not the page's)
+  await page.waitForFunction(() => (window.__mhaDemo.getState().sentimentTraining?.curves.x.length ?? 0) > 0, null, { polling: 100, timeout: 300_000 });
   await page.evaluate(() => window.__mhaDemo.loseSentimentTrainingDevice());
   const restarted = (await state()).sentimentTraining;
   assert.equal(restarted.backend, 'wasm');
