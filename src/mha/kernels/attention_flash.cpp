@@ -30,14 +30,26 @@
 //
 // Training: lse (each row's m + log l) and dropout (dropout.hpp: each probability times its
 // keep / (1 - p) after the row's sum is formed) cost nothing when not asked for.
+//
+// Variants (flash_variants.hpp, chosen per machine by kernel_choice.hpp): the kernel is one
+// template, FlashAttention<Shape>, over the register tile's query rows, the keys per tile, how q and
+// p reach every lane (a load-splat each, or one load and lane shuffles), the depth steps per
+// loop iteration, and the softmax's exp scheme (fast_exp.hpp). The list is at the bottom of this
+// file; attention_head_flash runs the chosen one, one function pointer per call.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include <cstring>
+#include <utility>
+
 #include "attention_kernel.hpp"
 #include "dropout.hpp"
 #include "fast_exp.hpp"
+#include "flash_variants.hpp"
+#include "gemm_tile.hpp"
+#include "kernel_choice.hpp"
 #include "score_epilogue_simd.hpp"
 #include "simd.hpp"
 
@@ -45,10 +57,43 @@ namespace mha::kernels {
 namespace {
 
 using simd::Vec;
-constexpr int kRows = simd::kTileRows, kCols = simd::kTileCols, kW = simd::kWidth;
-constexpr int64_t kQueryBlock = kRows * 8;               // rows sharing one pass over the keys
-constexpr int64_t kKeyTile = 128;  // keys per tile: each row's softmax bookkeeping is paid once per 128 keys
+constexpr int kCols = simd::kTileCols, kW = simd::kWidth;
+// Rows sharing one pass over the keys: the same for every variant (the layer splits a head's rows
+// between threads in these blocks, attention_query_block()).
+constexpr int64_t kQueryBlock = simd::kTileRows * 8;
+// The packed keys are padded to whole tiles of this many (a variant's tiles read only up to
+// round_up(S, kCols), so any key tile fits).
+constexpr int64_t kPackTile = 128;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One variant's parameters. Rows: query rows of the register tile (Rows x 2 vectors of
+// accumulators); KeyTile: keys per tile (each row's softmax bookkeeping is paid once per tile);
+// B: how q[r][d] (scores) and p[r][j] (P.V) reach every lane; Unroll: depth steps (scores) and keys
+// (P.V) per loop iteration; Exp: the softmax's exp. Every variant sums each score and each output
+// in the same order; the key tile moves where a row's max is updated, so results differ from
+// one variant to another by rounding only (tests/native/flash_variants_test.cpp).
+template <int Rows, int KeyTile, Broadcast B, int Unroll, ExpScheme Exp>
+struct FlashShape {
+  static constexpr int kRows = Rows, kUnroll = Unroll;
+  static constexpr int64_t kKeyTile = KeyTile;
+  // The shuffle form needs 4-lane vectors and whole groups of 4 rows (scores) or 4 keys (P.V).
+  static constexpr bool kShuffle = B == Broadcast::kShuffle && gemm_detail::kShuffleWorks;
+  static constexpr ExpScheme kExp = Exp;
+  static_assert(!kShuffle || Rows % 4 == 0, "the shuffle broadcast of q takes rows in fours");
+  static_assert(!kShuffle || Unroll % 4 == 0, "the shuffle broadcast of p takes keys in fours");
+  static_assert(KeyTile % kCols == 0, "whole panels of keys");
+};
+
+// f(integral_constant<int, 0>) .. f(integral_constant<int, N - 1>): a row index known at compile
+// time, for the lane a shuffle broadcasts.
+template <int N, class F, int... I>
+inline void for_each_index(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+inline void for_each_index(F&& f) {
+  for_each_index<N>(f, std::make_integer_sequence<int, N>{});
+}
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -65,12 +110,12 @@ struct PackedHead {
   std::vector<float> own_;
 
   static int64_t floats(int64_t S, int64_t Dh, int64_t Dv) {
-    const int64_t Sp = round_up(S, kKeyTile), Dp = round_up(Dv, kCols);
+    const int64_t Sp = round_up(S, kPackTile), Dp = round_up(Dv, kCols);
     return Dh * Sp + S * Dp + Sp;
   }
 
   explicit PackedHead(const AttentionHeadArgs& a)
-      : S(a.key_len), Sp(round_up(a.key_len, kKeyTile)), Dh(a.head_dim), Dv(value_head_dim(a)),
+      : S(a.key_len), Sp(round_up(a.key_len, kPackTile)), Dh(a.head_dim), Dv(value_head_dim(a)),
         Dp(round_up(Dv, kCols)) {
     float* base = a.scratch;
     if (!base) {
@@ -104,14 +149,20 @@ struct QueryBlock {
   std::vector<char> seen;           // (lse only) whether some key was not blocked for the row
   std::vector<float> acc;           // [kQueryBlock][Dp] unnormalized output
   std::vector<float> scores;        // [kQueryBlock][stride] masked scores, then probabilities
-  int64_t stride;                   // kKeyTile, or Sp when weights keep the whole row
-  // The block's queries interleaved by micro-tile, [kQueryBlock / kRows][Dh][kRows]: the score
+  int64_t stride;                   // the key tile, or Sp when weights keep the whole row
+  // The block's queries interleaved by micro-tile, [ceil(kQueryBlock / kRows)][Dh][kRows]: the score
   // kernel's kRows broadcasts of q[r][d] then come from one pointer at fixed offsets. Read from
   // a_.q's rows (q_stride apart), each cost V8 an address computation (an lea) in the inner loop.
   std::vector<float> q;
 };
 
+template <class Shape>
 class FlashAttention {
+  static constexpr int kRows = Shape::kRows;
+  static constexpr int64_t kKeyTile = Shape::kKeyTile;
+  static constexpr int64_t kMicroTiles = (kQueryBlock + kRows - 1) / kRows;  // per query block
+  static constexpr ExpScheme kExp = Shape::kExp;
+
  public:
   explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), e_(epilogue_of(a)), h_(a), dropout_(a.dropout) {}
 
@@ -122,8 +173,8 @@ class FlashAttention {
     b.sum.resize(kQueryBlock);
     b.seen.resize(kQueryBlock);
     b.acc.resize(static_cast<size_t>(kQueryBlock * h_.Dp));
-    b.scores.resize(static_cast<size_t>(kQueryBlock * b.stride));
-    b.q.resize(static_cast<size_t>(kQueryBlock * h_.Dh));
+    b.scores.resize(static_cast<size_t>((kQueryBlock + kRows) * b.stride));
+    b.q.resize(static_cast<size_t>(kMicroTiles * kRows * h_.Dh));
     for (b.first = 0; b.first < a_.query_len; b.first += kQueryBlock) {
       b.rows = std::min(kQueryBlock, a_.query_len - b.first);
       pack_queries(b);
@@ -184,7 +235,7 @@ class FlashAttention {
       Vec vsum(0.0f);
       const Vec vm(m_new);
       for (int64_t j = 0; j < padded_keys; j += kW) {
-        const Vec p = fast_exp(simd::load(sr + j) - vm);
+        const Vec p = fast_exp_as<kExp>(simd::load(sr + j) - vm);
         simd::store(pr + j, p);
         vsum += p;
       }
@@ -208,7 +259,7 @@ class FlashAttention {
 
   // b.q[t][d][r] = q[row t * kRows + r][d]; rows past the block's last repeat it.
   void pack_queries(QueryBlock& b) const {
-    for (int64_t t = 0; t < kQueryBlock / kRows; ++t) {
+    for (int64_t t = 0; t < kMicroTiles; ++t) {
       float* qt = b.q.data() + t * h_.Dh * kRows;
       for (int r = 0; r < kRows; ++r) {
         const int64_t row = std::min<int64_t>(t * kRows + r, b.rows - 1);
@@ -230,14 +281,29 @@ class FlashAttention {
       for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
       const float* kt = h_.kt + (j0 + jc) * h_.Dh;  // the panel of keys j0 + jc ..
       const float* qd = q_tile;
-      for (int64_t d = 0; d < h_.Dh; ++d, kt += kCols, qd += kRows) {
-        const Vec k0 = simd::load(kt), k1 = simd::load(kt + kW);
-        for (int r = 0; r < kRows; ++r) {
-          const Vec qr = simd::splat(qd[r]);
-          acc[r][0] = simd::fmadd(qr, k0, acc[r][0]);
-          acc[r][1] = simd::fmadd(qr, k1, acc[r][1]);
+      // One depth step: q[r][d] for the kRows rows sit together at qd (pack_queries' layout).
+      const auto step = [&](const float* kd, const float* q) {
+        const Vec k0 = simd::load(kd), k1 = simd::load(kd + kW);
+        if constexpr (Shape::kShuffle) {
+          Vec q4[kRows / 4];
+          for (int g = 0; g < kRows / 4; ++g) q4[g] = simd::load(q + 4 * g);
+          for_each_index<kRows>([&](auto r) {
+            const Vec qr = gemm_detail::broadcast_lane<decltype(r)::value % 4>(q4[decltype(r)::value / 4]);
+            acc[r][0] = simd::fmadd(qr, k0, acc[r][0]);
+            acc[r][1] = simd::fmadd(qr, k1, acc[r][1]);
+          });
+        } else {
+          for (int r = 0; r < kRows; ++r) {
+            const Vec qr = simd::splat(q[r]);
+            acc[r][0] = simd::fmadd(qr, k0, acc[r][0]);
+            acc[r][1] = simd::fmadd(qr, k1, acc[r][1]);
+          }
         }
-      }
+      };
+      int64_t d = 0;
+      for (; d + Shape::kUnroll <= h_.Dh; d += Shape::kUnroll, kt += Shape::kUnroll * kCols, qd += Shape::kUnroll * kRows)
+        for (int u = 0; u < Shape::kUnroll; ++u) step(kt + u * kCols, qd + u * kRows);
+      for (; d < h_.Dh; ++d, kt += kCols, qd += kRows) step(kt, qd);
       for (int r = 0; r < rows; ++r) {
         const Vec s0 = acc[r][0] * scale, s1 = acc[r][1] * scale;
         simd::store(s + r * stride + jc, s0);
@@ -321,7 +387,27 @@ class FlashAttention {
         for (const int64_t j : fast_keys_) add_key(v + j * h_.Dp + dc, p + j);
       } else {  // without masks p can only be 0 by underflow: adding 0 * v is exact
         const float* vj = v + dc;
-        for (int64_t j = 0; j < keys; ++j, vj += h_.Dp) add_key(vj, p + j);
+        int64_t j = 0;
+        if constexpr (Shape::kShuffle) {
+          // Four keys at a time: each row's p[r][j..j+3] in one load, each key's lane shuffled out.
+          for (; j + 4 <= keys; j += 4, vj += 4 * h_.Dp) {
+            Vec p4[kRows];
+            for (int r = 0; r < kRows; ++r) p4[r] = simd::load(p + r * p_stride + j);
+            for_each_index<4>([&](auto lane) {
+              const float* vl = vj + decltype(lane)::value * h_.Dp;
+              const Vec v0 = simd::load(vl), v1 = simd::load(vl + kW);
+              for (int r = 0; r < kRows; ++r) {
+                const Vec pr = gemm_detail::broadcast_lane<decltype(lane)::value>(p4[r]);
+                acc[r][0] = simd::fmadd(pr, v0, acc[r][0]);
+                acc[r][1] = simd::fmadd(pr, v1, acc[r][1]);
+              }
+            });
+          }
+        } else {
+          for (; j + Shape::kUnroll <= keys; j += Shape::kUnroll, vj += Shape::kUnroll * h_.Dp)
+            for (int u = 0; u < Shape::kUnroll; ++u) add_key(vj + u * h_.Dp, p + j + u);
+        }
+        for (; j < keys; ++j, vj += h_.Dp) add_key(vj, p + j);
       }
       for (int r = 0; r < rows; ++r) {
         float* ar = b.acc.data() + (r0 + r) * h_.Dp + dc;
@@ -365,10 +451,10 @@ class FlashAttention {
       }
       int64_t j = b.key_begin;
       for (; j + kW <= key_end; j += kW)
-        simd::store(w + j, simd::fmadd(factor, fast_exp(simd::load(sr + j) - m), simd::load(w + j)));
+        simd::store(w + j, simd::fmadd(factor, fast_exp_as<kExp>(simd::load(sr + j) - m), simd::load(w + j)));
       alignas(64) float lanes[kW];
       if (j < key_end) {
-        simd::store(lanes, fast_exp(simd::load(sr + j) - m));
+        simd::store(lanes, fast_exp_as<kExp>(simd::load(sr + j) - m));
         for (int64_t t = 0; j + t < key_end; ++t) w[j + t] += a_.weights_factor * inv_sum * lanes[t];
       }
     }
@@ -383,7 +469,7 @@ class FlashAttention {
     alignas(64) float lanes[kW];
     const Vec vm(m);
     for (int64_t j = key_begin; j < key_end; j += kW) {
-      simd::store(lanes, fast_exp(simd::load(sr + j) - vm));
+      simd::store(lanes, fast_exp_as<kExp>(simd::load(sr + j) - vm));
       for (int64_t t = 0; t < kW && j + t < key_end; ++t)
         w[j + t] += a_.weights_factor * (lanes[t] * inv_sum * row_factors_[j + t - key_begin]);
     }
@@ -415,7 +501,61 @@ void attention_head_flash(const AttentionHeadArgs& args) {
     }
     return;
   }
-  FlashAttention(args).run();
+  KernelChoice& choice = KernelChoice::process();
+  choice.flash().run[static_cast<int>(choice.exp().scheme)](args);
+}
+
+namespace {
+
+template <class Shape>
+void run_flash(const AttentionHeadArgs& a) {
+  FlashAttention<Shape>(a).run();
+}
+
+template <int Rows, int KeyTile, Broadcast B = Broadcast::kSplat, int Unroll = 1>
+constexpr FlashVariant flash_variant(const char* name) {
+  return {name,
+          {&run_flash<FlashShape<Rows, KeyTile, B, Unroll, ExpScheme::kEstrin>>,
+           &run_flash<FlashShape<Rows, KeyTile, B, Unroll, ExpScheme::kHorner>>},
+          Rows, KeyTile};
+}
+
+// "<rows>x<keys per tile>[-shuffle][-k4]". 4x128 is the former wasm kernel, 8x128 the former
+// AVX-512 one, 6x128 AVX2's. Above 4 rows the tile spills in wasm (V8's 16 vector registers:
+// 4 x 2 accumulators + 2 key vectors + 1 broadcast = 11 live).
+constexpr FlashVariant kFlashVariants[] = {
+    flash_variant<2, 128>("2x128"),
+    flash_variant<4, 128>("4x128"),
+    flash_variant<6, 128>("6x128"),
+    flash_variant<8, 128>("8x128"),
+    flash_variant<4, 64>("4x64"),
+    flash_variant<4, 256>("4x256"),
+    flash_variant<8, 64>("8x64"),
+    flash_variant<4, 128, Broadcast::kShuffle, 4>("4x128-shuffle"),
+    flash_variant<4, 128, Broadcast::kSplat, 4>("4x128-k4"),
+};
+
+}  // namespace
+
+const FlashVariant* flash_variants(int* count) {
+  *count = static_cast<int>(sizeof kFlashVariants / sizeof kFlashVariants[0]);
+  return kFlashVariants;
+}
+
+const FlashVariant* find_flash_variant(const char* name) {
+  for (const FlashVariant& v : kFlashVariants)
+    if (std::strcmp(v.name, name) == 0) return &v;
+  return nullptr;
+}
+
+const FlashVariant& flash_default_variant() {
+#if defined(__AVX512F__)
+  return *find_flash_variant("8x128");
+#elif defined(__AVX2__)
+  return *find_flash_variant("6x128");
+#else
+  return *find_flash_variant("4x128");
+#endif
 }
 
 }  // namespace mha::kernels
