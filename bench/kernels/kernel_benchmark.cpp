@@ -271,7 +271,7 @@ void report_flash_variants() {
   const double flops = 4.0 * L * L * Dh;
   const auto row = [&](const std::string& kernel, const mha::kernels::FlashVariant& f, const mha::kernels::ExpVariant& e,
                        double calibration, const char* unit) {
-    report(kernel.c_str(), "L = S = 2048, head dim 64", flops, [&] { f.run[static_cast<int>(e.scheme)](head.a); });
+    report(kernel.c_str(), "L = S = 2048, head dim 64", flops, [&] { f.run(head.a, e.scheme); });
     std::printf("| (%s, %s) | calibration %.2f %s | | | | |\n", f.name, e.name, calibration, unit);
     return flops / last_best_cpu * 1e-9;
   };

@@ -31,7 +31,7 @@ def once(pattern, repl):
     s, n = re.subn(pattern, repl, s, count=1, flags=re.S)
     if n != 1: sys.exit(f'profile-flash: no match for {pattern!r}')
 once(r'(    if \(may_block\)\n      accumulate<true>.*?accumulate<false>[^;]*;)', r'#ifndef NO_PV\n\1\n#else\n    (void)p;\n#endif')
-once(r'const Vec p = (fast_exp(?:_as<kExp>)?)\((simd::load\(sr \+ j\) - vm)\);', r'const Vec p =\n#ifdef NO_EXP\n  \2;\n#else\n  \1(\2);\n#endif')
+once(r'const Vec p = (fast_exp(?:_as<\w+>)?)\((simd::load\(sr \+ j\) - vm)\);', r'const Vec p =\n#ifdef NO_EXP\n  \2;\n#else\n  \1(\2);\n#endif')
 once(r'(    for \(int r = 0; r < rows; \+\+r\) \{\n)(      float\* sr = s \+ r \* b\.stride;\n      const float m_old)',
      r'\1#ifdef SCORES_ONLY\n      b.max[r0 + r] = std::max(b.max[r0 + r], simd::hmax(tile_max[r]));\n      continue;\n#endif\n\2')
 open(path, 'w').write(s)

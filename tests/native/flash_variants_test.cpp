@@ -13,6 +13,7 @@
 #include "head_check.hpp"
 #include "mha/kernels/flash_calibration.hpp"
 #include "mha/kernels/kernel_choice.hpp"
+#include "mha/kernels/simd.hpp"
 
 namespace {
 

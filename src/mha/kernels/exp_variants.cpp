@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "fast_exp.hpp"
 #include "simd.hpp"
 
 namespace mha::kernels {

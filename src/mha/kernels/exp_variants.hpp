@@ -5,9 +5,12 @@
 
 #include <cstdint>
 
-#include "fast_exp.hpp"
-
 namespace mha::kernels {
+
+// How fast_exp_as (fast_exp.hpp) evaluates 2^f's degree-5 polynomial; which is faster depends on
+// how many independent vector operations the CPU overlaps. kEstrin: three dependent steps after
+// f^2, one more multiply; kHorner: five dependent multiply-adds, one operation fewer.
+enum class ExpScheme { kEstrin, kHorner };
 
 struct ExpVariant {
   const char* name;  // "estrin5", "horner5": the scheme and the polynomial's degree

@@ -16,16 +16,13 @@
 // clamp.
 #pragma once
 
+#include "exp_variants.hpp"
 #include "simd.hpp"
 
 namespace mha::kernels {
 
-// How fast_exp_as evaluates 2^f's polynomial (the same coefficients, so the same error bound): the
-// variants of the exp (kernel_choice.hpp's "exp"; which is faster depends on how many independent
-// vector operations the CPU overlaps). kEstrin: three dependent steps after f^2, one more multiply;
-// kHorner: five dependent multiply-adds, one operation fewer.
-enum class ExpScheme { kEstrin, kHorner };
-
+// fast_exp_as<Scheme>: 2^f's polynomial evaluated by ExpScheme (exp_variants.hpp), the same
+// coefficients, so the same error bound.
 template <ExpScheme Scheme>
 inline simd::Vec fast_exp_as(simd::Vec x) {
   using simd::Vec;

@@ -46,8 +46,8 @@ VariantCalibration calibrate_flash() {
   const FlashVariant* variants = flash_variants(&count);
   FlashProblem problem;
   const int def = static_cast<int>(&flash_default_variant() - variants);
-  const int exp = static_cast<int>(exp_default_variant().scheme);
-  return calibrate_variants(count, def, problem.flops(), [&](int i) { variants[i].run[exp](problem.a); });
+  const ExpScheme exp = exp_default_variant().scheme;
+  return calibrate_variants(count, def, problem.flops(), [&](int i) { variants[i].run(problem.a, exp); });
 }
 
 VariantCalibration calibrate_exp() {

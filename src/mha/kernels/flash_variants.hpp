@@ -1,15 +1,13 @@
 // The flash-attention kernel's variants (attention_flash.cpp: one template, FlashAttention<Shape>):
-// register tiles of different query rows, keys per tile, broadcasts and loop unrolling, each
-// instantiated once per exp scheme (exp_variants.hpp). Which is fastest depends on the CPU, so
+// register tiles of different query rows, keys per tile, broadcasts and loop unrolling, each run
+// with the exp scheme given (exp_variants.hpp). Which is fastest depends on the CPU, so
 // kernel_choice.hpp picks one per machine; attention_head_flash runs it.
 #pragma once
 
 #include "attention_kernel.hpp"
-#include "fast_exp.hpp"
+#include "exp_variants.hpp"
 
 namespace mha::kernels {
-
-constexpr int kExpSchemes = 2;  // ExpScheme's values
 
 struct FlashVariant {
   // "<rows>x<keys>[-shuffle][-k4]": query rows of the register tile, keys per tile, the broadcast
@@ -17,7 +15,7 @@ struct FlashVariant {
   // only) and four depth steps / keys per loop iteration (-k4). The names are the same in every
   // build; the tile is rows x 2 vectors of the build.
   const char* name;
-  void (*run[kExpSchemes])(const AttentionHeadArgs&);  // by ExpScheme
+  void (*run)(const AttentionHeadArgs&, ExpScheme exp);
   int rows;
   int key_tile;
 };
