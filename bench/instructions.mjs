@@ -4,12 +4,14 @@
 //
 //   node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5]
 //                               [--config-a=JSON] [--config-b=JSON] [--training=16,96,192,3,64|no]
+//                               [--kernels-a=SPEC] [--kernels-b=SPEC]
 // The configs are added to each side's layer: the same checkout twice with --config-b='{"batchFirst":false}'
 // counts what the sequence-first layout costs, with --config-b='{"dtype":"float64"}' a float64 layer's.
 //
 // A checkout with kernel variants (src/mha/kernels/kernel_choice.hpp) runs the variants its
 // calibration picks on this machine, asked once outside callgrind (whose slowed clock would pick
-// at random), or the ones MHA_KERNELS=gemm=NAME,flash=NAME,exp=NAME names; the table says which.
+// at random), or the ones MHA_KERNELS=gemm=NAME,flash=NAME,exp=NAME names, or --kernels-a / --kernels-b
+// (one spec per side: a checkout refuses a kernel its build lacks); the table says which.
 // --training=B,L,E,H,Dh adds a row for one training step (forward with grad: true and its backward,
 // bench/instructions-training.mjs) on that self-attention shape, without the configs; no leaves
 // it out. The default, 16x96x192x3x64 (3 heads of 64), is issue 49's.
@@ -24,7 +26,8 @@ import path from 'node:path';
 import { label, SHAPES } from './shapes.mjs';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
+const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--'))
+  .map((a) => (a.includes('=') ? [a.slice(2, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a.slice(2)])));  // (a spec's own '=' kept)
 if (positional.length !== 2) {
   console.error('usage: node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5] [--config-a=JSON] [--config-b=JSON] [--training=B,L,E,H,Dh|no]');
   process.exit(2);
@@ -48,7 +51,7 @@ function calibratedKernels(checkout) {
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   return run.stdout.trim() || null;
 }
-const kernelSpecs = checkouts.map(calibratedKernels);
+const kernelSpecs = checkouts.map((c, i) => args[`kernels-${'ab'[i]}`] ?? calibratedKernels(c));
 
 /** Instructions callgrind counts for `node <script> <checkout> ...scriptArgs` (one process), with `kernels` (an MHA_KERNELS spec). */
 function instructions(script, checkout, scriptArgs, what, kernels) {
