@@ -4,12 +4,14 @@
 //
 //   node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5]
 //                               [--config-a=JSON] [--config-b=JSON] [--training=16,96,192,3,64|no]
+//                               [--kernels-a=SPEC] [--kernels-b=SPEC]
 // The configs are added to each side's layer: the same checkout twice with --config-b='{"batchFirst":false}'
 // counts what the sequence-first layout costs, with --config-b='{"dtype":"float64"}' a float64 layer's.
 //
-// A checkout with GEMM variants (src/mha/kernels/kernel_choice.hpp) runs the variant its
+// A checkout with kernel variants (src/mha/kernels/kernel_choice.hpp) runs the variants its
 // calibration picks on this machine, asked once outside callgrind (whose slowed clock would pick
-// at random), or the one MHA_KERNELS=gemm=NAME names; the table says which.
+// at random), or the ones MHA_KERNELS=gemm=NAME,flash=NAME,exp=NAME names, or --kernels-a / --kernels-b
+// (one spec per side: a checkout refuses a kernel its build lacks); the table says which.
 // --training=B,L,E,H,Dh adds a row for one training step (forward with grad: true and its backward,
 // bench/instructions-training.mjs) on that self-attention shape, without the configs; no leaves
 // it out. The default, 16x96x192x3x64 (3 heads of 64), is issue 49's.
@@ -24,7 +26,8 @@ import path from 'node:path';
 import { label, SHAPES } from './shapes.mjs';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--')).map((a) => a.slice(2).split('=')));
+const args = Object.fromEntries(process.argv.slice(2).filter((a) => a.startsWith('--'))
+  .map((a) => (a.includes('=') ? [a.slice(2, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a.slice(2)])));  // (a spec's own '=' kept)
 if (positional.length !== 2) {
   console.error('usage: node bench/instructions.mjs <checkout A> <checkout B> [--shapes=0,3] [--calls=5] [--config-a=JSON] [--config-b=JSON] [--training=B,L,E,H,Dh|no]');
   process.exit(2);
@@ -35,22 +38,26 @@ const CALLS = Number(args.calls ?? 5);
 const configs = [args['config-a'] ?? '{}', args['config-b'] ?? '{}'];
 const training = (args.training ?? '16,96,192,3,64') === 'no' ? null : args.training ?? '16,96,192,3,64';
 
-/** The GEMM variant a checkout's mha-simd build calibrates to here (null: a build without variants). */
-function calibratedGemm(checkout) {
-  if (process.env.MHA_KERNELS) return process.env.MHA_KERNELS.replace(/^gemm=/, '');
+/**
+ * The variants a checkout's mha-simd build calibrates to here, as MHA_KERNELS' spec
+ * ("gemm=4x8,flash=4x128,exp=estrin5": every kernel its build has; null: a build without variants).
+ */
+function calibratedKernels(checkout) {
+  if (process.env.MHA_KERNELS) return process.env.MHA_KERNELS;
   const script = `const { loadBuild } = await import(${JSON.stringify(`${checkout}/tools/load-wasm-build.mjs`)});`
     + "const { module } = await loadBuild('mha-simd');"
-    + 'console.log(module.kernelChoice ? JSON.parse(module.kernelChoice()).gemm.variant : "");';
+    + 'const c = module.kernelChoice ? JSON.parse(module.kernelChoice()) : {};'
+    + 'console.log(Object.entries(c).map(([k, v]) => `${k}=${v.variant}`).join(","));';
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   return run.stdout.trim() || null;
 }
-const gemms = checkouts.map(calibratedGemm);
+const kernelSpecs = checkouts.map((c, i) => args[`kernels-${'ab'[i]}`] ?? calibratedKernels(c));
 
-/** Instructions callgrind counts for `node <script> <checkout> ...scriptArgs` (one process), on `gemm`. */
-function instructions(script, checkout, scriptArgs, what, gemm) {
+/** Instructions callgrind counts for `node <script> <checkout> ...scriptArgs` (one process), with `kernels` (an MHA_KERNELS spec). */
+function instructions(script, checkout, scriptArgs, what, kernels) {
   const run = spawnSync('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', '--callgrind-out-file=/dev/null',
     process.execPath, '--no-liftoff', '--single-threaded', new URL(script, import.meta.url).pathname, checkout, ...scriptArgs],
-  { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, ...(gemm ? { MHA_KERNELS: `gemm=${gemm}` } : {}) } });
+  { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, ...(kernels ? { MHA_KERNELS: kernels } : {}) } });
   const found = /Collected : (\d+)/.exec(run.stderr ?? '');  // valgrind's summary, on stderr
   if (run.status !== 0 || !found) throw new Error(`callgrind failed on ${checkout} ${what}: ${run.error?.message ?? run.stderr}`);
   return Number(found[1]);
@@ -64,17 +71,17 @@ function perCall(count) {
 const row = (name, [a, b]) => console.log(`| ${name} | ${a.toFixed(2)} | ${b.toFixed(2)} | ${(b / a).toFixed(3)} |`);
 
 console.log(`instructions per forward call${training ? ' and per training step' : ''} (callgrind, mha-simd, 1 thread; calls=${CALLS}) — ${new Date().toISOString().slice(0, 10)}`);
-const gemmNote = (i) => (gemms[i] ? ` (GEMM variant ${gemms[i]})` : '');
-console.log(`A: ${checkouts[0]} ${configs[0]}${gemmNote(0)}\nB: ${checkouts[1]} ${configs[1]}${gemmNote(1)}\n`);
+const kernelNote = (i) => (kernelSpecs[i] ? ` (kernels ${kernelSpecs[i]})` : '');
+console.log(`A: ${checkouts[0]} ${configs[0]}${kernelNote(0)}\nB: ${checkouts[1]} ${configs[1]}${kernelNote(1)}\n`);
 console.log('| shape | A (M instr.) | B (M instr.) | B / A |');
 console.log('| --- | ---: | ---: | ---: |');
 for (const s of shapes) {
   row(label(s), checkouts.map((c, i) => perCall((calls) => instructions('instructions-forward.mjs', c,
-    [...[s.B, s.L, s.S, s.E, s.H, calls].map(String), configs[i]], label(s), gemms[i]))));
+    [...[s.B, s.L, s.S, s.E, s.H, calls].map(String), configs[i]], label(s), kernelSpecs[i]))));
 }
 if (training) {
   const [B, L, E, H, Dh = E / H] = training.split(',').map(Number);
   const name = `training step ${B}x${L}x${E}x${H}x${Dh}`;
   row(name, checkouts.map((c, i) => perCall((calls) => instructions('instructions-training.mjs', c,
-    [B, L, E, H, Dh, calls].map(String), name, gemms[i]))));
+    [B, L, E, H, Dh, calls].map(String), name, kernelSpecs[i]))));
 }

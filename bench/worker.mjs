@@ -2,7 +2,8 @@
 //   node bench/worker.mjs <impl> <B> <L> <S> <E> <H> <threads> [model.onnx]
 // impl: mha-wasm | ort-web | ort-node | js-loop. Prints one JSON line:
 //   { ms: median forward time (copies into and out of the engine included), runs, peakMB, checksum,
-//     gemm: the GEMM variant our wasm process ran (kernel_choice.hpp: calibrated at its first use) }
+//     gemm: the GEMM variant our wasm process ran (kernel_choice.hpp: calibrated at its first use),
+//     kernels: every kernel's variant it ran, as MHA_KERNELS would name them }
 import { readFileSync } from 'node:fs';
 
 import { benchWeights, randomArray } from './shapes.mjs';
@@ -15,7 +16,7 @@ const cross = S !== L;
 const weights = benchWeights(E);
 const query = randomArray(B * L * E, 11), key = cross ? randomArray(B * S * E, 12) : query;
 
-let gemmVariant;  // mha-wasm: read after the warm-up (its first GEMM calibrates)
+let gemmVariant, kernelVariants;  // mha-wasm: read after the warm-up (each kernel's first use calibrates it)
 
 async function forwardFunction() {
   if (impl === 'mha-wasm') {
@@ -26,6 +27,7 @@ async function forwardFunction() {
     layer.loadStateDict(weights);
     const q = { data: query, shape: [B, L, E] }, k = { data: key, shape: [B, S, E] };
     gemmVariant = () => JSON.parse(module.kernelChoice()).gemm.variant;
+    kernelVariants = () => Object.entries(JSON.parse(module.kernelChoice())).map(([k, v]) => `${k}=${v.variant}`).join(',');
     return () => (cross ? layer.forward(q, k, k) : layer.forward(q)).output.data;
   }
   if (impl === 'ort-web' || impl === 'ort-node') {
@@ -67,5 +69,5 @@ do {
 } while (!slow && times.length < 15 && (times.length < 3 || performance.now() - started < budgetMs));
 times.sort((a, b) => a - b);
 const ms = times[Math.floor(times.length / 2)];
-console.log(JSON.stringify({ ms, runs: times.length, peakMB: process.resourceUsage().maxRSS / 1024, checksum, gemm: gemmVariant?.() }));
+console.log(JSON.stringify({ ms, runs: times.length, peakMB: process.resourceUsage().maxRSS / 1024, checksum, gemm: gemmVariant?.(), kernels: kernelVariants?.() }));
 process.exit(0);  // ort-web's worker threads would keep the process alive

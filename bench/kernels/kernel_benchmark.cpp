@@ -19,6 +19,8 @@
 #endif
 
 #include "mha/kernels/attention_kernel.hpp"
+#include "mha/kernels/exp_variants.hpp"
+#include "mha/kernels/flash_variants.hpp"
 #include "mha/kernels/gemm_variants.hpp"
 #include "mha/kernels/kernel_choice.hpp"
 #include "mha/kernels/packed_linear.hpp"
@@ -187,6 +189,21 @@ double chain_limit() {
   return 2.0 * kChains * simd::kWidth * steps / last_best_cpu * 1e-9;
 }
 
+// describe()'s "gflops":[...] of one kernel ("gemm", "flash", "exp"), in its variants' order.
+std::vector<double> calibrated_rates(const std::string& described, const std::string& kernel) {
+  std::vector<double> rates;
+  const size_t k = described.find("\"" + kernel + "\":{");
+  const size_t at = k == std::string::npos ? k : described.find("\"gflops\":[", k);
+  if (at == std::string::npos) return rates;
+  const char* p = described.c_str() + at + 10;
+  while (*p && *p != ']') {
+    char* end = nullptr;
+    rates.push_back(std::strtod(p, &end));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return rates;
+}
+
 // Every GEMM variant (gemm_variants.hpp) on the same 512 x 512 x 512 product, in the layer's
 // one-thread tasks (PackedLinear::rows_per_task), beside the chain limit and the calibration's
 // own figure for it; then which variant the calibration picked for this process.
@@ -199,17 +216,7 @@ void report_gemm_variants(double limit) {
   const std::string chosen = choice.gemm().name, described = choice.describe();
   int count = 0;
   const mha::kernels::GemmVariant* variants = mha::kernels::gemm_variants(&count);
-  // The calibration's GFLOPS per variant, read back from describe()'s "gflops":[...].
-  std::vector<double> calibrated;
-  const size_t at = described.find("\"gflops\":[");
-  if (at != std::string::npos) {
-    const char* p = described.c_str() + at + 10;
-    while (*p && *p != ']') {
-      char* end = nullptr;
-      calibrated.push_back(std::strtod(p, &end));
-      p = *end == ',' ? end + 1 : end;
-    }
-  }
+  const std::vector<double> calibrated = calibrated_rates(described, "gemm");
   const int64_t step = mha::kernels::PackedLinear::rows_per_task(M, 1);
   double best = 0;
   std::string best_name;
@@ -246,6 +253,43 @@ struct Head {
   }
 };
 
+// Every flash-attention variant (flash_variants.hpp) on one head, L = S = 2048, head dim 64, with
+// the exp the calibration chose; then every exp scheme with the flash variant it chose; each beside
+// the calibration's own figure (its small in-cache problem: one query block against 256 keys; the
+// exp's in billions of exps per second), and which ones the calibration picked.
+void report_flash_variants() {
+  const int64_t L = 2048, Dh = 64;
+  Head head(L, Dh);
+  auto& choice = mha::kernels::KernelChoice::process();
+  const mha::kernels::FlashVariant& chosen = choice.flash();
+  const mha::kernels::ExpVariant& chosen_exp = choice.exp();
+  const std::string described = choice.describe();
+  const std::vector<double> flash_rates = calibrated_rates(described, "flash"), exp_rates = calibrated_rates(described, "exp");
+  int count = 0, exp_count = 0;
+  const mha::kernels::FlashVariant* variants = mha::kernels::flash_variants(&count);
+  const mha::kernels::ExpVariant* exps = mha::kernels::exp_variants(&exp_count);
+  const double flops = 4.0 * L * L * Dh;
+  const auto row = [&](const std::string& kernel, const mha::kernels::FlashVariant& f, const mha::kernels::ExpVariant& e,
+                       double calibration, const char* unit) {
+    report(kernel.c_str(), "L = S = 2048, head dim 64", flops, [&] { f.run(head.a, e.scheme); });
+    std::printf("| (%s, %s) | calibration %.2f %s | | | | |\n", f.name, e.name, calibration, unit);
+    return flops / last_best_cpu * 1e-9;
+  };
+  double best = 0;
+  std::string best_name;
+  for (int i = 0; i < count; ++i) {
+    const std::string kernel = std::string("flash variant ") + variants[i].name + (&variants[i] == &chosen ? " (chosen)" : "");
+    const double g = row(kernel, variants[i], chosen_exp, i < static_cast<int>(flash_rates.size()) ? flash_rates[i] : 0.0, "GFLOPS");
+    if (g > best) best = g, best_name = variants[i].name;
+  }
+  for (int i = 0; i < exp_count; ++i) {
+    const std::string kernel = std::string("exp variant ") + exps[i].name + (&exps[i] == &chosen_exp ? " (chosen)" : "");
+    row(kernel, chosen, exps[i], i < static_cast<int>(exp_rates.size()) ? exp_rates[i] : 0.0, "G exps/s");
+  }
+  std::printf("\ncalibration: flash %s, exp %s\nfastest flash variant here (CPU time): %s, %.1f GFLOPS\n\n", chosen.name,
+              chosen_exp.name, best_name.c_str(), best);
+}
+
 // The backward pass of one head (attention_head_backward_flash): the forward's output and lse,
 // a gradient dO, and dQ, dK, dV (zeroed before each run, as the layer does).
 struct HeadBackward {
@@ -278,6 +322,15 @@ struct HeadBackward {
 }  // namespace
 
 int main() {
+  // MHA_KERNELS forces variants (natively KernelChoice reads it itself; in wasm from Node's env).
+#ifdef __EMSCRIPTEN__
+  char spec[256] = "";
+  EM_ASM({ stringToUTF8(process.env.MHA_KERNELS || "", $0, 256); }, spec);
+  if (spec[0]) {
+    const std::string error = mha::kernels::KernelChoice::process().force(spec);
+    if (!error.empty()) std::printf("MHA_KERNELS: %s\n", error.c_str());
+  }
+#endif
   std::printf("| kernel | shape | ms | GFLOPS | CPU ms | GFLOPS (CPU) |\n|---|---|---:|---:|---:|---:|\n");
   report_gemm_variants(chain_limit());
   {
@@ -329,6 +382,7 @@ int main() {
     report("flash attention, one head (attention_head_flash)", "L = S = 2048, head dim 64", 4.0 * L * S * Dh,
            [&] { mha::kernels::attention_head_flash(head.a); });
   }
+  report_flash_variants();
   {
     // The backward pass: 10 L S Dh flops (S = Q K^T and dP = dO V^T recomputed, then dV, dK, dQ).
     const int64_t L = 2048, Dh = 64;

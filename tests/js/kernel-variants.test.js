@@ -2,8 +2,10 @@
 // bindings/js/core/kernel-choice.js): every GEMM variant forced by init's `kernels` option, on the
 // SIMD and scalar builds, against the float64 textbook product on shapes that hit every tile edge
 // (the reference's tolerance), and a layer's forward pass the same bits on every variant;
-// mha.kernelChoice() says what runs and why; unknown names are refused by name; MHA_KERNELS forces
-// a variant in Node; a calibration is saved and the next process restores it.
+// every flash-attention variant with every exp scheme forced the same way, against the float64
+// formula (outputs and weights, causal or not, across key tiles); mha.kernelChoice() says what
+// runs and why; unknown names are refused by name; MHA_KERNELS forces a variant in Node; a
+// calibration is saved and the next process restores it.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -62,11 +64,63 @@ for (const simd of [true, false]) {
   });
 }
 
+/** softmax(q k^T / sqrt(E)) v and the weights per head, float64, for [1, H, L, E] / [1, H, S, E]. */
+function attentionFormula(q, k, v, H, L, S, E, causal) {
+  const out = new Float64Array(H * L * E), weights = new Float64Array(H * L * S);
+  for (let h = 0; h < H; h++) {
+    for (let i = 0; i < L; i++) {
+      const seen = causal ? Math.min(S, i + 1) : S;
+      const logits = Array.from({ length: seen }, (_, j) => {
+        let dot = 0;
+        for (let d = 0; d < E; d++) dot += q[(h * L + i) * E + d] * k[(h * S + j) * E + d];
+        return dot / Math.sqrt(E);
+      });
+      const max = Math.max(...logits), p = logits.map((x) => Math.exp(x - max)), sum = p.reduce((a, x) => a + x, 0);
+      p.forEach((pj, j) => { weights[(h * L + i) * S + j] = pj / sum; });
+      for (let d = 0; d < E; d++) out[(h * L + i) * E + d] = p.reduce((a, pj, j) => a + (pj / sum) * v[(h * S + j) * E + d], 0);
+    }
+  }
+  return { out, weights };
+}
+
+for (const simd of [true, false]) {
+  describe(`flash-attention and exp variants, ${simd ? 'mha-simd' : 'mha-scalar'}`, async () => {
+    const mha = await init({ simd, threads: 1 });
+    const { flash, exp } = mha.kernelChoice();
+
+    test('every flash variant with every exp matches the float64 formula across key tiles', async () => {
+      assert.ok(flash.variants.includes('4x128') && flash.variants.length >= 6, flash.variants.join(', '));
+      assert.deepEqual(exp.variants, ['estrin5', 'horner5']);
+      // 70 query rows (two blocks and a partial tile of every height), 300 keys (partial tiles of
+      // 64, 128 and 256), head size 16.
+      const [H, L, S, E] = [2, 70, 300, 16];
+      const q = seededFloats(H * L * E, 31), k = seededFloats(H * S * E, 32), v = seededFloats(H * S * E, 33);
+      const tensor = (data, n) => ({ data, shape: [1, H, n, E] });
+      const want = [false, true].map((causal) => attentionFormula(q, k, v, H, L, S, E, causal));
+      for (const f of flash.variants) {
+        for (const e of exp.variants) {
+          await init({ simd, threads: 1, kernels: { flash: f, exp: e } });
+          const choice = mha.kernelChoice();
+          assert.deepEqual([choice.flash.variant, choice.flash.source, choice.exp.variant, choice.exp.source], [f, 'forced', e, 'forced']);
+          for (const causal of [false, true]) {
+            const r = mha.scaledDotProductAttention(tensor(q, L), tensor(k, S), tensor(v, S), { causal, needWeights: true });
+            const { out, weights } = want[Number(causal)];
+            const close = (what, got, ref) => got.forEach((x, i) => assert.ok(Math.abs(x - ref[i]) <= 2e-6 + 2e-5 * Math.abs(ref[i]),
+              `${f} ${e} causal=${causal} ${what}[${i}]: ${x} vs ${ref[i]}`));
+            close('output', r.output.data, out);
+            close('weights', r.weights.data, weights);
+          }
+        }
+      }
+    });
+  });
+}
+
 describe('the choice', () => {
   test('kernelChoice() reports the variant, its source and every variant', async () => {
     const mha = await init({ threads: 1, kernels: { gemm: '3x8' } });
     const choice = mha.kernelChoice();
-    assert.deepEqual(Object.keys(choice), ['gemm']);
+    assert.deepEqual(Object.keys(choice), ['gemm', 'flash', 'exp']);
     assert.equal(choice.gemm.variant, '3x8');
     assert.equal(choice.gemm.source, 'forced');
     assert.ok(choice.gemm.variants.includes('4x8') && choice.gemm.variants.includes('8x4'));
@@ -75,7 +129,9 @@ describe('the choice', () => {
 
   test('unknown kernels and variants are refused by name', async () => {
     await assert.rejects(init({ kernels: { gemm: '9x9' } }), { name: 'TypeError', message: /init: kernels: unknown gemm variant '9x9'; known: 1x8, 2x8, .*4x8/ });
-    await assert.rejects(init({ kernels: { exp: 'fast' } }), { name: 'TypeError', message: "init: kernels: unknown kernel 'exp'; known kernels: gemm" });
+    await assert.rejects(init({ kernels: { softmax: 'fast' } }), { name: 'TypeError', message: "init: kernels: unknown kernel 'softmax'; known kernels: gemm, flash, exp" });
+    await assert.rejects(init({ kernels: { exp: 'taylor2' } }), { name: 'TypeError', message: "init: kernels: unknown exp variant 'taylor2'; known: estrin5, horner5" });
+    await assert.rejects(init({ kernels: { flash: '3x3' } }), { name: 'TypeError', message: /init: kernels: unknown flash variant '3x3'; known: 2x128, 4x128, / });
     await assert.rejects(init({ kernels: 'gemm=4x8' }), { name: 'TypeError', message: /init: kernels must be an object such as \{ gemm: '4x8' \}, got string/ });
     await assert.rejects(init({ kernels: { gemm: 4 } }), { name: 'TypeError', message: 'init: kernels.gemm must be a variant name (a string), got number' });
     const mha = await init({ threads: 1, kernels: { gemm: '5x8' } });
@@ -84,10 +140,10 @@ describe('the choice', () => {
   });
 });
 
-/** Runs a fresh Node process that loads the package and prints mha.kernelChoice().gemm as JSON. */
+/** Runs a fresh Node process that loads the package and prints mha.kernelChoice() as JSON. */
 function childChoice(env) {
   const script = "const { init } = await import(process.argv[1]); const mha = await init({ threads: 1 }); "
-    + 'console.log(JSON.stringify(mha.kernelChoice().gemm));';
+    + 'console.log(JSON.stringify(mha.kernelChoice()));';
   const index = new URL('../../bindings/js/index.js', import.meta.url).href;
   const out = execFileSync(process.execPath, ['--input-type=module', '-e', script, index], {
     env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
@@ -98,7 +154,7 @@ function childChoice(env) {
 describe('between processes (Node)', () => {
   test('a first process calibrates and saves; the next restores the saved choice', () => {
     const file = join(cacheDir, 'saved.json');
-    const first = childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' });
+    const all = childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' }), first = all.gemm;
     assert.equal(first.source, 'calibrated');
     assert.ok(first.variants.includes(first.variant));
     assert.equal(Object.keys(first.gflops).length, first.variants.length);
@@ -110,20 +166,26 @@ describe('between processes (Node)', () => {
     } catch {
       // A calibration cut off while the engine was still optimizing (a very loaded machine) is used
       // but not kept: the next process measures again.
-      assert.equal(childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' }).source, 'calibrated');
+      assert.equal(childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' }).gemm.source, 'calibrated');
       return;
     }
     assert.equal(saved.version, 1);
     const [key] = Object.keys(saved.choices);
     assert.match(key, /^mha-simd \| .* \| node v/);
     assert.equal(saved.choices[key].gemm, first.variant);
-    const second = childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' });
-    assert.deepEqual([second.variant, second.source, second.gflops], [first.variant, 'saved', null]);
+    assert.deepEqual([saved.choices[key].flash, saved.choices[key].exp], [all.flash.variant, all.exp.variant]);
+    const again = childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' });
+    for (const kernel of ['gemm', 'flash', 'exp']) {
+      assert.equal(all[kernel].source, 'calibrated', kernel);
+      assert.ok(Object.values(all[kernel].gflops).every((g) => g > 0), `${kernel}: ${JSON.stringify(all[kernel].gflops)}`);
+      assert.deepEqual([again[kernel].variant, again[kernel].source, again[kernel].gflops], [all[kernel].variant, 'saved', null], kernel);
+    }
   });
 
   test('MHA_KERNELS forces a variant, and an unknown one fails init by name', () => {
-    const forced = childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=2x8' });
-    assert.deepEqual([forced.variant, forced.source], ['2x8', 'forced']);
+    const forced = childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=2x8,flash=2x128,exp=horner5' });
+    assert.deepEqual([forced.gemm.variant, forced.gemm.source], ['2x8', 'forced']);
+    assert.deepEqual([forced.flash.variant, forced.flash.source, forced.exp.variant, forced.exp.source], ['2x128', 'forced', 'horner5', 'forced']);
     assert.throws(() => childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=7x7' }),
       (error) => /MHA_KERNELS: unknown gemm variant '7x7'; known: 1x8/.test(String(error.stderr)));
   });

@@ -701,8 +701,12 @@ export interface BuildInfo {
   numThreads: number;
 }
 
-/** The kernels that come in variants (docs/performance.md#kernel-variants-chosen-where-they-run). */
-export type KernelName = 'gemm';
+/**
+ * The kernels that come in variants (docs/performance.md#kernel-variants-chosen-where-they-run):
+ * 'gemm' the projections' register tile, 'flash' the attention kernel's score and P·V tiles,
+ * 'exp' the softmax's exp.
+ */
+export type KernelName = 'gemm' | 'flash' | 'exp';
 
 /**
  * Forces kernel variants by name, e.g. `{ gemm: '4x8' }` (init's `kernels` option; in Node also
@@ -712,7 +716,11 @@ export type KernelOptions = Partial<Record<KernelName, string>>;
 
 /** The variant one kernel runs, as {@link KernelChoice} reports it. */
 export interface KernelVariantChoice {
-  /** The variant running, e.g. '4x8' (the GEMM's register tile: rows x columns of the SIMD build). */
+  /**
+   * The variant running, e.g. '4x8' (the GEMM's register tile: rows x columns of the SIMD build),
+   * '4x128' (flash: query rows of the register tile x keys per tile), 'estrin5' (exp: how its
+   * degree-5 polynomial is evaluated).
+   */
   variant: string;
   /**
    * 'calibrated': measured on this machine when the module loaded; 'saved': a calibration an
@@ -723,7 +731,7 @@ export interface KernelVariantChoice {
   source: 'calibrated' | 'saved' | 'forced';
   /** Every variant this build has, in a fixed order. */
   variants: readonly string[];
-  /** The calibration's GFLOPS per variant, when this process calibrated; else null. */
+  /** The calibration's GFLOPS per variant (exp: billions of exps per second), when this process calibrated; else null. */
   gflops: Readonly<Record<string, number>> | null;
   /** The calibration's own time in ms, when this process calibrated; else null. */
   calibrationMs: number | null;

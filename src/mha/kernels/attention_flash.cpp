@@ -30,14 +30,27 @@
 //
 // Training: lse (each row's m + log l) and dropout (dropout.hpp: each probability times its
 // keep / (1 - p) after the row's sum is formed) cost nothing when not asked for.
+//
+// Variants (flash_variants.hpp, chosen per machine by kernel_choice.hpp): the kernel is one
+// template, FlashAttention<Shape>, over the register tile's query rows, the keys per tile, how q and
+// p reach every lane (a load-splat each, or one load and lane shuffles), the depth steps per
+// loop iteration; the softmax's exp scheme (fast_exp.hpp) is a branch per row of a tile, in the
+// part every variant shares (FlashHead). The list is at the bottom of this file;
+// attention_head_flash runs the chosen one, one function pointer per call.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include <cstring>
+#include <utility>
+
 #include "attention_kernel.hpp"
 #include "dropout.hpp"
 #include "fast_exp.hpp"
+#include "flash_variants.hpp"
+#include "gemm_tile.hpp"
+#include "kernel_choice.hpp"
 #include "score_epilogue_simd.hpp"
 #include "simd.hpp"
 
@@ -45,10 +58,42 @@ namespace mha::kernels {
 namespace {
 
 using simd::Vec;
-constexpr int kRows = simd::kTileRows, kCols = simd::kTileCols, kW = simd::kWidth;
-constexpr int64_t kQueryBlock = kRows * 8;               // rows sharing one pass over the keys
-constexpr int64_t kKeyTile = 128;  // keys per tile: each row's softmax bookkeeping is paid once per 128 keys
+constexpr int kCols = simd::kTileCols, kW = simd::kWidth;
+// Rows sharing one pass over the keys: the same for every variant (the layer splits a head's rows
+// between threads in these blocks, attention_query_block()).
+constexpr int64_t kQueryBlock = simd::kTileRows * 8;
+// The packed keys are padded to whole tiles of this many (a variant's tiles read only up to
+// round_up(S, kCols), so any key tile fits).
+constexpr int64_t kPackTile = 128;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One variant's parameters. Rows: query rows of the register tile (Rows x 2 vectors of
+// accumulators); KeyTile: keys per tile (each row's softmax bookkeeping is paid once per tile);
+// B: how q[r][d] (scores) and p[r][j] (P.V) reach every lane; Unroll: depth steps (scores) and keys
+// (P.V) per loop iteration (the softmax's exp is chosen apart, FlashHead). Every variant sums each score and each output
+// in the same order; the key tile moves where a row's max is updated, so results differ from
+// one variant to another by rounding only (tests/native/flash_variants_test.cpp).
+template <int Rows, int KeyTile, Broadcast B, int Unroll>
+struct FlashShape {
+  static constexpr int kRows = Rows, kUnroll = Unroll;
+  static constexpr int64_t kKeyTile = KeyTile;
+  // The shuffle form needs 4-lane vectors and whole groups of 4 rows (scores) or 4 keys (P.V).
+  static constexpr bool kShuffle = B == Broadcast::kShuffle && gemm_detail::kShuffleWorks;
+  static_assert(!kShuffle || Rows % 4 == 0, "the shuffle broadcast of q takes rows in fours");
+  static_assert(!kShuffle || Unroll % 4 == 0, "the shuffle broadcast of p takes keys in fours");
+  static_assert(KeyTile % kCols == 0, "whole panels of keys");
+};
+
+// f(integral_constant<int, 0>) .. f(integral_constant<int, N - 1>): a row index known at compile
+// time, for the lane a shuffle broadcasts.
+template <int N, class F, int... I>
+inline void for_each_index(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+inline void for_each_index(F&& f) {
+  for_each_index<N>(f, std::make_integer_sequence<int, N>{});
+}
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -65,12 +110,12 @@ struct PackedHead {
   std::vector<float> own_;
 
   static int64_t floats(int64_t S, int64_t Dh, int64_t Dv) {
-    const int64_t Sp = round_up(S, kKeyTile), Dp = round_up(Dv, kCols);
+    const int64_t Sp = round_up(S, kPackTile), Dp = round_up(Dv, kCols);
     return Dh * Sp + S * Dp + Sp;
   }
 
   explicit PackedHead(const AttentionHeadArgs& a)
-      : S(a.key_len), Sp(round_up(a.key_len, kKeyTile)), Dh(a.head_dim), Dv(value_head_dim(a)),
+      : S(a.key_len), Sp(round_up(a.key_len, kPackTile)), Dh(a.head_dim), Dv(value_head_dim(a)),
         Dp(round_up(Dv, kCols)) {
     float* base = a.scratch;
     if (!base) {
@@ -104,16 +149,142 @@ struct QueryBlock {
   std::vector<char> seen;           // (lse only) whether some key was not blocked for the row
   std::vector<float> acc;           // [kQueryBlock][Dp] unnormalized output
   std::vector<float> scores;        // [kQueryBlock][stride] masked scores, then probabilities
-  int64_t stride;                   // kKeyTile, or Sp when weights keep the whole row
-  // The block's queries interleaved by micro-tile, [kQueryBlock / kRows][Dh][kRows]: the score
+  int64_t stride;                   // the key tile, or Sp when weights keep the whole row
+  // The block's queries interleaved by micro-tile, [ceil(kQueryBlock / kRows)][Dh][kRows]: the score
   // kernel's kRows broadcasts of q[r][d] then come from one pointer at fixed offsets. Read from
   // a_.q's rows (q_stride apart), each cost V8 an address computation (an lea) in the inner loop.
   std::vector<float> q;
 };
 
-class FlashAttention {
+// What every variant shares, compiled once: the head's packed keys and values, the score step
+// (epilogue), the softmax's row exp and the block's finish, which depend on the exp scheme only
+// (chosen per call; a branch per row, not per element).
+class FlashHead {
+ protected:
+  FlashHead(const AttentionHeadArgs& a, ExpScheme exp) : a_(a), e_(epilogue_of(a)), h_(a), dropout_(a.dropout), exp_(exp) {}
+
+  // pr[j] = exp(sr[j] - m) for j < n (a multiple of kW); returns their sum.
+  template <ExpScheme Exp>
+  static float exp_row_as(const float* sr, float m, float* pr, int64_t n) {
+    Vec vsum(0.0f);
+    const Vec vm(m);
+    for (int64_t j = 0; j < n; j += kW) {
+      const Vec p = fast_exp_as<Exp>(simd::load(sr + j) - vm);
+      simd::store(pr + j, p);
+      vsum += p;
+    }
+    return simd::hsum(vsum);
+  }
+  float exp_row(const float* sr, float m, float* pr, int64_t n) const {
+    return exp_ == ExpScheme::kHorner ? exp_row_as<ExpScheme::kHorner>(sr, m, pr, n)
+                                      : exp_row_as<ExpScheme::kEstrin>(sr, m, pr, n);
+  }
+
+  static ScoreEpilogue epilogue_of(const AttentionHeadArgs& a) {
+    ScoreEpilogue e = a.epilogue;
+    e.causal = a.causal;
+    return e;
+  }
+
+  // Whether a mask may block one of the tile's first `keys` keys for one of its rows: key
+  // padding or a float key mask, an attention mask, or a key outside some row's visible range
+  // (the last row starts it latest, the first row ends it earliest).
+  bool tile_may_block(int64_t row0, int64_t rows, int64_t j0, int64_t keys) const {
+    if (a_.key_bias || a_.attn_bias) return true;
+    const int64_t position = a_.first_query + row0;
+    return j0 < visible_keys(e_, position + rows - 1, h_.S).begin ||
+           j0 + keys > visible_keys(e_, position, h_.S).end;
+  }
+
+  // The score step after scaling (score_epilogue_simd.hpp): softcap and ALiBi, the masks, the
+  // keys outside the row's visible range; takes each row's max again. Padding keys past S are
+  // transformed too; their bias (-inf) blocks them.
+  void epilogue(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
+                int64_t stride, Vec* row_max) const {
+    for (int r = 0; r < rows; ++r) {
+      float* sr = s + r * stride;
+      const int64_t i = row0 + r;
+      score_epilogue_row(e_, sr, padded_keys, a_.first_query + i, j0, keys, h_.S, h_.key_bias + j0,
+                         a_.attn_bias ? a_.attn_bias + i * h_.S + j0 : nullptr, nullptr);
+      Vec vmax(kNegInf);
+      for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
+      row_max[r] = vmax;
+    }
+  }
+
+  void finish(const QueryBlock& b) {
+    if (exp_ == ExpScheme::kHorner)
+      finish_as<ExpScheme::kHorner>(b);
+    else
+      finish_as<ExpScheme::kEstrin>(b);
+  }
+
+  // out = acc / l (zeros for rows with every key blocked); lse = m + log l; weights += factor *
+  // softmax row (after dropout), over the keys the block visited (the rest of the row stays 0).
+  template <ExpScheme Exp>
+  void finish_as(const QueryBlock& b) {
+    for (int64_t r = 0; r < b.rows; ++r) {
+      const int64_t i = b.first + r;
+      float* out = a_.out + i * a_.out_stride;
+      const bool blocked = b.max[r] == kNegInf;
+      const float inv_sum = blocked ? 0.0f : 1.0f / b.sum[r];
+      if (a_.lse) a_.lse[i] = b.seen[r] ? b.max[r] + std::log(b.sum[r]) : kNegInf;
+      const float* acc = b.acc.data() + r * h_.Dp;
+      for (int64_t d = 0; d < h_.Dv; ++d) out[d] = acc[d] * inv_sum;
+      if (!a_.weights || blocked) continue;
+      const float* sr = b.scores.data() + r * b.stride;
+      float* w = a_.weights + i * h_.S;
+      const Vec m(b.max[r]), factor(a_.weights_factor * inv_sum);
+      const KeyRange visible = visible_keys(e_, a_.first_query + i, h_.S);
+      if (visible.begin == visible.end) continue;  // only a sink: zero weights
+      const int64_t key_end = visible.end;
+      if (a_.dropout.active() && !a_.weights_before_dropout) {  // each probability times its dropout factor
+        weights_with_dropout<Exp>(sr, w, a_.first_query + i, b.key_begin, key_end, b.max[r], inv_sum);
+        continue;
+      }
+      int64_t j = b.key_begin;
+      for (; j + kW <= key_end; j += kW)
+        simd::store(w + j, simd::fmadd(factor, fast_exp_as<Exp>(simd::load(sr + j) - m), simd::load(w + j)));
+      alignas(64) float lanes[kW];
+      if (j < key_end) {
+        simd::store(lanes, fast_exp_as<Exp>(simd::load(sr + j) - m));
+        for (int64_t t = 0; j + t < key_end; ++t) w[j + t] += a_.weights_factor * inv_sum * lanes[t];
+      }
+    }
+  }
+
+  // w[j] += factor * p[j] * dropout factor, for keys key_begin .. key_end-1 of the row at
+  // `position`, p[j] = exp(sr[j] - m) * inv_sum.
+  template <ExpScheme Exp>
+  void weights_with_dropout(const float* sr, float* w, int64_t position, int64_t key_begin, int64_t key_end, float m,
+                            float inv_sum) {
+    row_factors_.resize(static_cast<size_t>(key_end - key_begin + kW));
+    dropout_.factors(position, key_begin, key_end - key_begin, row_factors_.data());
+    alignas(64) float lanes[kW];
+    const Vec vm(m);
+    for (int64_t j = key_begin; j < key_end; j += kW) {
+      simd::store(lanes, fast_exp_as<Exp>(simd::load(sr + j) - vm));
+      for (int64_t t = 0; t < kW && j + t < key_end; ++t)
+        w[j + t] += a_.weights_factor * (lanes[t] * inv_sum * row_factors_[j + t - key_begin]);
+    }
+  }
+
+  const AttentionHeadArgs& a_;
+  const ScoreEpilogue e_;  // a_.epilogue with a_.causal
+  PackedHead h_;
+  const DropoutMask dropout_;
+  const ExpScheme exp_;
+  std::vector<float> row_factors_;  // weights_with_dropout's dropout factors
+};
+
+template <class Shape>
+class FlashAttention : FlashHead {
+  static constexpr int kRows = Shape::kRows;
+  static constexpr int64_t kKeyTile = Shape::kKeyTile;
+  static constexpr int64_t kMicroTiles = (kQueryBlock + kRows - 1) / kRows;  // per query block
+
  public:
-  explicit FlashAttention(const AttentionHeadArgs& a) : a_(a), e_(epilogue_of(a)), h_(a), dropout_(a.dropout) {}
+  FlashAttention(const AttentionHeadArgs& a, ExpScheme exp) : FlashHead(a, exp) {}
 
   void run() {
     QueryBlock b;
@@ -122,8 +293,8 @@ class FlashAttention {
     b.sum.resize(kQueryBlock);
     b.seen.resize(kQueryBlock);
     b.acc.resize(static_cast<size_t>(kQueryBlock * h_.Dp));
-    b.scores.resize(static_cast<size_t>(kQueryBlock * b.stride));
-    b.q.resize(static_cast<size_t>(kQueryBlock * h_.Dh));
+    b.scores.resize(static_cast<size_t>((kQueryBlock + kRows) * b.stride));
+    b.q.resize(static_cast<size_t>(kMicroTiles * kRows * h_.Dh));
     for (b.first = 0; b.first < a_.query_len; b.first += kQueryBlock) {
       b.rows = std::min(kQueryBlock, a_.query_len - b.first);
       pack_queries(b);
@@ -181,15 +352,9 @@ class FlashAttention {
       }
       // Once a row's max has settled (most tiles), it needs no rescaling: skip the libm call.
       const float correction = m_old == m_new ? 1.0f : m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
-      Vec vsum(0.0f);
-      const Vec vm(m_new);
-      for (int64_t j = 0; j < padded_keys; j += kW) {
-        const Vec p = fast_exp(simd::load(sr + j) - vm);
-        simd::store(pr + j, p);
-        vsum += p;
-      }
+      const float row_sum = exp_row(sr, m_new, pr, padded_keys);
       b.max[r0 + r] = m_new;
-      b.sum[r0 + r] = b.sum[r0 + r] * correction + simd::hsum(vsum);
+      b.sum[r0 + r] = b.sum[r0 + r] * correction + row_sum;
       // Training: dropout after the sum (the denominator counts every probability).
       if (a_.dropout.active()) dropout_.apply(a_.first_query + b.first + r0 + r, j0, keys, pr);
       if (correction != 1.0f) {
@@ -208,7 +373,7 @@ class FlashAttention {
 
   // b.q[t][d][r] = q[row t * kRows + r][d]; rows past the block's last repeat it.
   void pack_queries(QueryBlock& b) const {
-    for (int64_t t = 0; t < kQueryBlock / kRows; ++t) {
+    for (int64_t t = 0; t < kMicroTiles; ++t) {
       float* qt = b.q.data() + t * h_.Dh * kRows;
       for (int r = 0; r < kRows; ++r) {
         const int64_t row = std::min<int64_t>(t * kRows + r, b.rows - 1);
@@ -230,52 +395,35 @@ class FlashAttention {
       for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = Vec(0.0f);
       const float* kt = h_.kt + (j0 + jc) * h_.Dh;  // the panel of keys j0 + jc ..
       const float* qd = q_tile;
-      for (int64_t d = 0; d < h_.Dh; ++d, kt += kCols, qd += kRows) {
-        const Vec k0 = simd::load(kt), k1 = simd::load(kt + kW);
-        for (int r = 0; r < kRows; ++r) {
-          const Vec qr = simd::splat(qd[r]);
-          acc[r][0] = simd::fmadd(qr, k0, acc[r][0]);
-          acc[r][1] = simd::fmadd(qr, k1, acc[r][1]);
+      // One depth step: q[r][d] for the kRows rows sit together at qd (pack_queries' layout).
+      const auto step = [&](const float* kd, const float* q) {
+        const Vec k0 = simd::load(kd), k1 = simd::load(kd + kW);
+        if constexpr (Shape::kShuffle) {
+          Vec q4[kRows / 4];
+          for (int g = 0; g < kRows / 4; ++g) q4[g] = simd::load(q + 4 * g);
+          for_each_index<kRows>([&](auto r) {
+            const Vec qr = gemm_detail::broadcast_lane<decltype(r)::value % 4>(q4[decltype(r)::value / 4]);
+            acc[r][0] = simd::fmadd(qr, k0, acc[r][0]);
+            acc[r][1] = simd::fmadd(qr, k1, acc[r][1]);
+          });
+        } else {
+          for (int r = 0; r < kRows; ++r) {
+            const Vec qr = simd::splat(q[r]);
+            acc[r][0] = simd::fmadd(qr, k0, acc[r][0]);
+            acc[r][1] = simd::fmadd(qr, k1, acc[r][1]);
+          }
         }
-      }
+      };
+      int64_t d = 0;
+      for (; d + Shape::kUnroll <= h_.Dh; d += Shape::kUnroll, kt += Shape::kUnroll * kCols, qd += Shape::kUnroll * kRows)
+        for (int u = 0; u < Shape::kUnroll; ++u) step(kt + u * kCols, qd + u * kRows);
+      for (; d < h_.Dh; ++d, kt += kCols, qd += kRows) step(kt, qd);
       for (int r = 0; r < rows; ++r) {
         const Vec s0 = acc[r][0] * scale, s1 = acc[r][1] * scale;
         simd::store(s + r * stride + jc, s0);
         simd::store(s + r * stride + jc + kW, s1);
         row_max[r] = simd::max(row_max[r], simd::max(s0, s1));
       }
-    }
-  }
-
-  static ScoreEpilogue epilogue_of(const AttentionHeadArgs& a) {
-    ScoreEpilogue e = a.epilogue;
-    e.causal = a.causal;
-    return e;
-  }
-
-  // Whether a mask may block one of the tile's first `keys` keys for one of its rows: key
-  // padding or a float key mask, an attention mask, or a key outside some row's visible range
-  // (the last row starts it latest, the first row ends it earliest).
-  bool tile_may_block(int64_t row0, int64_t rows, int64_t j0, int64_t keys) const {
-    if (a_.key_bias || a_.attn_bias) return true;
-    const int64_t position = a_.first_query + row0;
-    return j0 < visible_keys(e_, position + rows - 1, h_.S).begin ||
-           j0 + keys > visible_keys(e_, position, h_.S).end;
-  }
-
-  // The score step after scaling (score_epilogue_simd.hpp): softcap and ALiBi, the masks, the
-  // keys outside the row's visible range; takes each row's max again. Padding keys past S are
-  // transformed too; their bias (-inf) blocks them.
-  void epilogue(int64_t row0, int64_t rows, int64_t j0, int64_t keys, int64_t padded_keys, float* s,
-                int64_t stride, Vec* row_max) const {
-    for (int r = 0; r < rows; ++r) {
-      float* sr = s + r * stride;
-      const int64_t i = row0 + r;
-      score_epilogue_row(e_, sr, padded_keys, a_.first_query + i, j0, keys, h_.S, h_.key_bias + j0,
-                         a_.attn_bias ? a_.attn_bias + i * h_.S + j0 : nullptr, nullptr);
-      Vec vmax(kNegInf);
-      for (int64_t j = 0; j < padded_keys; j += kW) vmax = simd::max(vmax, simd::load(sr + j));
-      row_max[r] = vmax;
     }
   }
 
@@ -321,7 +469,27 @@ class FlashAttention {
         for (const int64_t j : fast_keys_) add_key(v + j * h_.Dp + dc, p + j);
       } else {  // without masks p can only be 0 by underflow: adding 0 * v is exact
         const float* vj = v + dc;
-        for (int64_t j = 0; j < keys; ++j, vj += h_.Dp) add_key(vj, p + j);
+        int64_t j = 0;
+        if constexpr (Shape::kShuffle) {
+          // Four keys at a time: each row's p[r][j..j+3] in one load, each key's lane shuffled out.
+          for (; j + 4 <= keys; j += 4, vj += 4 * h_.Dp) {
+            Vec p4[kRows];
+            for (int r = 0; r < kRows; ++r) p4[r] = simd::load(p + r * p_stride + j);
+            for_each_index<4>([&](auto lane) {
+              const float* vl = vj + decltype(lane)::value * h_.Dp;
+              const Vec v0 = simd::load(vl), v1 = simd::load(vl + kW);
+              for (int r = 0; r < kRows; ++r) {
+                const Vec pr = gemm_detail::broadcast_lane<decltype(lane)::value>(p4[r]);
+                acc[r][0] = simd::fmadd(pr, v0, acc[r][0]);
+                acc[r][1] = simd::fmadd(pr, v1, acc[r][1]);
+              }
+            });
+          }
+        } else {
+          for (; j + Shape::kUnroll <= keys; j += Shape::kUnroll, vj += Shape::kUnroll * h_.Dp)
+            for (int u = 0; u < Shape::kUnroll; ++u) add_key(vj + u * h_.Dp, p + j + u);
+        }
+        for (; j < keys; ++j, vj += h_.Dp) add_key(vj, p + j);
       }
       for (int r = 0; r < rows; ++r) {
         float* ar = b.acc.data() + (r0 + r) * h_.Dp + dc;
@@ -341,59 +509,6 @@ class FlashAttention {
     }
   }
 
-  // out = acc / l (zeros for rows with every key blocked); lse = m + log l; weights += factor *
-  // softmax row (after dropout), over the keys the block visited (the rest of the row stays 0).
-  void finish(const QueryBlock& b) {
-    for (int64_t r = 0; r < b.rows; ++r) {
-      const int64_t i = b.first + r;
-      float* out = a_.out + i * a_.out_stride;
-      const bool blocked = b.max[r] == kNegInf;
-      const float inv_sum = blocked ? 0.0f : 1.0f / b.sum[r];
-      if (a_.lse) a_.lse[i] = b.seen[r] ? b.max[r] + std::log(b.sum[r]) : kNegInf;
-      const float* acc = b.acc.data() + r * h_.Dp;
-      for (int64_t d = 0; d < h_.Dv; ++d) out[d] = acc[d] * inv_sum;
-      if (!a_.weights || blocked) continue;
-      const float* sr = b.scores.data() + r * b.stride;
-      float* w = a_.weights + i * h_.S;
-      const Vec m(b.max[r]), factor(a_.weights_factor * inv_sum);
-      const KeyRange visible = visible_keys(e_, a_.first_query + i, h_.S);
-      if (visible.begin == visible.end) continue;  // only a sink: zero weights
-      const int64_t key_end = visible.end;
-      if (a_.dropout.active() && !a_.weights_before_dropout) {  // each probability times its dropout factor
-        weights_with_dropout(sr, w, a_.first_query + i, b.key_begin, key_end, b.max[r], inv_sum);
-        continue;
-      }
-      int64_t j = b.key_begin;
-      for (; j + kW <= key_end; j += kW)
-        simd::store(w + j, simd::fmadd(factor, fast_exp(simd::load(sr + j) - m), simd::load(w + j)));
-      alignas(64) float lanes[kW];
-      if (j < key_end) {
-        simd::store(lanes, fast_exp(simd::load(sr + j) - m));
-        for (int64_t t = 0; j + t < key_end; ++t) w[j + t] += a_.weights_factor * inv_sum * lanes[t];
-      }
-    }
-  }
-
-  // w[j] += factor * p[j] * dropout factor, for keys key_begin .. key_end-1 of the row at
-  // `position`, p[j] = exp(sr[j] - m) * inv_sum.
-  void weights_with_dropout(const float* sr, float* w, int64_t position, int64_t key_begin, int64_t key_end, float m,
-                            float inv_sum) {
-    row_factors_.resize(static_cast<size_t>(key_end - key_begin + kW));
-    dropout_.factors(position, key_begin, key_end - key_begin, row_factors_.data());
-    alignas(64) float lanes[kW];
-    const Vec vm(m);
-    for (int64_t j = key_begin; j < key_end; j += kW) {
-      simd::store(lanes, fast_exp(simd::load(sr + j) - vm));
-      for (int64_t t = 0; t < kW && j + t < key_end; ++t)
-        w[j + t] += a_.weights_factor * (lanes[t] * inv_sum * row_factors_[j + t - key_begin]);
-    }
-  }
-
-  const AttentionHeadArgs& a_;
-  const ScoreEpilogue e_;  // a_.epilogue with a_.causal
-  PackedHead h_;
-  const DropoutMask dropout_;
-  std::vector<float> row_factors_;  // weights_with_dropout's dropout factors
   std::vector<int64_t> fast_keys_, guarded_keys_;
   std::vector<float> tile_probabilities_ = std::vector<float>(static_cast<size_t>(kRows * kKeyTile));
 };
@@ -415,7 +530,57 @@ void attention_head_flash(const AttentionHeadArgs& args) {
     }
     return;
   }
-  FlashAttention(args).run();
+  KernelChoice& choice = KernelChoice::process();
+  choice.flash().run(args, choice.exp().scheme);
+}
+
+namespace {
+
+template <class Shape>
+void run_flash(const AttentionHeadArgs& a, ExpScheme exp) {
+  FlashAttention<Shape>(a, exp).run();
+}
+
+template <int Rows, int KeyTile, Broadcast B = Broadcast::kSplat, int Unroll = 1>
+constexpr FlashVariant flash_variant(const char* name) {
+  return {name, &run_flash<FlashShape<Rows, KeyTile, B, Unroll>>, Rows, KeyTile};
+}
+
+// "<rows>x<keys per tile>[-shuffle][-k4]". 4x128 is the former wasm kernel, 8x128 the former
+// AVX-512 one, 6x128 AVX2's. Above 4 rows the tile spills in wasm (V8's 16 vector registers:
+// 4 x 2 accumulators + 2 key vectors + 1 broadcast = 11 live).
+constexpr FlashVariant kFlashVariants[] = {
+    flash_variant<2, 128>("2x128"),
+    flash_variant<4, 128>("4x128"),
+    flash_variant<6, 128>("6x128"),
+    flash_variant<8, 128>("8x128"),
+    flash_variant<4, 64>("4x64"),
+    flash_variant<4, 256>("4x256"),
+    flash_variant<4, 128, Broadcast::kShuffle, 4>("4x128-shuffle"),
+    flash_variant<4, 128, Broadcast::kSplat, 4>("4x128-k4"),
+};
+
+}  // namespace
+
+const FlashVariant* flash_variants(int* count) {
+  *count = static_cast<int>(sizeof kFlashVariants / sizeof kFlashVariants[0]);
+  return kFlashVariants;
+}
+
+const FlashVariant* find_flash_variant(const char* name) {
+  for (const FlashVariant& v : kFlashVariants)
+    if (std::strcmp(v.name, name) == 0) return &v;
+  return nullptr;
+}
+
+const FlashVariant& flash_default_variant() {
+#if defined(__AVX512F__)
+  return *find_flash_variant("8x128");
+#elif defined(__AVX2__)
+  return *find_flash_variant("6x128");
+#else
+  return *find_flash_variant("4x128");
+#endif
 }
 
 }  // namespace mha::kernels

@@ -16,22 +16,39 @@
 // clamp.
 #pragma once
 
+#include "exp_variants.hpp"
 #include "simd.hpp"
 
 namespace mha::kernels {
 
-inline simd::Vec fast_exp(simd::Vec x) {
+// fast_exp_as<Scheme>: 2^f's polynomial evaluated by ExpScheme (exp_variants.hpp), the same
+// coefficients, so the same error bound.
+template <ExpScheme Scheme>
+inline simd::Vec fast_exp_as(simd::Vec x) {
   using simd::Vec;
   const Vec t = simd::max(x * Vec(1.44269504088896341f), Vec(-127.0f));
   const Vec biased = t + Vec(simd::kRoundingBias);
   const Vec f = t - (biased - Vec(simd::kRoundingBias));  // t - round(t)
-  // 2^f = 1 + c1 f + c2 f^2 + c3 f^3 + c4 f^4 + c5 f^5 = (1 + c1 f) + f^2 ((c2 + c3 f) + f^2 (c4 + c5 f))
-  const Vec f2 = f * f;
-  const Vec low = simd::fmadd(Vec(6.93147004e-1f), f, Vec(1.0f));
-  const Vec mid = simd::fmadd(Vec(5.55073395e-2f), f, Vec(2.40222424e-1f));
-  const Vec high = simd::fmadd(Vec(1.32646656e-3f), f, Vec(9.67151299e-3f));
-  const Vec p = simd::fmadd(f2, simd::fmadd(f2, high, mid), low);
+  Vec p;
+  if constexpr (Scheme == ExpScheme::kEstrin) {
+    // 2^f = 1 + c1 f + c2 f^2 + c3 f^3 + c4 f^4 + c5 f^5 = (1 + c1 f) + f^2 ((c2 + c3 f) + f^2 (c4 + c5 f))
+    const Vec f2 = f * f;
+    const Vec low = simd::fmadd(Vec(6.93147004e-1f), f, Vec(1.0f));
+    const Vec mid = simd::fmadd(Vec(5.55073395e-2f), f, Vec(2.40222424e-1f));
+    const Vec high = simd::fmadd(Vec(1.32646656e-3f), f, Vec(9.67151299e-3f));
+    p = simd::fmadd(f2, simd::fmadd(f2, high, mid), low);
+  } else {
+    // 1 + f (c1 + f (c2 + f (c3 + f (c4 + f c5))))
+    p = simd::fmadd(Vec(1.32646656e-3f), f, Vec(9.67151299e-3f));
+    p = simd::fmadd(p, f, Vec(5.55073395e-2f));
+    p = simd::fmadd(p, f, Vec(2.40222424e-1f));
+    p = simd::fmadd(p, f, Vec(6.93147004e-1f));
+    p = simd::fmadd(p, f, Vec(1.0f));
+  }
   return p * simd::exp2_of_biased(biased);
 }
+
+// The exp every kernel calls outside the flash forward's softmax (which runs the chosen scheme).
+inline simd::Vec fast_exp(simd::Vec x) { return fast_exp_as<ExpScheme::kEstrin>(x); }
 
 }  // namespace mha::kernels

@@ -2,18 +2,68 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
+#include "flash_calibration.hpp"
 #include "gemm_calibration.hpp"
 
 namespace mha::kernels {
 namespace {
 
-std::string known_gemm_variants() {
-  int count = 0;
-  const GemmVariant* v = gemm_variants(&count);
+// One kernel with variants: its name, its variants' names, its default and its calibration.
+struct KernelEntry {
+  const char* name;
+  int (*count)();
+  const char* (*variant_name)(int);
+  int (*default_index)();
+  VariantCalibration (*calibrate)();
+};
+
+template <class V, const V* (*List)(int*), const V& (*Default)()>
+struct Listed {
+  static int count() {
+    int n = 0;
+    List(&n);
+    return n;
+  }
+  static const char* name(int i) {
+    int n = 0;
+    return List(&n)[i].name;
+  }
+  static int default_index() {
+    int n = 0;
+    return static_cast<int>(&Default() - List(&n));
+  }
+};
+
+VariantCalibration gemm_calibration() {
+  const GemmCalibration g = calibrate_gemm();
+  int n = 0;
+  return {static_cast<int>(g.best - gemm_variants(&n)), g.gflops, g.seconds, g.rounds, g.settled};
+}
+
+using Gemm = Listed<GemmVariant, gemm_variants, gemm_default_variant>;
+using Flash = Listed<FlashVariant, flash_variants, flash_default_variant>;
+using Exp = Listed<ExpVariant, exp_variants, exp_default_variant>;
+
+// In Kernel's order.
+constexpr KernelEntry kKernelTable[] = {
+    {"gemm", Gemm::count, Gemm::name, Gemm::default_index, gemm_calibration},
+    {"flash", Flash::count, Flash::name, Flash::default_index, calibrate_flash},
+    {"exp", Exp::count, Exp::name, Exp::default_index, calibrate_exp},
+};
+static_assert(sizeof kKernelTable / sizeof kKernelTable[0] == static_cast<size_t>(Kernel::kCount));
+
+std::string known_variants(const KernelEntry& k) {
   std::string names;
-  for (int i = 0; i < count; ++i) names += (i ? ", " : "") + std::string(v[i].name);
+  for (int i = 0; i < k.count(); ++i) names += (i ? ", " : "") + std::string(k.variant_name(i));
+  return names;
+}
+
+std::string known_kernels() {
+  std::string names;
+  for (const KernelEntry& k : kKernelTable) names += (names.empty() ? "" : ", ") + std::string(k.name);
   return names;
 }
 
@@ -38,7 +88,7 @@ KernelChoice& KernelChoice::process() {
 }
 
 std::string KernelChoice::force(const std::string& spec, ChoiceSource source) {
-  std::vector<const GemmVariant*> gemm;  // checked whole before anything changes
+  std::vector<std::pair<int, int>> chosen;  // (kernel, variant), checked whole before anything changes
   size_t begin = 0;
   while (begin < spec.size()) {
     size_t end = spec.find(',', begin);
@@ -48,55 +98,66 @@ std::string KernelChoice::force(const std::string& spec, ChoiceSource source) {
     if (pair.empty()) continue;
     const size_t eq = pair.find('=');
     const std::string kernel = pair.substr(0, eq), name = eq == std::string::npos ? "" : pair.substr(eq + 1);
-    if (kernel != "gemm") return "unknown kernel '" + kernel + "' in '" + spec + "'; known kernels: gemm";
-    const GemmVariant* v = find_gemm_variant(name.c_str());
-    if (!v) return "unknown gemm variant '" + name + "'; known: " + known_gemm_variants();
-    gemm.push_back(v);
+    int k = 0;
+    while (k < kKernels && kernel != kKernelTable[k].name) ++k;
+    if (k == kKernels) return "unknown kernel '" + kernel + "' in '" + spec + "'; known kernels: " + known_kernels();
+    const KernelEntry& entry = kKernelTable[k];
+    int v = 0;
+    while (v < entry.count() && name != entry.variant_name(v)) ++v;
+    if (v == entry.count()) return "unknown " + kernel + " variant '" + name + "'; known: " + known_variants(entry);
+    chosen.emplace_back(k, v);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const GemmVariant* v : gemm) {
-    gemm_source_ = source;
-    gemm_gflops_.clear();
-    calibration_ms_ = 0;
-    settled_ = false;
-    gemm_.store(v, std::memory_order_release);
+  for (const auto& [k, v] : chosen) {
+    Slot& s = slots_[k];
+    s.source = source;
+    s.gflops.clear();
+    s.calibration_ms = 0;
+    s.settled = false;
+    s.chosen.store(v, std::memory_order_release);
   }
   return "";
 }
 
 void KernelChoice::recalibrate() {
   std::lock_guard<std::mutex> lock(mutex_);
-  gemm_.store(nullptr, std::memory_order_release);
+  for (Slot& s : slots_) s.chosen.store(-1, std::memory_order_release);
 }
 
-const GemmVariant& KernelChoice::calibrate_gemm_once() {
+int KernelChoice::calibrate_once(int kernel) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (const GemmVariant* v = gemm_.load(std::memory_order_acquire)) return *v;  // another thread did it
-  const GemmCalibration c = calibrate_gemm();
-  gemm_source_ = ChoiceSource::kCalibrated;
-  gemm_gflops_ = c.gflops;
-  calibration_ms_ = c.seconds * 1e3;
-  settled_ = c.settled;
-  gemm_.store(c.best, std::memory_order_release);
-  return *c.best;
+  Slot& s = slots_[kernel];
+  if (const int i = s.chosen.load(std::memory_order_acquire); i >= 0) return i;  // another thread did it
+  const VariantCalibration c = kKernelTable[kernel].calibrate();
+  s.source = ChoiceSource::kCalibrated;
+  s.gflops = c.gflops;
+  s.calibration_ms = c.seconds * 1e3;
+  s.settled = c.settled;
+  s.chosen.store(c.best, std::memory_order_release);
+  return c.best;
 }
 
 std::string KernelChoice::describe() {
-  const GemmVariant& chosen = gemm();
+  int chosen[kKernels];
+  for (int k = 0; k < kKernels; ++k) chosen[k] = index(static_cast<Kernel>(k));
   std::lock_guard<std::mutex> lock(mutex_);
-  int count = 0;
-  const GemmVariant* v = gemm_variants(&count);
-  std::string names, rates;
-  for (int i = 0; i < count; ++i) names += (i ? ",\"" : "\"") + std::string(v[i].name) + "\"";
+  std::string json = "{";
   char number[32];
-  for (size_t i = 0; i < gemm_gflops_.size(); ++i) {
-    std::snprintf(number, sizeof number, "%s%.2f", i ? "," : "", gemm_gflops_[i]);
-    rates += number;
+  for (int k = 0; k < kKernels; ++k) {
+    const KernelEntry& entry = kKernelTable[k];
+    const Slot& s = slots_[k];
+    std::string names, rates;
+    for (int i = 0; i < entry.count(); ++i) names += (i ? ",\"" : "\"") + std::string(entry.variant_name(i)) + "\"";
+    for (size_t i = 0; i < s.gflops.size(); ++i) {
+      std::snprintf(number, sizeof number, "%s%.2f", i ? "," : "", s.gflops[i]);
+      rates += number;
+    }
+    std::snprintf(number, sizeof number, "%.2f", s.calibration_ms);
+    json += std::string(k ? "," : "") + "\"" + entry.name + "\":{\"variant\":\"" + entry.variant_name(chosen[k]) +
+            "\",\"source\":\"" + source_name(s.source) + "\",\"variants\":[" + names + "],\"gflops\":[" + rates +
+            "],\"calibrationMs\":" + number + ",\"settled\":" + (s.settled ? "true" : "false") + "}";
   }
-  std::snprintf(number, sizeof number, "%.2f", calibration_ms_);
-  return std::string("{\"gemm\":{\"variant\":\"") + chosen.name + "\",\"source\":\"" + source_name(gemm_source_) +
-         "\",\"variants\":[" + names + "],\"gflops\":[" + rates + "],\"calibrationMs\":" + number +
-         ",\"settled\":" + (settled_ ? "true" : "false") + "}}";
+  return json + "}";
 }
 
 }  // namespace mha::kernels
