@@ -35,7 +35,7 @@ for v in "${variants[@]}"; do
   name=${v%%:*} flags=${v#*:}
   # shellcheck disable=SC2086
   em++ -O3 -DNDEBUG -msimd128 -msse4.1 -std=c++17 $flags -Isrc -I"$out/kernels" -isystem "$out/include" \
-    bench/kernels/kernel_benchmark.cpp src/mha/kernels/packed_linear.cpp src/mha/kernels/gemm_variants.cpp src/mha/kernels/gemm_calibration.cpp \
+    bench/kernels/kernel_benchmark.cpp src/mha/kernels/packed_linear.cpp src/mha/kernels/gemm_variants.cpp src/mha/kernels/gemm_calibration.cpp src/mha/kernels/variant_calibration.cpp src/mha/kernels/gemv_variants.cpp src/mha/kernels/gemv_calibration.cpp \
     src/mha/kernels/kernel_choice.cpp src/mha/kernels/weight_formats.cpp src/mha/kernels/quantized_panels.cpp src/mha/kernels/quantized_gemv.cpp \
     src/mha/kernels/quantized_gemv_reference.cpp src/mha/kernels/attention_backward_flash.cpp "$out/kernels/attention_flash.cpp" \
     src/mha/kernels/attention_decode.cpp -sALLOW_MEMORY_GROWTH=1 -o "$out/$name.cjs"

@@ -1,30 +1,13 @@
 #include "gemm_calibration.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 #include "simd.hpp"
+#include "variant_calibration.hpp"
 
 namespace mha::kernels {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// The clock's step: browsers coarsen performance.now() (5 us on cross-origin-isolated pages, 100 us
-// or 1 ms elsewhere), so a timed batch must span many steps.
-double clock_step() {
-  double step = 1.0;
-  for (int i = 0; i < 3; ++i) {
-    const auto t0 = Clock::now();
-    double d = 0;
-    while ((d = seconds_since(t0)) == 0) {}
-    step = std::min(step, d);
-  }
-  return step;
-}
 
 // 120 rows (a multiple of every tile's rows: 1 to 6 and 8) x 256 depth x two panels:
 // the x rows (120 KB) in L2, the panels (16 KB wasm) in L1, like one task of the layer's GEMM.
@@ -47,79 +30,16 @@ struct Problem {
   }
 };
 
-// Seconds per problem: the best of `batches` batches of `reps` problems.
-double measure(Problem& p, const GemmVariant& v, int reps, int batches) {
-  double best = 1e30;
-  for (int batch = 0; batch < batches; ++batch) {
-    const auto t0 = Clock::now();
-    for (int r = 0; r < reps; ++r) p.run(v);
-    best = std::min(best, seconds_since(t0) / reps);
-  }
-  return best;
-}
-
 }  // namespace
 
 GemmCalibration calibrate_gemm() {
-  const auto t0 = Clock::now();
   int count = 0;
   const GemmVariant* variants = gemm_variants(&count);
   Problem problem;
-  // A batch spans at least 20 clock steps and 40 us (sized anew each round from the fastest time
-  // so far: the first calls may run unoptimized code).
-  const double batch_seconds = std::max(20 * clock_step(), 40e-6);
-  // Rounds over every variant, each variant's best kept, until two rounds in a row improve none by
-  // more than 5%. In wasm also not before kSettleSeconds, and not before the former kernel (the
-  // default variant) has run optimized: an engine runs new wasm from a baseline compile first and
-  // swaps in optimized code, compiled in the background, some time after a function gets hot (V8
-  // on the loaded 2-core machine: 10 ms to 0.5 s), so early rounds time variants unoptimized, and
-  // a variant optimized before the default could win wrongly. The default's optimized code is at
-  // least 1.5x its first call's (3-5x measured), unless it was optimized from the start (V8 with
-  // --no-liftoff): then the wait ends at kWaitSeconds. Natively the code is optimized at once.
-#ifdef __EMSCRIPTEN__
-  constexpr double kSettleSeconds = 0.03, kWaitSeconds = 0.15, kMaxSeconds = 0.3;
-#else
-  constexpr double kSettleSeconds = 0, kWaitSeconds = 0, kMaxSeconds = 0.3;
-#endif
-  const int def = static_cast<int>(&gemm_default_variant() - variants);
-  std::vector<double> first(count);
-  double fastest = 1e30;
-  for (int i = 0; i < count; ++i) {
-    const auto once = Clock::now();
-    problem.run(variants[i]);
-    first[i] = std::max(seconds_since(once), 1e-7);
-    fastest = std::min(fastest, first[i]);
-  }
-  std::vector<double> seconds(count, 1e30);
-  GemmCalibration c;
-  const auto settled = [&](int quiet) {
-    const double t = seconds_since(t0);
-    const bool default_optimized = seconds[def] < first[def] / 1.5 || t >= kWaitSeconds;
-    return quiet >= 2 && t >= kSettleSeconds && default_optimized;
-  };
-  for (int round = 0, quiet = 0; !settled(quiet); ++round) {
-    if (seconds_since(t0) > kMaxSeconds) break;  // (c.settled stays false: not worth keeping)
-    const int reps = std::max(1, static_cast<int>(batch_seconds / fastest));
-    bool improved = false;
-    for (int i = 0; i < count; ++i) {
-      const double s = measure(problem, variants[i], reps, 3);
-      improved = improved || s < 0.95 * seconds[i];
-      seconds[i] = std::min(seconds[i], s);
-      fastest = std::min(fastest, s);
-    }
-    quiet = improved ? 0 : quiet + 1;
-    c.rounds = round + 1;
-    c.settled = settled(quiet);
-  }
-  // Another variant replaces the default only when it is 5% faster: closer calls are noise.
-  int best = def;
-  for (int i = 0; i < count; ++i) {
-    c.gflops.push_back(problem.flops() / seconds[i] * 1e-9);
-    if (seconds[i] < seconds[best] && seconds[i] < 0.95 * seconds[def]) best = i;
-  }
-  c.best = &variants[best];
-  c.seconds = seconds_since(t0);
-  return c;
+  const VariantCalibration c = calibrate_variants(
+      count, static_cast<int>(&gemm_default_variant() - variants), [&](int i) { problem.run(variants[i]); },
+      problem.flops());
+  return {&variants[c.best], c.rates, c.seconds, c.rounds, c.settled};
 }
 
 }  // namespace mha::kernels
