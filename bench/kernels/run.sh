@@ -2,6 +2,7 @@
 # `npm run bench:kernels`: the GEMM and flash-attention micro-kernels alone, one thread, built with
 # the wasm SIMD build's flags (run in Node with optimized code from the start: --no-liftoff, since
 # a single long call would otherwise stay on V8's baseline compile) and natively with g++.
+# `bash bench/kernels/run.sh gemv`: only the decode GEMV's f16 and q4 variants.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export NODE_PATH=/usr/share/nodejs   # Emscripten's JS optimizer needs Debian's acorn
@@ -13,7 +14,7 @@ em++ -O3 -DNDEBUG -msimd128 -msse4.1 -std=c++17 -Isrc -isystem "$out/include" "$
   -sALLOW_MEMORY_GROWTH=1 -o "$out/kernels.cjs"
 g++ -O3 -DNDEBUG -march=native -std=c++17 -Isrc "${sources[@]}" -o "$out/kernels-native"
 echo "### wasm SIMD128 (Node $(node --version), 1 thread)"
-node --no-experimental-fetch --no-liftoff "$out/kernels.cjs"
+node --no-experimental-fetch --no-liftoff "$out/kernels.cjs" "$@"
 echo
 echo "### native ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), 1 thread)"
-"$out/kernels-native"
+"$out/kernels-native" "$@"

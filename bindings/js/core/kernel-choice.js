@@ -1,13 +1,17 @@
 // Which variant of each hot kernel the wasm module runs (src/mha/kernels/kernel_choice.hpp: every
 // variant gives the reference's results; they differ in speed, by CPU). At load, in this order:
-// forced by init's `kernels` option or, in Node, MHA_KERNELS=gemm=NAME; else the calibration an
+// forced by init's `kernels` option or, in Node, MHA_KERNELS=gemm=NAME,gemv_f16=NAME; else the calibration an
 // earlier process saved on this machine (the platform's kernelChoiceStore: localStorage in a
 // page, a file under the OS's cache folder in Node); else measured now, once per module, and saved.
 import { kernelChoiceStore } from '#platform';
 
-/** The kernels that have variants. */
-export const KERNELS = ['gemm'];
-const RECORD_VERSION = 1;
+/**
+ * The kernels that have variants, as the core's table names them (kernel_choice.cpp): the GEMM,
+ * and the decode GEMV of f16 and of q4 weights.
+ */
+export const KERNELS = ['gemm', 'gemv_f16', 'gemv_q4'];
+// 2: a record holds every kernel of KERNELS (1 held the GEMM's only).
+const RECORD_VERSION = 2;
 
 /** init's `kernels` option ({ gemm: '4x8' }) as the core's spec ("gemm=4x8"), checked for shape. */
 export function kernelSpec(kernels) {

@@ -701,18 +701,25 @@ export interface BuildInfo {
   numThreads: number;
 }
 
-/** The kernels that come in variants (docs/performance.md#kernel-variants-chosen-where-they-run). */
-export type KernelName = 'gemm';
+/**
+ * The kernels that come in variants (docs/performance.md#kernel-variants-chosen-where-they-run):
+ * the projections' GEMM, and the decode GEMV of f16 and of q4 weights.
+ */
+export type KernelName = 'gemm' | 'gemv_f16' | 'gemv_q4';
 
 /**
- * Forces kernel variants by name, e.g. `{ gemm: '4x8' }` (init's `kernels` option; in Node also
- * `MHA_KERNELS=gemm=4x8`). The names are {@link KernelVariantChoice.variants}.
+ * Forces kernel variants by name, e.g. `{ gemm: '4x8', gemv_f16: 'even-odd' }` (init's `kernels`
+ * option; in Node also `MHA_KERNELS=gemm=4x8,gemv_f16=even-odd`). The names are
+ * {@link KernelVariantChoice.variants}.
  */
 export type KernelOptions = Partial<Record<KernelName, string>>;
 
 /** The variant one kernel runs, as {@link KernelChoice} reports it. */
 export interface KernelVariantChoice {
-  /** The variant running, e.g. '4x8' (the GEMM's register tile: rows x columns of the SIMD build). */
+  /**
+   * The variant running, e.g. '4x8' (the GEMM's register tile: rows x columns of the SIMD build),
+   * 'even-odd' (the f16 GEMV's widening), '1p' (the q4 GEMV's panels per pass).
+   */
   variant: string;
   /**
    * 'calibrated': measured on this machine when the module loaded; 'saved': a calibration an
@@ -723,7 +730,7 @@ export interface KernelVariantChoice {
   source: 'calibrated' | 'saved' | 'forced';
   /** Every variant this build has, in a fixed order. */
   variants: readonly string[];
-  /** The calibration's GFLOPS per variant, when this process calibrated; else null. */
+  /** The calibration's GFLOPS per variant (a GEMV's: 2 per weight), when this process calibrated; else null. */
   gflops: Readonly<Record<string, number>> | null;
   /** The calibration's own time in ms, when this process calibrated; else null. */
   calibrationMs: number | null;

@@ -79,9 +79,9 @@ template <int, bool>
 constexpr GemvVariant q4(const char* name) { return {name, &quantized_gemv_reference}; }
 #endif
 
-// The former kernels first (the defaults), then the even-odd widening at 1 and 2 panels and 1, 2
-// and 4 depth steps (2 x panels x depths accumulators: 8 at most, for V8's 16 registers), and q4
-// at 1, 2 and 4 panels.
+// The former kernels first (the defaults), then the even-odd widening at 1, 2 and 4 panels and 1,
+// 2 and 4 depth steps (2 x panels x depths accumulators: 8 at most, for V8's 16 registers), and q4
+// at 1, 2 and 4 panels (4 x 4 accumulators: V8 spills the float ones, touched once a block).
 constexpr GemvVariant kF16[] = {
     f16<F16Widen::kWiden, 1, 2>("widen"),
     f16<F16Widen::kWiden, 2, 1>("widen-2p-k1"),
@@ -89,12 +89,14 @@ constexpr GemvVariant kF16[] = {
     f16<F16Widen::kEvenOdd, 1, 4>("even-odd-k4"),
     f16<F16Widen::kEvenOdd, 2, 1>("even-odd-2p-k1"),
     f16<F16Widen::kEvenOdd, 2, 2>("even-odd-2p"),
+    f16<F16Widen::kEvenOdd, 4, 1>("even-odd-4p-k1"),
 };
 constexpr GemvVariant kQ4[] = {
     q4<1, false>("1p"),
     q4<1, true>("1p-zp-first"),
     q4<2, false>("2p"),
     q4<2, true>("2p-zp-first"),
+    q4<4, false>("4p"),
     q4<4, true>("4p-zp-first"),
 };
 

@@ -8,9 +8,12 @@
 //   q4:   per 32 weights (a group) 1 load + 6 mask/shift + 4 dot + 4 add + 2 splats: 0.53
 //   (widening int8 to f32 instead: extend, convert, mul, add per 4 weights and a horizontal sum
 //   of the depth pairs: 1.1 per weight, 2.5x the integer path's count, so the integer path it is)
-//   f16:  per 8 weights 1 load, 2 unpack, 2 shift, 2 and, 2 mul (the exponent), 2 mul + 2 add: 1.6
+//   f16:  per 8 weights 1 load + 1 splat, then widen: 2 unpack, 2 shift, 2 and, 2 mul (the
+//         exponent), 2 mul + 2 add: 1.75; even-odd: 1 shift, 2 shift, 2 and, 2 mul + 2 add: 1.375
 // so int8 and q4 are bound by these operations rather than by the bytes they read (a quarter
-// and under a sixth of f32's); `npm run bench:kernels` shows the rates.
+// and under a sixth of f32's); `npm run bench:kernels` shows the rates. f16 and q4 come in
+// variants (gemv_variants.hpp: gemv_f16_tile.hpp, gemv_q4_tile.hpp), one chosen per machine;
+// int8 is the one kernel below.
 #include "quantized_gemv.hpp"
 
 #include <algorithm>
