@@ -31,7 +31,7 @@ export async function loadBuild(name) {
   const module = await createMhaModule(args);
   // The kernel variants are chosen now, at load, as init() does (what the choice keeps lives as
   // long as the module: made at a fixed point, not inside a test's heap window): MHA_KERNELS
-  // (gemm=NAME) forces one, else this machine's calibration (src/mha/kernels/kernel_choice.hpp).
+  // (gemm=NAME,gemv_f16=NAME,gemv_q4=NAME) forces them, else this machine's calibration (src/mha/kernels/kernel_choice.hpp).
   if (process.env.MHA_KERNELS && module.forceKernels) {
     const refused = module.forceKernels(process.env.MHA_KERNELS, false);
     if (refused) throw new Error(`MHA_KERNELS: ${refused}`);

@@ -22,6 +22,7 @@
 #include "mha/kernels/exp_variants.hpp"
 #include "mha/kernels/flash_variants.hpp"
 #include "mha/kernels/gemm_variants.hpp"
+#include "mha/kernels/gemv_variants.hpp"
 #include "mha/kernels/kernel_choice.hpp"
 #include "mha/kernels/packed_linear.hpp"
 #include "mha/kernels/simd.hpp"
@@ -164,6 +165,32 @@ double report_quantized_gemv(mha::WeightDtype dtype, int64_t K, int64_t N, doubl
                 arithmetic_rate * ops_per_weight(dtype) * 1e-9, 100.0 * (1.0 * K * N / s) / std::min(by_bytes, arithmetic_rate));
   }
   return s;
+}
+
+// Every f16 and q4 decode GEMV variant (gemv_variants.hpp), forced one at a time, on the decode
+// GEMV streamed from memory (2048 x 2048, and 896 x 896 as Qwen2.5-0.5B's attention), each line
+// its GB/s of the dtype's bytes beside the stream read; then the calibration's figures (GFLOPS,
+// 2 per weight, in cache) and what it picked for this process.
+void report_gemv_variants(double stream, double f32_large, double f32_small) {
+  auto& choice = mha::kernels::KernelChoice::process();
+  choice.recalibrate();
+  const std::string described = choice.describe();  // (calibrates)
+  const std::string picked[] = {choice.gemv_f16().name, choice.gemv_q4().name};
+  const char* kernels[] = {"gemv_f16", "gemv_q4"};
+  const mha::WeightDtype dtypes[] = {mha::WeightDtype::kF16, mha::WeightDtype::kQ4};
+  const mha::kernels::GemvVariant* (*lists[])(int*) = {mha::kernels::gemv_f16_variants, mha::kernels::gemv_q4_variants};
+  for (int k = 0; k < 2; ++k) {
+    int count = 0;
+    const mha::kernels::GemvVariant* v = lists[k](&count);
+    for (int i = 0; i < count; ++i) {
+      choice.force(std::string(kernels[k]) + "=" + v[i].name);
+      std::printf("| **%s variant %s**%s | | | | | |\n", kernels[k], v[i].name, picked[k] == v[i].name ? " (calibration's pick)" : "");
+      report_quantized_gemv(dtypes[k], 2048, 2048, stream, f32_large);
+      report_quantized_gemv(dtypes[k], 896, 896, stream, f32_small);
+    }
+    choice.force(std::string(kernels[k]) + "=" + picked[k]);
+  }
+  std::printf("\ncalibration: %s\n\n", described.c_str());
 }
 
 // The limit of the GEMM's instructions: 12 independent chains of a vector multiply and add (a
@@ -321,7 +348,7 @@ struct HeadBackward {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   // MHA_KERNELS forces variants (natively KernelChoice reads it itself; in wasm from Node's env).
 #ifdef __EMSCRIPTEN__
   char spec[256] = "";
@@ -332,6 +359,12 @@ int main() {
   }
 #endif
   std::printf("| kernel | shape | ms | GFLOPS | CPU ms | GFLOPS (CPU) |\n|---|---|---:|---:|---:|---:|\n");
+  if (argc > 1 && std::string(argv[1]) == "gemv") {  // (`bash bench/kernels/run.sh gemv`: the GEMV variants only)
+    const double stream = stream_read_rate();
+    report_gemv_variants(stream, report_quantized_gemv(mha::WeightDtype::kF32, 2048, 2048, stream, 0),
+                         report_quantized_gemv(mha::WeightDtype::kF32, 896, 896, stream, 0));
+    return 0;
+  }
   report_gemm_variants(chain_limit());
   {
     const int64_t M = 512, K = 512, N = 512;
@@ -356,6 +389,7 @@ int main() {
     const double f32_small = report_quantized_gemv(mha::WeightDtype::kF32, 896, 896, stream, 0);
     for (mha::WeightDtype dtype : {mha::WeightDtype::kInt8, mha::WeightDtype::kQ4})
       report_quantized_gemv(dtype, 896, 896, stream, f32_small, limit(dtype));
+    report_gemv_variants(stream, f32, f32_small);
     // Prefill with quantized weights: the GEMM on slices dequantized per call, against float32's.
     const int64_t M = 512, K = 768, N = 768;
     const auto w = uniform(N * K, 41, 0.05f), b = uniform(N, 42, 0.1f), x = uniform(M * K, 43, 0.5f);

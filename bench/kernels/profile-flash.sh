@@ -18,7 +18,7 @@ for f in attention_flash.cpp attention_kernel.hpp fast_exp.hpp score_epilogue.hp
 done
 # The flash kernel's own variant headers, where the profiled version has them (the profile times
 # attention_head_flash, so the variant the calibration picks; MHA_KERNELS does not reach wasm here).
-for f in flash_variants.hpp exp_variants.hpp kernel_choice.hpp gemm_tile.hpp gemm_variants.hpp; do
+for f in flash_variants.hpp exp_variants.hpp kernel_choice.hpp gemm_tile.hpp gemm_variants.hpp gemv_variants.hpp; do
   if [ $# -ge 1 ]; then git show "$1:src/mha/kernels/$f" > "$out/kernels/$f" 2>/dev/null || rm -f "$out/kernels/$f"; else cp "src/mha/kernels/$f" "$out/kernels/$f"; fi
 done
 # Guards around the stages (each replacement must match exactly once, or the script stops).
@@ -41,8 +41,8 @@ for v in "${variants[@]}"; do
   name=${v%%:*} flags=${v#*:}
   # shellcheck disable=SC2086
   em++ -O3 -DNDEBUG -msimd128 -msse4.1 -std=c++17 $flags -Isrc -I"$out/kernels" -isystem "$out/include" \
-    bench/kernels/kernel_benchmark.cpp src/mha/kernels/packed_linear.cpp src/mha/kernels/gemm_variants.cpp src/mha/kernels/gemm_calibration.cpp \
-    src/mha/kernels/kernel_choice.cpp src/mha/kernels/variant_calibration.cpp src/mha/kernels/flash_calibration.cpp src/mha/kernels/exp_variants.cpp src/mha/kernels/weight_formats.cpp src/mha/kernels/quantized_panels.cpp src/mha/kernels/quantized_gemv.cpp \
+    bench/kernels/kernel_benchmark.cpp src/mha/kernels/packed_linear.cpp src/mha/kernels/gemm_variants.cpp src/mha/kernels/gemm_calibration.cpp src/mha/kernels/variant_calibration.cpp src/mha/kernels/gemv_variants.cpp src/mha/kernels/gemv_calibration.cpp \
+    src/mha/kernels/kernel_choice.cpp src/mha/kernels/flash_calibration.cpp src/mha/kernels/exp_variants.cpp src/mha/kernels/weight_formats.cpp src/mha/kernels/quantized_panels.cpp src/mha/kernels/quantized_gemv.cpp \
     src/mha/kernels/quantized_gemv_reference.cpp src/mha/kernels/attention_backward_flash.cpp "$out/kernels/attention_flash.cpp" \
     src/mha/kernels/attention_decode.cpp -sALLOW_MEMORY_GROWTH=1 -o "$out/$name.cjs"
 done

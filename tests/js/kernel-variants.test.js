@@ -1,11 +1,13 @@
 // The kernel variants through the public API (src/mha/kernels/kernel_choice.hpp,
 // bindings/js/core/kernel-choice.js): every GEMM variant forced by init's `kernels` option, on the
 // SIMD and scalar builds, against the float64 textbook product on shapes that hit every tile edge
-// (the reference's tolerance), and a layer's forward pass the same bits on every variant;
-// every flash-attention variant with every exp scheme forced the same way, against the float64
-// formula (outputs and weights, causal or not, across key tiles); mha.kernelChoice() says what
-// runs and why; unknown names are refused by name; MHA_KERNELS forces a variant in Node; a
-// calibration is saved and the next process restores it.
+// (the reference's tolerance), and a layer's forward pass the same bits on every variant; every
+// f16 and q4 decode GEMV variant forced the same way, a Linear layer's one-row product against
+// the float64 product of the weights it holds (f16 at its extremes too); every flash-attention
+// variant with every exp scheme forced the same way, against the float64 formula (outputs and
+// weights, causal or not, across key tiles); mha.kernelChoice() says what runs and why; unknown
+// names are refused by name; MHA_KERNELS forces a variant in Node; a calibration is saved and the
+// next process restores it.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,7 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
+import { floatToHalf, halfToFloat } from '../../bindings/js/formats/float16.js';
 import { assertClose, textbookLinear } from './float64-linear.js';
+import { roundTrip } from './quantized-reference.js';
 import { seededFloats } from './seeded.js';
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'mha-kernel-choice-'));
@@ -116,22 +120,95 @@ for (const simd of [true, false]) {
   });
 }
 
+// One row (the decode GEMV) against columns under a panel and over the even-odd kernels' 4-panel
+// minimum, depths under and over a q4 block.
+const GEMV_SHAPES = [[45, 13], [96, 200], [517, 40], [300, 72]];
+
+for (const simd of [true, false]) {
+  describe(`decode GEMV variants, ${simd ? 'mha-simd' : 'mha-scalar'}`, async () => {
+    const mha = await init({ simd, threads: 1 });
+
+    test('every f16 variant gives the float64 product of the f16 weights, at their extremes too, and even-odd the widen bits', async () => {
+      const { variants } = mha.kernelChoice().gemv_f16;
+      assert.ok(variants.includes('widen') && variants.includes('even-odd'), variants.join(', '));
+      const cases = GEMV_SHAPES.map(([inF, outF], i) => {
+        const values = seededFloats(outF * inF, 40 + i);
+        // f16's largest value and subnormal halves among the weights, |x| up to 1e4 and tiny
+        for (let j = 0; j < values.length; j += 7) values[j] = j % 2 ? 65504 : -(2 ** -24) * (1 + (j % 1000));
+        const bits = Uint16Array.from(values, floatToHalf);
+        const x = seededFloats(inF, 50 + i).map((v, j) => (j % 3 === 0 ? v * 1e4 : j % 3 === 1 ? v * 1e-5 : v));
+        return { inF, outF, bits, widened: Float32Array.from(bits, halfToFloat), x, bias: seededFloats(outF, 60 + i) };
+      });
+      const results = {};
+      for (const name of variants) {
+        await init({ simd, threads: 1, kernels: { gemv_f16: name } });
+        assert.deepEqual([mha.kernelChoice().gemv_f16.variant, mha.kernelChoice().gemv_f16.source], [name, 'forced']);
+        results[name] = cases.map(({ inF, outF, bits, widened, x, bias }) => {
+          const layer = new mha.Linear({ inFeatures: inF, outFeatures: outF, weightDtype: 'f16' }).loadWeights({ weight: bits, bias });
+          try {
+            const y = layer.forward({ data: x, shape: [1, inF] }).data;
+            const want = textbookLinear(x, widened, bias, 1, inF, outF);
+            const scale = want.reduce((m, v) => Math.max(m, Math.abs(v)), 1);
+            y.forEach((v, o) => assert.ok(Math.abs(v - want[o]) <= 1e-6 * scale * (1 + inF / 512) + 1e-5 * Math.abs(want[o]),
+              `f16 ${name} ${inF}x${outF} [${o}]: ${v} vs ${want[o]}`));
+            return y;
+          } finally {
+            layer.dispose();
+          }
+        });
+      }
+      // The even-odd kernel moves the rebias out of the loop by powers of two: the widen kernel's bits.
+      assert.deepEqual(results['even-odd'], results.widen);
+    });
+
+    test('every q4 variant gives the same bits, within the int16 activations of the float64 product', async () => {
+      const { variants } = mha.kernelChoice().gemv_q4;
+      assert.ok(variants.length >= 3 && variants[0] === '1p', variants.join(', '));
+      let first;
+      for (const name of variants) {
+        await init({ simd, threads: 1, kernels: { gemv_q4: name } });
+        assert.equal(mha.kernelChoice().gemv_q4.variant, name);
+        const ys = GEMV_SHAPES.map(([inF, outF], i) => {
+          const values = seededFloats(outF * inF, 70 + i), bias = seededFloats(outF, 80 + i), x = seededFloats(inF, 90 + i);
+          const layer = new mha.Linear({ inFeatures: inF, outFeatures: outF, weightDtype: 'q4' }).loadWeights({ weight: values, bias });
+          try {
+            const y = layer.forward({ data: x, shape: [1, inF] }).data;
+            const want = textbookLinear(x, roundTrip('q4', values, outF, inF), bias, 1, inF, outF);
+            // (x rounded to int16: 2^-15 of its largest |x|, over `inF` terms)
+            y.forEach((v, o) => assert.ok(Math.abs(v - want[o]) <= 1e-3 * (1 + Math.abs(want[o])) + 1e-4 * inF,
+              `q4 ${name} ${inF}x${outF} [${o}]: ${v} vs ${want[o]}`));
+            return y;
+          } finally {
+            layer.dispose();
+          }
+        });
+        if (!first) first = ys;
+        else assert.deepEqual(ys, first, `${name}: the integer sums are exact in any order`);
+      }
+    });
+  });
+}
+
 describe('the choice', () => {
   test('kernelChoice() reports the variant, its source and every variant', async () => {
     const mha = await init({ threads: 1, kernels: { gemm: '3x8' } });
     const choice = mha.kernelChoice();
-    assert.deepEqual(Object.keys(choice), ['gemm', 'flash', 'exp']);
+    assert.deepEqual(Object.keys(choice), ['gemm', 'gemv_f16', 'gemv_q4', 'flash', 'exp']);
     assert.equal(choice.gemm.variant, '3x8');
     assert.equal(choice.gemm.source, 'forced');
     assert.ok(choice.gemm.variants.includes('4x8') && choice.gemm.variants.includes('8x4'));
-    assert.ok(Object.isFrozen(choice) && Object.isFrozen(choice.gemm));
+    assert.ok(Object.isFrozen(choice) && Object.isFrozen(choice.gemm) && Object.isFrozen(choice.gemv_q4));
+    const both = await init({ threads: 1, kernels: { gemv_f16: 'even-odd-k4', gemv_q4: '2p' } });
+    assert.deepEqual([both.kernelChoice().gemv_f16.variant, both.kernelChoice().gemv_q4.variant, both.kernelChoice().gemm.variant],
+      ['even-odd-k4', '2p', '3x8'], 'each kernel forced alone');
   });
 
   test('unknown kernels and variants are refused by name', async () => {
     await assert.rejects(init({ kernels: { gemm: '9x9' } }), { name: 'TypeError', message: /init: kernels: unknown gemm variant '9x9'; known: 1x8, 2x8, .*4x8/ });
-    await assert.rejects(init({ kernels: { softmax: 'fast' } }), { name: 'TypeError', message: "init: kernels: unknown kernel 'softmax'; known kernels: gemm, flash, exp" });
+    await assert.rejects(init({ kernels: { softmax: 'fast' } }), { name: 'TypeError', message: "init: kernels: unknown kernel 'softmax'; known kernels: gemm, gemv_f16, gemv_q4, flash, exp" });
     await assert.rejects(init({ kernels: { exp: 'taylor2' } }), { name: 'TypeError', message: "init: kernels: unknown exp variant 'taylor2'; known: estrin5, horner5" });
     await assert.rejects(init({ kernels: { flash: '3x3' } }), { name: 'TypeError', message: /init: kernels: unknown flash variant '3x3'; known: 2x128, 4x128, / });
+    await assert.rejects(init({ kernels: { gemv_f16: 'odd' } }), { name: 'TypeError', message: /init: kernels: unknown gemv_f16 variant 'odd'; known: widen, / });
     await assert.rejects(init({ kernels: 'gemm=4x8' }), { name: 'TypeError', message: /init: kernels must be an object such as \{ gemm: '4x8' \}, got string/ });
     await assert.rejects(init({ kernels: { gemm: 4 } }), { name: 'TypeError', message: 'init: kernels.gemm must be a variant name (a string), got number' });
     const mha = await init({ threads: 1, kernels: { gemm: '5x8' } });
@@ -169,13 +246,14 @@ describe('between processes (Node)', () => {
       assert.equal(childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' }).gemm.source, 'calibrated');
       return;
     }
-    assert.equal(saved.version, 1);
+    assert.equal(saved.version, 3);
     const [key] = Object.keys(saved.choices);
     assert.match(key, /^mha-simd \| .* \| node v/);
     assert.equal(saved.choices[key].gemm, first.variant);
     assert.deepEqual([saved.choices[key].flash, saved.choices[key].exp], [all.flash.variant, all.exp.variant]);
+    assert.ok(['gemv_f16', 'gemv_q4'].every((kernel) => typeof saved.choices[key][kernel] === 'string'), JSON.stringify(saved.choices[key]));
     const again = childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' });
-    for (const kernel of ['gemm', 'flash', 'exp']) {
+    for (const kernel of ['gemm', 'gemv_f16', 'gemv_q4', 'flash', 'exp']) {
       assert.equal(all[kernel].source, 'calibrated', kernel);
       assert.ok(Object.values(all[kernel].gflops).every((g) => g > 0), `${kernel}: ${JSON.stringify(all[kernel].gflops)}`);
       assert.deepEqual([again[kernel].variant, again[kernel].source, again[kernel].gflops], [all[kernel].variant, 'saved', null], kernel);
@@ -183,8 +261,9 @@ describe('between processes (Node)', () => {
   });
 
   test('MHA_KERNELS forces a variant, and an unknown one fails init by name', () => {
-    const forced = childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=2x8,flash=2x128,exp=horner5' });
+    const forced = childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=2x8,gemv_q4=2p,flash=2x128,exp=horner5' });
     assert.deepEqual([forced.gemm.variant, forced.gemm.source], ['2x8', 'forced']);
+    assert.deepEqual([forced.gemv_q4.variant, forced.gemv_q4.source], ['2p', 'forced']);
     assert.deepEqual([forced.flash.variant, forced.flash.source, forced.exp.variant, forced.exp.source], ['2x128', 'forced', 'horner5', 'forced']);
     assert.throws(() => childChoice({ MHA_KERNEL_CACHE: 'off', MHA_KERNELS: 'gemm=7x7' }),
       (error) => /MHA_KERNELS: unknown gemm variant '7x7'; known: 1x8/.test(String(error.stderr)));

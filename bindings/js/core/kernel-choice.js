@@ -1,13 +1,17 @@
 // Which variant of each hot kernel the wasm module runs (src/mha/kernels/kernel_choice.hpp: every
 // variant gives the reference's results; they differ in speed, by CPU). At load, in this order:
-// forced by init's `kernels` option or, in Node, MHA_KERNELS=gemm=NAME,flash=NAME,exp=NAME; else the calibration an
+// forced by init's `kernels` option or, in Node, MHA_KERNELS=gemm=NAME,flash=NAME,gemv_f16=NAME; else the calibration an
 // earlier process saved on this machine (the platform's kernelChoiceStore: localStorage in a
 // page, a file under the OS's cache folder in Node); else measured now, once per module, and saved.
 import { kernelChoiceStore } from '#platform';
 
-/** The kernels that have variants (the core's table, src/mha/kernels/kernel_choice.cpp, in its order). */
-export const KERNELS = ['gemm', 'flash', 'exp'];
-const RECORD_VERSION = 1;
+/**
+ * The kernels that have variants, as the core's table names them (kernel_choice.cpp, in its order):
+ * the GEMM, the decode GEMV of f16 and of q4 weights, the flash attention's tiles and its exp.
+ */
+export const KERNELS = ['gemm', 'gemv_f16', 'gemv_q4', 'flash', 'exp'];
+// 3: a record holds every kernel of KERNELS (1 held the GEMM's only, 2 the GEMM's and the GEMVs').
+const RECORD_VERSION = 3;
 
 /** init's `kernels` option ({ gemm: '4x8' }) as the core's spec ("gemm=4x8"), checked for shape. */
 export function kernelSpec(kernels) {

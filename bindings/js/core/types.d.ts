@@ -703,14 +703,15 @@ export interface BuildInfo {
 
 /**
  * The kernels that come in variants (docs/performance.md#kernel-variants-chosen-where-they-run):
- * 'gemm' the projections' register tile, 'flash' the attention kernel's score and P·V tiles,
- * 'exp' the softmax's exp.
+ * 'gemm' the projections' GEMM, 'gemv_f16' and 'gemv_q4' the decode GEMV of f16 and of q4 weights,
+ * 'flash' the attention kernel's score and P·V tiles, 'exp' the softmax's exp.
  */
-export type KernelName = 'gemm' | 'flash' | 'exp';
+export type KernelName = 'gemm' | 'gemv_f16' | 'gemv_q4' | 'flash' | 'exp';
 
 /**
- * Forces kernel variants by name, e.g. `{ gemm: '4x8' }` (init's `kernels` option; in Node also
- * `MHA_KERNELS=gemm=4x8`). The names are {@link KernelVariantChoice.variants}.
+ * Forces kernel variants by name, e.g. `{ gemm: '4x8', gemv_f16: 'even-odd' }` (init's `kernels`
+ * option; in Node also `MHA_KERNELS=gemm=4x8,gemv_f16=even-odd`). The names are
+ * {@link KernelVariantChoice.variants}.
  */
 export type KernelOptions = Partial<Record<KernelName, string>>;
 
@@ -718,8 +719,9 @@ export type KernelOptions = Partial<Record<KernelName, string>>;
 export interface KernelVariantChoice {
   /**
    * The variant running, e.g. '4x8' (the GEMM's register tile: rows x columns of the SIMD build),
-   * '4x128' (flash: query rows of the register tile x keys per tile), 'estrin5' (exp: how its
-   * degree-5 polynomial is evaluated).
+   * 'even-odd' (the f16 GEMV's widening), '1p' (the q4 GEMV's panels per pass), '4x128' (flash:
+   * query rows of the register tile x keys per tile), 'estrin5' (exp: how its degree-5 polynomial
+   * is evaluated).
    */
   variant: string;
   /**
@@ -731,7 +733,7 @@ export interface KernelVariantChoice {
   source: 'calibrated' | 'saved' | 'forced';
   /** Every variant this build has, in a fixed order. */
   variants: readonly string[];
-  /** The calibration's GFLOPS per variant (exp: billions of exps per second), when this process calibrated; else null. */
+  /** The calibration's GFLOPS per variant (a GEMV's: 2 per weight; exp: billions of exps per second), when this process calibrated; else null. */
   gflops: Readonly<Record<string, number>> | null;
   /** The calibration's own time in ms, when this process calibrated; else null. */
   calibrationMs: number | null;

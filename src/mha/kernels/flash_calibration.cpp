@@ -47,7 +47,7 @@ VariantCalibration calibrate_flash() {
   FlashProblem problem;
   const int def = static_cast<int>(&flash_default_variant() - variants);
   const ExpScheme exp = exp_default_variant().scheme;
-  return calibrate_variants(count, def, problem.flops(), [&](int i) { variants[i].run(problem.a, exp); });
+  return calibrate_variants(count, def, [&](int i) { variants[i].run(problem.a, exp); }, problem.flops());
 }
 
 VariantCalibration calibrate_exp() {
@@ -58,9 +58,9 @@ VariantCalibration calibrate_exp() {
   std::vector<float> p(kRows * kKeys);
   float sink = 0;
   const int def = static_cast<int>(&exp_default_variant() - variants);
-  VariantCalibration c = calibrate_variants(count, def, 1.0 * kRows * kKeys, [&](int i) {
+  VariantCalibration c = calibrate_variants(count, def, [&](int i) {
     for (int64_t r = 0; r < kRows; ++r) sink += variants[i].row(s.data() + r * kKeys, 0.0f, p.data() + r * kKeys, kKeys);
-  });
+  }, 1.0 * kRows * kKeys);
   if (sink == -1.0f) c.rounds = -1;  // (keeps the sums live)
   return c;
 }

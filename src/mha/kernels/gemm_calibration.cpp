@@ -1,5 +1,6 @@
 #include "gemm_calibration.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "simd.hpp"
@@ -35,15 +36,10 @@ GemmCalibration calibrate_gemm() {
   int count = 0;
   const GemmVariant* variants = gemm_variants(&count);
   Problem problem;
-  const int def = static_cast<int>(&gemm_default_variant() - variants);
-  const VariantCalibration v = calibrate_variants(count, def, problem.flops(), [&](int i) { problem.run(variants[i]); });
-  GemmCalibration c;
-  c.best = &variants[v.best];
-  c.gflops = v.gflops;
-  c.seconds = v.seconds;
-  c.rounds = v.rounds;
-  c.settled = v.settled;
-  return c;
+  const VariantCalibration c = calibrate_variants(
+      count, static_cast<int>(&gemm_default_variant() - variants), [&](int i) { problem.run(variants[i]); },
+      problem.flops());
+  return {&variants[c.best], c.rates, c.seconds, c.rounds, c.settled};
 }
 
 }  // namespace mha::kernels

@@ -7,64 +7,83 @@
 
 #include "flash_calibration.hpp"
 #include "gemm_calibration.hpp"
+#include "gemv_calibration.hpp"
 
 namespace mha::kernels {
 namespace {
 
-// One kernel with variants: its name, its variants' names, its default and its calibration.
+// One row per kernel with variants, in enum Kernel's order: its name (in MHA_KERNELS, init's
+// `kernels` and describe()), its variants' names, its former kernel and its calibration.
 struct KernelEntry {
   const char* name;
   int (*count)();
-  const char* (*variant_name)(int);
-  int (*default_index)();
+  const char* (*variant_name)(int i);
+  int (*former)();
   VariantCalibration (*calibrate)();
 };
 
-template <class V, const V* (*List)(int*), const V& (*Default)()>
-struct Listed {
-  static int count() {
-    int n = 0;
-    List(&n);
-    return n;
-  }
-  static const char* name(int i) {
-    int n = 0;
-    return List(&n)[i].name;
-  }
-  static int default_index() {
-    int n = 0;
-    return static_cast<int>(&Default() - List(&n));
-  }
-};
-
-VariantCalibration gemm_calibration() {
-  const GemmCalibration g = calibrate_gemm();
+template <const GemvVariant* (*List)(int*)>
+int gemv_count() {
   int n = 0;
-  return {static_cast<int>(g.best - gemm_variants(&n)), g.gflops, g.seconds, g.rounds, g.settled};
+  List(&n);
+  return n;
+}
+template <const GemvVariant* (*List)(int*)>
+const char* gemv_name(int i) {
+  int n = 0;
+  return List(&n)[i].name;
 }
 
-using Gemm = Listed<GemmVariant, gemm_variants, gemm_default_variant>;
-using Flash = Listed<FlashVariant, flash_variants, flash_default_variant>;
-using Exp = Listed<ExpVariant, exp_variants, exp_default_variant>;
-
-// In Kernel's order.
-constexpr KernelEntry kKernelTable[] = {
-    {"gemm", Gemm::count, Gemm::name, Gemm::default_index, gemm_calibration},
-    {"flash", Flash::count, Flash::name, Flash::default_index, calibrate_flash},
-    {"exp", Exp::count, Exp::name, Exp::default_index, calibrate_exp},
+const KernelEntry kKernels[kKernelCount] = {
+    {"gemm",
+     [] { int n = 0; gemm_variants(&n); return n; },
+     [](int i) { int n = 0; return gemm_variants(&n)[i].name; },
+     [] { int n = 0; return static_cast<int>(&gemm_default_variant() - gemm_variants(&n)); },
+     [] {
+       int n = 0;
+       const GemmCalibration c = calibrate_gemm();
+       return VariantCalibration{static_cast<int>(c.best - gemm_variants(&n)), c.gflops, c.seconds, c.rounds, c.settled};
+     }},
+    {"gemv_f16", &gemv_count<gemv_f16_variants>, &gemv_name<gemv_f16_variants>,
+     [] { int n = 0; return static_cast<int>(&gemv_f16_default_variant() - gemv_f16_variants(&n)); },
+     &calibrate_gemv_f16},
+    {"gemv_q4", &gemv_count<gemv_q4_variants>, &gemv_name<gemv_q4_variants>,
+     [] { int n = 0; return static_cast<int>(&gemv_q4_default_variant() - gemv_q4_variants(&n)); },
+     &calibrate_gemv_q4},
+    {"flash",
+     [] { int n = 0; flash_variants(&n); return n; },
+     [](int i) { int n = 0; return flash_variants(&n)[i].name; },
+     [] { int n = 0; return static_cast<int>(&flash_default_variant() - flash_variants(&n)); },
+     &calibrate_flash},
+    {"exp",
+     [] { int n = 0; exp_variants(&n); return n; },
+     [](int i) { int n = 0; return exp_variants(&n)[i].name; },
+     [] { int n = 0; return static_cast<int>(&exp_default_variant() - exp_variants(&n)); },
+     &calibrate_exp},
 };
-static_assert(sizeof kKernelTable / sizeof kKernelTable[0] == static_cast<size_t>(Kernel::kCount));
-
-std::string known_variants(const KernelEntry& k) {
-  std::string names;
-  for (int i = 0; i < k.count(); ++i) names += (i ? ", " : "") + std::string(k.variant_name(i));
-  return names;
-}
 
 std::string known_kernels() {
   std::string names;
-  for (const KernelEntry& k : kKernelTable) names += (names.empty() ? "" : ", ") + std::string(k.name);
+  for (int k = 0; k < kKernelCount; ++k) names += (k ? ", " : "") + std::string(kKernels[k].name);
   return names;
+}
+
+std::string known_variants(const KernelEntry& e) {
+  std::string names;
+  for (int i = 0; i < e.count(); ++i) names += (i ? ", " : "") + std::string(e.variant_name(i));
+  return names;
+}
+
+int find_kernel(const std::string& name) {
+  for (int k = 0; k < kKernelCount; ++k)
+    if (name == kKernels[k].name) return k;
+  return -1;
+}
+
+int find_variant(const KernelEntry& e, const std::string& name) {
+  for (int i = 0; i < e.count(); ++i)
+    if (name == e.variant_name(i)) return i;
+  return -1;
 }
 
 const char* source_name(ChoiceSource s) {
@@ -98,13 +117,10 @@ std::string KernelChoice::force(const std::string& spec, ChoiceSource source) {
     if (pair.empty()) continue;
     const size_t eq = pair.find('=');
     const std::string kernel = pair.substr(0, eq), name = eq == std::string::npos ? "" : pair.substr(eq + 1);
-    int k = 0;
-    while (k < kKernels && kernel != kKernelTable[k].name) ++k;
-    if (k == kKernels) return "unknown kernel '" + kernel + "' in '" + spec + "'; known kernels: " + known_kernels();
-    const KernelEntry& entry = kKernelTable[k];
-    int v = 0;
-    while (v < entry.count() && name != entry.variant_name(v)) ++v;
-    if (v == entry.count()) return "unknown " + kernel + " variant '" + name + "'; known: " + known_variants(entry);
+    const int k = find_kernel(kernel);
+    if (k < 0) return "unknown kernel '" + kernel + "' in '" + spec + "'; known kernels: " + known_kernels();
+    const int v = find_variant(kKernels[k], name);
+    if (v < 0) return "unknown " + kernel + " variant '" + name + "'; known: " + known_variants(kKernels[k]);
     chosen.emplace_back(k, v);
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -124,13 +140,13 @@ void KernelChoice::recalibrate() {
   for (Slot& s : slots_) s.chosen.store(-1, std::memory_order_release);
 }
 
-int KernelChoice::calibrate_once(int kernel) {
+int KernelChoice::calibrate_once(Kernel kernel) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Slot& s = slots_[kernel];
-  if (const int i = s.chosen.load(std::memory_order_acquire); i >= 0) return i;  // another thread did it
-  const VariantCalibration c = kKernelTable[kernel].calibrate();
+  Slot& s = slots_[static_cast<int>(kernel)];
+  if (const int v = s.chosen.load(std::memory_order_acquire); v >= 0) return v;  // another thread did it
+  const VariantCalibration c = kKernels[static_cast<int>(kernel)].calibrate();
   s.source = ChoiceSource::kCalibrated;
-  s.gflops = c.gflops;
+  s.gflops = c.rates;
   s.calibration_ms = c.seconds * 1e3;
   s.settled = c.settled;
   s.chosen.store(c.best, std::memory_order_release);
@@ -138,24 +154,24 @@ int KernelChoice::calibrate_once(int kernel) {
 }
 
 std::string KernelChoice::describe() {
-  int chosen[kKernels];
-  for (int k = 0; k < kKernels; ++k) chosen[k] = index(static_cast<Kernel>(k));
+  for (int k = 0; k < kKernelCount; ++k) variant(static_cast<Kernel>(k));  // (calibrates what was not chosen)
   std::lock_guard<std::mutex> lock(mutex_);
   std::string json = "{";
   char number[32];
-  for (int k = 0; k < kKernels; ++k) {
-    const KernelEntry& entry = kKernelTable[k];
+  for (int k = 0; k < kKernelCount; ++k) {
+    const KernelEntry& e = kKernels[k];
     const Slot& s = slots_[k];
     std::string names, rates;
-    for (int i = 0; i < entry.count(); ++i) names += (i ? ",\"" : "\"") + std::string(entry.variant_name(i)) + "\"";
+    for (int i = 0; i < e.count(); ++i) names += (i ? ",\"" : "\"") + std::string(e.variant_name(i)) + "\"";
     for (size_t i = 0; i < s.gflops.size(); ++i) {
       std::snprintf(number, sizeof number, "%s%.2f", i ? "," : "", s.gflops[i]);
       rates += number;
     }
     std::snprintf(number, sizeof number, "%.2f", s.calibration_ms);
-    json += std::string(k ? "," : "") + "\"" + entry.name + "\":{\"variant\":\"" + entry.variant_name(chosen[k]) +
-            "\",\"source\":\"" + source_name(s.source) + "\",\"variants\":[" + names + "],\"gflops\":[" + rates +
-            "],\"calibrationMs\":" + number + ",\"settled\":" + (s.settled ? "true" : "false") + "}";
+    json += std::string(k ? "," : "") + "\"" + e.name + "\":{\"variant\":\"" +
+            e.variant_name(s.chosen.load(std::memory_order_acquire)) + "\",\"source\":\"" + source_name(s.source) +
+            "\",\"variants\":[" + names + "],\"gflops\":[" + rates + "],\"calibrationMs\":" + number +
+            ",\"settled\":" + (s.settled ? "true" : "false") + "}";
   }
   return json + "}";
 }

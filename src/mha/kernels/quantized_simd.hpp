@@ -49,6 +49,12 @@ inline I iand(I a, I b) { return wasm_v128_and(a, b); }
 inline I sra32(I v, int n) { return wasm_i32x4_shr(v, n); }
 inline I srl32(I v, int n) { return wasm_u32x4_shr(v, n); }
 inline I sll32(I v, int n) { return wasm_i32x4_shl(v, n); }
+inline F as_float(I v) { return v; }
+// Lanes 0..W-1 of the columns from their even (e) and odd (o) columns: lo = e0 o0 e1 o1, hi = e2 o2 e3 o3.
+inline void interleave(F e, F o, F& lo, F& hi) {
+  lo = wasm_i32x4_shuffle(e, o, 0, 4, 1, 5);
+  hi = wasm_i32x4_shuffle(e, o, 2, 6, 3, 7);
+}
 // Halves [0, W) and [W, 2W) of 2W binary16 values (p) as floats, Inf/NaN-free panels only: the
 // half in the top 16 bits, an arithmetic shift by 3 puts exponent and mantissa where a float
 // has them (the sign smeared over bits 28..31, masked off), and 2^112 rebiases the exponent
@@ -89,6 +95,11 @@ inline I iand(I a, I b) { return _mm512_and_si512(a, b); }
 inline I sra32(I v, int n) { return _mm512_srai_epi32(v, static_cast<unsigned>(n)); }
 inline I srl32(I v, int n) { return _mm512_srli_epi32(v, static_cast<unsigned>(n)); }
 inline I sll32(I v, int n) { return _mm512_slli_epi32(v, static_cast<unsigned>(n)); }
+inline F as_float(I v) { return _mm512_castsi512_ps(v); }
+inline void interleave(F e, F o, F& lo, F& hi) {
+  lo = _mm512_permutex2var_ps(e, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), o);
+  hi = _mm512_permutex2var_ps(e, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), o);
+}
 inline void widen_f16(const uint8_t* p, F& lo, F& hi) {
   lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   hi = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * simd::kWidth)));
@@ -123,6 +134,12 @@ inline I iand(I a, I b) { return _mm256_and_si256(a, b); }
 inline I sra32(I v, int n) { return _mm256_srai_epi32(v, n); }
 inline I srl32(I v, int n) { return _mm256_srli_epi32(v, n); }
 inline I sll32(I v, int n) { return _mm256_slli_epi32(v, n); }
+inline F as_float(I v) { return _mm256_castsi256_ps(v); }
+inline void interleave(F e, F o, F& lo, F& hi) {  // (unpack works within 128-bit halves)
+  const F a = _mm256_unpacklo_ps(e, o), b = _mm256_unpackhi_ps(e, o);
+  lo = _mm256_permute2f128_ps(a, b, 0x20);
+  hi = _mm256_permute2f128_ps(a, b, 0x31);
+}
 inline void widen_f16(const uint8_t* p, F& lo, F& hi) {
   lo = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   hi = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * simd::kWidth)));

@@ -23,20 +23,21 @@ double clock_step() {
   return step;
 }
 
+// Seconds per run of variant i: the best of `batches` batches of `reps` problems.
+double measure(const std::function<void(int)>& run, int i, int reps, int batches) {
+  double best = 1e30;
+  for (int batch = 0; batch < batches; ++batch) {
+    const auto t0 = Clock::now();
+    for (int r = 0; r < reps; ++r) run(i);
+    best = std::min(best, seconds_since(t0) / reps);
+  }
+  return best;
+}
+
 }  // namespace
 
-VariantCalibration calibrate_variants(int count, int def, double flops, const std::function<void(int)>& run) {
+VariantCalibration calibrate_variants(int count, int former, const std::function<void(int)>& run, double work) {
   const auto t0 = Clock::now();
-  // Seconds per problem: the best of `batches` batches of `reps` problems.
-  const auto measure = [&](int i, int reps, int batches) {
-    double best = 1e30;
-    for (int batch = 0; batch < batches; ++batch) {
-      const auto b0 = Clock::now();
-      for (int r = 0; r < reps; ++r) run(i);
-      best = std::min(best, seconds_since(b0) / reps);
-    }
-    return best;
-  };
   // A batch spans at least 20 clock steps and 40 us (sized anew each round from the fastest time
   // so far: the first calls may run unoptimized code).
   const double batch_seconds = std::max(20 * clock_step(), 40e-6);
@@ -53,6 +54,7 @@ VariantCalibration calibrate_variants(int count, int def, double flops, const st
 #else
   constexpr double kSettleSeconds = 0, kWaitSeconds = 0, kMaxSeconds = 0.3;
 #endif
+  const int def = former;
   std::vector<double> first(count);
   double fastest = 1e30;
   for (int i = 0; i < count; ++i) {
@@ -73,7 +75,7 @@ VariantCalibration calibrate_variants(int count, int def, double flops, const st
     const int reps = std::max(1, static_cast<int>(batch_seconds / fastest));
     bool improved = false;
     for (int i = 0; i < count; ++i) {
-      const double s = measure(i, reps, 3);
+      const double s = measure(run, i, reps, 3);
       improved = improved || s < 0.95 * seconds[i];
       seconds[i] = std::min(seconds[i], s);
       fastest = std::min(fastest, s);
@@ -85,7 +87,7 @@ VariantCalibration calibrate_variants(int count, int def, double flops, const st
   // Another variant replaces the default only when it is 5% faster: closer calls are noise.
   int best = def;
   for (int i = 0; i < count; ++i) {
-    c.gflops.push_back(flops / seconds[i] * 1e-9);
+    c.rates.push_back(work / seconds[i] * 1e-9);
     if (seconds[i] < seconds[best] && seconds[i] < 0.95 * seconds[def]) best = i;
   }
   c.best = best;

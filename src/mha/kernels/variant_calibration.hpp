@@ -1,7 +1,8 @@
-// The timing loop every kernel's calibration runs (kernel_choice.hpp): each variant of one kernel
-// on a small problem that stays in cache, rounds over all of them until their times settle, and
-// the default kept unless another is 5% faster. The problems are the kernels' own
-// (gemm_calibration.cpp, flash_calibration.cpp); the loop and its waiting rules are here, once.
+// Which variant of a kernel is fastest on this machine, measured: each variant run on a small
+// problem that stays in cache, in rounds, until the times settle (a few milliseconds for all of
+// them, more while an engine is still compiling them). The kernels' calibrations
+// (gemm_calibration.hpp, gemv_calibration.hpp) give it their problem; kernel_choice.hpp runs each
+// once per process.
 #pragma once
 
 #include <functional>
@@ -10,14 +11,15 @@
 namespace mha::kernels {
 
 struct VariantCalibration {
-  int best = 0;                // index of the variant kept
-  std::vector<double> gflops;  // per variant (the problem's flops over its best time)
-  double seconds = 0;          // the calibration's own wall time
-  int rounds = 0;              // rounds over every variant
-  bool settled = false;        // the times stopped improving (false: cut off at 0.3 s, still moving)
+  int best = 0;               // the index of the variant kept
+  std::vector<double> rates;  // per variant: the problem's work / its best time, in units per ns
+  double seconds = 0;         // the calibration's own wall time
+  int rounds = 0;             // rounds over every variant
+  bool settled = false;       // the times stopped improving (false: cut off at 0.3 s, still moving)
 };
 
-// run(i) runs variant i once on the problem, which does `flops` floating-point operations.
-VariantCalibration calibrate_variants(int count, int default_index, double flops, const std::function<void(int)>& run);
+// `run(i)` runs variant i once on the problem, `work` of which (e.g. flops) each run does. The
+// default (index `former`, the kernel before the variants) is kept unless another is 5% faster.
+VariantCalibration calibrate_variants(int count, int former, const std::function<void(int)>& run, double work);
 
 }  // namespace mha::kernels
