@@ -110,7 +110,7 @@ TEST(KernelChoice, ForcesByNameRefusesUnknownNamesAndCalibratesOnce) {
   EXPECT_NE(choice.describe().find("\"variant\":\"5x8-shuffle\",\"source\":\"forced\""), std::string::npos) << choice.describe();
   const std::string unknown = choice.force("gemm=9x9");
   EXPECT_NE(unknown.find("unknown gemm variant '9x9'; known: 1x8, 2x8"), std::string::npos) << unknown;
-  EXPECT_NE(choice.force("softmax=fast").find("unknown kernel 'softmax' in 'softmax=fast'; known kernels: gemm, flash, exp"), std::string::npos);
+  EXPECT_NE(choice.force("softmax=fast").find("unknown kernel 'softmax' in 'softmax=fast'; known kernels: gemm, gemv_f16, gemv_q4, flash, exp"), std::string::npos);
   EXPECT_STREQ(choice.gemm().name, "5x8-shuffle") << "a refused spec changes nothing";
   // The layer's entry point runs the forced variant and still matches the reference.
   const int64_t rows = 9, in = 33, out = 17;
