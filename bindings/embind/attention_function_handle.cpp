@@ -46,6 +46,25 @@ struct Request {
   }
 };
 
+// The plan's sizes, in attention_function.hpp's letters, for a backend that lays the tensors out
+// itself (the WebGPU backend): { B, Hq, Hkv, L, S, P, T, E, Ev, packed ([B, L, H*E] inputs),
+// batched (false for [Hq, L, E]) }.
+val sizes_of(const mha::AttentionPlan& p) {
+  val sizes = val::object();
+  sizes.set("B", static_cast<double>(p.batch));
+  sizes.set("Hq", static_cast<double>(p.q_heads));
+  sizes.set("Hkv", static_cast<double>(p.kv_heads));
+  sizes.set("L", static_cast<double>(p.query_len));
+  sizes.set("S", static_cast<double>(p.key_len));
+  sizes.set("P", static_cast<double>(p.past_len));
+  sizes.set("T", static_cast<double>(p.total_len));
+  sizes.set("E", static_cast<double>(p.head_dim));
+  sizes.set("Ev", static_cast<double>(p.value_head_dim));
+  sizes.set("packed", p.packed_heads);
+  sizes.set("batched", p.batched);
+  return sizes;
+}
+
 // The address the wrapper put in object[name] (0: none), as a float pointer.
 float* address(const val& object, const char* name) { return at<float>(object[name].as<double>()); }
 
@@ -64,6 +83,7 @@ val AttentionFunctionHandle::plan(val request) {
     planned.set("weights", shape_or_null(p.weights_shape));
     planned.set("steps", shape_or_null(p.step_shape));
     planned.set("capped", r.options.softcap > 0.0f);
+    planned.set("sizes", sizes_of(p));
   });
   return planned;
 }

@@ -26,8 +26,8 @@ class AttentionFunctionHandle : public HandleErrors {
     return message;
   }
 
-  // { output, presentKey, presentValue, weights, steps: shapes or null, capped: bool }, or null
-  // after an error.
+  // { output, presentKey, presentValue, weights, steps: shapes or null, capped: bool, sizes: { B,
+  // Hq, Hkv, L, S, P, T, E, Ev, packed, batched } }, or null after an error.
   val plan(val request);
 
   // outputs: { output, presentKey, presentValue, weights, scores, capped, logits, pattern, lse }
