@@ -11,7 +11,7 @@
 # Each step's inputs: files, or folders (every file in them).
 STAMP_INPUTS_setup=(package-lock.json tools/debian-packages.txt tools/setup.sh tools/install-debian-packages.sh
   tools/lavapipe.sh)
-STAMP_INPUTS_wasm=(src bindings/embind.cpp bindings/kernel_choice.cpp bindings/model_kernels.cpp CMakeLists.txt tools/build-wasm.sh tools/embed-wgsl.mjs
+STAMP_INPUTS_wasm=(src bindings/embind CMakeLists.txt tools/build-wasm.sh tools/embed-wgsl.mjs
   bindings/js/webgpu/wgsl)
 STAMP_FILE_setup=build/stamps/setup
 STAMP_FILE_wasm=dist/build-inputs.sha256

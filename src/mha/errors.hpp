@@ -31,7 +31,7 @@ inline ArgumentError range_error(const std::string& message) {
 }
 
 // "No weights yet", worded once for every layer's forward, backward and setKeyValue; `load` names
-// the calls that give the layer weights (bindings/js/core/errors.js' noWeightsYet is its JS twin,
+// the calls that give the layer weights (bindings/js/api/errors.js' noWeightsYet is its JS twin,
 // for the checks the JS backends make themselves).
 inline ArgumentError no_weights_error(const std::string& load = "loadStateDict() or initialize()") {
   return type_error("the layer has no weights yet; call " + load + " first");

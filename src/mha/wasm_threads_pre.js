@@ -40,7 +40,7 @@ var navigator = globalThis.navigator || { hardwareConcurrency: Module['hardwareC
 // refusals (bindings/js/core/memory-growth.js, a wrapper on its own Memory object) never sees a
 // worker's, because each worker holds its own Memory object for the same shared buffer. So each
 // worker wraps its Memory object's grow, and a refusal is written where the main thread reads it:
-// into the shared memory itself, at mha_growth_refusal_record() (bindings/embind.cpp), laid out as
+// into the shared memory itself, at mha_growth_refusal_record() (bindings/embind/module.cpp), laid out as
 //   uint32 [0]: the size asked, in 64 KiB pages (0: none); written last, cleared when a worker's
 //               next growth succeeds (as memory-growth.js keeps the main thread's record)
 //   uint32 [1]: the memory's size then, in pages

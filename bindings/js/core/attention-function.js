@@ -16,7 +16,7 @@ const CALL = 'scaledDotProductAttention';
 
 /**
  * (No public API.) A module's planner of attention calls, for the WebGPU backend: the call read
- * and checked as here, and the core's plan of its shapes. [PLAN_ATTENTION](query, key, value,
+ * and checked as here, and the core's plan: its shapes and sizes. [PLAN_ATTENTION](query, key, value,
  * options) -> { tensors, scalars, grad, plan }.
  */
 export const PLAN_ATTENTION = Symbol('mha-wasm: plan an attention call');
@@ -144,9 +144,8 @@ function readCall(query, key, value, options) {
 }
 
 /** B * Hq * L: the rows of the output (its last dimension is Ev, or Hq * Ev in the 3-D form). */
-function lseCount(plan, options) {
-  const rows = plan.output.slice(0, -1).reduce((n, d) => n * d, 1);
-  return options.numHeads !== undefined ? rows * options.numHeads : rows;
+function lseCount({ sizes }) {
+  return sizes.B * sizes.Hq * sizes.L;
 }
 
 function throwHandleError(handle) {
@@ -236,7 +235,7 @@ export function defineAttentionFunction(module) {
           capped: plan.capped ? room(steps, 'the captured capped scores') : 0,
           logits: room(steps, 'the captured logits'),
           pattern: room(steps, 'the captured pattern'),
-          lse: grad ? scope.allocate(4 * lseCount(plan, options), 'the log-sum-exps') : 0,
+          lse: grad ? scope.allocate(4 * lseCount(plan), 'the log-sum-exps') : 0,
         };
         if (!handle.run(request, outputs)) throwHandleError(handle);
         const take = (ptr, shape) => ({ data: copyOutFloats(module, ptr, count(shape)), shape });
@@ -255,7 +254,7 @@ export function defineAttentionFunction(module) {
         if (grad) {
           // The backward pass reads its own copies: the caller may reuse its arrays meanwhile.
           const kept = Object.fromEntries(Object.entries(tensors).map(([name, t]) => [name, t && { data: t.data.slice(), shape: [...t.shape] }]));
-          const lse = copyOutFloats(module, outputs.lse, lseCount(plan, options));
+          const lse = copyOutFloats(module, outputs.lse, lseCount(plan));
           const backward = backwardOf(kept, scalars, result.output, lse);
           result.backward = backward;
           result.backwardAsync = async (dOut) => {

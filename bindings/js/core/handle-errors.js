@@ -1,5 +1,5 @@
 // The errors the core's handles record (a handle's lastError and lastErrorKind), thrown as the JS
-// classes the core's error kinds map to (see bindings/embind.cpp: ErrorCode), named by their call.
+// classes the core's error kinds map to (see bindings/embind/handle_errors.hpp: ErrorCode), named by their call.
 import { describeGrowthRefusal } from './memory-growth.js';
 
 const ERROR_CLASSES = [Error, TypeError, RangeError, Error];

@@ -22,21 +22,6 @@ import { CallBuffers, checkGpuInputs, checkInput, resultTensors } from './tensor
 const CALL = 'scaledDotProductAttentionAsync';
 const count = (shape) => shape.reduce((n, d) => n * d, 1);
 
-/** The call's sizes from its plan and inputs: B, Hq, Hkv, L, S, P, T, E, Ev and the form. */
-function sizesOf({ tensors, scalars, plan }) {
-  const packed = scalars.numHeads > 0, q = tensors.query.shape, k = tensors.key.shape, v = tensors.value.shape;
-  const batched = packed || q.length === 4;
-  const B = batched ? q[0] : 1;
-  const Hq = packed ? scalars.numHeads : q[q.length - 3];
-  const Hkv = packed ? scalars.kvNumHeads || scalars.numHeads : k[k.length - 3];
-  const L = packed ? q[1] : q[q.length - 2];
-  const S = packed ? k[1] : k[k.length - 2];
-  const E = packed ? q[2] / Hq : q[q.length - 1];
-  const Ev = packed ? v[2] / Hkv : v[v.length - 1];
-  const P = tensors.pastKey ? tensors.pastKey.shape[tensors.pastKey.shape.length - 2] : 0;
-  return { packed, batched, B, Hq, Hkv, L, S, P, T: P + S, E, Ev, outputShape: plan.output };
-}
-
 /**
  * The masks as the kernels read them: attnMask additive, broadcast (NumPy) and padded with
  * blocked keys to [L, T] (shared) or [B*Hq, L, T]. `positions`, when given ({ offset(b), window,
@@ -225,7 +210,7 @@ export function defineWebGpuAttentionFunction(gpu, wasm) {
     if (outputLocation !== 'cpu' && outputLocation !== 'gpu') throw new TypeError(`outputLocation must be 'cpu' or 'gpu', got ${describe(outputLocation)}`);
     const { args, onGpu } = takeGpuInputs(query, key, value, rest);
     const call = wasm[PLAN_ATTENTION](...args);
-    const z = sizesOf(call);
+    const z = call.plan.sizes;  // B, Hq, Hkv, L, S, P, T, E, Ev and the form, as the core planned them
     if (keysPerTile(z.E, z.Ev) < 1) {
       throw new RangeError(`E + Ev = ${z.E + z.Ev} floats per key do not fit the kernels' workgroup storage`);
     }

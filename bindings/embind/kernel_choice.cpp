@@ -1,6 +1,6 @@
 // The process's kernel choice (src/mha/kernels/kernel_choice.hpp) for JavaScript: what was chosen,
 // forcing or restoring a variant by name, calibrating again. bindings/js/core/kernel-choice.js
-// calls these; a separate EMSCRIPTEN_BINDINGS block, so embind.cpp is left alone.
+// calls these; its own EMSCRIPTEN_BINDINGS block beside module.cpp's.
 #include <emscripten/bind.h>
 
 #include <string>
