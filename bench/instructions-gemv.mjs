@@ -3,7 +3,7 @@
 // variant forced by MHA_KERNELS (so nothing is calibrated under callgrind), the mha-simd build.
 // Counts repeat exactly where timings on a loaded machine do not.
 //
-//   node bench/instructions-gemv.mjs [--shape=896,4864] [--calls=5] [--dtypes=f16,q4]
+//   node bench/instructions-gemv.mjs [--shape=896,4864] [--calls=5] [--dtypes=f16,q4] [--variants=widen,even-odd,1p]
 // (--shape=IN,OUT: Qwen2.5-0.5B's MLP up projection by default, 4.4 M weights.) As
 // bench/instructions.mjs: each count is (1 + calls) products minus 1, over calls, in millions,
 // with V8 on --no-liftoff --single-threaded so the wasm is compiled once.
@@ -47,7 +47,7 @@ console.log('| --- | --- | ---: | ---: | ---: |');
 for (const dtype of dtypes) {
   const kernel = `gemv_${dtype}`;
   let first;
-  for (const variant of choice[kernel].variants) {
+  for (const variant of choice[kernel].variants.filter((v) => !args.variants || args.variants.split(',').includes(v))) {
     const m = (count(dtype, kernel, variant, 1 + CALLS) - count(dtype, kernel, variant, 1)) / CALLS / 1e6;
     first ??= m;
     console.log(`| ${dtype} | ${variant}${variant === choice[kernel].variant ? ' (calibrated here)' : ''} | ${m.toFixed(2)} | ${(m * 1e6 / (inF * outF)).toFixed(3)} | ${(m / first).toFixed(3)} |`);

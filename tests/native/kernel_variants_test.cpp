@@ -170,6 +170,7 @@ void expect_variants_match_twin(const GemvVariant* (*list)(int*), const Quantize
       }
       ASSERT_NEAR(y[o], twin[o], 1e-6 * scale * (1 + c.in / 512.0)) << "y[" << o << "]";
     }
+    // (bit for bit: gemv_variants.cpp compiles without FMA contraction, CMakeLists.txt says why)
     for (int64_t o = 0; o < c.out; ++o)
       if (!std::isnan(y[o])) ASSERT_EQ(y[o], split[o]) << "split y[" << o << "]";
   }
