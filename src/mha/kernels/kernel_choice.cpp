@@ -1,5 +1,6 @@
 #include "kernel_choice.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -164,7 +165,7 @@ std::string KernelChoice::describe() {
     std::string names, rates;
     for (int i = 0; i < e.count(); ++i) names += (i ? ",\"" : "\"") + std::string(e.variant_name(i)) + "\"";
     for (size_t i = 0; i < s.gflops.size(); ++i) {
-      std::snprintf(number, sizeof number, "%s%.2f", i ? "," : "", s.gflops[i]);
+      std::snprintf(number, sizeof number, "%s%.2f", i ? "," : "", std::isfinite(s.gflops[i]) ? s.gflops[i] : 0.0);  // (JSON has no inf)
       rates += number;
     }
     std::snprintf(number, sizeof number, "%.2f", s.calibration_ms);

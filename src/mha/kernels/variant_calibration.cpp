@@ -24,12 +24,14 @@ double clock_step() {
 }
 
 // Seconds per run of variant i: the best of `batches` batches of `reps` problems.
-double measure(const std::function<void(int)>& run, int i, int reps, int batches) {
+// A batch read as no time at all (under one step of a coarse clock) counts as one step: a time is
+// never 0, so a rate is never infinite (a page's 100 us clock read 0 for a small GEMV's batch).
+double measure(const std::function<void(int)>& run, int i, int reps, int batches, double step) {
   double best = 1e30;
   for (int batch = 0; batch < batches; ++batch) {
     const auto t0 = Clock::now();
     for (int r = 0; r < reps; ++r) run(i);
-    best = std::min(best, seconds_since(t0) / reps);
+    best = std::min(best, std::max(seconds_since(t0), step) / reps);
   }
   return best;
 }
@@ -40,7 +42,8 @@ VariantCalibration calibrate_variants(int count, int former, const std::function
   const auto t0 = Clock::now();
   // A batch spans at least 20 clock steps and 40 us (sized anew each round from the fastest time
   // so far: the first calls may run unoptimized code).
-  const double batch_seconds = std::max(20 * clock_step(), 40e-6);
+  const double step = clock_step();
+  const double batch_seconds = std::max(20 * step, 40e-6);
   // Rounds over every variant, each variant's best kept, until two rounds in a row improve none by
   // more than 5%. In wasm also not before kSettleSeconds, and not before the former kernel (the
   // default variant) has run optimized: an engine runs new wasm from a baseline compile first and
@@ -72,10 +75,10 @@ VariantCalibration calibrate_variants(int count, int former, const std::function
   };
   for (int round = 0, quiet = 0; !settled(quiet); ++round) {
     if (seconds_since(t0) > kMaxSeconds) break;  // (c.settled stays false: not worth keeping)
-    const int reps = std::max(1, static_cast<int>(batch_seconds / fastest));
+    const int reps = static_cast<int>(std::clamp(batch_seconds / fastest, 1.0, 1e7));
     bool improved = false;
     for (int i = 0; i < count; ++i) {
-      const double s = measure(run, i, reps, 3);
+      const double s = measure(run, i, reps, 3, step);
       improved = improved || s < 0.95 * seconds[i];
       seconds[i] = std::min(seconds[i], s);
       fastest = std::min(fastest, s);
