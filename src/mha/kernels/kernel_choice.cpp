@@ -23,44 +23,41 @@ struct KernelEntry {
   VariantCalibration (*calibrate)();
 };
 
-template <const GemvVariant* (*List)(int*)>
-int gemv_count() {
+// One kernel's entry from its variant list and default (every list is `const V* list(int* count)`).
+template <class V, const V* (*List)(int*), const V& (*Default)()>
+struct Listed {
+  static int count() {
+    int n = 0;
+    List(&n);
+    return n;
+  }
+  static const char* name(int i) {
+    int n = 0;
+    return List(&n)[i].name;
+  }
+  static int former() {
+    int n = 0;
+    return static_cast<int>(&Default() - List(&n));
+  }
+};
+using Gemm = Listed<GemmVariant, gemm_variants, gemm_default_variant>;
+using GemvF16 = Listed<GemvVariant, gemv_f16_variants, gemv_f16_default_variant>;
+using GemvQ4 = Listed<GemvVariant, gemv_q4_variants, gemv_q4_default_variant>;
+using Flash = Listed<FlashVariant, flash_variants, flash_default_variant>;
+using Exp = Listed<ExpVariant, exp_variants, exp_default_variant>;
+
+VariantCalibration gemm_calibration() {
+  const GemmCalibration c = calibrate_gemm();
   int n = 0;
-  List(&n);
-  return n;
-}
-template <const GemvVariant* (*List)(int*)>
-const char* gemv_name(int i) {
-  int n = 0;
-  return List(&n)[i].name;
+  return {static_cast<int>(c.best - gemm_variants(&n)), c.gflops, c.seconds, c.rounds, c.settled};
 }
 
 const KernelEntry kKernels[kKernelCount] = {
-    {"gemm",
-     [] { int n = 0; gemm_variants(&n); return n; },
-     [](int i) { int n = 0; return gemm_variants(&n)[i].name; },
-     [] { int n = 0; return static_cast<int>(&gemm_default_variant() - gemm_variants(&n)); },
-     [] {
-       int n = 0;
-       const GemmCalibration c = calibrate_gemm();
-       return VariantCalibration{static_cast<int>(c.best - gemm_variants(&n)), c.gflops, c.seconds, c.rounds, c.settled};
-     }},
-    {"gemv_f16", &gemv_count<gemv_f16_variants>, &gemv_name<gemv_f16_variants>,
-     [] { int n = 0; return static_cast<int>(&gemv_f16_default_variant() - gemv_f16_variants(&n)); },
-     &calibrate_gemv_f16},
-    {"gemv_q4", &gemv_count<gemv_q4_variants>, &gemv_name<gemv_q4_variants>,
-     [] { int n = 0; return static_cast<int>(&gemv_q4_default_variant() - gemv_q4_variants(&n)); },
-     &calibrate_gemv_q4},
-    {"flash",
-     [] { int n = 0; flash_variants(&n); return n; },
-     [](int i) { int n = 0; return flash_variants(&n)[i].name; },
-     [] { int n = 0; return static_cast<int>(&flash_default_variant() - flash_variants(&n)); },
-     &calibrate_flash},
-    {"exp",
-     [] { int n = 0; exp_variants(&n); return n; },
-     [](int i) { int n = 0; return exp_variants(&n)[i].name; },
-     [] { int n = 0; return static_cast<int>(&exp_default_variant() - exp_variants(&n)); },
-     &calibrate_exp},
+    {"gemm", Gemm::count, Gemm::name, Gemm::former, gemm_calibration},
+    {"gemv_f16", GemvF16::count, GemvF16::name, GemvF16::former, calibrate_gemv_f16},
+    {"gemv_q4", GemvQ4::count, GemvQ4::name, GemvQ4::former, calibrate_gemv_q4},
+    {"flash", Flash::count, Flash::name, Flash::former, calibrate_flash},
+    {"exp", Exp::count, Exp::name, Exp::former, calibrate_exp},
 };
 
 std::string known_kernels() {
