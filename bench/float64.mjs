@@ -1,4 +1,4 @@
-// The cost of dtype: 'float64' on the wasm build: a float64 layer (src/mha/float64_attention.cpp,
+// The cost of dtype: 'float64' on the wasm build: a float64 layer (src/mha/float64/float64_attention.cpp,
 // plain loops over doubles) against the float32 layer (SIMD kernels) on the same shape and
 // weights, each forward pass, and a training step (forward with grad + backward), timed
 // alternating, pass after pass (each first in every other pass), in one process:

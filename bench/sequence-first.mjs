@@ -1,6 +1,6 @@
 // The cost of batchFirst: false (PyTorch's default sequence-first [L, B, E] layout) on the wasm
 // build: the layer reads such a call through one batch-first copy of each input and copies the
-// output back (src/mha/sequence_first.hpp). Each row times the same call both ways, alternating,
+// output back (src/mha/layer/sequence_first.hpp). Each row times the same call both ways, alternating,
 // pass after pass (each first in every other pass), in one process: node bench/sequence-first.mjs [--passes=4]
 // ratio = batch-first ms / sequence-first ms (< 1: the copies cost that share).
 // --backend=webgpu: the same on the WebGPU backend in Node (Dawn, npm 'webgpu'; on these CPU-only

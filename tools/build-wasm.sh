@@ -30,7 +30,7 @@ build_variant() {  # name, compile flags, extra link flags, --pre-js file
 #   mha-simd-threads  SIMD + pthreads (workers); needs cross-origin isolation in browsers.
 #                     Workers are started with the module, one per core (at most 16), so a
 #                     forward call never waits for a worker to load. In Node the factory
-#                     needs { nodeWorkerThreads } (see src/mha/wasm_threads_pre.js).
+#                     needs { nodeWorkerThreads } (see src/mha/runtime/wasm_threads_pre.js).
 # The WebGPU kernels, embedded into bindings/js/webgpu/wgsl.generated.js (committed; see the tool).
 node tools/embed-wgsl.mjs
 
@@ -38,6 +38,6 @@ mkdir -p dist
 build_variant mha-simd "-msimd128 -msse4.1"
 build_variant mha-scalar ""
 build_variant mha-simd-threads "-msimd128 -msse4.1 -pthread" \
-  "-sPTHREAD_POOL_SIZE=Math.min(16,navigator.hardwareConcurrency||4)" "$PWD/src/mha/wasm_threads_pre.js"
+  "-sPTHREAD_POOL_SIZE=Math.min(16,navigator.hardwareConcurrency||4)" "$PWD/src/mha/runtime/wasm_threads_pre.js"
 stamp_write wasm "$inputs"  # (tools/prepare.sh skips the build while its inputs stay the same)
 echo "built: $(ls dist)"

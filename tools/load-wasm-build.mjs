@@ -21,7 +21,7 @@ export async function loadBuild(name) {
   const args = { wasmBinary: await readFile(new URL(`${name}.wasm`, DIST)) };  // TOOLCHAIN quirk 6
   if (name.endsWith('-threads')) {
     // Node has no web Worker: the build makes its pthreads on node:worker_threads
-    // (src/mha/wasm_threads_pre.js).
+    // (src/mha/runtime/wasm_threads_pre.js).
     args.nodeWorkerThreads = await import('node:worker_threads');
     args.hardwareConcurrency = os.availableParallelism();
     // As the package's Node loader (bindings/js/platform.node.js): Emscripten's browser glue warns

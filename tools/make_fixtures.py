@@ -474,7 +474,7 @@ GRADIENT_TOLERANCE = {"relative": 1e-5, "floorUlps": 8}
 
 
 def fused_in_proj(E, H, Hkv, Dh, Dv, out_dim, kdim, vdim):
-    """The layer's rule (src/mha/parameters.cpp, fused_in_proj): PyTorch's own shapes keep one in_proj_weight."""
+    """The layer's rule (src/mha/layer/parameters.cpp, fused_in_proj): PyTorch's own shapes keep one in_proj_weight."""
     return kdim == E and vdim == E and Hkv == H and H * Dh == E and Dv == Dh and out_dim == E
 
 

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "mha/multihead_attention.hpp"
-#include "mha/saved_forward.hpp"
+#include "mha/layer/multihead_attention.hpp"
+#include "mha/layer/saved_forward.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include "attention_function_handle.hpp"
 
-#include "mha/attention_function.hpp"
+#include "mha/function/attention_function.hpp"
 #include "module_pool.hpp"
 #include "request_reader.hpp"
 

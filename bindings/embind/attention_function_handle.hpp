@@ -1,4 +1,4 @@
-// The attention function (src/mha/attention_function.hpp) on tensors the JS wrapper
+// The attention function (src/mha/function/attention_function.hpp) on tensors the JS wrapper
 // (bindings/js/core/attention-function.js) checked and copied into the heap: plan() gives the
 // result's shapes, run() writes into the outputs the wrapper then allocated. A request:
 // { query, key, value, pastKey?, pastValue?, attnMask? (isBool: nonzero = attend), causalOffsets?,

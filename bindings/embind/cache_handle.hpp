@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "mha/kv_cache.hpp"
+#include "mha/cache/kv_cache.hpp"
 
 namespace mha_embind {
 

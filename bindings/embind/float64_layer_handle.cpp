@@ -1,7 +1,7 @@
 #include "float64_layer_handle.hpp"
 
 #include "heap.hpp"
-#include "mha/memory_budget.hpp"
+#include "mha/plan/memory_budget.hpp"
 #include "request_reader.hpp"
 
 namespace mha_embind {

@@ -1,4 +1,4 @@
-// A dtype 'float64' layer's handle (src/mha/float64_attention.hpp): LayerHandle's methods that such
+// A dtype 'float64' layer's handle (src/mha/float64/float64_attention.hpp): LayerHandle's methods that such
 // a layer has, on doubles (bindings/js/core/layer.js picks this handle for dtype 'float64'). The
 // JS wrapper refuses what it lacks (caches, capture / patch, quantized weights) before calling.
 #pragma once
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "layer_handle_base.hpp"
-#include "mha/float64_attention.hpp"
+#include "mha/float64/float64_attention.hpp"
 #include "saved_handle.hpp"
 
 namespace mha_embind {

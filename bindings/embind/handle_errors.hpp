@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include "mha/errors.hpp"
+#include "mha/plan/errors.hpp"
 
 namespace mha_embind {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mha/memory_budget.hpp"
+#include "mha/plan/memory_budget.hpp"
 
 namespace mha_embind {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "mha/parameters.hpp"
+#include "mha/layer/parameters.hpp"
 #include "request_keys.hpp"
 
 namespace mha_embind {

@@ -4,7 +4,7 @@
 
 #include <emscripten/val.h>
 
-#include "mha/attention_config.hpp"
+#include "mha/plan/attention_config.hpp"
 
 namespace mha_embind {
 

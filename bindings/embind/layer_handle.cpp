@@ -1,8 +1,8 @@
 #include "layer_handle.hpp"
 
 #include "heap.hpp"
-#include "mha/errors.hpp"
-#include "mha/memory_budget.hpp"
+#include "mha/plan/errors.hpp"
+#include "mha/plan/memory_budget.hpp"
 #include "module_pool.hpp"
 #include "request_reader.hpp"
 

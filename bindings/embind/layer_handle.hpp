@@ -11,9 +11,9 @@
 
 #include "cache_handle.hpp"
 #include "layer_handle_base.hpp"
-#include "mha/attention_steps.hpp"
-#include "mha/forward_result.hpp"
-#include "mha/multihead_attention.hpp"
+#include "mha/steps/attention_steps.hpp"
+#include "mha/layer/forward_result.hpp"
+#include "mha/layer/multihead_attention.hpp"
 #include "saved_handle.hpp"
 
 namespace mha_embind {

@@ -10,7 +10,7 @@
 
 #include "handle_errors.hpp"
 #include "layer_config.hpp"
-#include "mha/forward_plan.hpp"
+#include "mha/plan/forward_plan.hpp"
 #include "named_buffers.hpp"
 #include "request_keys.hpp"
 

@@ -1,5 +1,5 @@
 // mha.Linear's handle (bindings/js/core/linear-layer.js): an nn.Linear whose weights stay packed in
-// the heap (src/mha/linear_layer.hpp). The wrapper checks types and sizes, asks checkLoad /
+// the heap (src/mha/layer/linear_layer.hpp). The wrapper checks types and sizes, asks checkLoad /
 // checkForward whether the buffers fit, then passes heap addresses.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "handle_errors.hpp"
-#include "mha/linear_layer.hpp"
+#include "mha/layer/linear_layer.hpp"
 
 namespace mha_embind {
 

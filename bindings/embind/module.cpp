@@ -84,7 +84,7 @@ double heapLimitBytes() { return static_cast<double>(mha::addressable_bytes()); 
 
 #ifdef __EMSCRIPTEN_PTHREADS__
 // A few bytes of the shared memory where a pool worker records a refused memory growth, so the
-// main thread's out-of-memory message can name it (layout and use: src/mha/wasm_threads_pre.js).
+// main thread's out-of-memory message can name it (layout and use: src/mha/runtime/wasm_threads_pre.js).
 extern "C" EMSCRIPTEN_KEEPALIVE uint32_t* mha_growth_refusal_record() {
   alignas(8) static uint32_t record[32];
   return record;

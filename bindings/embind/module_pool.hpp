@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "mha/thread_pool.hpp"
+#include "mha/runtime/thread_pool.hpp"
 
 namespace mha_embind {
 

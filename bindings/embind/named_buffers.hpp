@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "mha/parameters.hpp"
+#include "mha/layer/parameters.hpp"
 #include "request_keys.hpp"
 
 namespace mha_embind {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "mha/shape.hpp"
+#include "mha/plan/shape.hpp"
 
 namespace mha_embind {
 

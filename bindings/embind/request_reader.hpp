@@ -11,9 +11,9 @@
 #include <type_traits>
 
 #include "cache_handle.hpp"
-#include "mha/attention_steps.hpp"
-#include "mha/float64_attention.hpp"
-#include "mha/forward_plan.hpp"
+#include "mha/steps/attention_steps.hpp"
+#include "mha/float64/float64_attention.hpp"
+#include "mha/plan/forward_plan.hpp"
 #include "request_keys.hpp"
 
 namespace mha_embind {

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "mha/float64_attention.hpp"
-#include "mha/saved_forward.hpp"
+#include "mha/float64/float64_attention.hpp"
+#include "mha/layer/saved_forward.hpp"
 
 namespace mha_embind {
 

@@ -21,7 +21,7 @@ export function coreCount() {
 
 /**
  * Extra arguments for the Emscripten factory: the threaded build starts its pthreads with
- * node:worker_threads, which its ES-module glue cannot import itself (src/mha/wasm_threads_pre.js).
+ * node:worker_threads, which its ES-module glue cannot import itself (src/mha/runtime/wasm_threads_pre.js).
  */
 export function factoryArgs(numThreads) {
   return {
@@ -34,7 +34,7 @@ export function factoryArgs(numThreads) {
 }
 
 /**
- * Node's pthread workers import Emscripten's worker script by its file URL (src/mha/wasm_threads_pre.js).
+ * Node's pthread workers import Emscripten's worker script by its file URL (src/mha/runtime/wasm_threads_pre.js).
  * A worker whose script is missing would crash the process, so check it is there first.
  */
 export async function workerScriptUrl(url) {

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "mha/errors.hpp"
-#include "mha/multihead_attention.hpp"
-#include "mha/thread_pool.hpp"
+#include "mha/plan/errors.hpp"
+#include "mha/layer/multihead_attention.hpp"
+#include "mha/runtime/thread_pool.hpp"
 
 namespace {
 

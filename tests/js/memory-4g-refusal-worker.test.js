@@ -5,7 +5,7 @@
 // its thread first); the main thread grows as usual. A forward whose attention tasks allocate
 // (needWeights keeps whole rows of scores per task: 32 query rows x 400k keys = 51 MB each, more
 // than the 20% Emscripten grows beyond a request) then fails on the worker's allocation, and the
-// main thread's error names the worker's refusal (src/mha/wasm_threads_pre.js).
+// main thread's error names the worker's refusal (src/mha/runtime/wasm_threads_pre.js).
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';

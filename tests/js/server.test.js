@@ -58,7 +58,7 @@ test('refuses path traversal and anything outside web/, bindings/js/, dist/', as
   const refused = [
     '/../package.json', '/%2e%2e/package.json', '/%2E%2E/%2E%2E/etc/passwd', '/..%2fpackage.json',
     '/bindings/js/../../package.json', '/dist/..%2F..%2Fpackage.json', '/%2e%2e%5cpackage.json',
-    '/model/..%00/vocab.json', '/package.json', '/tools/serve.mjs', '/src/mha/errors.hpp', '/.git/HEAD',
+    '/model/..%00/vocab.json', '/package.json', '/tools/serve.mjs', '/src/mha/plan/errors.hpp', '/.git/HEAD',
     '/node_modules/playwright-core/package.json', '/bindings/embind/module.cpp', '/%zz',
   ];
   for (const path of refused) {

@@ -1,4 +1,4 @@
-// The attention function (src/mha/attention_function.hpp): plan_attention's shapes and refusals,
+// The attention function (src/mha/function/attention_function.hpp): plan_attention's shapes and refusals,
 // and run_attention against a float64 statement of the formula (GQA, a past, a broadcast bool
 // mask with ONNX's padding, bottom-right causal, softcap). The ONNX conformance cases run through
 // the JS API (tests/js/attention-function-onnx.test.js).
@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "mha/attention_config.hpp"
-#include "mha/attention_function.hpp"
-#include "mha/errors.hpp"
+#include "mha/plan/attention_config.hpp"
+#include "mha/function/attention_function.hpp"
+#include "mha/plan/errors.hpp"
 
 namespace {
 

@@ -34,9 +34,9 @@
 #include <limits>
 #include <vector>
 
-#include "mha/attention_config.hpp"
-#include "mha/forward_plan.hpp"
-#include "mha/parameters.hpp"
+#include "mha/plan/attention_config.hpp"
+#include "mha/plan/forward_plan.hpp"
+#include "mha/layer/parameters.hpp"
 
 namespace oracle {
 

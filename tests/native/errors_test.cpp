@@ -1,8 +1,8 @@
 // Bad configurations, state dicts and inputs throw ArgumentError naming the argument.
 #include <gtest/gtest.h>
 
-#include "mha/errors.hpp"
-#include "mha/multihead_attention.hpp"
+#include "mha/plan/errors.hpp"
+#include "mha/layer/multihead_attention.hpp"
 
 namespace {
 

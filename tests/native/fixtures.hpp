@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mha/multihead_attention.hpp"
+#include "mha/layer/multihead_attention.hpp"
 
 namespace fixtures {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "eigen_oracle.hpp"
-#include "mha/errors.hpp"
-#include "mha/float64_attention.hpp"
+#include "mha/plan/errors.hpp"
+#include "mha/float64/float64_attention.hpp"
 
 namespace {
 

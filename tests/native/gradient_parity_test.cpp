@@ -11,9 +11,9 @@
 #include <tuple>
 
 #include "fixtures.hpp"
-#include "mha/parameters.hpp"
-#include "mha/saved_forward.hpp"
-#include "mha/thread_pool.hpp"
+#include "mha/layer/parameters.hpp"
+#include "mha/layer/saved_forward.hpp"
+#include "mha/runtime/thread_pool.hpp"
 
 namespace {
 

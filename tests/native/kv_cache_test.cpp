@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "mha/kv_cache.hpp"
-#include "mha/multihead_attention.hpp"
-#include "mha/saved_forward.hpp"  // (forward_for_training's result holds one)
+#include "mha/cache/kv_cache.hpp"
+#include "mha/layer/multihead_attention.hpp"
+#include "mha/layer/saved_forward.hpp"  // (forward_for_training's result holds one)
 #include "random_vector.hpp"
 
 namespace {

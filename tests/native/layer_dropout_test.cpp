@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "eigen_oracle.hpp"
-#include "mha/multihead_attention.hpp"
-#include "mha/saved_forward.hpp"
+#include "mha/layer/multihead_attention.hpp"
+#include "mha/layer/saved_forward.hpp"
 #include "oracle_trial.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// mha.Linear's core (src/mha/linear_layer.hpp) in every weightDtype, from every stored format
+// mha.Linear's core (src/mha/layer/linear_layer.hpp) in every weightDtype, from every stored format
 // (float32, binary16 and bfloat16 bits): forward equals the float64 product with the weights its
 // format defines (weight_formats.hpp's quantize_matrix, the reference twin), on the decode GEMV
 // (few rows) and the GEMM (many) paths; rows() gives those weights' rows exactly; a bfloat16
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "mha/kernels/weight_formats.hpp"
-#include "mha/linear_layer.hpp"
+#include "mha/layer/linear_layer.hpp"
 #include "random_vector.hpp"
 
 namespace {

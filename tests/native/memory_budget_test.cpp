@@ -4,8 +4,8 @@
 
 #include <limits>
 
-#include "mha/memory_budget.hpp"
-#include "mha/multihead_attention.hpp"
+#include "mha/plan/memory_budget.hpp"
+#include "mha/layer/multihead_attention.hpp"
 
 namespace {
 

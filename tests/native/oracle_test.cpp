@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "eigen_oracle.hpp"
-#include "mha/multihead_attention.hpp"
+#include "mha/layer/multihead_attention.hpp"
 #include "oracle_trial.hpp"
 
 namespace {

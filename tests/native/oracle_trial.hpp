@@ -14,7 +14,7 @@
 
 #include "eigen_oracle.hpp"
 #include "mha/kernels/dropout.hpp"
-#include "mha/multihead_attention.hpp"
+#include "mha/layer/multihead_attention.hpp"
 
 namespace oracle_trial {
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "mha/errors.hpp"
-#include "mha/memory_budget.hpp"
+#include "mha/plan/errors.hpp"
+#include "mha/plan/memory_budget.hpp"
 #include "mha/kernels/weight_formats.hpp"
-#include "mha/multihead_attention.hpp"
-#include "mha/saved_forward.hpp"
+#include "mha/layer/multihead_attention.hpp"
+#include "mha/layer/saved_forward.hpp"
 #include "random_vector.hpp"
 
 namespace {

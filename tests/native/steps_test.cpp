@@ -1,4 +1,4 @@
-// The step-by-step path (src/mha/attention_steps.hpp) through the C++ API: on every fixture case
+// The step-by-step path (src/mha/steps/attention_steps.hpp) through the C++ API: on every fixture case
 // its output and pattern agree with PyTorch's output and weights, each step has its stated
 // shape, and a patch of z recomputes the output; check_steps names what it refuses.
 // (Every step against a float64 reference: tests/js/steps.test.js.)
@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "fixtures.hpp"
-#include "mha/attention_steps.hpp"
-#include "mha/multihead_attention.hpp"
+#include "mha/steps/attention_steps.hpp"
+#include "mha/layer/multihead_attention.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "random_vector.hpp"
-#include "mha/multihead_attention.hpp"
-#include "mha/thread_pool.hpp"
+#include "mha/layer/multihead_attention.hpp"
+#include "mha/runtime/thread_pool.hpp"
 
 namespace {
 

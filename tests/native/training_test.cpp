@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "random_vector.hpp"
-#include "mha/errors.hpp"
+#include "mha/plan/errors.hpp"
 #include "mha/kernels/linear.hpp"
 #include "mha/kernels/packed_linear.hpp"
-#include "mha/multihead_attention.hpp"
-#include "mha/rotary.hpp"
-#include "mha/saved_forward.hpp"
+#include "mha/layer/multihead_attention.hpp"
+#include "mha/layer/rotary.hpp"
+#include "mha/layer/saved_forward.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // name and type, the masks, the step options, and the rules between options that are the
 // JavaScript API's own (caller-owned `out` buffers), each checked here once with one message.
 // Shapes, and the rules between shapes and options (a cache and grad, a cache and causal), are
-// the C++ plan's (src/mha/forward_plan.cpp): the backend asks it with call.request(...) and reads
+// the C++ plan's (src/mha/plan/forward_plan.cpp): the backend asks it with call.request(...) and reads
 // the sizes it planned. A backend adds only what is its own: how it reads a tensor (the WebGPU
 // backend also takes GPU tensors), what a cache of its is, and options of its own
 // (`outputLocation`). A ragged call ({ data, shape: [totalTokens, E], lengths }) is read by

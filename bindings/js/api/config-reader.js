@@ -1,6 +1,6 @@
 // The one reader of a MultiHeadAttention config, for every backend that builds a wasm layer (the
 // WebGPU layer builds one of the same config): each key's JavaScript type checked here once, with
-// one message; the values' ranges are the C++ core's (src/mha/attention_config.hpp, resolve()).
+// one message; the values' ranges are the C++ core's (src/mha/plan/attention_config.hpp, resolve()).
 import { checkSeed } from './call-reader.js';
 import { configKeys, DTYPES } from './options.js';
 import { checkBoolean, checkInteger, checkKnownKeys, checkPlainObject, describe } from './validate.js';
@@ -53,7 +53,7 @@ export function readLayerConfig(config) {
 
 /**
  * Type checks of the variant options (free head sizes, q/k norms, rotary, window, ALiBi, softcap, sinks, gate);
- * their values are checked by the core (src/mha/attention_config.hpp, resolve()). Returns the
+ * their values are checked by the core (src/mha/plan/attention_config.hpp, resolve()). Returns the
  * config the core takes.
  */
 function checkVariants(config) {

@@ -3,7 +3,7 @@
 // errors the core's handles record are thrown by core/handle-errors.js.
 
 /**
- * "No weights yet", worded once for JS: the twin of the core's no_weights_error (src/mha/errors.hpp),
+ * "No weights yet", worded once for JS: the twin of the core's no_weights_error (src/mha/plan/errors.hpp),
  * for the checks a JS backend makes before any C++ call would.
  */
 export const noWeightsYet = () => new TypeError('the layer has no weights yet; call loadStateDict() or initialize() first');

@@ -6,12 +6,12 @@
 // "Which backends take each option" (tools/option-table.mjs; tests/js/option-schema.test.js holds
 // the schema to the layers, the types and that table).
 //
-// A value's range is the C++ core's to check (src/mha/attention_config.hpp, resolve()), and so is
+// A value's range is the C++ core's to check (src/mha/plan/attention_config.hpp, resolve()), and so is
 // its refusal of a config key by a float64 layer: those keys say REFUSED_BY_CORE here.
 
 /** A float64 layer takes the option. */
 const TAKES = true;
-/** A float64 layer refuses the option, in the core's own words (src/mha/attention_config.hpp). */
+/** A float64 layer refuses the option, in the core's own words (src/mha/plan/attention_config.hpp). */
 export const REFUSED_BY_CORE = 'core';
 
 /** Why a float64 layer has no KV cache: the `cache` option's refusal and createCache's. */

@@ -1,6 +1,6 @@
 // forward's step options: `capture` (record the attention's intermediates) and `patch` (replace
 // one step's values for some heads). Only their JavaScript types are checked here; the step
-// names, shapes and heads are the core's to check (src/mha/attention_steps.cpp, check_steps).
+// names, shapes and heads are the core's to check (src/mha/steps/attention_steps.cpp, check_steps).
 import { checkPlainObject, checkTensor, describe } from './validate.js';
 
 /** capture: true | false | an array of step names. Returns what the core takes (or undefined). */

@@ -1,6 +1,6 @@
 // Checks of what only JavaScript can see: value types, typed-array kinds, option names,
 // and that a tensor's data length matches its shape. Shape rules live in the C++ core
-// (src/mha/forward_plan.cpp), so there is one source of truth for them.
+// (src/mha/plan/forward_plan.cpp), so there is one source of truth for them.
 
 /** 'a Float32Array', 'an Int32Array': a type name with its article, for messages. */
 export function withArticle(name) {

@@ -1,6 +1,6 @@
 // scaledDotProductAttention(query, key, value, options): the attention function on queries, keys
 // and values that are already projected (PyTorch's F.scaled_dot_product_attention, ONNX's
-// Attention, Keras' ops.dot_product_attention), on the layer's kernels (src/mha/attention_function.hpp,
+// Attention, Keras' ops.dot_product_attention), on the layer's kernels (src/mha/function/attention_function.hpp,
 // which checks every shape). This file reads a call in one place: option names and types, masks,
 // the typed arrays, then the core's plan, the heap, and the result. docs/attention-function.md.
 import { withCallName } from '../api/errors.js';
@@ -26,7 +26,7 @@ export const OPTION_KEYS = [
   'numHeads', 'kvNumHeads', 'needWeights', 'capture', 'slidingWindow', 'alibiSlopes', 'sinks', 'grad',
 ];
 /**
- * (No public API.) The core's causal modes, named once for JS (src/mha/attention_function.hpp,
+ * (No public API.) The core's causal modes, named once for JS (src/mha/function/attention_function.hpp,
  * CausalMode, whose numbers the plan's `causal` carries): the WebGPU backend asks this table.
  */
 export const CAUSAL_MODES = Object.freeze({ none: 0, topLeft: 1, bottomRight: 2, offset: 3 });

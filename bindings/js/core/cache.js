@@ -1,5 +1,5 @@
 // KvCache: the keys and values a layer has seen, kept in wasm memory for decoding (one thin owner
-// of a C++ CacheHandle, src/mha/kv_cache.hpp). Made by layer.createCache(); freed by dispose()
+// of a C++ CacheHandle, src/mha/cache/kv_cache.hpp). Made by layer.createCache(); freed by dispose()
 // or by the layer's dispose(). KvCacheBase: what it shares with the WebGPU layer's GpuKvCache.
 
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');

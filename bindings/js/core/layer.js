@@ -64,7 +64,7 @@ class WasmMultiHeadAttention {
     this.#weightDtype = weightDtype;
     // Unseeded layers draw a different dropout sequence each run, as PyTorch's do.
     this.#nextSeed = seed ?? Math.floor(Math.random() * 2 ** 32);
-    // A float64 layer is the core's Float64Attention (src/mha/float64_attention.hpp); the core checks
+    // A float64 layer is the core's Float64Attention (src/mha/float64/float64_attention.hpp); the core checks
     // the dtype's value and what a float64 layer refuses.
     const Handle = this.#dtype === 'float64' ? this.#module.Float64LayerHandle : this.#module.LayerHandle;
     const handle = constructedHandle(new Handle(coreConfig), 'MultiHeadAttention');

@@ -1,4 +1,4 @@
-// mha.Linear: nn.Linear whose weights stay in wasm memory between calls (src/mha/linear_layer.hpp),
+// mha.Linear: nn.Linear whose weights stay in wasm memory between calls (src/mha/layer/linear_layer.hpp),
 // packed once as the attention layers' projections are, in float32, float16, int8 or q4 (the
 // formats of docs/quantized.md, on the same kernels). The weight comes as float32 or as a
 // checkpoint's 16-bit bits (f16 or bf16) and is converted in wasm a row at a time, so 16-bit

@@ -4,7 +4,7 @@
 // and C++ throws bad_alloc), so a wrapper on this module's own Memory object (not the global
 // prototype) records the refusal for the error to name. The threads build's pool workers grow
 // the same shared memory through their own Memory objects: their refusals are recorded in the
-// shared memory by the build's --pre-js (src/mha/wasm_threads_pre.js, takeWorkerGrowthRefusal).
+// shared memory by the build's --pre-js (src/mha/runtime/wasm_threads_pre.js, takeWorkerGrowthRefusal).
 
 const watches = new WeakMap();  // the module, and its LayerHandle class -> { module, refusal }
 
@@ -39,7 +39,7 @@ export function watchMemoryGrowth(module) {
   });
 }
 
-/** "512 bytes", "3.5 KiB", "1.2 GiB": as the core's messages (src/mha/memory_budget.hpp, format_bytes). */
+/** "512 bytes", "3.5 KiB", "1.2 GiB": as the core's messages (src/mha/plan/memory_budget.hpp, format_bytes). */
 export function formatBytes(bytes) {
   if (bytes < 1024) return `${bytes} bytes`;
   const units = ['KiB', 'MiB', 'GiB', 'TiB'];

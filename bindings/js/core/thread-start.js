@@ -2,7 +2,7 @@
 // storage block, on the wasm heap); workers Emscripten preallocated start at once, inside
 // setNumThreads, but one beyond them loads first, which needs the main thread to yield. Awaited
 // after setNumThreads, the allocation is made here, not inside a later call whose heap use the
-// caller measures (src/mha/thread_pool.hpp).
+// caller measures (src/mha/runtime/thread_pool.hpp).
 
 /**
  * Resolves once module.threadsStarting() is 0 (at once for a build without threads), or after

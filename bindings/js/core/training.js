@@ -1,5 +1,5 @@
 // The result of forward(..., { grad: true }): the output, plus what the backward pass needs, kept
-// in wasm memory (src/mha/saved_forward.hpp) until backward() or release().
+// in wasm memory (src/mha/layer/saved_forward.hpp) until backward() or release().
 import { copyOutFloats, HeapScope } from './heap.js';
 import { withCallName } from '../api/errors.js';
 import { throwHandleError } from './handle-errors.js';

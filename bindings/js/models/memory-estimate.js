@@ -1,5 +1,5 @@
 // What a checkpoint needs of the wasm heap at a precision, from its headers and config alone (no
-// weight read): the matrices packed in the weightDtype (as src/mha/linear_layer.hpp's packed_bytes
+// weight read): the matrices packed in the weightDtype (as src/mha/layer/linear_layer.hpp's packed_bytes
 // counts them: panels padded to 32 columns, scales, biases), the KV caches for `contextLength`
 // tokens, and the work of the load's largest matrix or of a 128-row product, whichever is larger.
 // loadModel refuses, before reading any weight, a model whose total exceeds what the module can

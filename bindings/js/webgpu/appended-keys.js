@@ -1,5 +1,5 @@
 // The keys and values that do not come straight from the key and value projections (PyTorch's
-// options), on the GPU as src/mha/appended_keys.hpp has them on the CPU:
+// options), on the GPU as src/mha/layer/appended_keys.hpp has them on the CPU:
 // - add_bias_kv / add_zero_attn (config addBiasKv, addZeroAttn): after each sequence's given keys
 //   and values, the learned rows bias_k / bias_v, then a zero row; the masks padded by a column
 //   for each (additive 0: the appended keys stay visible, as PyTorch pads them);

@@ -1,5 +1,5 @@
 // The layer's backward pass on the GPU: forward's stages in reverse, as the wasm layer's
-// (src/mha/multihead_attention_backward.cpp), in one command buffer:
+// (src/mha/layer/multihead_attention_backward.cpp), in one command buffer:
 //
 //   combine'  d_attended = dOut W_out, dW_out = dOutᵀ attended, db_out = column sums of dOut
 //   gate'     (config gate) through attended * sigmoid(x W_gateᵀ + b_gate): output_gate_backward,

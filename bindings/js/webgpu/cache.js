@@ -1,6 +1,6 @@
 // A KV cache on the GPU for decoding with a WebGPU layer: the keys [B, capacity, numKvHeads *
 // headDim] and values [B, capacity, numKvHeads * valueHeadDim] in two GPU buffers, and a
-// storage-less cache handle of the planner (src/mha/kv_cache.hpp) that tracks the length and
+// storage-less cache handle of the planner (src/mha/cache/kv_cache.hpp) that tracks the length and
 // kind, so each call with the cache is checked by the C++ plan as the wasm layer's are. Also the
 // layer's side of its caches: making one (createCache), checking a call's `cache` option,
 // setKeyValue's GPU work, and a call with a cache run so that no other changes it meanwhile.

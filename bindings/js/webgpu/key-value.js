@@ -1,6 +1,6 @@
 // A cross-attention cache filled on the GPU (cache.setKeyValue(key, value)): key [B, S, kdim] and
 // value [B, S, vdim] projected by the layer's k and v projections (float32 or quantized), the
-// keys normed with qkNorm and rotated at positions 0..S-1 with rotary (as src/mha/multihead_attention.cpp's
+// keys normed with qkNorm and rotated at positions 0..S-1 with rotary (as src/mha/layer/multihead_attention.cpp's
 // set_key_value), and copied into the cache's [B, capacity, ...] buffers. The caller (layer.js)
 // has checked the shapes with the planner and owns the error scopes.
 import { encodePackHalves } from './cache-f16.js';

@@ -1,5 +1,5 @@
 // Rotary position embedding on the GPU (rotary.wgsl), in place on projected q or k rows. The
-// angles' cos and sin are computed here in float64, as src/mha/rotary.cpp does, then rounded.
+// angles' cos and sin are computed here in float64, as src/mha/layer/rotary.cpp does, then rounded.
 import { flatWorkgroups, uniformData } from './kernel-manifest.js';
 import { dispatch, pipeline } from './pipelines.js';
 

@@ -1,7 +1,7 @@
 // PyTorch's default layout, sequence-first [L, B, features] (config batchFirst: false), on the
 // GPU: the call's inputs are swapped into the batch-first [B, L, features] every kernel reads, and
 // its output swapped back; in backward, dLoss/dOutput in and the inputs' gradients out. One copy of
-// each tensor per call (swap_leading_axes.wgsl), as the wasm layer's (src/mha/sequence_first.hpp);
+// each tensor per call (swap_leading_axes.wgsl), as the wasm layer's (src/mha/layer/sequence_first.hpp);
 // docs/webgpu.md gives what it costs against the call. The attention weights are [B, L, S] either
 // way, as PyTorch's.
 import { flatWorkgroups, uniformData } from './kernel-manifest.js';

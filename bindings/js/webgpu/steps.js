@@ -3,7 +3,7 @@
 // (forward-pass.js's encodeProjections), then one plain, unfused kernel per step
 // (wgsl/steps_*.wgsl), each writing its step to a buffer of its own so that it can be read back or
 // replaced before the next step reads it. The kernels follow the CPU's step path
-// (src/mha/attention_steps.cpp) operation for operation, so both backends give the same numbers.
+// (src/mha/steps/attention_steps.cpp) operation for operation, so both backends give the same numbers.
 // Which steps a call captures, their shapes and a patch's heads are the C++ plan's (the planner's
 // plannedSteps(), after checkForward): this file holds no list of steps of its own.
 import { checkPatch } from '../api/step-options.js';

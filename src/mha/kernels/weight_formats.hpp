@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../attention_config.hpp"
+#include "mha/plan/attention_config.hpp"
 
 namespace mha::kernels {
 

@@ -1,5 +1,5 @@
 // The keys (or values) attention reads when they do not all come from the projection, as
-// src/mha/appended_keys.hpp builds them: out [B, S, F] (F = heads * head_size) holds each
+// src/mha/layer/appended_keys.hpp builds them: out [B, S, F] (F = heads * head_size) holds each
 // sequence's `given` keys, then (add_bias_kv) the learned row bias [F], then (add_zero_attn) a zero
 // row. The given keys are the projection's rows [B, given, F], or PyTorch's static_k / static_v
 // per-head rows [B * heads, given, head_size] (per_head = 1). One float per invocation.

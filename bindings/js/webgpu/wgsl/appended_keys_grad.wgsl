@@ -1,4 +1,4 @@
-// append_keys.wgsl's backward (src/mha/appended_keys.hpp's collect_appended_gradients): from the
+// append_keys.wgsl's backward (src/mha/layer/appended_keys.hpp's collect_appended_gradients): from the
 // attention's gradient d [B, S, F] of the keys (or values) it read, the given keys' rows d_given
 // [B, given, F] for the projection's backward (zeros when they were static_k / static_v: constants,
 // constant = 1), and with add_bias_kv (bias_row = 1) d_bias [F], the bias row's gradient summed

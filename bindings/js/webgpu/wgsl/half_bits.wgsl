@@ -1,4 +1,4 @@
-// IEEE binary16 <-> float32 with integer operations, bit for bit as src/mha/kv_cache.cpp's
+// IEEE binary16 <-> float32 with integer operations, bit for bit as src/mha/cache/kv_cache.cpp's
 // float_to_half / half_to_float (round to nearest even, subnormals kept, overflow to Inf, NaN kept
 // NaN): pack2x16float / unpack2x16float may round or flush subnormals as the implementation
 // likes, and an f16 cache must hold exactly what the wasm layer's holds.

@@ -1,4 +1,4 @@
-// Rotary position embedding in place on projected rows (src/mha/rotary.hpp states the math):
+// Rotary position embedding in place on projected rows (src/mha/layer/rotary.hpp states the math):
 // pair t of each head is rotated by the angle whose cos and sin the host computed in float64 for
 // the row's position (table [rows, half, 2]), so positions far from 0 rotate as exactly as the CPU's.
 // Dispatch: flat (flat_main.wgsl) over rows * heads * half.

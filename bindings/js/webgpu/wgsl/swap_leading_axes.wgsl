@@ -1,6 +1,6 @@
 // PyTorch's sequence-first layout (config batchFirst: false): y [d1, d0, F] from x [d0, d1, F],
 // one float per invocation. Run once on each input ([L, B, F] -> [B, L, F], the layout every other
-// kernel reads) and once on the output (back), as src/mha/sequence_first.hpp's swap_leading_axes.
+// kernel reads) and once on the output (back), as src/mha/layer/sequence_first.hpp's swap_leading_axes.
 // Dispatch: flat (flat_main.wgsl) over d0 * d1 * F.
 
 struct Dims { d0: u32, d1: u32, features: u32, pad: u32 }
