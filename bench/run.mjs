@@ -3,7 +3,9 @@
 // same run, plus each process's peak memory. Every implementation runs in its own process,
 // shape by shape, interleaved, in --passes rounds (default 3; a cell reports the median of its
 // rounds' medians, the lower one for an even count; the JS loop runs once). Options:
-// --shapes=0,2 (indexes into SHAPES), --threads=2, --passes=3, --js=no.
+// --shapes=0,2 (indexes into SHAPES), --extra=1x384x1024x16,4x200x640x10:S300 (shapes of your own,
+// BxLxExH[:S<keys>], which nothing was tuned on; wasm and the web peer only: the native binary
+// registers SHAPES alone), --threads=2, --passes=3, --js=no, --native=no (the wasm tables alone).
 import { execFileSync } from 'node:child_process';
 import fs, { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -14,7 +16,14 @@ import { benchWeights, flops, label, SHAPES } from './shapes.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
-const shapes = args.shapes ? args.shapes.split(',').map((i) => SHAPES[Number(i)]) : SHAPES;
+const extra = (args.extra ? args.extra.split(',') : []).map((text) => {
+  const m = /^(\d+)x(\d+)x(\d+)x(\d+)(?::S(\d+))?$/.exec(text);
+  if (!m) throw new TypeError(`--extra: each shape is BxLxExH or BxLxExH:S<keys>, got ${JSON.stringify(text)}`);
+  const [B, L, E, H] = m.slice(1, 5).map(Number);
+  return { B, L, S: m[5] ? Number(m[5]) : L, E, H, extra: true };
+});
+const shapes = [...(args.shapes !== undefined ? args.shapes.split(',').filter(Boolean).map((i) => SHAPES[Number(i)]) : SHAPES), ...extra];
+const NATIVE = args.native !== 'no';
 const THREADS = Number(args.threads ?? 2), PASSES = Number(args.passes ?? 3);
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'mha-bench-'));
 
@@ -84,14 +93,17 @@ for (let pass = 0; pass < PASSES; pass++) {
     const measure = {  // ours and the peer alternate, one thread count at a time
       wasm1: () => node('mha-wasm', s, 1), ortweb1: () => node('ort-web', s, 1, models[i]),
       wasmN: () => node('mha-wasm', s, THREADS), ortwebN: () => node('ort-web', s, THREADS, models[i]),
+    };
+    const skipped = () => ({ error: s.extra ? 'not registered natively' : 'skipped' });
+    Object.assign(measure, NATIVE && !s.extra ? {
       native1: () => nativeOurs(s, 1), ortnode1: () => node('ort-node', s, 1, models[i]),
       nativeN: () => nativeOurs(s, THREADS), ortnodeN: () => node('ort-node', s, THREADS, models[i]),
       eigen1: () => nativeOurs(s, 1, 'eigen_forward'), eigenN: () => nativeOurs(s, THREADS, 'eigen_forward'),
-    };
+    } : Object.fromEntries(['native1', 'ortnode1', 'nativeN', 'ortnodeN', 'eigen1', 'eigenN'].map((cell) => [cell, skipped])));
     if (pass === 0) measure.js = () => (args.js === 'no' ? { error: 'skipped' } : node('js-loop', s, 1));
     for (const [cell, run] of Object.entries(measure)) (rounds[i][cell] ??= []).push(run());
     process.stderr.write(`pass ${pass + 1}/${PASSES}: measured ${label(s)}\n`);
-    if (i % 2 === 1 || i === shapes.length - 1) {  // (so a run of one shape measures it too)
+    if (NATIVE && (i % 2 === 1 || i === shapes.length - 1)) {  // (so a run of one shape measures it too)
       measurePeak(1);
       measurePeak(THREADS);
     }
@@ -107,7 +119,7 @@ function table(title, ours, peer, peerName, oursSingle) {
     'peak MB', `${peerName} ms`, `${peerName} GFLOPS`, `${peerName} peak MB`];
   const rows = results.map(({ shape: s, cells }) => {
     const o = cells[ours], p = cells[peer], js = cells.js;
-    return [label(s), fmt(o.ms), fmt(gflops(s, o)), p.error ? p.error : `${fmt(p.ms / o.ms, 2)}x`,
+    return [label(s) + (s.extra ? ' (--extra)' : ''), fmt(o.ms), fmt(gflops(s, o)), p.error ? p.error : `${fmt(p.ms / o.ms, 2)}x`,
       js.ms ? `${fmt(js.ms / o.ms, 0)}x` : '-', ...(oursSingle ? [`${fmt(cells[oursSingle].ms / o.ms, 2)}x`] : []),
       fmt(o.peakMB, 0), fmt(p.ms), fmt(gflops(s, p)), fmt(p.peakMB, 0)];
   });
@@ -136,6 +148,7 @@ console.log(`Machine: ${cpuModel()}, ${os.cpus().length} logical cores, Node ${p
   + `ratios = peer ms / our ms (higher is better for us); ${PASSES} interleaved passes; JS loop: one run.`);
 table('wasm, 1 thread (mha-simd) vs onnxruntime-web wasm, 1 thread', 'wasm1', 'ortweb1', 'ort-web');
 table(`wasm, ${THREADS} threads (mha-simd-threads) vs onnxruntime-web wasm, ${THREADS} threads`, 'wasmN', 'ortwebN', 'ort-web', 'wasm1');
+if (!NATIVE) process.exit(0);  // (--native=no: the wasm tables alone)
 table('native, 1 thread vs onnxruntime-node, 1 thread', 'native1', 'ortnode1', 'ort-node');
 table(`native, ${THREADS} threads vs onnxruntime-node, ${THREADS} threads`, 'nativeN', 'ortnodeN', 'ort-node', 'native1');
 

@@ -110,6 +110,13 @@ test('GPT-2 picked as File objects; ablating a head in the Steps view gives torc
   const { text, ablate, tensors } = expectedValues('gpt2');
   await page.evaluate((t) => window.__mhaDemo.setText(t), text);
   assert.deepEqual((await state()).prediction.map((p) => p.id), torchTop(tensors.logits));
+  // A run captures the steps of the Steps view's layer alone: showing another layer runs again for its steps.
+  const other = 1 - ablate.layer;
+  const otherSteps = await page.evaluate((where) => window.__mhaDemo.showSteps(where), { layer: other, head: ablate.head });
+  assert.equal(otherSteps.layer, other);
+  const L = tensors[`pattern.${other}`].shape[1];
+  const q = otherSteps.query;
+  assertClose(Float32Array.from(otherSteps.pattern), tensors[`pattern.${other}`].data.subarray((ablate.head * L + q) * L, (ablate.head * L + q + 1) * L), 1e-4, 'the other layer\'s steps pattern');
   const steps = await page.evaluate((where) => window.__mhaDemo.showSteps(where), { layer: ablate.layer, head: ablate.head });
   assert.equal(steps.layer, ablate.layer);
   assert.equal(await page.locator('#steps-ablate').isVisible(), true);

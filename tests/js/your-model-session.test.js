@@ -24,8 +24,15 @@ test('load and run: every head of every layer, the steps, the prediction and the
   assert.deepEqual(result.ids, ids);
   assert.equal(result.labels.length, ids.length);
   assert.equal(result.layers.length, 3);
-  assert.deepEqual(result.layers[0].captured.q.shape, [4, ids.length, 8]);
+  // With the Steps view closed (no steps), no layer's steps are captured; with it open, its layer's alone.
+  assert.deepEqual(result.layers.map((l) => l.captured), [undefined, undefined, undefined]);
   assertClose(result.layers[2].weights, tensors['pattern.2'].data, 1e-4, 'layer 2 pattern');
+  const stepped = await s.run({ text, steps: { layer: 1, ablated: [], patched: [], patchText: '' } });
+  assert.deepEqual(stepped.layers.map((l) => Boolean(l.captured)), [false, true, false]);
+  assert.deepEqual(stepped.layers[1].captured.q.shape, [4, ids.length, 8]);
+  assert.deepEqual(stepped.layers[1].captured.result.shape, [ids.length, 4, 32]);
+  assertClose(stepped.layers[1].captured.pattern.data, tensors['pattern.1'].data, 1e-4, 'layer 1 captured pattern');
+  assertClose(stepped.layers[1].weights, result.layers[1].weights, 1e-6, 'the same weights with or without the steps (the step path rounds apart)');
   const V = tensors.logits.shape[1];
   const last = tensors.logits.data.subarray((ids.length - 1) * V);
   const best = last.indexOf(Math.max(...last));

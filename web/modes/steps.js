@@ -63,7 +63,8 @@ export class StepsMode {
   runOptions() {
     if (!this.#page.isOpen()) return null;
     const custom = this.#page.shown().source === 'custom';
-    return { ablated: this.ablated, patched: this.patched, patchText: this.patchText, ...(custom && { patchFile: this.patchFile }) };
+    // layer: the one whose steps the run captures (Your model captures no other: web/your-model/session.js)
+    return { layer: this.#page.shown().selected.layer, ablated: this.ablated, patched: this.patched, patchText: this.patchText, ...(custom && { patchFile: this.patchFile }) };
   }
 
   /** The ablations and patches belong to the model they were made on: a new source drops them. */

@@ -156,7 +156,11 @@ export class YourModelSession {
     const { ids, labels } = this.#encode(text);
     const started = performance.now();
     const patches = await this.#patches(model, steps, ids.length);
-    const { layers, logits, lens, attentionMs } = await model.forward(ids, { capture: true, patches, logits: 'last' });
+    // Every step of the Steps view's layer alone, and only while it is open (steps.layer): all
+    // layers' steps are ~L × H × E floats each (a 3B model's: 8 MB a token), and the view asks for
+    // a run again when it shows a layer without them (web/modes/steps.js).
+    const captureLayers = Number.isInteger(steps?.layer) && steps.layer < this.#checkpoint.architecture.numLayers ? [steps.layer] : [];
+    const { layers, logits, lens, attentionMs } = await model.forward(ids, { capture: captureLayers.length > 0, captureLayers, patches, logits: 'last' });
     return {
       source: 'model', text, ids, labels, layers, wasmMs: attentionMs, totalMs: performance.now() - started,
       backend: this.#modelBackend, padding: null, causal: true, config: this.#config(), model: model.summary, steps,

@@ -405,6 +405,8 @@ export class CheckpointModel {
    * - `patches[l]`: layer l's patch of z ({ z, heads }: web/z-patch.js; zeros ablate heads);
    * - `capture`: true keeps each layer's attention steps and its input (the Steps view), ['z']
    *   its z [L, H, D] only (the source of a patch);
+   * - `captureLayers`: the layers whose steps `capture` keeps (default every layer): every step of
+   *   every layer is L × (H × E + …) floats per layer (a 3B model's head results alone, 8 MB a token);
    * - `logits`: 'all' rows (default) or 'last';
    * - `lensPosition`: the token (default the last) whose logit lens is computed after each layer;
    *   `lens: false` computes none (generation's steps);
@@ -416,7 +418,10 @@ export class CheckpointModel {
     if (this.architecture.encoder) {
       throw new TypeError(`forward: ${this.architecture.family} is an encoder; the page's views and generation run decoders only (run it through mha-wasm/models' HookedModel: forward, runWithCache, runWithHooks)`);
     }
-    const { caches = null, patches = [], capture = false, logits = 'all', lens: withLens = true } = options;
+    const { caches = null, patches = [], capture: captureAsked = false, captureLayers = null, logits = 'all', lens: withLens = true } = options;
+    if (captureLayers !== null && !(Array.isArray(captureLayers) && captureLayers.every((l) => Number.isInteger(l) && l >= 0 && l < numLayers))) {
+      throw new TypeError(`forward: captureLayers must be an array of layer indexes in [0, ${numLayers}), got ${JSON.stringify(captureLayers)}`);
+    }
     const L = ids.length;
     if (L < 1) throw new RangeError('forward: ids must hold at least one token');
     const start = caches ? caches[0].length : 0;
@@ -429,6 +434,7 @@ export class CheckpointModel {
     let attentionMs = 0;
     for (let l = 0; l < numLayers; l++) {
       const layer = this.#layers[l];
+      const capture = captureLayers === null || captureLayers.includes(l) ? captureAsked : false;
       const patch = patches[l] ? { heads: patches[l].heads, z: { data: patches[l].z.data, shape: [...batch, L, H, patches[l].z.shape.at(-1)] } } : undefined;
       const input = this.#norm(x, layer.norm1);
       const started = performance.now();
