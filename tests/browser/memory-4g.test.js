@@ -1,7 +1,8 @@
 // The whole 4 GiB in Chromium, on the SIMD build and the threads build (shared memory): as
 // tests/js/memory-4g.test.js in Node, a filler taken through the module's malloc pushes the
 // layer's weights, inputs, cache, results and gradients above 2^31; every result equals the
-// same calls at low addresses, and equals Node's result of the same build, bit for bit.
+// same calls at low addresses, and equals Node's result of the same build on the same kernel
+// variants, bit for bit.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -74,13 +75,17 @@ for (const name of ['mha-simd', 'mha-simd-threads']) {
       const module = await create(args);
       if (threads) module.setNumThreads(2);
       const { defineMultiHeadAttention } = await import('/bindings/js/core/layer.js');
-      return window.lowAndHigh(buildName, module, defineMultiHeadAttention(module));
+      const kernels = Object.entries(JSON.parse(module.kernelChoice())).map(([kernel, { variant }]) => `${kernel}=${variant}`).join(',');
+      return { ...(await window.lowAndHigh(buildName, module, defineMultiHeadAttention(module))), kernels };
     }, name);
     assert.ok(got.memoryBytes > 2 ** 31, `memory ${got.memoryBytes}`);
     assert.ok(got.pointers > 10 && got.lowestPointer >= 2 ** 31, `lowest of ${got.pointers} pointers: ${got.lowestPointer}`);
     assert.deepEqual(got.high, got.low, 'above 2 GiB = at low addresses');
     const { module, MultiHeadAttention } = await loadBuild(name);
     module.setNumThreads?.(2);
+    // The kernel variants Chromium's calibration picked: each process calibrates on its own, and
+    // the flash and exp variants round apart (docs/performance.md#the-flash-attention-and-exp-variants).
+    assert.equal(module.forceKernels(got.kernels, false), '', `Node takes Chromium's kernels ${got.kernels}`);
     const node = await lowAndHigh(name, module, MultiHeadAttention);
     assert.deepEqual(got.high, node.high, 'Chromium = Node');
   });
