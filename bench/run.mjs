@@ -90,16 +90,17 @@ function measurePeak(threads) {
 }
 for (let pass = 0; pass < PASSES; pass++) {
   shapes.forEach((s, i) => {
-    const measure = {  // ours and the peer alternate, one thread count at a time
-      wasm1: () => node('mha-wasm', s, 1), ortweb1: () => node('ort-web', s, 1, models[i]),
-      wasmN: () => node('mha-wasm', s, THREADS), ortwebN: () => node('ort-web', s, THREADS, models[i]),
-    };
-    const skipped = () => ({ error: s.extra ? 'not registered natively' : 'skipped' });
-    Object.assign(measure, NATIVE && !s.extra ? {
+    const native = {
       native1: () => nativeOurs(s, 1), ortnode1: () => node('ort-node', s, 1, models[i]),
       nativeN: () => nativeOurs(s, THREADS), ortnodeN: () => node('ort-node', s, THREADS, models[i]),
       eigen1: () => nativeOurs(s, 1, 'eigen_forward'), eigenN: () => nativeOurs(s, THREADS, 'eigen_forward'),
-    } : Object.fromEntries(['native1', 'ortnode1', 'nativeN', 'ortnodeN', 'eigen1', 'eigenN'].map((cell) => [cell, skipped])));
+    };
+    const skipped = () => ({ error: s.extra ? 'not registered natively' : 'skipped' });
+    const measure = {  // ours and the peer alternate, one thread count at a time
+      wasm1: () => node('mha-wasm', s, 1), ortweb1: () => node('ort-web', s, 1, models[i]),
+      wasmN: () => node('mha-wasm', s, THREADS), ortwebN: () => node('ort-web', s, THREADS, models[i]),
+      ...Object.fromEntries(Object.entries(native).map(([cell, run]) => [cell, NATIVE && !s.extra ? run : skipped])),
+    };
     if (pass === 0) measure.js = () => (args.js === 'no' ? { error: 'skipped' } : node('js-loop', s, 1));
     for (const [cell, run] of Object.entries(measure)) (rounds[i][cell] ??= []).push(run());
     process.stderr.write(`pass ${pass + 1}/${PASSES}: measured ${label(s)}\n`);
