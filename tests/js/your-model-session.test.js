@@ -33,6 +33,8 @@ test('load and run: every head of every layer, the steps, the prediction and the
   assert.deepEqual(stepped.layers[1].captured.result.shape, [ids.length, 4, 32]);
   assertClose(stepped.layers[1].captured.pattern.data, tensors['pattern.1'].data, 1e-4, 'layer 1 captured pattern');
   assertClose(stepped.layers[1].weights, result.layers[1].weights, 1e-6, 'the same weights with or without the steps (the step path rounds apart)');
+  await assert.rejects(s.model.transformer.forward(ids, { capture: true, captureLayers: [3] }),
+    { name: 'TypeError', message: 'forward: captureLayers must be an array of layer indexes in [0, 3), got [3]' });
   const V = tensors.logits.shape[1];
   const last = tensors.logits.data.subarray((ids.length - 1) * V);
   const best = last.indexOf(Math.max(...last));
