@@ -5,11 +5,16 @@
 // rounds' medians, the lower one for an even count; the JS loop runs once). Options:
 // --shapes=0,2 (indexes into SHAPES), --extra=1x384x1024x16,4x200x640x10:S300 (shapes of your own,
 // BxLxExH[:S<keys>], which nothing was tuned on; wasm and the web peer only: the native binary
-// registers SHAPES alone), --threads=2, --passes=3, --js=no, --native=no (the wasm tables alone).
+// registers SHAPES alone), --threads=2, --passes=3, --js=no, --native=no (the wasm tables alone),
+// --simd=relaxed (default: our relaxed-SIMD builds, which init() loads in Chrome 114+ and Node 22+;
+// on Node 20 every wasm process, the peer's too, runs with V8's relaxed-SIMD flag) or --simd=plain
+// (the SIMD128 builds, which engines without relaxed SIMD load).
 import { execFileSync } from 'node:child_process';
 import fs, { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+
+import { relaxedSimd } from 'wasm-feature-detect';
 
 import { attentionModel } from './onnx-graph.mjs';
 import { benchWeights, flops, label, SHAPES } from './shapes.mjs';
@@ -26,15 +31,24 @@ const shapes = [...(args.shapes !== undefined ? args.shapes.split(',').filter(Bo
 const NATIVE = args.native !== 'no';
 const THREADS = Number(args.threads ?? 2), PASSES = Number(args.passes ?? 3);
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'mha-bench-'));
+const SIMD = args.simd ?? 'relaxed';
+if (!['relaxed', 'plain'].includes(SIMD)) throw new TypeError(`--simd: relaxed or plain, got ${JSON.stringify(SIMD)}`);
+const OURS = { 1: SIMD === 'relaxed' ? 'mha-relaxed-simd' : 'mha-simd' };
+OURS.threads = `${OURS[1]}-threads`;
+// The wasm processes' engine flags: relaxed SIMD on where this Node has it only behind a flag.
+const WASM_FLAGS = SIMD === 'relaxed' && !(await relaxedSimd()) ? ['--experimental-wasm-relaxed-simd'] : [];
 
-function run(command, argv) {
-  const out = execFileSync(command, argv, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'pipe'] });
+function run(command, argv, env = {}) {
+  const out = execFileSync(command, argv, { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env } });
   return out;
 }
 
 function node(impl, s, threads, model) {
   try {
-    const line = run(process.execPath, ['bench/worker.mjs', impl, s.B, s.L, s.S, s.E, s.H, threads, model ?? ''].map(String))
+    const flags = impl === 'mha-wasm' || impl === 'ort-web' ? WASM_FLAGS : [];
+    const line = run(process.execPath, [...flags, 'bench/worker.mjs', impl, s.B, s.L, s.S, s.E, s.H, threads, model ?? ''].map(String),
+      { MHA_BENCH_BUILD: threads > 1 ? OURS.threads : OURS[1] })
       .trim().split('\n').pop();
     return JSON.parse(line);
   } catch (error) {
@@ -147,8 +161,9 @@ function cpuModel() {
 console.log(`Machine: ${cpuModel()}, ${os.cpus().length} logical cores, Node ${process.version}; `
   + 'fp32 forward with projections, no weights; FLOPs = 4BLE^2 + 4BSE^2 + 4BLSE; '
   + `ratios = peer ms / our ms (higher is better for us); ${PASSES} interleaved passes; JS loop: one run.`);
-table('wasm, 1 thread (mha-simd) vs onnxruntime-web wasm, 1 thread', 'wasm1', 'ortweb1', 'ort-web');
-table(`wasm, ${THREADS} threads (mha-simd-threads) vs onnxruntime-web wasm, ${THREADS} threads`, 'wasmN', 'ortwebN', 'ort-web', 'wasm1');
+const engine = WASM_FLAGS.length ? ` (Node ${process.version} with ${WASM_FLAGS.join(' ')}, both)` : '';
+table(`wasm, 1 thread (${OURS[1]}) vs onnxruntime-web wasm, 1 thread${engine}`, 'wasm1', 'ortweb1', 'ort-web');
+table(`wasm, ${THREADS} threads (${OURS.threads}) vs onnxruntime-web wasm, ${THREADS} threads${engine}`, 'wasmN', 'ortwebN', 'ort-web', 'wasm1');
 if (!NATIVE) process.exit(0);  // (--native=no: the wasm tables alone)
 table('native, 1 thread vs onnxruntime-node, 1 thread', 'native1', 'ortnode1', 'ort-node');
 table(`native, ${THREADS} threads vs onnxruntime-node, ${THREADS} threads`, 'nativeN', 'ortnodeN', 'ort-node', 'native1');

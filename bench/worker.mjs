@@ -21,7 +21,8 @@ let gemmVariant, kernelVariants;  // mha-wasm: read after the warm-up (each kern
 async function forwardFunction() {
   if (impl === 'mha-wasm') {
     const { loadBuild } = await import('../tools/load-wasm-build.mjs');
-    const { module, MultiHeadAttention } = await loadBuild(threads > 1 ? 'mha-simd-threads' : 'mha-simd');
+    // MHA_BENCH_BUILD: bench/run.mjs's --simd choice (default: the plain SIMD128 builds).
+    const { module, MultiHeadAttention } = await loadBuild(process.env.MHA_BENCH_BUILD || (threads > 1 ? 'mha-simd-threads' : 'mha-simd'));
     if (threads > 1) module.setNumThreads(threads);
     const layer = new MultiHeadAttention({ embedDim: E, numHeads: H });
     layer.loadStateDict(weights);

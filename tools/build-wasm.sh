@@ -24,13 +24,19 @@ build_variant() {  # name, compile flags, extra link flags, --pre-js file
   cmake --build "$dir" -j2
 }
 
-# Three variants, one embind API (the threads one adds setNumThreads/numThreads):
+# Five variants, one embind API (the threads one adds setNumThreads/numThreads):
 #   mha-simd          wasm SIMD128 (xsimd's SSE4.1 arch mapped onto SIMD128, TOOLCHAIN quirk 3)
 #   mha-scalar        no SIMD instructions, for engines without WebAssembly SIMD
 #   mha-simd-threads  SIMD + pthreads (workers); needs cross-origin isolation in browsers.
 #                     Workers are started with the module, one per core (at most 16), so a
 #                     forward call never waits for a worker to load. In Node the factory
 #                     needs { nodeWorkerThreads } (see src/mha/runtime/wasm_threads_pre.js).
+#   mha-relaxed-simd, mha-relaxed-simd-threads
+#                     the same two with relaxed SIMD's fused multiply-add (f32x4.relaxed_madd:
+#                     src/mha/kernels/simd.hpp's fmadd), for engines that have it (Chrome 114+,
+#                     Node 22+, Firefox 145+); the loader picks them there. Clang 14 emits the
+#                     proposal's prototype opcode, renumbered after the link
+#                     (tools/wasm-relaxed-opcodes.mjs, a POST_BUILD step in CMakeLists.txt).
 # The WebGPU kernels, embedded into bindings/js/webgpu/wgsl.generated.js (committed; see the tool).
 node tools/embed-wgsl.mjs
 
@@ -38,6 +44,9 @@ mkdir -p dist
 build_variant mha-simd "-msimd128 -msse4.1"
 build_variant mha-scalar ""
 build_variant mha-simd-threads "-msimd128 -msse4.1 -pthread" \
+  "-sPTHREAD_POOL_SIZE=Math.min(16,navigator.hardwareConcurrency||4)" "$PWD/src/mha/runtime/wasm_threads_pre.js"
+build_variant mha-relaxed-simd "-msimd128 -msse4.1 -mrelaxed-simd"
+build_variant mha-relaxed-simd-threads "-msimd128 -msse4.1 -mrelaxed-simd -pthread" \
   "-sPTHREAD_POOL_SIZE=Math.min(16,navigator.hardwareConcurrency||4)" "$PWD/src/mha/runtime/wasm_threads_pre.js"
 stamp_write wasm "$inputs"  # (tools/prepare.sh skips the build while its inputs stay the same)
 echo "built: $(ls dist)"

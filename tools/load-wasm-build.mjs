@@ -3,6 +3,7 @@
 // embind module plus the MultiHeadAttention class bound to it.
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import v8 from 'node:v8';
 
 import { defineAttentionFunction } from '../bindings/js/core/attention-function.js';
 import { defineKerasMultiHeadAttention } from '../bindings/js/keras/keras.js';
@@ -12,11 +13,14 @@ import { defineLinearLayer } from '../bindings/js/core/linear-layer.js';
 import { defineMlpActivation, MLP_ACTIVATION } from '../bindings/js/core/mlp-activation.js';
 import { defineRowNorm, ROW_NORM } from '../bindings/js/core/row-norm.js';
 
-export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads'];
+export const BUILDS = ['mha-simd', 'mha-scalar', 'mha-simd-threads', 'mha-relaxed-simd', 'mha-relaxed-simd-threads'];
 const DIST = new URL('../dist/', import.meta.url);
 
-/** @param {'mha-simd' | 'mha-scalar' | 'mha-simd-threads'} name */
+/** @param {'mha-simd' | 'mha-scalar' | 'mha-simd-threads' | 'mha-relaxed-simd' | 'mha-relaxed-simd-threads'} name */
 export async function loadBuild(name) {
+  // Node 20's V8 has relaxed SIMD behind a flag (shipped from V8 11.4, Node 22): the tests and
+  // the benchmark turn it on for these builds, as Chrome and Node 22+ have it.
+  if (name.includes('relaxed')) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
   const { default: createMhaModule } = await import(new URL(`${name}.mjs`, DIST));
   const args = { wasmBinary: await readFile(new URL(`${name}.wasm`, DIST)) };  // TOOLCHAIN quirk 6
   if (name.endsWith('-threads')) {

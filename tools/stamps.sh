@@ -11,13 +11,14 @@
 # Each step's inputs: files, or folders (every file in them).
 STAMP_INPUTS_setup=(package-lock.json tools/debian-packages.txt tools/setup.sh tools/install-debian-packages.sh
   tools/lavapipe.sh)
-STAMP_INPUTS_wasm=(src bindings/embind CMakeLists.txt tools/build-wasm.sh tools/embed-wgsl.mjs
+STAMP_INPUTS_wasm=(src bindings/embind CMakeLists.txt tools/build-wasm.sh tools/embed-wgsl.mjs tools/wasm-relaxed-opcodes.mjs
   bindings/js/webgpu/wgsl)
 STAMP_FILE_setup=build/stamps/setup
 STAMP_FILE_wasm=dist/build-inputs.sha256
 # What must still be there for a stamp to count (a step's outputs, removed by hand).
 STAMP_OUTPUTS_setup=(node_modules/.package-lock.json build/lavapipe/lvp_icd.json)
-STAMP_OUTPUTS_wasm=(dist/mha-simd.wasm dist/mha-scalar.wasm dist/mha-simd-threads.wasm)
+STAMP_OUTPUTS_wasm=(dist/mha-simd.wasm dist/mha-scalar.wasm dist/mha-simd-threads.wasm dist/mha-relaxed-simd.wasm
+  dist/mha-relaxed-simd-threads.wasm)
 
 # Prints the hash of step $1's inputs now.
 stamp_hash() {

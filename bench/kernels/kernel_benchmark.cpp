@@ -366,6 +366,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   report_gemm_variants(chain_limit());
+  if (argc > 1 && std::string(argv[1]) == "gemm") return 0;  // (`bash bench/kernels/run.sh gemm`: the GEMM variants only)
   {
     const int64_t M = 512, K = 512, N = 512;
     const auto w = uniform(N * K, 1, 0.05f), b = uniform(N, 2, 0.1f), x = uniform(M * K, 3, 0.5f);

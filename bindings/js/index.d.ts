@@ -86,6 +86,13 @@ export interface InitOptions {
   /** undefined (default): use SIMD where the engine has it; false: force the scalar build; true: force SIMD. */
   simd?: boolean;
   /**
+   * undefined (default): the relaxed-SIMD builds where the engine has relaxed SIMD (Chrome 114+,
+   * Node 22+, Firefox 145+), whose fused multiply-add makes the matrix products up to twice as
+   * fast on CPUs with FMA; false: the plain SIMD128 builds (results bit for bit those of engines
+   * without relaxed SIMD); true: force them (fails to load where unsupported; needs SIMD).
+   */
+  relaxedSimd?: boolean;
+  /**
    * Threads for a forward pass. Default: every core, where threads work (Node; cross-origin-isolated
    * pages), else 1 quietly. 1: a single-thread build. N > 1 where threads are impossible: one thread
    * and a console warning.

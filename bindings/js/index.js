@@ -5,7 +5,7 @@ import { chooseVariant } from './core/variants.js';
 import { defineKerasMultiHeadAttention } from './keras/keras.js';
 import { initWebGpu } from './webgpu/index.js';
 
-const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'threads', 'backend', 'gpu', 'device', 'kernels'];
+const INIT_OPTIONS = ['wasmUrl', 'locateFile', 'simd', 'relaxedSimd', 'threads', 'backend', 'gpu', 'device', 'kernels'];
 const BACKENDS = ['wasm', 'webgpu'];
 
 /** One loading or loaded module per build and file location; a failed load is forgotten. */

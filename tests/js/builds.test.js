@@ -1,5 +1,5 @@
-// Every wasm build in dist/ (SIMD, scalar, SIMD + threads) matches PyTorch on every fixture,
-// and the threads build's thread control works and does not change results.
+// Every wasm build in dist/ (SIMD, scalar, SIMD + threads, and the two relaxed-SIMD ones)
+// matches PyTorch on every fixture, and the threads build's thread control works and does not change results.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 

@@ -3,7 +3,9 @@
 // SIMD and scalar builds, against the float64 textbook product on shapes that hit every tile edge
 // (the reference's tolerance), and a layer's forward pass the same bits on every variant; every
 // f16 and q4 decode GEMV variant forced the same way, a Linear layer's one-row product against
-// the float64 product of the weights it holds (f16 at its extremes too); every flash-attention
+// the float64 product of the weights it holds (f16 at its extremes too), on the relaxed-SIMD
+// build as well (its fused multiply-add; Node 20 gets relaxed SIMD from V8's flag, set below,
+// Node 22+ has it); every flash-attention
 // variant with every exp scheme forced the same way, against the float64 formula (outputs and
 // weights, causal or not, across key tiles); mha.kernelChoice() says what runs and why; unknown
 // names are refused by name; MHA_KERNELS forces a variant in Node; a calibration is saved and the
@@ -12,6 +14,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import v8 from 'node:v8';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
@@ -23,21 +26,29 @@ import { seededFloats } from './seeded.js';
 const cacheDir = mkdtempSync(join(tmpdir(), 'mha-kernel-choice-'));
 process.env.MHA_KERNEL_CACHE = join(cacheDir, 'this-process.json');  // (before the first init)
 after(() => rmSync(cacheDir, { recursive: true, force: true }));
+v8.setFlagsFromString('--experimental-wasm-relaxed-simd');  // (Node 20; shipped from V8 11.4 on)
 const { init } = await import('../../bindings/js/index.js');
+
+// Each build whose kernels come in variants, by the init() options that load it.
+const BUILDS = [
+  { name: 'mha-simd', options: { simd: true, relaxedSimd: false } },
+  { name: 'mha-relaxed-simd', options: { simd: true, relaxedSimd: true } },
+  { name: 'mha-scalar', options: { simd: false } },
+];
 
 // Rows around every tile height (1-6, 8), depths across the 512-float depth block and not a
 // multiple of the shuffle broadcast's 4, columns around the 8-wide panel.
 const SHAPES = [[1, 3, 1], [5, 6, 7], [7, 64, 9], [9, 517, 16], [13, 33, 33], [24, 5, 4], [121, 40, 17]];
 
-for (const simd of [true, false]) {
-  describe(`GEMM variants, ${simd ? 'mha-simd' : 'mha-scalar'}`, async () => {
-    const mha = await init({ simd, threads: 1 });
+for (const { name: buildName, options: build } of BUILDS) {
+  describe(`GEMM variants, ${buildName}`, async () => {
+    const mha = await init({ ...build, threads: 1 });
     const { variants } = mha.kernelChoice().gemm;
 
     test('every variant matches the float64 product on every tile edge', async () => {
       assert.ok(variants.length >= 10, variants.join(', '));
       for (const name of variants) {
-        const forced = await init({ simd, threads: 1, kernels: { gemm: name } });
+        const forced = await init({ ...build, threads: 1, kernels: { gemm: name } });
         assert.equal(forced, mha, 'the same module, its choice forced');
         assert.equal(mha.kernelChoice().gemm.variant, name);
         assert.equal(mha.kernelChoice().gemm.source, 'forced');
@@ -56,7 +67,7 @@ for (const simd of [true, false]) {
       let first;
       try {
         for (const name of variants) {
-          await init({ simd, threads: 1, kernels: { gemm: name } });
+          await init({ ...build, threads: 1, kernels: { gemm: name } });
           const out = layer.forward(query, null, null, { causal: true }).output.data;
           if (!first) first = out;
           else assert.deepEqual(out, first, name);
@@ -87,9 +98,9 @@ function attentionFormula(q, k, v, H, L, S, E, causal) {
   return { out, weights };
 }
 
-for (const simd of [true, false]) {
-  describe(`flash-attention and exp variants, ${simd ? 'mha-simd' : 'mha-scalar'}`, async () => {
-    const mha = await init({ simd, threads: 1 });
+for (const { name: buildName, options: build } of BUILDS) {
+  describe(`flash-attention and exp variants, ${buildName}`, async () => {
+    const mha = await init({ ...build, threads: 1 });
     const { flash, exp } = mha.kernelChoice();
 
     test('every flash variant with every exp matches the float64 formula across key tiles', async () => {
@@ -103,7 +114,7 @@ for (const simd of [true, false]) {
       const want = [false, true].map((causal) => attentionFormula(q, k, v, H, L, S, E, causal));
       for (const f of flash.variants) {
         for (const e of exp.variants) {
-          await init({ simd, threads: 1, kernels: { flash: f, exp: e } });
+          await init({ ...build, threads: 1, kernels: { flash: f, exp: e } });
           const choice = mha.kernelChoice();
           assert.deepEqual([choice.flash.variant, choice.flash.source, choice.exp.variant, choice.exp.source], [f, 'forced', e, 'forced']);
           for (const causal of [false, true]) {
@@ -124,9 +135,9 @@ for (const simd of [true, false]) {
 // minimum, depths under and over a q4 block.
 const GEMV_SHAPES = [[45, 13], [96, 200], [517, 40], [300, 72]];
 
-for (const simd of [true, false]) {
-  describe(`decode GEMV variants, ${simd ? 'mha-simd' : 'mha-scalar'}`, async () => {
-    const mha = await init({ simd, threads: 1 });
+for (const { name: buildName, options: build } of BUILDS) {
+  describe(`decode GEMV variants, ${buildName}`, async () => {
+    const mha = await init({ ...build, threads: 1 });
 
     test('every f16 variant gives the float64 product of the f16 weights, at their extremes too, and even-odd the widen bits', async () => {
       const { variants } = mha.kernelChoice().gemv_f16;
@@ -141,7 +152,7 @@ for (const simd of [true, false]) {
       });
       const results = {};
       for (const name of variants) {
-        await init({ simd, threads: 1, kernels: { gemv_f16: name } });
+        await init({ ...build, threads: 1, kernels: { gemv_f16: name } });
         assert.deepEqual([mha.kernelChoice().gemv_f16.variant, mha.kernelChoice().gemv_f16.source], [name, 'forced']);
         results[name] = cases.map(({ inF, outF, bits, widened, x, bias }) => {
           const layer = new mha.Linear({ inFeatures: inF, outFeatures: outF, weightDtype: 'f16' }).loadWeights({ weight: bits, bias });
@@ -166,7 +177,7 @@ for (const simd of [true, false]) {
       assert.ok(variants.length >= 3 && variants[0] === '1p', variants.join(', '));
       let first;
       for (const name of variants) {
-        await init({ simd, threads: 1, kernels: { gemv_q4: name } });
+        await init({ ...build, threads: 1, kernels: { gemv_q4: name } });
         assert.equal(mha.kernelChoice().gemv_q4.variant, name);
         const ys = GEMV_SHAPES.map(([inF, outF], i) => {
           const values = seededFloats(outF * inF, 70 + i), bias = seededFloats(outF, 80 + i), x = seededFloats(inF, 90 + i);
@@ -246,9 +257,9 @@ describe('between processes (Node)', () => {
       assert.equal(childChoice({ MHA_KERNEL_CACHE: file, MHA_KERNELS: '' }).gemm.source, 'calibrated');
       return;
     }
-    assert.equal(saved.version, 3);
+    assert.equal(saved.version, 4);
     const [key] = Object.keys(saved.choices);
-    assert.match(key, /^mha-simd \| .* \| node v/);
+    assert.match(key, /^mha-(relaxed-)?simd \| .* \| node v/);
     assert.equal(saved.choices[key].gemm, first.variant);
     assert.deepEqual([saved.choices[key].flash, saved.choices[key].exp], [all.flash.variant, all.exp.variant]);
     assert.ok(['gemv_f16', 'gemv_q4'].every((kernel) => typeof saved.choices[key][kernel] === 'string'), JSON.stringify(saved.choices[key]));

@@ -7,11 +7,14 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+import { relaxedSimd } from 'wasm-feature-detect';
+
 import { init } from '../../bindings/js/index.js';
 import { layerConfig, loadFixtures, runCase, worstError } from './fixtures.js';
 
 const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
 const { tolerance, cases } = loadFixtures();
+const RELAXED = await relaxedSimd();  // (Node 22+; Node 20 without V8's flag: false)
 
 /** Calls fn with console.warn captured; returns [result, warnings]. */
 async function withWarnings(fn) {
@@ -37,26 +40,40 @@ function assertMatchesTorch(mha, names = ['self_basic', 'kdim_vdim', 'masks_comb
 }
 
 describe('choosing a build', () => {
-  test('default in Node: SIMD with threads on every core', async () => {
+  test('default in Node: SIMD (relaxed where the engine has it) with threads on every core', async () => {
     const mha = await init();
     const cores = availableParallelism();
     const { numThreads, ...kind } = mha.build;
-    assert.deepEqual(kind, cores > 1 ? { name: 'mha-simd-threads', simd: true, threads: true } : { name: 'mha-simd', simd: true, threads: false });
+    const simd = `mha-${RELAXED ? 'relaxed-' : ''}simd`;
+    assert.deepEqual(kind, cores > 1 ? { name: `${simd}-threads`, simd: true, relaxedSimd: RELAXED, threads: true }
+      : { name: simd, simd: true, relaxedSimd: RELAXED, threads: false });
     // One per core, up to what the build's worker pool holds (16 on big machines).
     assert.ok(cores > 1 ? numThreads >= 2 && numThreads <= cores : numThreads === 1, `${numThreads} threads on ${cores} cores`);
     assertMatchesTorch(mha);
   });
 
   test('threads: 1 loads the single-thread SIMD build', async () => {
-    const mha = await init({ threads: 1 });
-    assert.deepEqual({ ...mha.build }, { name: 'mha-simd', simd: true, threads: false, numThreads: 1 });
+    const mha = await init({ threads: 1, relaxedSimd: false });
+    assert.deepEqual({ ...mha.build }, { name: 'mha-simd', simd: true, relaxedSimd: false, threads: false, numThreads: 1 });
     assertMatchesTorch(mha);
   });
 
   test('simd: false loads the scalar build, which gives the same numbers', async () => {
     const mha = await init({ simd: false, threads: 1 });
-    assert.deepEqual({ ...mha.build }, { name: 'mha-scalar', simd: false, threads: false, numThreads: 1 });
+    assert.deepEqual({ ...mha.build }, { name: 'mha-scalar', simd: false, relaxedSimd: false, threads: false, numThreads: 1 });
     assertMatchesTorch(mha);
+  });
+
+  test('relaxedSimd: refused by type, without SIMD, and (true) where the engine lacks it', async () => {
+    await assert.rejects(init({ relaxedSimd: 'yes' }), { name: 'TypeError', message: 'init: relaxedSimd must be a boolean, got string' });
+    await assert.rejects(init({ simd: false, relaxedSimd: true }),
+      { name: 'TypeError', message: 'init: relaxedSimd: true needs SIMD, but simd: false was given' });
+    if (RELAXED) {
+      assert.equal((await init({ relaxedSimd: true, threads: 1 })).build.name, 'mha-relaxed-simd');
+    } else {
+      await assert.rejects(init({ relaxedSimd: true, threads: 1 }), {
+        name: 'Error', message: 'init: relaxedSimd: true, but this engine has no WebAssembly relaxed SIMD (Chrome 114+, Node 22+, Firefox 145+)' });
+    }
   });
 
   test('threads: 3 runs the threaded build, with the same numbers', async () => {
@@ -77,7 +94,7 @@ describe('choosing a build', () => {
 
   const BAD = [
     [null, TypeError, /init: options must be an object, got null/],
-    [{ thread: 2 }, TypeError, /init: unknown option 'thread'; known options: wasmUrl, locateFile, simd, threads/],
+    [{ thread: 2 }, TypeError, /init: unknown option 'thread'; known options: wasmUrl, locateFile, simd, relaxedSimd, threads/],
     [{ threads: 0 }, RangeError, /init: threads must be an integer from 1 to 1024, got 0/],
     [{ threads: '2' }, TypeError, /init: threads must be a number, got string/],
     [{ simd: 'no' }, TypeError, /init: simd must be a boolean, got string/],

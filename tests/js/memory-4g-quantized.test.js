@@ -49,7 +49,8 @@ function run(MultiHeadAttention) {
   return results;
 }
 
-for (const name of BUILDS) {
+// (The relaxed-SIMD builds differ from these only in their multiply-add: not in how they address.)
+for (const name of BUILDS.filter((build) => !build.includes('relaxed'))) {
   describe(`quantized weights above 2 GiB on ${name}`, () => {
     let build, supported, low, high, pointers, held;
     before(async () => {

@@ -46,17 +46,21 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync'],
 });
+// Chromium has relaxed SIMD, so the default is a relaxed-SIMD build; ?relaxedSimd=0 the plain one.
 const RUNS = [
-  { path: '/isolated/dist/index.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
-  { path: '/plain/dist/index.html?threads=4', expect: { name: 'mha-simd', threads: false, isolated: false, warns: true } },
+  { path: '/isolated/dist/index.html?threads=2', expect: { name: 'mha-relaxed-simd-threads', threads: true, isolated: true, warns: false } },
+  { path: '/isolated/dist/index.html?threads=2&relaxedSimd=0', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
+  { path: '/plain/dist/index.html?threads=4', expect: { name: 'mha-relaxed-simd', threads: false, isolated: false, warns: true } },
+  { path: '/plain/dist/index.html?relaxedSimd=0', expect: { name: 'mha-simd', threads: false, isolated: false, warns: false } },
   { path: '/plain/dist/index.html?simd=0&threads=1', expect: { name: 'mha-scalar', threads: false, isolated: false, warns: false } },
   { path: '/isolated/dist/index.html?threads=2&missingWorker',
-    expectError: /^Error: mha-wasm: could not load the mha-simd-threads build from .*: the pthread worker script .*no-such-worker\.js failed to load/ },
-  { path: '/isolated/webpack-dist/index.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
-  { path: '/plain/webpack-dist/index.html?threads=4', expect: { name: 'mha-simd', threads: false, isolated: false, warns: true } },
-  { path: '/isolated/plain-page.html?threads=2', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
-  { path: '/plain/plain-page.html', expect: { name: 'mha-simd', threads: false, isolated: false, warns: false } },
-  { path: '/index.html?threads=2', dev: true, expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
+    expectError: /^Error: mha-wasm: could not load the mha-relaxed-simd-threads build from .*: the pthread worker script .*no-such-worker\.js failed to load/ },
+  { path: '/isolated/webpack-dist/index.html?threads=2', expect: { name: 'mha-relaxed-simd-threads', threads: true, isolated: true, warns: false } },
+  { path: '/isolated/webpack-dist/index.html?threads=2&relaxedSimd=0', expect: { name: 'mha-simd-threads', threads: true, isolated: true, warns: false } },
+  { path: '/plain/webpack-dist/index.html?threads=4', expect: { name: 'mha-relaxed-simd', threads: false, isolated: false, warns: true } },
+  { path: '/isolated/plain-page.html?threads=2', expect: { name: 'mha-relaxed-simd-threads', threads: true, isolated: true, warns: false } },
+  { path: '/plain/plain-page.html', expect: { name: 'mha-relaxed-simd', threads: false, isolated: false, warns: false } },
+  { path: '/index.html?threads=2', dev: true, expect: { name: 'mha-relaxed-simd-threads', threads: true, isolated: true, warns: false } },
   { path: '/index.html?simd=0&threads=1', dev: true, expect: { name: 'mha-scalar', threads: false, isolated: true, warns: false } },
 ];
 let failed = false;

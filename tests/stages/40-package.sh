@@ -22,7 +22,8 @@ echo "--- publint, arethetypeswrong"
 "$BIN/publint" --strict
 # The .wasm subpaths are files for bundlers and fetch(), not modules with types.
 "$BIN/attw" --pack . --format ascii --exclude-entrypoints \
-  ./dist/mha-simd.wasm ./dist/mha-scalar.wasm ./dist/mha-simd-threads.wasm
+  ./dist/mha-simd.wasm ./dist/mha-scalar.wasm ./dist/mha-simd-threads.wasm ./dist/mha-relaxed-simd.wasm \
+  ./dist/mha-relaxed-simd-threads.wasm
 
 echo "--- npm pack, install into an empty project"
 npm pack --silent --pack-destination "$WORK" > "$WORK/tarball-name"

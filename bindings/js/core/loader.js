@@ -83,6 +83,7 @@ export async function instantiate(name, numThreads, options) {
     build: Object.freeze({
       name,
       simd: VARIANTS[name].simd,
+      relaxedSimd: VARIANTS[name].relaxedSimd,
       threads: VARIANTS[name].threads,
       numThreads: VARIANTS[name].threads ? module.numThreads() : 1,
     }),

@@ -693,9 +693,18 @@ export interface MultiHeadAttention<A extends LayerArray = Float32Array> {
 export interface BuildInfo {
   /** True for the builds using WebAssembly SIMD (128-bit) instructions. */
   simd: boolean;
-  /** True for the multi-threaded build. */
+  /**
+   * True for the builds whose multiply-adds are relaxed SIMD's f32x4.relaxed_madd: one fused
+   * instruction where the CPU has FMA (so results may differ from the plain SIMD build's in the
+   * last bits, within the reference tolerance).
+   */
+  relaxedSimd: boolean;
+  /** True for the multi-threaded builds. */
   threads: boolean;
-  /** 'mha-simd', 'mha-scalar' or 'mha-simd-threads' (the file names in dist/). */
+  /**
+   * 'mha-simd', 'mha-scalar', 'mha-simd-threads', 'mha-relaxed-simd' or 'mha-relaxed-simd-threads'
+   * (the file names in dist/).
+   */
   name: string;
   /** Threads a forward pass may use: 1 for the single-thread builds. */
   numThreads: number;

@@ -35,7 +35,22 @@ constexpr int kWidth = static_cast<int>(Vec::size);
 inline Vec load(const float* p) { return Vec::load_unaligned(p); }
 inline void store(float* p, Vec v) { v.store_unaligned(p); }
 inline Vec splat(float x) { return Vec(x); }
-inline Vec fmadd(Vec a, Vec b, Vec c) { return xsimd::fma(a, b, c); }  // mul + add on wasm
+// a * b + c. The relaxed-SIMD builds (-mrelaxed-simd) use f32x4.relaxed_madd, one fused
+// instruction where the CPU has FMA (V8 on x64 with FMA3, arm64), two elsewhere: on a CPU whose
+// mul and add share two ports (Intel), that halves the GEMM's and flash attention's work. The
+// plain SIMD128 build has no fused op, so xsimd's fma is a mul and an add there.
+// Clang 14 knows relaxed SIMD only as its prototype: __builtin_wasm_fma_f32x4 is emitted as the
+// prototype's opcode (0xfd 0xaf), which no engine ships. tools/wasm-relaxed-opcodes.mjs renumbers
+// it to the standard relaxed_madd (0xfd 0x105), whose operands, in the same order, mean a * b + c.
+inline Vec fmadd(Vec a, Vec b, Vec c) {
+#if defined(__wasm_relaxed_simd__)
+  return Vec(static_cast<__m128>(__builtin_wasm_fma_f32x4(static_cast<__f32x4>(static_cast<__m128>(a)),
+                                                          static_cast<__f32x4>(static_cast<__m128>(b)),
+                                                          static_cast<__f32x4>(static_cast<__m128>(c)))));
+#else
+  return xsimd::fma(a, b, c);
+#endif
+}
 // a < b ? b : a: a NaN in b is ignored, one in a is kept. wasm's pmax is that one instruction
 // (maxps); xsimd::max reaches wasm through Emscripten's SSE emulation as a compare and a
 // bitselect, which made the softmax's exp 0.8 ns per vector slower. SSE's maxps with the

@@ -1,5 +1,5 @@
 // A page that uses the installed mha-wasm like an app would; the result goes to window.__result
-// for browser-check.mjs. ?threads=N, ?simd=0 and ?missingWorker become init() options.
+// for browser-check.mjs. ?threads=N, ?simd=0, ?relaxedSimd=0 and ?missingWorker become init() options.
 import { init } from 'mha-wasm';
 
 import cases from './cases.json';
@@ -9,6 +9,7 @@ const params = new URLSearchParams(location.search);
 const options = {
   ...(params.has('threads') ? { threads: Number(params.get('threads')) } : {}),
   ...(params.get('simd') === '0' ? { simd: false } : {}),
+  ...(params.get('relaxedSimd') === '0' ? { relaxedSimd: false } : {}),
   // A pthread worker script that is not there: init() must reject, not wait forever.
   ...(params.has('missingWorker') ? { locateFile: (file) => (file.endsWith('.worker.js') ? './no-such-worker.js' : undefined) } : {}),
 };
