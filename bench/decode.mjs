@@ -1,7 +1,7 @@
 // Decoding with a KV cache: one new token per call, batch 1, on the wasm builds, with float32 weights
 // and with each quantized weightDtype (int8, q4, f16: docs/quantized.md).
 //   node --no-liftoff bench/decode.mjs [--threads=2] [--steps=30] [--passes=3] [--layers=1] [--only=Qwen]
-//     [--dtypes=f32,int8,q4,f16] [--ort-graphs=f32,int8,q4] [--peer=no] [--clock=cpu]
+//     [--dtypes=f32,int8,q4,f16] [--ort-graphs=f32,int8,q4] [--peer=no] [--clock=cpu] [--simd=relaxed]
 // --clock=cpu: the one-thread cells (ours and the peer's) in the process's CPU time instead of
 // wall time (robust when other tenants share the cores; a step's waits are then not counted).
 // (--no-liftoff: every wasm function optimized from the start, ours and onnxruntime-web's alike;
@@ -92,7 +92,9 @@ const streamScript = new URL('./stream-read.mjs', import.meta.url).pathname;
 const stream = JSON.parse(execFileSync(process.execPath, [streamScript, String(THREADS)], { encoding: 'utf8' }).trim());
 process.stderr.write(`wasm streaming read: ${stream[1].toFixed(1)} GB/s on 1 thread, ${stream[THREADS].toFixed(1)} on ${THREADS}\n`);
 
-const builds = [['mha-simd', 1], ['mha-simd-threads', THREADS]];
+// --simd=relaxed: our relaxed-SIMD builds (tools/load-wasm-build.mjs turns V8's flag on in Node 20).
+const SIMD = args.simd === 'relaxed' ? 'mha-relaxed-simd' : 'mha-simd';
+const builds = [[SIMD, 1], [`${SIMD}-threads`, THREADS]];
 const loaded = [];
 for (const [name, threads] of builds) {
   const { module, MultiHeadAttention } = await loadBuild(name);
