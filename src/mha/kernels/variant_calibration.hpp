@@ -16,10 +16,13 @@ struct VariantCalibration {
   double seconds = 0;         // the calibration's own wall time
   int rounds = 0;             // rounds over every variant
   bool settled = false;       // the times stopped improving (false: cut off at 0.3 s, still moving)
+  int confirmations = 0;      // head-to-heads run against a variant that looked faster than the one kept
 };
 
 // `run(i)` runs variant i once on the problem, `work` of which (e.g. flops) each run does. The
-// default (index `former`, the kernel before the variants) is kept unless another is 5% faster.
+// default (index `former`, the kernel before the variants) is kept unless another is 5% faster,
+// in the rounds and again in a head-to-head with it (then `rates` holds the head-to-head's figure
+// for the challenger).
 VariantCalibration calibrate_variants(int count, int former, const std::function<void(int)>& run, double work);
 
 }  // namespace mha::kernels
