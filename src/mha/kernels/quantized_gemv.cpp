@@ -47,10 +47,10 @@ void gemv_int8(const QuantizedPanels& w, const QuantizedRow& row, const float* b
     const int64_t u1 = std::min(pairs, u0 + kInt8RunDepth / 2);
     I a0[NP], a1[NP];
     for (int n = 0; n < NP; ++n) a0[n] = a1[n] = izero();
-    // Four depth pairs per iteration in wasm: V8 keeps the loop's counter and address arithmetic
-    // per iteration, a third of its instructions at one pair (A/B in one process, CPU time, a
-    // Llama-3.2-1B-like int8 decode step over 8 layers, relaxed SIMD, Intel Xeon: 4-6% faster,
-    // medians of 4 runs each, 2026-12-03). The sums and their order are the same.
+    // Four depth pairs per iteration in wasm, so the loop's counter and address arithmetic is paid
+    // once per four pairs (A/B in one process, CPU time, a Llama-3.2-1B-like int8 decode step over
+    // 8 layers, relaxed SIMD, Intel Xeon: 4-6% faster, medians of 4 runs each, 2026-12-03). The
+    // sums and their order are the same.
 #if defined(__clang__)
 #pragma clang loop unroll_count(4)
 #endif

@@ -120,18 +120,19 @@ VariantCalibration calibrate_variants(int count, int former, const std::function
   int best = def;
   std::vector<char> confirmed(count, 0);
   confirmed[def] = 1;
+  // The time a challenger must beat: 5% under the default's while it is kept, then the best's.
+  const auto bar = [&] { return best == def ? 0.95 * seconds[def] : seconds[best]; };
   for (;;) {
-    const double bar = best == def ? 0.95 * seconds[def] : seconds[best];
     int challenger = -1;
     for (int i = 0; i < count; ++i)
-      if (!confirmed[i] && seconds[i] < bar && (challenger < 0 || seconds[i] < seconds[challenger])) challenger = i;
+      if (!confirmed[i] && seconds[i] < bar() && (challenger < 0 || seconds[i] < seconds[challenger])) challenger = i;
     if (challenger < 0) break;
     confirmed[challenger] = 1;
     const HeadToHead h = confirm(run, best, challenger, batch_seconds, step);
     seconds[best] = std::min(seconds[best], h.incumbent);  // the incumbent keeps its best time,
     seconds[challenger] = h.challenger;                    // the challenger gets the fair one
     c.confirmations += 1;
-    if (seconds[challenger] < (best == def ? 0.95 * seconds[def] : seconds[best])) best = challenger;
+    if (seconds[challenger] < bar()) best = challenger;
   }
   for (int i = 0; i < count; ++i) c.rates.push_back(work / seconds[i] * 1e-9);
   c.best = best;
