@@ -15,6 +15,7 @@
 #include "mha/kernels/output_gate.hpp"
 #include "mha/kernels/packed_linear.hpp"
 #include "mha/kernels/qk_norm.hpp"
+#include "mha/kernels/transpose_block.hpp"
 
 namespace {
 
@@ -87,6 +88,24 @@ TEST(PackedLinear, FewRowsMatchReferenceAndPanelRangesCompose) {
         expect_close(fast, ref, "y");
         if (HasFatalFailure()) return;
       }
+    }
+  }
+}
+
+// The flash kernel's packing transpose against its scalar twin, bit for bit, on every edge of the
+// 4x4 blocks, with strides wider than the rows and the columns (the layer's rows of E floats).
+TEST(Transpose, MatchesReferenceOnEveryBlockEdge) {
+  for (int64_t rows : {1, 3, 4, 5, 8, 13}) {
+    for (int64_t cols : {1, 2, 4, 7, 16, 65}) {
+      const int64_t src_stride = cols + 3, dst_stride = rows + 5;
+      const std::vector<float> src = random_vector(static_cast<size_t>(rows * src_stride), 17);
+      std::vector<float> fast(static_cast<size_t>(cols * dst_stride), -1.0f), ref = fast;
+      mha::kernels::transpose(src.data(), src_stride, fast.data(), dst_stride, rows, cols);
+      mha::kernels::transpose_reference(src.data(), src_stride, ref.data(), dst_stride, rows, cols);
+      SCOPED_TRACE(testing::Message() << "rows=" << rows << " cols=" << cols);
+      ASSERT_EQ(fast, ref);
+      EXPECT_EQ(ref[(cols - 1) * dst_stride + rows - 1], src[(rows - 1) * src_stride + cols - 1]);
+      EXPECT_EQ(ref[rows], -1.0f);  // past the rows: untouched
     }
   }
 }

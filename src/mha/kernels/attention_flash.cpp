@@ -53,6 +53,7 @@
 #include "kernel_choice.hpp"
 #include "score_epilogue_simd.hpp"
 #include "simd.hpp"
+#include "transpose_block.hpp"
 
 namespace mha::kernels {
 namespace {
@@ -125,10 +126,9 @@ struct PackedHead {
     kt = base;
     v = kt + Dh * Sp;
     key_bias = v + S * Dp;
+    for (int64_t j0 = 0; j0 < S; j0 += kCols)  // panel by panel: [Dh][kCols] = the keys' rows transposed
+      transpose(a.k + j0 * a.k_stride, a.k_stride, kt + j0 * Dh, kCols, std::min<int64_t>(kCols, S - j0), Dh);
     for (int64_t j = 0; j < S; ++j) {
-      const float* kj = a.k + j * a.k_stride;
-      float* panel = kt + (j / kCols) * Dh * kCols + j % kCols;
-      for (int64_t d = 0; d < Dh; ++d) panel[d * kCols] = kj[d];
       std::copy(a.v + j * a.v_stride, a.v + j * a.v_stride + Dv, v + j * Dp);
       std::fill(v + j * Dp + Dv, v + (j + 1) * Dp, 0.0f);
       key_bias[j] = a.key_bias ? a.key_bias[j] : 0.0f;
@@ -230,7 +230,9 @@ class FlashHead {
       const float inv_sum = blocked ? 0.0f : 1.0f / b.sum[r];
       if (a_.lse) a_.lse[i] = b.seen[r] ? b.max[r] + std::log(b.sum[r]) : kNegInf;
       const float* acc = b.acc.data() + r * h_.Dp;
-      for (int64_t d = 0; d < h_.Dv; ++d) out[d] = acc[d] * inv_sum;
+      int64_t d = 0;
+      for (const Vec vinv(inv_sum); d + kW <= h_.Dv; d += kW) simd::store(out + d, simd::load(acc + d) * vinv);
+      for (; d < h_.Dv; ++d) out[d] = acc[d] * inv_sum;
       if (!a_.weights || blocked) continue;
       const float* sr = b.scores.data() + r * b.stride;
       float* w = a_.weights + i * h_.S;
@@ -375,6 +377,10 @@ class FlashAttention : FlashHead {
   void pack_queries(QueryBlock& b) const {
     for (int64_t t = 0; t < kMicroTiles; ++t) {
       float* qt = b.q.data() + t * h_.Dh * kRows;
+      if ((t + 1) * kRows <= b.rows) {  // a whole micro-tile: its rows transposed
+        transpose(a_.q + (b.first + t * kRows) * a_.q_stride, a_.q_stride, qt, kRows, kRows, h_.Dh);
+        continue;
+      }
       for (int r = 0; r < kRows; ++r) {
         const int64_t row = std::min<int64_t>(t * kRows + r, b.rows - 1);
         const float* qr = a_.q + (b.first + row) * a_.q_stride;

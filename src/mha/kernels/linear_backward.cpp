@@ -7,6 +7,7 @@
 
 #include "linear.hpp"
 #include "packed_linear.hpp"
+#include "transpose_block.hpp"
 
 namespace mha::kernels {
 
@@ -24,8 +25,8 @@ void linear_backward(const LinearBackwardArgs& a) {
     constexpr int64_t kBlock = 32;
     for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
       for (int64_t o0 = 0; o0 < out; o0 += kBlock)
-        for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
-          for (int64_t o = o0; o < std::min(out, o0 + kBlock); ++o) d_y_t[o * rows + r] = a.d_y[r * out + o];
+        transpose(a.d_y + r0 * out + o0, out, d_y_t.data() + o0 * rows + r0, rows, std::min(kBlock, rows - r0),
+                  std::min(kBlock, out - o0));
     PackedLinear::from_transposed(a.x, in, rows).apply(d_y_t.data(), a.d_weight, 0, out);
   }
   if (a.d_bias) {
