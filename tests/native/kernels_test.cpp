@@ -92,7 +92,7 @@ TEST(PackedLinear, FewRowsMatchReferenceAndPanelRangesCompose) {
   }
 }
 
-// The flash kernel's packing transpose against its scalar twin, bit for bit, on every edge of the
+// The packing transpose (flash attention, linear_backward) against its scalar twin, bit for bit, on every edge of the
 // 4x4 blocks, with strides wider than the rows and the columns (the layer's rows of E floats).
 TEST(Transpose, MatchesReferenceOnEveryBlockEdge) {
   for (int64_t rows : {1, 3, 4, 5, 8, 13}) {

@@ -1,9 +1,10 @@
 // A strided transpose, dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols:
 // how the flash kernel packs a head's keys (panels of kCols keys by depth) and a block's queries
-// (micro-tiles of kRows rows by depth), and linear_backward's d_y^T. Scalar, each float was a load and a store at a stride;
-// in 4x4 blocks (four row loads, one register transpose, four column stores) a sixteenth of the
-// accesses. With 8x64x256x4's 64-row heads, the scalar packing was about a sixth of their
-// attention's time (a --profiling-funcs build, node --cpu-prof, 2026-12-03).
+// (micro-tiles of kRows rows by depth), and how linear_backward forms d_y^T. Scalar, each float is
+// a load and a store; in 4x4 blocks, four row loads, one register transpose (shuffles) and four
+// column stores move 16 floats, a quarter of the memory accesses. With 8x64x256x4's 64-row heads,
+// the scalar packing was about a sixth of their attention's time (a --profiling-funcs build,
+// node --cpu-prof, 2026-12-03).
 //
 // transpose_reference states the function; transpose is it in 4x4 blocks where there are 4-lane
 // vectors (wasm, whose -msse4.1 maps onto SIMD128, and every x86-64), the reference for the rest.
